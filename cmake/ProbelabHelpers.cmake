@@ -1,0 +1,110 @@
+# Helpers shared by every layer: one creates every GoogleTest test, one every Google Benchmark binary.
+include(GoogleTest)
+
+set(PROBELAB_TEST_ENV "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1;PROBELAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+# probelab_add_test(<name> SOURCES <src...> LIBS <targets...> [TIMEOUT <s>])
+# Builds one GoogleTest binary; every TEST becomes its own CTest entry run in its own process,
+# so a test may elaborate its own SystemC design.
+function(probelab_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  # Our own main() is compiled into the binary so that SystemC's library main() never wins.
+  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock Threads::Threads)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_definitions(${name} PRIVATE PROBELAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES ENVIRONMENT "${PROBELAB_TEST_ENV}" TIMEOUT ${ARG_TIMEOUT}
+    DISCOVERY_MODE PRE_TEST)
+endfunction()
+
+# probelab_add_test_dir(<prefix> LIBS <targets...>): one test binary per tests/<dir>/test_*.cpp.
+function(probelab_add_test_dir prefix)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LIBS;EXTRA_SOURCES" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_*.cpp)
+  foreach(src IN LISTS srcs)
+    get_filename_component(stem ${src} NAME_WE)
+    set(args SOURCES ${src} ${ARG_EXTRA_SOURCES} LIBS ${ARG_LIBS})
+    if(ARG_TIMEOUT)
+      list(APPEND args TIMEOUT ${ARG_TIMEOUT})
+    endif()
+    probelab_add_test(${prefix}_${stem} ${args})
+  endforeach()
+endfunction()
+
+# probelab_add_bench(<name> SOURCES <src...> LIBS <targets...>)
+function(probelab_add_bench name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/bench/support/bench_main.cpp)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark Threads::Threads)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+endfunction()
+
+# probelab_layer(<target> [SYSTEMC] DEPS <targets...>): a library of every .cpp in the calling
+# directory (not recursive). SYSTEMC marks a layer whose translation units include SystemC headers.
+function(probelab_layer target)
+  cmake_parse_arguments(ARG "SYSTEMC" "" "DEPS;PRIVATE_DEPS;GLOB" ${ARGN})
+  if(NOT ARG_GLOB)
+    set(ARG_GLOB *.cpp)
+  endif()
+  set(srcs)
+  foreach(g IN LISTS ARG_GLOB)
+    file(GLOB more CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${g})
+    list(APPEND srcs ${more})
+  endforeach()
+  if(NOT srcs)
+    # A layer without sources yet still gets a library so that its dependents configure.
+    set(empty ${CMAKE_CURRENT_BINARY_DIR}/${target}_empty.cpp)
+    file(WRITE ${empty} "// no sources yet\n")
+    set(srcs ${empty})
+  endif()
+  add_library(${target} STATIC ${srcs})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${target} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  if(ARG_SYSTEMC)
+    # Debian's SystemC was built as C++17; its API-version symbol must match (see NOTES).
+    target_compile_definitions(${target} PUBLIC SC_CPLUSPLUS=201703L SC_INCLUDE_DYNAMIC_PROCESSES)
+    target_link_libraries(${target} PUBLIC PkgConfig::SYSTEMC probelab_sc_main_stub)
+  endif()
+endfunction()
+
+# Collect the transitive link closure of a target.
+function(_probelab_link_closure target out)
+  set(seen)
+  set(todo ${target})
+  while(todo)
+    list(POP_FRONT todo t)
+    if(t IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${t})
+    if(TARGET ${t})
+      get_target_property(l1 ${t} LINK_LIBRARIES)
+      get_target_property(l2 ${t} INTERFACE_LINK_LIBRARIES)
+      foreach(l IN LISTS l1 l2)
+        if(l AND NOT l MATCHES "-NOTFOUND$")
+          string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" l "${l}")
+          list(APPEND todo ${l})
+        endif()
+      endforeach()
+    endif()
+  endwhile()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+# probelab_forbid_link(<target> <forbidden>): configure fails if <target> reaches <forbidden>.
+function(probelab_forbid_link target forbidden)
+  _probelab_link_closure(${target} closure)
+  if(forbidden IN_LIST closure)
+    message(FATAL_ERROR "Layering violation: ${target} links ${forbidden} (see DESIGN.md, one-way dependency rule)")
+  endif()
+  get_target_property(defs ${target} INTERFACE_COMPILE_DEFINITIONS)
+  if(defs AND "SC_CPLUSPLUS=201703L" IN_LIST defs)
+    message(FATAL_ERROR "Layering violation: ${target} exports SystemC compile definitions")
+  endif()
+endfunction()

@@ -1,0 +1,60 @@
+// A dense tensor: a TensorDesc and the bytes it describes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace probelab::graph {
+
+/// Owns its bytes. Elements are stored in the layout named by desc.format (physical shape for
+/// private formats, see graph/format.h). FP16/BF16 elements are stored as their 16-bit patterns.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(TensorDesc desc);  // zero-filled
+  Tensor(TensorDesc desc, std::vector<std::byte> bytes);  // throws if the size does not match
+
+  const TensorDesc& desc() const { return desc_; }
+  DType dtype() const { return desc_.dtype; }
+  const Shape& shape() const { return desc_.shape; }
+  std::int64_t numel() const;  // logical element count
+  std::size_t nbytes() const { return bytes_.size(); }
+
+  std::span<std::byte> bytes() { return bytes_; }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+  /// Typed view of the storage; T must match the dtype's storage type
+  /// (float, std::uint16_t for F16/BF16, std::int32_t, std::int64_t, std::uint8_t for Bool, double).
+  template <class T> std::span<T> data();
+  template <class T> std::span<const T> data() const;
+
+  /// Converts a logical (ND/NCHW-laid-out) tensor to FP32 / FP64 element values (FP16/BF16 exactly).
+  std::vector<float> to_f32() const;
+  std::vector<double> to_f64() const;
+  /// Builds a tensor of dtype `t` from FP32 values, rounding to nearest even (FP16/BF16).
+  static Tensor from_f32(const Shape& shape, std::span<const float> v, DType t = DType::F32);
+  static Tensor from_f64(const Shape& shape, std::span<const double> v, DType t = DType::F64);
+
+  bool operator==(const Tensor& o) const { return desc_ == o.desc_ && bytes_ == o.bytes_; }
+
+ private:
+  void check_type(std::size_t elem_size) const;
+  TensorDesc desc_;
+  std::vector<std::byte> bytes_;
+};
+
+template <class T> std::span<T> Tensor::data() {
+  check_type(sizeof(T));
+  return {reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+}
+template <class T> std::span<const T> Tensor::data() const {
+  check_type(sizeof(T));
+  return {reinterpret_cast<const T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+}
+
+}  // namespace probelab::graph

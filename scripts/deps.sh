@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages probelab needs, only those missing (idempotent), then configures
+# and builds into build/ (incrementally). Sourced by scripts/suite.sh and scripts/test.sh.
+set -euo pipefail
+
+PROBELAB_PACKAGES=(
+  cmake g++ make pkg-config
+  libsystemc-dev libeigen3-dev libboost-dev libfmt-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libzstd-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libopenmpi-dev openmpi-bin libboost-mpi-dev
+)
+
+probelab_install_deps() {
+  local missing=()
+  for p in "${PROBELAB_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if ((${#missing[@]})); then
+    echo "probelab: installing Debian packages: ${missing[*]}"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+  fi
+}
+
+probelab_build() {
+  local root="$1"
+  local jobs
+  jobs=$(nproc 2>/dev/null || echo 2)
+  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build" -j "$jobs"
+}
