@@ -13,6 +13,8 @@
 
 namespace probelab::graph {
 
+struct OpDef;  // graph/op_registry.h
+
 /// Every IR error: names the graph/op/tensor concerned and what was expected.
 class GraphError : public std::runtime_error {
  public:
@@ -51,11 +53,19 @@ class Graph {
   void add_tensor(TensorInfo t);
   /// Declares an initializer (Weight/Constant) with its value.
   void add_initializer(const std::string& name, Tensor value, TensorKind kind = TensorKind::Weight);
-  /// Appends an op (its id is assigned here) and returns it. Output tensors not yet declared are
-  /// declared as Activations with descs from shape inference (see infer_shapes()).
+  /// Appends an op (its id is assigned here) and returns it. Throws GraphError on a duplicate op
+  /// name, an output that already has a producer or is an input/initializer, and - when the type is
+  /// registered - on wrong input/output counts, missing/unknown/mistyped attributes, and when shape
+  /// inference rejects the inputs (only run once all input descs are known). Output tensors not yet
+  /// declared are declared with descs from shape inference (left empty when inference could not
+  /// run yet; infer_shapes() fills them) as Activations (Gradients for backward ops; Output when
+  /// already marked as a graph output).
   Op& add_op(Op op);
   void mark_output(const std::string& tensor);
   void mark_input(const std::string& tensor);
+  /// Rebuilds ids and the name/producer indexes after ops() was edited in place (ops reordered,
+  /// renamed or erased). Throws GraphError on duplicate op names or tensors with two producers.
+  void reindex();
 
   // --- access -------------------------------------------------------------------------------
   const std::vector<Op>& ops() const { return ops_; }
@@ -89,13 +99,23 @@ class Graph {
   std::vector<const Op*> select_scope(const std::string& regex) const;
 
   // --- checking -----------------------------------------------------------------------------
-  /// Runs shape inference over the graph in topological order, filling/overwriting activation descs.
+  /// Runs shape inference over the graph in topological order, filling/overwriting the descs of
+  /// every op output. Throws GraphError (naming the op) on unknown types or mismatches.
   void infer_shapes();
   /// Full validation: dangling or duplicate names, single producer per tensor, cycles, unknown op
   /// types, attribute specs, dtype/shape agreement with shape inference. Throws GraphError.
   void validate() const;
 
+ /// "graph '<name>'" for messages.
+  std::string label() const;
+
  private:
+  /// Output descs of `op` from the registry when its type and all input descs are known; empty
+  /// otherwise. Throws GraphError when the inference itself rejects the inputs.
+  std::vector<TensorDesc> try_infer(const Op& op) const;
+  /// Input/output counts and attributes of `op` against its type. Throws GraphError.
+  void check_signature(const Op& op, const OpDef& def) const;
+
   std::string name_;
   std::vector<Op> ops_;
   std::map<std::string, TensorInfo> tensors_;

@@ -15,6 +15,10 @@ namespace probelab::graph {
 using AttrValue = std::variant<std::int64_t, double, std::string, std::vector<std::int64_t>,
                                std::vector<double>, std::vector<std::string>>;
 using Attrs = std::map<std::string, AttrValue>;
+/// "int", "float", "string", "int list", "float list", "string list".
+std::string_view attr_value_type_name(const AttrValue& v);
+/// The value as written in a model file: 3, 0.5, "same", [1, 1], ["a", "b"].
+std::string attr_value_str(const AttrValue& v);
 
 /// Which pass of a training step an op belongs to (watch points filter on it).
 enum class Direction : std::uint8_t { Forward, Backward, Optimizer };
@@ -40,6 +44,11 @@ struct Op {
   /// For a fused op: the names of the ops (in the snapshot it was fused from) that it replaced, in
   /// execution order. Empty otherwise.
   std::vector<std::string> fused_from;
+  /// For a fused op: the replaced ops themselves (inputs/outputs renamed so that the body reads the
+  /// fused op's inputs and writes its outputs; intermediates are named "<fused op>/<inner op>:<i>").
+  /// Lets the device kernel and the reference comparison decompose the fused op without the
+  /// snapshot it came from.
+  std::vector<Op> fused_body;
   /// For a backward op: the forward op it differentiates. Empty otherwise.
   std::string grad_of;
 
@@ -48,9 +57,15 @@ struct Op {
   std::int64_t attr_int(const std::string& key, std::int64_t def) const;
   double attr_float(const std::string& key) const;
   double attr_float(const std::string& key, double def) const;
+  std::string attr_str(const std::string& key) const;
   std::string attr_str(const std::string& key, const std::string& def) const;
   std::vector<std::int64_t> attr_ints(const std::string& key) const;
   std::vector<std::int64_t> attr_ints(const std::string& key, std::vector<std::int64_t> def) const;
+  /// attr_float accepts an int value, attr_floats an int list; an empty list of any type matches
+  /// every list accessor.
+  std::vector<double> attr_floats(const std::string& key) const;
+  std::vector<double> attr_floats(const std::string& key, std::vector<double> def) const;
+  std::vector<std::string> attr_strs(const std::string& key) const;
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
 };
 

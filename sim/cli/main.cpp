@@ -1,6 +1,42 @@
-// probelab command-line entry point (placeholder until the CLI lands).
+// probelab: replay scenarios on the simulated accelerator, list what can be configured, show
+// models and scenarios, compare two runs. Exit codes: 0 success / all expectations held,
+// 1 an expectation failed, 2 bad input.
 #include <cstdio>
-int main() {
-  std::puts("probelab: no subcommands yet");
+#include <exception>
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "sim/bad_input.h"
+#include "sim/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"probelab: a simulated Da Vinci-style accelerator hosting a precision-probe runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "probelab 0.1.0");
+  std::map<std::string, probelab::cli::Command> commands;
+  commands["run"] = probelab::cli::add_run(app);
+  commands["list"] = probelab::cli::add_list(app);
+  commands["show"] = probelab::cli::add_show(app);
+  commands["compare"] = probelab::cli::add_compare(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) return commands.at(sub->get_name())();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    if (probelab::sim::is_bad_input(e)) {
+      fmt::print(stderr, "probelab: error: {}\n", e.what());
+      return 2;
+    }
+    fmt::print(stderr, "probelab: internal error: {}\n", e.what());
+    return 1;
+  }
   return 0;
 }

@@ -1,0 +1,203 @@
+// AI cores: functional execution through kernels::OpRunner, timing through the tile pipeline.
+#include "chip_model/ai_core.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "chip_model/hbm.h"
+#include "chip_model/kernels/op_runner.h"
+#include "chip_model/trace.h"
+#include "graph/dtype.h"
+
+namespace probelab::chip {
+namespace {
+
+/// Functional operand movement (timing is charged per tile by the pipeline).
+class HbmMemory final : public kernels::KernelMemory {
+ public:
+  explicit HbmMemory(Hbm& hbm) : hbm_(hbm) {}
+  void read(std::uint64_t addr, std::span<std::byte> dst) override { hbm_.debug_read(addr, dst); }
+  void write(std::uint64_t addr, std::span<const std::byte> src) override { hbm_.debug_write(addr, src); }
+
+ private:
+  Hbm& hbm_;
+};
+
+num::Mode mode_of(std::uint32_t fp_mode) {
+  num::Mode m;
+  m.overflow = (fp_mode & spec::kFpModeSaturation) ? num::OverflowMode::Saturation : num::OverflowMode::InfNan;
+  m.denormal = (fp_mode & spec::kFpModeFlushDenormals) ? num::DenormalMode::FlushToZero : num::DenormalMode::Preserve;
+  return m;
+}
+
+double gbps(std::uint64_t bytes_per_cycle, std::uint32_t mhz) {
+  return static_cast<double>(bytes_per_cycle) * mhz / 1000.0;
+}
+
+}  // namespace
+
+AiCore::AiCore(sc_core::sc_module_name name, const ChipServices& services, AiCoreOptions opts)
+    : sc_core::sc_module(name), svc_(services), opts_(opts) {}
+
+kernels::CoreTimingParams AiCore::timing_params(std::uint32_t cores) const {
+  const ChipConfig& c = *svc_.config;
+  kernels::CoreTimingParams p;
+  p.cores = cores;
+  p.clock_mhz = c.clock_mhz;
+  p.cube_m = c.cube_m;
+  p.cube_n = c.cube_n;
+  p.cube_k = c.cube_k;
+  p.vector_bytes_per_cycle = c.vector_bytes_per_cycle;
+  p.mte_bytes_per_cycle = c.mte_bytes_per_cycle;
+  p.l0a_bytes = c.l0a_bytes;
+  p.l0b_bytes = c.l0b_bytes;
+  p.l0c_bytes = c.l0c_bytes;
+  p.ub_bytes = c.ub_bytes;
+  p.l2_bytes = opts_.l2_bytes;
+  p.l2_bytes_per_cycle = opts_.l2_bytes_per_cycle;
+  return p;
+}
+
+void AiCore::execute(TaskContext& ctx) {
+  const spec::TaskDescriptor& task = ctx.task;
+  if (task.kernel != spec::kKernelOpArgs)
+    throw std::runtime_error(fmt::format("task {} (op {}): unknown kernel id {} (only {} = op args kernel exists)",
+                                         task.task_id, task.op_id, task.kernel, spec::kKernelOpArgs));
+  if (ctx.cores.empty()) throw std::runtime_error(fmt::format("task {}: no cores granted", task.task_id));
+  Hbm& hbm = *svc_.hbm;
+  std::vector<std::byte> block(task.args_size);
+  hbm.read(task.args_addr, block, ctx.qk, HbmClient::Core);
+  spec::OpArgs args;
+  try {
+    args = spec::decode_op_args(block);
+  } catch (const spec::OpArgsError& e) {
+    throw std::runtime_error(fmt::format("task {} (op {}): {}", task.task_id, task.op_id, e.what()));
+  }
+
+  const std::uint32_t lead = ctx.cores.front();
+  FaultHooks* hooks = svc_.faults;
+  HbmMemory mem(hbm);
+  kernels::OpRunner run(std::move(args), mode_of(ctx.fp_mode));
+  const std::string label = run.args().op_name.empty() ? run.args().op_type : run.args().op_name;
+  const sc_core::sc_time start = ctx.now();
+  const std::uint64_t start_cycle = ctx.cycle();
+  run.load(mem, hooks, ctx.site(lead));
+  run.compute(hooks, ctx.site(lead));
+
+  const auto ncores = static_cast<std::uint32_t>(ctx.cores.size());
+  const kernels::CoreTimingParams params = timing_params(ncores);
+  const kernels::OpWork work = run.work();
+  const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
+  const kernels::TilePlan plan = kernels::plan_tiles(work, params, ncores, out_elems);
+  PipelineOptions popt;
+  popt.clock_mhz = svc_.clock.mhz();
+  popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);
+  popt.l2_gbps = gbps(params.l2_bytes_per_cycle, params.clock_mhz);
+  popt.quantum = sc_core::sc_time(static_cast<double>(svc_.config->quantum_ns), sc_core::SC_NS);
+  popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
+  const PipelineResult r = run_pipeline(plan, hbm, start, popt);
+
+  std::uint64_t last_tile_ps = r.start_ps, first_tile_ps = r.end_ps;
+  for (std::uint64_t t : r.tile_done_ps) {
+    last_tile_ps = std::max(last_tile_ps, t);
+    first_tile_ps = std::min(first_tile_ps, t);
+  }
+  FaultSite out_site = ctx.site(lead);
+  out_site.cycle = svc_.clock.ps_to_cycles(last_tile_ps);
+  run.finish(hooks, out_site, std::max<std::uint32_t>(svc_.config->vector_bytes_per_cycle / 4, 1));
+
+  // Detection reports.
+  const kernels::OpDetection& det = run.detection();
+  auto report = [&](std::uint16_t index, const kernels::TensorFlags& f, std::uint64_t done_ps) {
+    if (f.status == 0 && !f.any_kind()) return;
+    DetectionEvent ev = ctx.detection_event(lead, index);
+    ev.status = f.status;
+    for (int k = 0; k < static_cast<int>(spec::kExcKindCount); ++k)
+      if (f.kinds[k].hit()) {
+        ev.kind_mask |= exc_bit(static_cast<spec::ExcKindBit>(k));
+        ev.kind_counts[k] = f.kinds[k].count;
+      }
+    if (f.any_kind()) {
+      ev.first_kind = f.first_kind();
+      ev.first_elem = static_cast<std::uint64_t>(f.first_elem());
+    }
+    ev.cycle = svc_.clock.ps_to_cycles(done_ps);
+    svc_.detection->report(ev);
+  };
+  report(static_cast<std::uint16_t>(std::max(det.nan_input, 0)), det.inputs, first_tile_ps);
+  for (std::size_t o = 0; o < det.outputs.size(); ++o) {
+    const kernels::TensorFlags& f = det.outputs[o];
+    std::uint64_t done = last_tile_ps;
+    if (o == 0 && f.any_kind()) {
+      const std::int64_t tile = plan.tile_of_element(static_cast<std::uint64_t>(f.first_elem()));
+      if (tile >= 0 && static_cast<std::size_t>(tile) < r.tile_done_ps.size())
+        done = r.tile_done_ps[static_cast<std::size_t>(tile)];
+    }
+    report(static_cast<std::uint16_t>(o), f, done);
+  }
+
+  run.store(mem);
+  ctx.qk.set(ChipClock::from_ps(r.end_ps) - sc_core::sc_time_stamp());
+
+  OpRecord rec;
+  rec.op_id = task.op_id;
+  rec.task_id = task.task_id;
+  rec.step = ctx.step;
+  rec.stream = ctx.stream;
+  rec.op_type = run.args().op_type;
+  rec.op_name = run.args().op_name;
+  rec.start_cycle = start_cycle;
+  rec.end_cycle = svc_.clock.ps_to_cycles(r.end_ps);
+  rec.cycles = rec.end_cycle - rec.start_cycle;
+  rec.flops = work.flops;
+  rec.hbm_read_bytes = r.hbm_read_bytes;
+  rec.hbm_write_bytes = r.hbm_write_bytes;
+  rec.l2_read_bytes = r.l2_read_bytes;
+  rec.cube_cycles = r.cube_cycles;
+  rec.vector_cycles = r.vector_cycles;
+  rec.cores = ncores;
+  rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
+  records_.push_back(std::move(rec));
+  if (svc_.trace->enabled()) trace_op(ctx, label, r);
+}
+
+void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {
+  Trace& tr = *svc_.trace;
+  const Trace::Args base{{"op", std::uint64_t{ctx.task.op_id}}, {"task", std::uint64_t{ctx.task.task_id}}};
+  if (opts_.verbose_trace) {
+    static const char* kPipes[] = {"mte", "cube", "vector", "mte"};
+    static const char* kWhat[] = {"load", "compute", "epilogue", "store"};
+    for (const PipelineResult::StepSpan& s : r.spans) {
+      const char* pipe = s.pipe == 1 ? (s.cube ? "cube" : "vector") : kPipes[s.pipe];
+      tr.complete(svc_.rank, TaskContext::core_track(ctx.cores[s.core], pipe), name, kWhat[s.pipe], s.start_ps,
+                  s.end_ps - s.start_ps, base);
+    }
+    return;
+  }
+  auto span = [&](std::uint32_t core, const char* pipe, std::uint64_t first, std::uint64_t last, std::uint64_t busy,
+                  std::uint64_t tiles) {
+    if (busy == 0) return;
+    Trace::Args a = base;
+    a.emplace_back("busy_cycles", svc_.clock.ps_to_cycles(busy));
+    a.emplace_back("tiles", tiles);
+    tr.complete(svc_.rank, TaskContext::core_track(core, pipe), name, "kernel", first, last - first, std::move(a));
+  };
+  for (std::size_t c = 0; c < r.cores.size(); ++c) {
+    const PipelineResult::CoreSpan& s = r.cores[c];
+    span(ctx.cores[c], "mte", s.mte_first_ps, s.mte_last_ps, s.mte_busy_ps, s.tiles);
+    span(ctx.cores[c], "cube", s.cube_first_ps, s.cube_last_ps, s.cube_busy_ps, s.tiles);
+    span(ctx.cores[c], "vector", s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps, s.tiles);
+  }
+}
+
+CoreFactory AiCore::factory(AiCoreOptions opts, AiCore** out) {
+  return [opts, out](const char* name, const ChipServices& services) -> std::unique_ptr<CoreExecutor> {
+    auto core = std::make_unique<AiCore>(name, services, opts);
+    if (out) *out = core.get();
+    return core;
+  };
+}
+
+}  // namespace probelab::chip

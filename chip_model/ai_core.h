@@ -1,0 +1,81 @@
+// The AI cores of one chip: executes Kernel tasks (kernel id spec::kKernelOpArgs, args block
+// spec::OpArgs) on the cores the scheduler granted.
+//
+// Per task:
+//  1. the args block is read through the timed HBM model and decoded (bad block -> exception);
+//  2. values: kernels::OpRunner loads the operands (FaultHooks::on_op_input at the task start),
+//     computes the whole op functionally (one numerics GEMM per matrix product, graph reference
+//     kernels on the Vector side; FaultHooks::on_gemm_accumulation for Cube ops), see
+//     kernels/kernel.h and kernels/op_runner.h for the semantics and the detection rules;
+//  3. time: the op's work is tiled (kernels/tiling.h) over the granted cores and timed by the
+//     double-buffered tile pipeline with HBM contention (ai_core_pipeline.h) — time is charged
+//     per tile, never per element;
+//  4. the outputs are converted through the chip's Mode (kRegFpMode at dispatch),
+//     FaultHooks::on_vector_lanes / on_op_output are called (site cycle = the op's last tile),
+//     the detection circuit gets one report per anomalous tensor (NaN input: output_index = the
+//     input's index and the element is in that input; outputs: the output's index and element),
+//     each with the cycle at which the tile holding that element completed;
+//  5. the results are written to HBM, the task completes at the pipeline's end time.
+// Moving the operand bytes (step 2 and 5) is functional and costs no time by itself: every
+// byte is charged by the pipeline's per-tile HBM transfers instead.
+//
+// Trace (when enabled): per op and core one span on each busy pipe track "core<i>.mte",
+// "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); with
+// AiCoreOptions::verbose_trace one span per tile step instead.
+// Every op gets an OpRecord with its simulated cycles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <systemc>
+
+#include "chip_model/ai_core_pipeline.h"
+#include "chip_model/core_interface.h"
+#include "chip_model/kernels/tiling.h"
+
+namespace probelab::chip {
+
+struct AiCoreOptions {
+  bool verbose_trace = false;  // one trace span per tile step (large traces)
+  /// L2 figures of the timing model (not in ChipConfig yet); defaults: kernels::CoreTimingParams.
+  std::uint64_t l2_bytes = kernels::CoreTimingParams{}.l2_bytes;
+  std::uint32_t l2_bytes_per_cycle = kernels::CoreTimingParams{}.l2_bytes_per_cycle;
+};
+
+/// What one executed compute op cost.
+struct OpRecord {
+  std::uint32_t op_id = 0, task_id = 0, step = 0, stream = 0;
+  std::string op_type, op_name;
+  std::uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
+  std::uint64_t flops = 0;                 // Cube FLOPs (2 per MAC)
+  std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
+  std::uint64_t cube_cycles = 0, vector_cycles = 0;  // busy cycles summed over cores
+  std::uint32_t cores = 0;
+  std::uint64_t tiles = 0;
+};
+
+class AiCore : public sc_core::sc_module, public CoreExecutor {
+ public:
+  AiCore(sc_core::sc_module_name name, const ChipServices& services, AiCoreOptions opts = {});
+
+  void execute(TaskContext& ctx) override;
+
+  /// One record per executed Kernel task, in completion order.
+  const std::vector<OpRecord>& records() const { return records_; }
+  /// Timing parameters for `cores` cores of this chip.
+  kernels::CoreTimingParams timing_params(std::uint32_t cores) const;
+
+  /// Factory for Chip::Options::make_cores; `out` (optional) receives the created AiCore.
+  static CoreFactory factory(AiCoreOptions opts = {}, AiCore** out = nullptr);
+
+ private:
+  void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
+
+  const ChipServices& svc_;
+  AiCoreOptions opts_;
+  std::vector<OpRecord> records_;
+};
+
+}  // namespace probelab::chip

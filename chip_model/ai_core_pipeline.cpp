@@ -1,0 +1,204 @@
+// Multi-core tile pipeline timing (see ai_core_pipeline.h).
+#include "chip_model/ai_core_pipeline.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "chip_model/clock.h"
+#include "chip_model/hbm.h"
+
+namespace probelab::chip {
+namespace {
+
+constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
+
+struct CoreState {
+  const std::vector<kernels::TileStep>* steps = nullptr;
+  std::vector<std::uint64_t> load_end, comp_end;
+  std::vector<std::size_t> tile_first;   // first step of each local tile
+  std::vector<std::size_t> step_tile;    // local tile of each step
+  std::vector<std::size_t> tile_last;    // last step of each local tile
+  std::vector<std::uint64_t> vec_end, store_end;
+  std::size_t next_load = 0, next_comp = 0, next_store = 0;
+  std::uint64_t vec_free = 0;
+
+  std::size_t n() const { return steps->size(); }
+  std::uint64_t load_ready(std::uint64_t t0) const {
+    const std::size_t i = next_load;
+    if (i >= 2 && comp_end[i - 2] == kUnknown) return kUnknown;
+    std::uint64_t r = t0;
+    if (i >= 1) r = std::max(r, load_end[i - 1]);
+    if (i >= 2) r = std::max(r, comp_end[i - 2]);
+    return r;
+  }
+  std::uint64_t store_ready() const {
+    const std::size_t j = next_store;
+    if (vec_end[j] == kUnknown) return kUnknown;
+    return j >= 1 ? std::max(vec_end[j], store_end[j - 1]) : vec_end[j];
+  }
+};
+
+void track(std::uint64_t& first, std::uint64_t& last, std::uint64_t& busy, std::uint64_t s, std::uint64_t e) {
+  if (busy == 0 && first == 0) first = s;
+  first = std::min(first, s);
+  last = std::max(last, e);
+  busy += e - s;
+}
+
+}  // namespace
+
+PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_core::sc_time& start,
+                            const PipelineOptions& opt) {
+  const ChipClock clock(opt.clock_mhz);
+  const std::uint64_t t0 = ChipClock::to_ps(start);
+  const std::uint64_t quantum = ChipClock::to_ps(opt.quantum);
+  PipelineResult res;
+  res.start_ps = res.end_ps = t0;
+  res.tile_done_ps.assign(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_tiles, 0)), t0);
+  res.cores.resize(plan.steps.size());
+  std::vector<char> touched(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_blocks, 0)), 0);
+
+  std::vector<CoreState> cs(plan.steps.size());
+  for (std::size_t c = 0; c < cs.size(); ++c) {
+    CoreState& s = cs[c];
+    s.steps = &plan.steps[c];
+    s.load_end.assign(s.n(), kUnknown);
+    s.comp_end.assign(s.n(), kUnknown);
+    s.step_tile.resize(s.n());
+    bool open = false;
+    for (std::size_t i = 0; i < s.n(); ++i) {
+      if (!open) {
+        s.tile_first.push_back(i);
+        open = true;
+      }
+      s.step_tile[i] = s.tile_first.size() - 1;
+      if ((*s.steps)[i].tile_end) {
+        s.tile_last.push_back(i);
+        open = false;
+      }
+    }
+    s.vec_end.assign(s.tile_first.size(), kUnknown);
+    s.store_end.assign(s.tile_first.size(), kUnknown);
+    s.vec_free = t0;
+  }
+
+  // Resolves every compute of core c whose inputs are known.
+  auto advance = [&](std::size_t c) {
+    CoreState& s = cs[c];
+    PipelineResult::CoreSpan& span = res.cores[c];
+    while (s.next_comp < s.n()) {
+      const std::size_t i = s.next_comp;
+      if (s.load_end[i] == kUnknown) return;
+      const std::size_t j = s.step_tile[i];
+      const bool opens = s.tile_first[j] == i;
+      if (opens && j >= 2 && s.store_end[j - 2] == kUnknown) return;
+      std::uint64_t st = s.load_end[i];
+      if (i > 0) st = std::max(st, s.comp_end[i - 1]);
+      if (opens && j >= 2) st = std::max(st, s.store_end[j - 2]);
+      const kernels::TileStep& step = (*s.steps)[i];
+      const std::uint64_t dur = clock.cycles_to_ps(step.compute_cycles);
+      s.comp_end[i] = st + dur;
+      if (step.cube) {
+        track(span.cube_first_ps, span.cube_last_ps, span.cube_busy_ps, st, st + dur);
+        res.cube_cycles += step.compute_cycles;
+      } else {
+        s.vec_free = std::max(s.vec_free, st + dur);
+        track(span.vec_first_ps, span.vec_last_ps, span.vec_busy_ps, st, st + dur);
+        res.vector_cycles += step.compute_cycles;
+      }
+      if (opt.record_spans && dur > 0) res.spans.push_back({static_cast<std::uint32_t>(c), 1, step.cube, st, st + dur});
+      if (step.tile_end) {
+        const std::uint64_t vs = std::max(s.comp_end[i], s.vec_free);
+        const std::uint64_t vd = clock.cycles_to_ps(step.post_cycles);
+        s.vec_end[j] = vs + vd;
+        s.vec_free = s.vec_end[j];
+        if (vd > 0) {
+          track(span.vec_first_ps, span.vec_last_ps, span.vec_busy_ps, vs, vs + vd);
+          res.vector_cycles += step.post_cycles;
+          if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(c), 2, false, vs, vs + vd});
+        }
+        if (step.tile >= 0 && static_cast<std::size_t>(step.tile) < res.tile_done_ps.size())
+          res.tile_done_ps[static_cast<std::size_t>(step.tile)] = s.vec_end[j];
+        ++span.tiles;
+      }
+      ++s.next_comp;
+    }
+  };
+
+  for (;;) {
+    // The earliest issuable MTE action over all cores (ties: lowest core, store first).
+    std::size_t best_core = 0;
+    bool best_store = false, found = false;
+    std::uint64_t best_t = kUnknown;
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+      const CoreState& s = cs[c];
+      if (s.next_store < s.tile_first.size()) {
+        const std::uint64_t t = s.store_ready();
+        if (t != kUnknown && (!found || t < best_t)) {
+          best_t = t, best_core = c, best_store = true, found = true;
+        }
+      }
+      if (s.next_load < s.n()) {
+        const std::uint64_t t = s.load_ready(t0);
+        if (t != kUnknown && (!found || t < best_t)) {
+          best_t = t, best_core = c, best_store = false, found = true;
+        }
+      }
+    }
+    if (!found) break;
+    // Let the rest of the system catch up before issuing far ahead of SystemC time.
+    const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
+    if (best_t > now + quantum) sc_core::wait(ChipClock::from_ps(best_t - now));
+
+    CoreState& s = cs[best_core];
+    PipelineResult::CoreSpan& span = res.cores[best_core];
+    if (best_store) {
+      const kernels::TileStep& step = (*s.steps)[s.tile_last[s.next_store]];
+      std::uint64_t end = best_t;
+      if (step.store_bytes > 0) {
+        end = ChipClock::to_ps(hbm.transfer(step.store_addr, step.store_bytes, ChipClock::from_ps(best_t),
+                                            HbmClient::Core, true, opt.mte_gbps));
+        res.hbm_write_bytes += step.store_bytes;
+        track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
+        if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
+      }
+      s.store_end[s.next_store++] = end;
+      res.end_ps = std::max(res.end_ps, end);
+    } else {
+      const kernels::TileStep& step = (*s.steps)[s.next_load];
+      std::uint64_t hbm_bytes = 0, l2_bytes = 0, addr = 0;
+      for (std::uint8_t k = 0; k < step.num_loads; ++k) {
+        const kernels::TileLoad& l = step.loads[k];
+        const bool hit = l.block >= 0 && touched[static_cast<std::size_t>(l.block)];
+        if (l.block >= 0) touched[static_cast<std::size_t>(l.block)] = 1;
+        if (hit) {
+          l2_bytes += l.bytes;
+        } else if (l.hbm_bytes > 0) {
+          if (hbm_bytes == 0) addr = l.addr;
+          hbm_bytes += l.hbm_bytes;
+        }
+      }
+      std::uint64_t end = best_t + transfer_ps(l2_bytes, opt.l2_gbps);
+      if (hbm_bytes > 0)
+        end = std::max(end, ChipClock::to_ps(hbm.transfer(addr, hbm_bytes, ChipClock::from_ps(best_t), HbmClient::Core,
+                                                          false, opt.mte_gbps)));
+      res.hbm_read_bytes += hbm_bytes;
+      res.l2_read_bytes += l2_bytes;
+      if (end > best_t) {
+        track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
+        if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 0, false, best_t, end});
+      }
+      s.load_end[s.next_load++] = end;
+    }
+    advance(best_core);
+  }
+  for (const CoreState& s : cs) {
+    for (std::uint64_t t : s.comp_end)
+      if (t != kUnknown) res.end_ps = std::max(res.end_ps, t);
+    for (std::uint64_t t : s.vec_end)
+      if (t != kUnknown) res.end_ps = std::max(res.end_ps, t);
+  }
+  return res;
+}
+
+}  // namespace probelab::chip

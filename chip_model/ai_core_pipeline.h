@@ -1,0 +1,64 @@
+// Timing of one op's tile plan (kernels/tiling.h) on the granted AI cores: per core a
+// double-buffered pipeline MTE load -> Cube/Vector compute -> Vector epilogue -> MTE store.
+//
+// Per core, step i's load may start when the MTE finished loading step i-1 and the compute of
+// step i-2 freed its input buffer; compute of step i starts when its operands are loaded, the
+// previous step's compute is done and, for the first step of an output tile j, the store of
+// tile j-2 freed the output buffer (L0C/UB double buffering). After a tile's last step its
+// epilogue runs on the Vector pipe, then its store on the MTE. So in steady state a tile costs
+// max(load, compute, store), plus fill and drain.
+//
+// Loads and stores are charged on the shared HBM model (Hbm::transfer, client Core, the core's
+// MTE port rate) in increasing time order over all cores, so cores contend with each other and
+// with every other HBM initiator; loads that hit the L2 (tiling.h) only take the L2 port time.
+// The simulation runs inside the calling SC_THREAD and wait()s whenever its next request lies
+// more than one quantum ahead of SystemC time, so other initiators interleave at quantum grain.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <systemc>
+
+#include "chip_model/kernels/tiling.h"
+
+namespace probelab::chip {
+
+class Hbm;
+
+struct PipelineResult {
+  std::uint64_t start_ps = 0, end_ps = 0;
+  std::vector<std::uint64_t> tile_done_ps;  // per global tile: end of its compute + epilogue
+  struct CoreSpan {
+    std::uint64_t mte_first_ps = 0, mte_last_ps = 0, mte_busy_ps = 0;
+    std::uint64_t cube_first_ps = 0, cube_last_ps = 0, cube_busy_ps = 0;
+    std::uint64_t vec_first_ps = 0, vec_last_ps = 0, vec_busy_ps = 0;
+    std::uint64_t tiles = 0;
+  };
+  std::vector<CoreSpan> cores;  // per granted core (plan order)
+  std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
+  std::uint64_t cube_cycles = 0, vector_cycles = 0;  // summed over cores
+  /// Per-step spans of each core when recorded (verbose trace): pipe 0 MTE-in, 1 compute, 2 epilogue, 3 store.
+  struct StepSpan {
+    std::uint32_t core;
+    std::uint8_t pipe;
+    bool cube;
+    std::uint64_t start_ps, end_ps;
+  };
+  std::vector<StepSpan> spans;
+};
+
+struct PipelineOptions {
+  std::uint32_t clock_mhz = 1000;
+  double mte_gbps = 0;     // core MTE port, GB/s
+  double l2_gbps = 0;      // core L2 read port, GB/s
+  sc_core::sc_time quantum = sc_core::SC_ZERO_TIME;
+  bool record_spans = false;
+};
+
+/// Runs `plan` starting at absolute time `start` and returns when everything is timed (the
+/// caller sets its quantum keeper to result.end_ps). Must be called from an SC_THREAD.
+PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_core::sc_time& start,
+                            const PipelineOptions& opt);
+
+}  // namespace probelab::chip

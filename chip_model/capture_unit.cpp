@@ -1,0 +1,183 @@
+#include "chip_model/capture_unit.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <boost/crc.hpp>
+#include <fmt/format.h>
+
+#include "chip_model/hbm.h"
+#include "chip_model/interrupt_controller.h"
+#include "chip_model/spec/irq.h"
+#include "chip_model/spec/registers.h"
+#include "chip_model/trace.h"
+
+namespace probelab::chip {
+
+std::uint32_t crc32(std::span<const std::byte> bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+CaptureUnit::CaptureUnit(sc_core::sc_module_name name, const ChipConfig& cfg, Hbm& hbm, InterruptController& irq,
+                         std::uint32_t rank, Trace* trace)
+    : sc_module(name),
+      cfg_(cfg),
+      hbm_(hbm),
+      irq_(irq),
+      clock_(cfg.clock_mhz),
+      rank_(rank),
+      trace_(trace),
+      buf_size_(static_cast<std::uint32_t>(cfg.capture_buffer_bytes)),
+      hbm_latency_(ChipClock::from_ps(static_cast<std::uint64_t>(cfg.hbm_latency_ns) * 1000)) {}
+
+void CaptureUnit::close_active(const sc_core::sc_time& when) {
+  Buffer& b = bufs_[active_];
+  b.ready = true;
+  b.ready_bytes = fill_;
+  ++counters_.buffers_closed;
+  if (trace_ && trace_->enabled())
+    trace_->instant(rank_, "capture", fmt::format("buffer {} ready", active_), "capture", ChipClock::to_ps(when),
+                    {{"bytes", std::uint64_t{fill_}}, {"records", b.records}});
+  fill_ = 0;
+  if (ping_pong()) active_ ^= 1u;
+  irq_.raise(spec::kIrqCaptureFull, std::max(when, last_write_end_));
+  ready_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std::byte> payload,
+                          tlm_utils::tlm_quantumkeeper& qk, const FaultSite& site) {
+  const std::uint64_t unpadded = sizeof(spec::CaptureRecordHeader) + payload.size();
+  const std::uint64_t record_bytes = (unpadded + 7) & ~std::uint64_t{7};
+  ++counters_.produced;
+  const bool enabled = (ctrl_ & spec::kCapEnable) != 0;
+  if (!enabled || record_bytes > buf_size_) {
+    if (enabled && !warned_oversize_) {
+      fmt::print(stderr, "[chip.capture] {}: record of {} bytes exceeds the {}-byte buffer; dropped (reported once)\n",
+                 name(), record_bytes, buf_size_);
+      warned_oversize_ = true;
+    }
+    ++counters_.dropped;
+    return false;
+  }
+  // Find room: close the active buffer if the record does not fit, then wait or drop while no
+  // buffer is writable.
+  for (;;) {
+    if (active_writable() && fill_ + record_bytes > buf_size_) close_active(qk.get_current_time());
+    if (active_writable()) break;
+    if (ctrl_ & spec::kCapDropOnFull) {
+      ++counters_.dropped;
+      if (trace_ && trace_->enabled())
+        trace_->instant(rank_, "capture", "drop", "capture", ChipClock::to_ps(qk.get_current_time()),
+                        {{"op_id", std::uint64_t{header.op_id}}});
+      return false;
+    }
+    qk.sync();
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    sc_core::wait(released_);
+    const sc_core::sc_time t1 = sc_core::sc_time_stamp();
+    counters_.stall_cycles += clock_.cycle_at(t1) - clock_.cycle_at(t0);
+    if (trace_ && trace_->enabled())
+      trace_->complete(rank_, "capture", "stall", "capture", ChipClock::to_ps(t0), ChipClock::to_ps(t1 - t0));
+  }
+
+  header.magic = spec::kCaptureMagic;
+  header.record_bytes = static_cast<std::uint32_t>(record_bytes);
+  header.seq = static_cast<std::uint32_t>(counters_.produced - 1);
+  header.rank = rank_;
+  header.cycle = clock_.cycle_at(qk.get_current_time());
+  header.payload_bytes = static_cast<std::uint32_t>(payload.size());
+  header.checksum = crc32(payload);
+  scratch_.assign(record_bytes, std::byte{0});
+  std::memcpy(scratch_.data(), &header, sizeof header);
+  if (!payload.empty()) std::memcpy(scratch_.data() + sizeof header, payload.data(), payload.size());
+  if (fault_wanted(faults_, kFaultCaptureRecord)) {
+    FaultSite s = site;
+    s.cycle = header.cycle;
+    faults_->on_capture_record(s, scratch_);
+  }
+  // Posted write: the producer hands the record over as soon as the capture engine is free (it
+  // waits only for the previous record's data transfer), then continues; the bytes land in HBM
+  // at `end` (the buffer-full interrupt is raised no earlier than that).
+  Buffer& b = bufs_[active_];
+  const sc_core::sc_time start = std::max(qk.get_current_time(), engine_free_);
+  const sc_core::sc_time end = hbm_.write(b.addr + fill_, scratch_, start, HbmClient::Capture);
+  engine_free_ = std::max(start, end - hbm_latency_);
+  last_write_end_ = std::max(last_write_end_, end);
+  if (start > qk.get_current_time()) qk.set(start - sc_core::sc_time_stamp());
+  fill_ += static_cast<std::uint32_t>(record_bytes);
+  ++b.records;
+  ++counters_.written;
+  ++counters_.buffered;
+  counters_.bytes += record_bytes;
+  if (trace_ && trace_->enabled())
+    trace_->complete(rank_, "capture", "record", "capture", ChipClock::to_ps(start), ChipClock::to_ps(end - start),
+                     {{"op_id", std::uint64_t{header.op_id}}, {"bytes", record_bytes}, {"seq", std::uint64_t{header.seq}}});
+  return true;
+}
+
+std::uint32_t CaptureUnit::read_reg(std::uint32_t offset) const {
+  using namespace spec;
+  switch (offset) {
+    case kRegCapCtrl: return ctrl_;
+    case kRegCapBuf0Lo: return static_cast<std::uint32_t>(bufs_[0].addr);
+    case kRegCapBuf0Hi: return static_cast<std::uint32_t>(bufs_[0].addr >> 32);
+    case kRegCapBuf1Lo: return static_cast<std::uint32_t>(bufs_[1].addr);
+    case kRegCapBuf1Hi: return static_cast<std::uint32_t>(bufs_[1].addr >> 32);
+    case kRegCapBufSize: return buf_size_;
+    case kRegCapActive: return active_;
+    case kRegCapFill: return fill_;
+    case kRegCapReady: return (bufs_[0].ready ? 1u : 0u) | (bufs_[1].ready ? 2u : 0u);
+    case kRegCapReadyBytes0: return bufs_[0].ready ? bufs_[0].ready_bytes : 0;
+    case kRegCapReadyBytes1: return bufs_[1].ready ? bufs_[1].ready_bytes : 0;
+    case kRegCapRecords: return static_cast<std::uint32_t>(counters_.produced);
+    case kRegCapDropped: return static_cast<std::uint32_t>(counters_.dropped);
+    case kRegCapBytesLo: return static_cast<std::uint32_t>(counters_.bytes);
+    case kRegCapBytesHi: return static_cast<std::uint32_t>(counters_.bytes >> 32);
+    case kRegCapStallLo: return static_cast<std::uint32_t>(counters_.stall_cycles);
+    case kRegCapStallHi: return static_cast<std::uint32_t>(counters_.stall_cycles >> 32);
+    default: return 0;
+  }
+}
+
+void CaptureUnit::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now) {
+  using namespace spec;
+  auto set_lo = [](std::uint64_t& a, std::uint32_t v) { a = (a & 0xFFFFFFFF00000000ull) | v; };
+  auto set_hi = [](std::uint64_t& a, std::uint32_t v) { a = (a & 0xFFFFFFFFull) | (std::uint64_t{v} << 32); };
+  switch (offset) {
+    case kRegCapCtrl: {
+      const bool was_pp = ping_pong();
+      ctrl_ = value & (kCapEnable | kCapPingPong | kCapDropOnFull);
+      if (was_pp && !ping_pong() && fill_ == 0 && bufs_[1].records == 0 && !bufs_[1].ready) active_ = 0;
+      break;
+    }
+    case kRegCapBuf0Lo: set_lo(bufs_[0].addr, value); break;
+    case kRegCapBuf0Hi: set_hi(bufs_[0].addr, value); break;
+    case kRegCapBuf1Lo: set_lo(bufs_[1].addr, value); break;
+    case kRegCapBuf1Hi: set_hi(bufs_[1].addr, value); break;
+    case kRegCapBufSize: buf_size_ = value; break;
+    case kRegCapRelease: {
+      if (value > 1) break;
+      Buffer& b = bufs_[value];
+      if (!b.ready) break;
+      counters_.drained += b.records;
+      counters_.buffered -= b.records;
+      b.records = 0;
+      b.ready = false;
+      b.ready_bytes = 0;
+      // Ping-pong with both buffers full: fill whichever buffer the host returned first.
+      if (ping_pong() && !active_writable()) active_ = value;
+      if (trace_ && trace_->enabled())
+        trace_->instant(rank_, "capture", fmt::format("buffer {} released", value), "capture", ChipClock::to_ps(now));
+      released_.notify(sc_core::SC_ZERO_TIME);
+      break;
+    }
+    case kRegCapFlush:
+      if ((value & 1u) && active_writable() && fill_ > 0) close_active(now);
+      break;
+    default: break;
+  }
+}
+
+}  // namespace probelab::chip

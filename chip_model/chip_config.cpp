@@ -1,0 +1,378 @@
+#include "chip_model/chip_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <variant>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "chip_model/spec/registers.h"
+
+namespace probelab::chip {
+namespace {
+
+using Member = std::variant<std::uint32_t ChipConfig::*, std::uint64_t ChipConfig::*, double ChipConfig::*,
+                            bool ChipConfig::*, std::string ChipConfig::*>;
+
+struct Param {
+  ParamInfo info;
+  Member member;
+};
+
+constexpr double kU32Max = 4294967295.0;
+
+Param u32(std::string name, std::uint32_t ChipConfig::*m, std::string unit, double lo, double hi,
+          std::string doc, std::string source) {
+  return {{std::move(name), ParamType::UInt, std::move(unit), std::move(doc), std::move(source), lo, hi, {}}, m};
+}
+Param u64(std::string name, std::uint64_t ChipConfig::*m, std::string unit, double lo, double hi,
+          std::string doc, std::string source) {
+  return {{std::move(name), ParamType::UInt, std::move(unit), std::move(doc), std::move(source), lo, hi, {}}, m};
+}
+Param dbl(std::string name, double ChipConfig::*m, std::string unit, double lo, double hi, std::string doc,
+          std::string source) {
+  return {{std::move(name), ParamType::Double, std::move(unit), std::move(doc), std::move(source), lo, hi, {}}, m};
+}
+
+const std::vector<Param>& params() {
+  static const std::vector<Param> table = [] {
+    std::vector<Param> p;
+    const std::string hc19 = "Huawei, DaVinci architecture, Hot Chips 31 (2019)";
+    // compute
+    p.push_back(u32("num_cores", &ChipConfig::num_cores, "", 1, 64,
+                    "AI cores (Cube+Vector) on the chip",
+                    "Ascend 910B2-class SKU: 24 AI cores (910B3/B4: 20; the 2019 Ascend 910: 32); estimate of the "
+                    "SKU modelled"));
+    p.push_back(u32("clock_mhz", &ChipConfig::clock_mhz, "MHz", 1, 10000, "AI core clock",
+                    "estimate: 24 cores x 4096 MAC x 2 x 1.8 GHz = 354 TFLOPS FP16, within the 280-376 TFLOPS "
+                    "published for 910B SKUs"));
+    p.push_back(u32("cube_m", &ChipConfig::cube_m, "", 1, 256, "Cube tile rows (M) per cycle",
+                    hc19 + ": Cube = 16x16x16 = 4096 FP16 MACs per cycle per core"));
+    p.push_back(u32("cube_n", &ChipConfig::cube_n, "", 1, 256, "Cube tile columns (N) per cycle", hc19));
+    p.push_back(u32("cube_k", &ChipConfig::cube_k, "", 1, 256, "Cube reduction depth (K) per cycle", hc19));
+    p.push_back(u32("vector_bytes_per_cycle", &ChipConfig::vector_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "Vector unit width (128 FP16 or 64 FP32 lanes)", hc19 + ": 2048-bit vector unit"));
+    p.push_back(u32("mte_bytes_per_cycle", &ChipConfig::mte_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's memory-transfer-engine port to HBM (L1/UB <-> HBM)",
+                    "estimate: Ascend 910 die shots/Hot Chips 2019 quote up to 128 GB/s per core at ~2 GHz"));
+    p.push_back(u64("l1_bytes", &ChipConfig::l1_bytes, "bytes", 1024, 1ull << 30, "L1 buffer per core",
+                    "CANN Ascend C docs for Atlas A2 (910B): L1 = 512 KiB"));
+    p.push_back(u64("l0a_bytes", &ChipConfig::l0a_bytes, "bytes", 512, 1ull << 30, "L0A (Cube left operand) per core",
+                    "CANN Ascend C docs for Atlas A2 (910B): L0A = 64 KiB"));
+    p.push_back(u64("l0b_bytes", &ChipConfig::l0b_bytes, "bytes", 512, 1ull << 30, "L0B (Cube right operand) per core",
+                    "CANN Ascend C docs for Atlas A2 (910B): L0B = 64 KiB"));
+    p.push_back(u64("l0c_bytes", &ChipConfig::l0c_bytes, "bytes", 1024, 1ull << 30, "L0C (Cube FP32 accumulator) per core",
+                    "CANN Ascend C docs for Atlas A2 (910B): L0C = 128 KiB"));
+    p.push_back(u64("ub_bytes", &ChipConfig::ub_bytes, "bytes", 1024, 1ull << 30, "Unified Buffer (vector operands) per core",
+                    "CANN Ascend C docs for Atlas A2 (910B): UB = 192 KiB"));
+    p.push_back(u32("task_dispatch_ns", &ChipConfig::task_dispatch_ns, "ns", 0, 1e7,
+                    "Device-side cost of dispatching one task from a stream (scheduler, descriptor decode)",
+                    "estimate"));
+    // HBM
+    p.push_back(u64("hbm_bytes", &ChipConfig::hbm_bytes, "bytes", 1 << 20, 1ull << 40, "HBM capacity",
+                    "Ascend 910B product sheets: 64 GB HBM2e"));
+    p.push_back(dbl("hbm_bandwidth_gbps", &ChipConfig::hbm_bandwidth_gbps, "GB/s", 0.001, 1e6,
+                    "HBM bandwidth, all channels together (1 GB/s = 1e9 bytes/s)",
+                    "estimate: ~1.6 TB/s quoted for 910B (4 HBM2e stacks)"));
+    p.push_back(u32("hbm_channels", &ChipConfig::hbm_channels, "", 1, 1024,
+                    "Independent HBM channels; addresses interleave over them",
+                    "estimate: 4 HBM2e stacks x 8 channels"));
+    p.push_back(u32("hbm_interleave_bytes", &ChipConfig::hbm_interleave_bytes, "bytes", 32, 1 << 20,
+                    "Address interleave granule between channels (power of two)", "estimate"));
+    p.push_back(u32("hbm_latency_ns", &ChipConfig::hbm_latency_ns, "ns", 0, 1e6,
+                    "Latency of an HBM access beyond its transfer time", "estimate: typical HBM2e load-to-use latency"));
+    // host interface
+    p.push_back(dbl("pcie_bandwidth_gbps", &ChipConfig::pcie_bandwidth_gbps, "GB/s", 0.001, 1e6,
+                    "Host link bandwidth per direction (charged by the host-side initiator)",
+                    "estimate: PCIe 5.0 x16 (63 GB/s raw per direction) at ~83% efficiency"));
+    p.push_back(u32("pcie_latency_ns", &ChipConfig::pcie_latency_ns, "ns", 0, 1e8,
+                    "Host link latency per transaction (charged by the host-side initiator)",
+                    "estimate: typical PCIe round trip for a non-posted read"));
+    p.push_back(u32("mmio_latency_ns", &ChipConfig::mmio_latency_ns, "ns", 0, 1e8,
+                    "Chip-side cost of one MMIO register access (added to the PCIe cost)", "estimate"));
+    p.push_back(u32("irq_latency_ns", &ChipConfig::irq_latency_ns, "ns", 0, 1e9,
+                    "From the device raising an interrupt to the host ISR running (MSI + OS entry)",
+                    "estimate: MSI delivery plus interrupt entry on a server CPU"));
+    p.push_back(u64("capture_buffer_bytes", &ChipConfig::capture_buffer_bytes, "bytes", 4096, 4294967295.0,
+                    "Default size of each capture buffer the host driver allocates (kRegCapBufSize)",
+                    "estimate: a few MiB, as debug trace buffers are sized"));
+    // links
+    p.push_back(dbl("link_bandwidth_gbps", &ChipConfig::link_bandwidth_gbps, "GB/s", 0.001, 1e6,
+                    "Bandwidth of one inter-chip link per direction",
+                    "estimate: HCCS on 910B, 56 GB/s per link (392 GB/s over 7 links) as quoted publicly"));
+    p.push_back(u32("link_latency_ns", &ChipConfig::link_latency_ns, "ns", 0, 1e9,
+                    "Latency of one inter-chip link transfer", "estimate"));
+    p.push_back(u32("link_count", &ChipConfig::link_count, "", 1, 64,
+                    "Inter-chip links per chip (full mesh of 8 in one server)",
+                    "estimate: Atlas 800T A2, 8 chips fully connected by HCCS"));
+    // numerics
+    {
+      Param fp{{"fp_mode", ParamType::String, "", "Reset float mode: inf_nan (IEEE 754) or saturation "
+                "(Inf -> +-max finite, NaN -> 0)", "CANN docs: INF_NAN is the default on Atlas A2 (910B); "
+                "saturation is the mode of the earlier Ascend 910", 0, 0, {"inf_nan", "saturation"}},
+               &ChipConfig::fp_mode};
+      p.push_back(std::move(fp));
+    }
+    p.push_back({{"flush_denormals", ParamType::Bool, "", "Reset value of flush-denormals-to-zero",
+                  "model default: off (IEEE gradual underflow)", 0, 1, {}},
+                 &ChipConfig::flush_denormals});
+    // simulation
+    p.push_back(u32("quantum_ns", &ChipConfig::quantum_ns, "ns", 1, 1e9,
+                    "Temporal-decoupling quantum of every initiator (accuracy/speed trade-off)",
+                    "model choice: >= 1 us keeps SystemC overhead low (see NOTES)"));
+    return p;
+  }();
+  return table;
+}
+
+const Param* find(std::string_view key) {
+  for (const auto& p : params())
+    if (p.info.name == key) return &p;
+  return nullptr;
+}
+
+std::string valid_keys() {
+  std::string s;
+  for (const auto& p : params()) {
+    if (!s.empty()) s += ", ";
+    s += p.info.name;
+  }
+  return s;
+}
+
+std::string prefix(std::string_view where) { return where.empty() ? std::string() : std::string(where) + ": "; }
+
+[[noreturn]] void bad_value(const ParamInfo& info, std::string_view value, std::string_view where,
+                            std::string_view expected) {
+  throw ConfigError(fmt::format("{}chip parameter '{}': bad value '{}' (expected {})", prefix(where), info.name,
+                                value, expected));
+}
+
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::string range_text(const ParamInfo& info) {
+  return fmt::format("{} in [{}, {}]", info.type == ParamType::Double ? "a number" : "an integer", info.min,
+                     info.max);
+}
+
+std::uint64_t parse_uint(const ParamInfo& info, std::string_view text, std::string_view where) {
+  std::string s = trim(text);
+  std::uint64_t mult = 1;
+  if (info.unit == "bytes") {
+    static const std::pair<const char*, std::uint64_t> suffixes[] = {
+        {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
+    for (const auto& [suf, m] : suffixes) {
+      const std::string_view sv(suf);
+      if (s.size() > sv.size() && s.ends_with(sv)) {
+        mult = m;
+        s = trim(std::string_view(s).substr(0, s.size() - sv.size()));
+        break;
+      }
+    }
+  }
+  int base = 10;
+  std::string_view digits = s;
+  if (digits.starts_with("0x") || digits.starts_with("0X")) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+  if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size())
+    bad_value(info, text, where, range_text(info) + (mult == 1 && info.unit == "bytes" ? ", optional KiB/MiB/GiB" : ""));
+  if (mult != 1 && v > UINT64_MAX / mult) bad_value(info, text, where, range_text(info));
+  v *= mult;
+  if (static_cast<double>(v) < info.min || static_cast<double>(v) > info.max) bad_value(info, text, where, range_text(info));
+  return v;
+}
+
+double parse_double(const ParamInfo& info, std::string_view text, std::string_view where) {
+  const std::string s = trim(text);
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v) || v < info.min ||
+      v > info.max)
+    bad_value(info, text, where, range_text(info));
+  return v;
+}
+
+bool parse_bool(const ParamInfo& info, std::string_view text, std::string_view where) {
+  const std::string s = trim(text);
+  if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+  bad_value(info, text, where, "true or false");
+}
+
+std::string format_double(double v) { return fmt::format("{}", v); }
+
+using PresetFn = std::function<ChipConfig()>;
+const std::map<std::string, PresetFn, std::less<>>& presets() {
+  static const std::map<std::string, PresetFn, std::less<>> m = {
+      {"ascend910b", [] { return ChipConfig{}; }},
+      {"tiny",
+       [] {
+         // Small and fast for tests and scenarios: 2 cores, small HBM and buffers; per-core
+         // figures as ascend910b, HBM bandwidth scaled to the core count.
+         ChipConfig c;
+         c.preset = "tiny";
+         c.num_cores = 2;
+         c.hbm_bytes = 1ull << 30;
+         c.hbm_bandwidth_gbps = 200.0;
+         c.hbm_channels = 4;
+         c.capture_buffer_bytes = 64 * 1024;
+         c.link_count = 7;
+         return c;
+       }},
+  };
+  return m;
+}
+
+}  // namespace
+
+double ChipConfig::peak_cube_flops() const {
+  return 2.0 * cube_m * cube_n * cube_k * static_cast<double>(num_cores) * clock_mhz * 1e6;
+}
+
+std::uint32_t ChipConfig::fp_mode_bits() const {
+  std::uint32_t bits = 0;
+  if (fp_mode == "saturation") bits |= spec::kFpModeSaturation;
+  if (flush_denormals) bits |= spec::kFpModeFlushDenormals;
+  return bits;
+}
+
+void ChipConfig::validate() const {
+  // Re-parsing every value through set_param applies the same type and range checks as loading.
+  ChipConfig copy = *this;
+  for (const auto& p : params()) set_param(copy, p.info.name, get_param(*this, p.info.name), "chip config");
+  if ((hbm_interleave_bytes & (hbm_interleave_bytes - 1)) != 0)
+    throw ConfigError(fmt::format("chip parameter 'hbm_interleave_bytes': {} is not a power of two",
+                                  hbm_interleave_bytes));
+  if (num_cores > 64) throw ConfigError("chip parameter 'num_cores': at most 64 cores are supported");
+}
+
+const std::vector<ParamInfo>& chip_params() {
+  static const std::vector<ParamInfo> infos = [] {
+    std::vector<ParamInfo> v;
+    for (const auto& p : params()) v.push_back(p.info);
+    return v;
+  }();
+  return infos;
+}
+
+std::string get_param(const ChipConfig& cfg, std::string_view key) {
+  const Param* p = find(key);
+  if (!p) throw ConfigError(fmt::format("unknown chip parameter '{}' (valid: {})", key, valid_keys()));
+  return std::visit(
+      [&](auto m) -> std::string {
+        const auto& v = cfg.*m;
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::string>) return v;
+        else if constexpr (std::is_same_v<T, double>) return format_double(v);
+        else return std::to_string(v);
+      },
+      p->member);
+}
+
+void set_param(ChipConfig& cfg, std::string_view key, std::string_view value, std::string_view where) {
+  const Param* p = find(key);
+  if (!p)
+    throw ConfigError(fmt::format("{}unknown chip parameter '{}' (valid: {})", prefix(where), key, valid_keys()));
+  const ParamInfo& info = p->info;
+  std::visit(
+      [&](auto m) {
+        auto& field = cfg.*m;
+        using T = std::decay_t<decltype(field)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          field = parse_bool(info, value, where);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          const std::string s = trim(value);
+          if (std::find(info.choices.begin(), info.choices.end(), s) == info.choices.end())
+            bad_value(info, value, where, "one of " + fmt::format("{}", fmt::join(info.choices, ", ")));
+          field = s;
+        } else if constexpr (std::is_same_v<T, double>) {
+          field = parse_double(info, value, where);
+        } else {
+          const std::uint64_t v = parse_uint(info, value, where);
+          if constexpr (std::is_same_v<T, std::uint32_t>) {
+            if (v > static_cast<std::uint64_t>(kU32Max)) bad_value(info, value, where, range_text(info));
+          }
+          field = static_cast<T>(v);
+        }
+      },
+      p->member);
+}
+
+void apply_overrides(ChipConfig& cfg, const std::vector<std::string>& key_values, std::string_view where) {
+  for (const auto& kv : key_values) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos)
+      throw ConfigError(fmt::format("{}chip override '{}': expected key=value", prefix(where), kv));
+    set_param(cfg, trim(std::string_view(kv).substr(0, eq)), std::string_view(kv).substr(eq + 1), where);
+  }
+}
+
+void apply_yaml(ChipConfig& cfg, const YAML::Node& map, std::string_view where) {
+  if (!map || map.IsNull()) return;
+  if (!map.IsMap()) throw ConfigError(fmt::format("{}chip: expected a map of parameter: value", prefix(where)));
+  for (const auto& kv : map) {
+    const auto key = kv.first.as<std::string>();
+    if (key == "preset") continue;
+    if (!kv.second.IsScalar())
+      throw ConfigError(fmt::format("{}chip parameter '{}': expected a scalar value", prefix(where), key));
+    set_param(cfg, key, kv.second.Scalar(), where);
+  }
+}
+
+ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where) {
+  ChipConfig cfg;
+  if (!node || node.IsNull()) return cfg;
+  if (node.IsScalar()) {
+    cfg = chip_preset(node.Scalar());
+  } else if (node.IsMap()) {
+    if (const auto p = node["preset"]) {
+      if (!p.IsScalar()) throw ConfigError(fmt::format("{}chip.preset: expected a preset name", prefix(where)));
+      cfg = chip_preset(p.Scalar());
+    }
+    apply_yaml(cfg, node, where);
+  } else {
+    throw ConfigError(fmt::format("{}chip: expected a preset name or a map", prefix(where)));
+  }
+  cfg.validate();
+  return cfg;
+}
+
+ChipConfig chip_preset(std::string_view name) {
+  const auto& m = presets();
+  const auto it = m.find(name);
+  if (it == m.end())
+    throw ConfigError(fmt::format("unknown chip preset '{}' (valid: {})", name, fmt::join(chip_preset_names(), ", ")));
+  return it->second();
+}
+
+std::vector<std::string> chip_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : presets()) names.push_back(k);
+  return names;
+}
+
+std::string describe_chip_params(const ChipConfig& defaults) {
+  std::string out;
+  for (const auto& p : params()) {
+    const auto& i = p.info;
+    out += fmt::format("{:<24} {:>14} {:<12} {}\n{:<24} {:>14} {:<12} [{}]\n", i.name, get_param(defaults, i.name),
+                       i.unit, i.doc, "", "", "", i.source);
+  }
+  return out;
+}
+
+}  // namespace probelab::chip

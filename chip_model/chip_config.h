@@ -1,0 +1,124 @@
+// Parameters of one simulated chip, with documented defaults (Ascend 910B class), named presets,
+// and overrides from scenario YAML or `key=value` strings. No SystemC here.
+//
+// Every parameter is described in chip_params() (name, type, unit, default, meaning, source of
+// the figure); `probelab list` prints that table. Unknown keys are errors that name the key and
+// list the valid ones; values of the wrong type or out of range are errors naming the key.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace probelab::chip {
+
+/// Thrown for unknown keys, bad values and unknown presets. what() names the key (and the
+/// source, e.g. the scenario file, when the caller passed one).
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ChipConfig {
+  std::string preset = "ascend910b";  // name of the preset this config started from
+
+  // ---- compute ----
+  std::uint32_t num_cores = 24;
+  std::uint32_t clock_mhz = 1800;
+  std::uint32_t cube_m = 16;  // Cube: m x n x k FP16 MACs per cycle per core
+  std::uint32_t cube_n = 16;
+  std::uint32_t cube_k = 16;
+  std::uint32_t vector_bytes_per_cycle = 256;
+  std::uint32_t mte_bytes_per_cycle = 64;  // one core's HBM <-> L1/UB port
+  std::uint64_t l1_bytes = 512 * 1024;
+  std::uint64_t l0a_bytes = 64 * 1024;
+  std::uint64_t l0b_bytes = 64 * 1024;
+  std::uint64_t l0c_bytes = 128 * 1024;
+  std::uint64_t ub_bytes = 192 * 1024;
+  std::uint32_t task_dispatch_ns = 200;
+
+  // ---- HBM ----
+  std::uint64_t hbm_bytes = 64ull << 30;
+  double hbm_bandwidth_gbps = 1600.0;  // GB/s (1e9 bytes/s), all channels together
+  std::uint32_t hbm_channels = 32;
+  std::uint32_t hbm_interleave_bytes = 512;
+  std::uint32_t hbm_latency_ns = 120;
+
+  // ---- host interface ----
+  double pcie_bandwidth_gbps = 52.0;
+  std::uint32_t pcie_latency_ns = 900;
+  std::uint32_t mmio_latency_ns = 50;
+  std::uint32_t irq_latency_ns = 2000;
+  std::uint64_t capture_buffer_bytes = 8ull << 20;
+
+  // ---- inter-chip links ----
+  double link_bandwidth_gbps = 56.0;
+  std::uint32_t link_latency_ns = 1000;
+  std::uint32_t link_count = 7;
+
+  // ---- numerics ----
+  std::string fp_mode = "inf_nan";  // "inf_nan" | "saturation": reset value of kRegFpMode
+  bool flush_denormals = false;     // reset value of kFpModeFlushDenormals
+
+  // ---- simulation ----
+  std::uint32_t quantum_ns = 1000;  // temporal-decoupling quantum of every initiator
+
+  /// Peak Cube throughput in FLOP/s (2 FLOP per MAC).
+  double peak_cube_flops() const;
+  /// Reset value of spec::kRegFpMode built from fp_mode and flush_denormals.
+  std::uint32_t fp_mode_bits() const;
+  /// Cross-parameter checks (e.g. interleave is a power of two); throws ConfigError.
+  void validate() const;
+};
+
+enum class ParamType : std::uint8_t { UInt, Double, Bool, String };
+
+/// Description of one parameter, for `probelab list` and error messages.
+struct ParamInfo {
+  std::string name;
+  ParamType type;
+  std::string unit;     // "", "MHz", "bytes", "GB/s", "ns", ...
+  std::string doc;      // what it means
+  std::string source;   // where the default comes from ("estimate: ..." when it is one)
+  double min = 0, max = 0;             // numeric range (inclusive), for UInt/Double
+  std::vector<std::string> choices;    // allowed values, for String
+};
+
+/// All parameters, in a stable documented order.
+const std::vector<ParamInfo>& chip_params();
+
+/// Value of a parameter of `cfg` as text (the form accepted by set_param). Throws on unknown key.
+std::string get_param(const ChipConfig& cfg, std::string_view key);
+
+/// Sets one parameter from text. UInt accepts decimal, 0x hex and, for "bytes" parameters, the
+/// suffixes KiB/MiB/GiB; Bool accepts true/false/1/0. Throws ConfigError naming `key` (prefixed
+/// with `where` when not empty) on an unknown key, a malformed value or a value out of range.
+void set_param(ChipConfig& cfg, std::string_view key, std::string_view value,
+               std::string_view where = {});
+
+/// Applies "key=value" strings in order (e.g. from the command line).
+void apply_overrides(ChipConfig& cfg, const std::vector<std::string>& key_values,
+                     std::string_view where = {});
+
+/// Applies a YAML map of key: scalar. A key "preset" is ignored here (see chip_config_from_yaml).
+void apply_yaml(ChipConfig& cfg, const YAML::Node& map, std::string_view where = {});
+
+/// A chip config from a scenario's `chip:` node: either a scalar preset name, or a map with an
+/// optional `preset` (default "ascend910b") and parameter overrides. Validated.
+ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where = {});
+
+/// Preset registry. "ascend910b": the documented defaults above; "tiny": 2 cores and small
+/// buffers for fast tests and scenarios. Unknown names throw ConfigError listing the presets.
+ChipConfig chip_preset(std::string_view name);
+std::vector<std::string> chip_preset_names();  // sorted
+
+/// One row per parameter: "name  default unit  doc  [source]" for `probelab list`.
+std::string describe_chip_params(const ChipConfig& defaults = ChipConfig{});
+
+}  // namespace probelab::chip

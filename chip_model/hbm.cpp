@@ -1,0 +1,200 @@
+#include "chip_model/hbm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "chip_model/clock.h"
+#include "chip_model/trace.h"
+
+namespace probelab::chip {
+
+std::string_view hbm_client_name(HbmClient c) {
+  switch (c) {
+    case HbmClient::Core: return "core";
+    case HbmClient::Capture: return "capture";
+    case HbmClient::Stream: return "stream";
+    case HbmClient::HostDma: return "host_dma";
+    case HbmClient::Collective: return "collective";
+  }
+  return "?";
+}
+
+Hbm::Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank, Trace* trace)
+    : sc_module(name),
+      socket("socket"),
+      size_(cfg.hbm_bytes),
+      channels_(cfg.hbm_channels),
+      interleave_(cfg.hbm_interleave_bytes),
+      channel_gbps_(cfg.hbm_bandwidth_gbps / cfg.hbm_channels),
+      latency_ps_(static_cast<std::uint64_t>(cfg.hbm_latency_ns) * 1000),
+      rank_(rank),
+      trace_(trace),
+      busy_until_ps_(cfg.hbm_channels, 0),
+      share_(cfg.hbm_channels, 0) {
+  socket.register_b_transport(this, &Hbm::b_transport);
+  socket.register_transport_dbg(this, &Hbm::transport_dbg);
+}
+
+void Hbm::check_range(std::uint64_t addr, std::uint64_t len, const char* what) const {
+  if (addr > size_ || len > size_ - addr)
+    throw std::out_of_range(fmt::format("{}: HBM {} of {} bytes at 0x{:x} is outside the {} bytes of HBM", name(),
+                                        what, len, addr, size_));
+}
+
+void Hbm::copy_out(std::uint64_t addr, std::span<std::byte> dst) const {
+  std::size_t done = 0;
+  while (done < dst.size()) {
+    const std::uint64_t a = addr + done;
+    const std::uint64_t page = a / kPageBytes, off = a % kPageBytes;
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPageBytes - off, dst.size() - done));
+    const auto it = pages_.find(page);
+    if (it == pages_.end())
+      std::memset(dst.data() + done, 0, n);
+    else
+      std::memcpy(dst.data() + done, it->second.get() + off, n);
+    done += n;
+  }
+}
+
+void Hbm::copy_in(std::uint64_t addr, std::span<const std::byte> src) {
+  std::size_t done = 0;
+  while (done < src.size()) {
+    const std::uint64_t a = addr + done;
+    const std::uint64_t page = a / kPageBytes, off = a % kPageBytes;
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPageBytes - off, src.size() - done));
+    auto& p = pages_[page];
+    if (!p) {
+      p = std::make_unique<std::byte[]>(kPageBytes);  // value-initialised: zero bytes
+    }
+    std::memcpy(p.get() + off, src.data() + done, n);
+    done += n;
+  }
+}
+
+std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                         bool is_write, double port_gbps) {
+  auto& st = stats_[static_cast<int>(who)];
+  ++st.transfers;
+  (is_write ? st.bytes_written : st.bytes_read) += bytes;
+  if (bytes == 0) return start_ps;
+
+  // Bytes per channel: granules [g0, g1] of the transfer, first and last possibly partial.
+  std::fill(share_.begin(), share_.end(), 0);
+  const std::uint64_t g0 = addr / interleave_, g1 = (addr + bytes - 1) / interleave_;
+  if (g0 == g1) {
+    share_[g0 % channels_] = bytes;
+  } else {
+    share_[g0 % channels_] += interleave_ - addr % interleave_;
+    share_[g1 % channels_] += (addr + bytes - 1) % interleave_ + 1;
+    const std::uint64_t full = g1 - g0 - 1;  // whole granules between the ends
+    if (full > 0) {
+      const std::uint64_t rounds = full / channels_, rest = full % channels_;
+      for (std::uint32_t i = 0; i < channels_; ++i) share_[i] += rounds * interleave_;
+      for (std::uint64_t i = 0; i < rest; ++i) share_[(g0 + 1 + i) % channels_] += interleave_;
+    }
+  }
+  std::uint64_t end = start_ps;
+  for (std::uint32_t c = 0; c < channels_; ++c) {
+    if (share_[c] == 0) continue;
+    const std::uint64_t begin = std::max(start_ps, busy_until_ps_[c]);
+    const std::uint64_t dur = transfer_ps(share_[c], channel_gbps_);
+    busy_until_ps_[c] = begin + dur;
+    busy_ps_total_ += dur;
+    end = std::max(end, busy_until_ps_[c]);
+  }
+  if (port_gbps > 0) end = std::max(end, start_ps + transfer_ps(bytes, port_gbps));
+  end += latency_ps_;
+  if (trace_ && trace_->enabled())
+    trace_->complete(rank_, "hbm", is_write ? "write" : "read", hbm_client_name(who), start_ps, end - start_ps,
+                     {{"bytes", bytes}, {"addr", addr}});
+  return end;
+}
+
+sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start, HbmClient who,
+                               bool is_write, double port_gbps) {
+  check_range(addr, bytes, is_write ? "write" : "read");
+  return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps));
+}
+
+sc_core::sc_time Hbm::read(std::uint64_t addr, std::span<std::byte> dst, const sc_core::sc_time& start, HbmClient who,
+                           double port_gbps) {
+  check_range(addr, dst.size(), "read");
+  copy_out(addr, dst);
+  return ChipClock::from_ps(model(addr, dst.size(), ChipClock::to_ps(start), who, false, port_gbps));
+}
+
+sc_core::sc_time Hbm::write(std::uint64_t addr, std::span<const std::byte> src, const sc_core::sc_time& start,
+                            HbmClient who, double port_gbps) {
+  check_range(addr, src.size(), "write");
+  copy_in(addr, src);
+  return ChipClock::from_ps(model(addr, src.size(), ChipClock::to_ps(start), who, true, port_gbps));
+}
+
+void Hbm::read(std::uint64_t addr, std::span<std::byte> dst, tlm_utils::tlm_quantumkeeper& qk, HbmClient who,
+               double port_gbps) {
+  const auto end = read(addr, dst, qk.get_current_time(), who, port_gbps);
+  qk.set(end - sc_core::sc_time_stamp());
+}
+
+void Hbm::write(std::uint64_t addr, std::span<const std::byte> src, tlm_utils::tlm_quantumkeeper& qk, HbmClient who,
+                double port_gbps) {
+  const auto end = write(addr, src, qk.get_current_time(), who, port_gbps);
+  qk.set(end - sc_core::sc_time_stamp());
+}
+
+void Hbm::debug_read(std::uint64_t addr, std::span<std::byte> dst) const {
+  check_range(addr, dst.size(), "debug read");
+  copy_out(addr, dst);
+}
+
+void Hbm::debug_write(std::uint64_t addr, std::span<const std::byte> src) {
+  check_range(addr, src.size(), "debug write");
+  copy_in(addr, src);
+}
+
+void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+  const std::uint64_t addr = trans.get_address();
+  const std::uint64_t len = trans.get_data_length();
+  if (trans.get_byte_enable_ptr() != nullptr) {
+    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return;
+  }
+  if (addr > size_ || len > size_ - addr) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  const auto start = sc_core::sc_time_stamp() + delay;
+  std::span<std::byte> data(reinterpret_cast<std::byte*>(trans.get_data_ptr()), len);
+  sc_core::sc_time end;
+  if (trans.is_read()) {
+    end = read(addr, data, start, HbmClient::HostDma);
+  } else if (trans.is_write()) {
+    end = write(addr, data, start, HbmClient::HostDma);
+  } else {
+    trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    return;
+  }
+  delay = end - sc_core::sc_time_stamp();
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+unsigned int Hbm::transport_dbg(tlm::tlm_generic_payload& trans) {
+  const std::uint64_t addr = trans.get_address();
+  std::uint64_t len = trans.get_data_length();
+  if (addr >= size_) return 0;
+  len = std::min(len, size_ - addr);
+  std::span<std::byte> data(reinterpret_cast<std::byte*>(trans.get_data_ptr()), len);
+  if (trans.is_read())
+    copy_out(addr, data);
+  else if (trans.is_write())
+    copy_in(addr, data);
+  else
+    return 0;
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  return static_cast<unsigned int>(len);
+}
+
+}  // namespace probelab::chip

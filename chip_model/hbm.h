@@ -1,0 +1,112 @@
+// HBM of one chip: a byte-accurate backing store and the bandwidth/latency model every
+// initiator contends on (AI-core MTEs, capture unit, stream descriptor fetch, host DMA arriving
+// over PCIe, collectives).
+//
+// Store: sparse 64 KiB pages created on first write; never-written bytes read as zero.
+// Timing: the address space is interleaved over `hbm_channels` channels in
+// `hbm_interleave_bytes` granules. A transfer of B bytes at `addr` starting at absolute time
+// `start` puts its share of bytes on each channel it touches; each channel serves its share
+// after it is free (`busy_until`), at hbm_bandwidth/channels; the transfer completes when its
+// last channel is done plus `hbm_latency_ns`. So two initiators moving B bytes over the same
+// channels at the same time take twice as long as one. With temporal decoupling, requests are
+// served in the order they are made (simulation order), each no earlier than its own `start`.
+// An optional `port_gbps` caps the initiator's own rate (e.g. a core's MTE port).
+//
+// Data moves at the moment of the call; the returned time says when the transfer is done and
+// the caller (which owns a quantum keeper) must not use the data before that time.
+//
+// The backdoor (debug_read/debug_write) costs no time and bypasses the model: for injectors and
+// tests only, never for a modelled hardware unit or the probe runtime.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+#include "chip_model/chip_config.h"
+
+namespace probelab::chip {
+
+class Trace;
+
+/// Who moves the bytes (statistics and trace labels).
+enum class HbmClient : std::uint8_t { Core, Capture, Stream, HostDma, Collective };
+inline constexpr int kHbmClientCount = 5;
+std::string_view hbm_client_name(HbmClient c);
+
+class Hbm : public sc_core::sc_module {
+ public:
+  /// Bus side (address 0 = first HBM byte): TLM_READ/TLM_WRITE of any length, no byte enables
+  /// (TLM_BYTE_ENABLE_ERROR_RESPONSE), out of range -> TLM_ADDRESS_ERROR_RESPONSE. The delay is
+  /// increased by the modelled transfer time (client HostDma). Also serves transport_dbg.
+  tlm_utils::simple_target_socket<Hbm> socket;
+
+  Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank = 0,
+      Trace* trace = nullptr);
+
+  std::uint64_t size() const { return size_; }
+
+  // ---- timed access on behalf of a hardware unit ----
+  /// Copies the bytes now; returns the absolute completion time of the transfer started at
+  /// absolute `start`. Throws std::out_of_range if [addr, addr+len) is outside HBM.
+  sc_core::sc_time read(std::uint64_t addr, std::span<std::byte> dst, const sc_core::sc_time& start,
+                        HbmClient who, double port_gbps = 0);
+  sc_core::sc_time write(std::uint64_t addr, std::span<const std::byte> src,
+                         const sc_core::sc_time& start, HbmClient who, double port_gbps = 0);
+  /// Same, advancing the caller's local time: starts at qk.get_current_time() and sets the
+  /// local time to the completion time (the caller decides when to sync).
+  void read(std::uint64_t addr, std::span<std::byte> dst, tlm_utils::tlm_quantumkeeper& qk,
+            HbmClient who, double port_gbps = 0);
+  void write(std::uint64_t addr, std::span<const std::byte> src, tlm_utils::tlm_quantumkeeper& qk,
+             HbmClient who, double port_gbps = 0);
+  /// Timing only: charges `bytes` at `addr` to the model without moving data (for traffic whose
+  /// bytes are accounted elsewhere, e.g. a modelled write whose data is written separately).
+  sc_core::sc_time transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start,
+                            HbmClient who, bool is_write, double port_gbps = 0);
+
+  // ---- zero-time backdoor: injectors and tests only ----
+  void debug_read(std::uint64_t addr, std::span<std::byte> dst) const;
+  void debug_write(std::uint64_t addr, std::span<const std::byte> src);
+
+  // ---- statistics ----
+  struct ClientStats {
+    std::uint64_t bytes_read = 0, bytes_written = 0, transfers = 0;
+  };
+  const ClientStats& stats(HbmClient c) const { return stats_[static_cast<int>(c)]; }
+  /// Sum over channels of the time they were busy moving data, in ps.
+  std::uint64_t channel_busy_ps() const { return busy_ps_total_; }
+
+ private:
+  static constexpr std::uint64_t kPageBytes = 64 * 1024;
+  void check_range(std::uint64_t addr, std::uint64_t len, const char* what) const;
+  void copy_out(std::uint64_t addr, std::span<std::byte> dst) const;
+  void copy_in(std::uint64_t addr, std::span<const std::byte> src);
+  std::uint64_t model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                      bool is_write, double port_gbps);
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
+
+  std::uint64_t size_;
+  std::uint32_t channels_;
+  std::uint64_t interleave_;
+  double channel_gbps_;
+  std::uint64_t latency_ps_;
+  std::uint32_t rank_;
+  Trace* trace_;
+  std::vector<std::uint64_t> busy_until_ps_;
+  std::vector<std::uint64_t> share_;  // scratch: bytes per channel of the current transfer
+  std::uint64_t busy_ps_total_ = 0;
+  ClientStats stats_[kHbmClientCount];
+  std::unordered_map<std::uint64_t, std::unique_ptr<std::byte[]>> pages_;  // lookup only
+};
+
+}  // namespace probelab::chip

@@ -1,0 +1,247 @@
+// Cube kernels of 2-D convolution (NCHW) via im2col: Conv, ConvGradWeight, ConvGradInput.
+//
+// K order (FP32 accumulation from +0, k ascending, see cube_gemm.h):
+//   Conv            per image n and group g: Y[n, g] = W_g [mg x R] @ cols(X[n], g) [R x P] with
+//                   k = (c, kh, kw) row-major over the group's input channels and the kernel window
+//                   (R = C/group * kH * kW, P = oH * oW); padding contributes zeros that are
+//                   multiplied like any operand; then bias b[m] is added in FP32.
+//   ConvGradWeight  per group: dW_g [mg x R] = dY_g [mg x N*P] @ cols_g^T [N*P x R], one
+//                   accumulation with k = (n, oh, ow) row-major.
+//   ConvGradInput   per image and group: dcols [R x P] = W_g^T @ dY[n, g] with k = m of the group,
+//                   then col2im adds the columns into dX in FP32 in the order (c, kh, kw, oh, ow);
+//                   accumulation flags of dcols are reported at the first element of the image.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "chip_model/kernels/cube_gemm.h"
+#include "chip_model/kernels/kernel.h"
+#include "chip_model/kernels/op_args_graph.h"
+#include "graph/format.h"
+#include "graph/ops/op_util.h"
+#include "graph/ops/spatial.h"
+
+namespace probelab::chip::kernels {
+namespace {
+
+using graph::Shape;
+using graph::Tensor;
+
+struct ConvGeom {
+  std::int64_t n = 0, c = 0, m = 0, group = 1;
+  ConvShape s;  // of one group
+  std::int64_t mg() const { return m / group; }
+  std::int64_t chw() const { return c * s.h * s.w; }
+};
+
+ConvGeom conv_geom(const graph::Op& op, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4)
+    throw std::runtime_error(fmt::format("{} '{}': X and W must be 4-D (got {} and {})", op.type, op.name,
+                                         graph::shape_str(x), graph::shape_str(w)));
+  ConvGeom g;
+  g.n = x[0];
+  g.c = x[1];
+  g.m = w[0];
+  g.group = graph::ops::AttrReader(op).i("group");
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w[1] != g.c / g.group)
+    throw std::runtime_error(fmt::format("{} '{}': group {} does not fit X {} and W {}", op.type, op.name, g.group,
+                                         graph::shape_str(x), graph::shape_str(w)));
+  const auto k = graph::ops::kernel_shape(op, 2, {w[2], w[3]});
+  const graph::ops::Window win = graph::ops::make_window(op, {x[2], x[3]}, k, false);
+  g.s.c = g.c / g.group;
+  g.s.h = x[2];
+  g.s.w = x[3];
+  g.s.kh = win.kernel[0];
+  g.s.kw = win.kernel[1];
+  g.s.sh = win.stride[0];
+  g.s.sw = win.stride[1];
+  g.s.dh = win.dilation[0];
+  g.s.dw = win.dilation[1];
+  g.s.ph = win.pad_begin[0];
+  g.s.pw = win.pad_begin[1];
+  g.s.oh = win.out[0];
+  g.s.ow = win.out[1];
+  return g;
+}
+
+const Tensor& input(const KernelCall& c, std::size_t i) {
+  if (i >= c.inputs.size() || !c.inputs[i])
+    throw std::runtime_error(fmt::format("{} '{}': input {} is missing", c.op.type, c.op.name, i));
+  return *c.inputs[i];
+}
+
+const Tensor& scaled_first(const KernelCall& c, Tensor& storage) {
+  if (c.accum.input_scale == 1.0) return input(c, 0);
+  storage = scale_tensor(input(c, 0), c.accum.input_scale, c.mode);
+  return storage;
+}
+
+const std::byte* bytes_at(const Tensor& t, std::int64_t elem) {
+  return reinterpret_cast<const std::byte*>(t.bytes().data()) + static_cast<std::size_t>(elem) * graph::dtype_size(t.dtype());
+}
+
+OpWork conv_work(const KernelCall& c, GemmWork g, std::size_t a_in, std::size_t b_in, std::uint64_t epilogue) {
+  g.in_bytes = static_cast<std::uint32_t>(graph::dtype_size(input(c, 0).dtype()));
+  g.a_unique_bytes = graph::physical_nbytes(stored_desc(c.args.inputs[a_in]));
+  g.b_unique_bytes = graph::physical_nbytes(stored_desc(c.args.inputs[b_in]));
+  g.a_addr = c.args.inputs[a_in].addr;
+  g.b_addr = c.args.inputs[b_in].addr;
+  OpWork w;
+  w.flops = 2ull * static_cast<std::uint64_t>(g.count * g.m * g.n * g.k);
+  w.gemms.push_back(g);
+  w.vector_elems = epilogue;
+  for (const auto& ref : c.args.inputs)
+    if (ref.dtype != spec::kAbsentTensor) w.in_bytes += graph::physical_nbytes(stored_desc(ref));
+  w.out_bytes = graph::physical_nbytes(stored_desc(c.args.outputs.at(0)));
+  w.in_addr = c.args.inputs.at(0).addr;
+  w.out_addr = c.args.outputs.at(0).addr;
+  w.out_elem_bytes = static_cast<std::uint32_t>(graph::dtype_size(c.outputs[0].dtype));
+  return w;
+}
+
+GemmWork shape(std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ad, std::int64_t bd) {
+  GemmWork g;
+  g.count = count;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a_distinct = ad;
+  g.b_distinct = bd;
+  return g;
+}
+
+class ConvKernelBase : public Kernel {
+ public:
+  bool uses_cube(const spec::OpArgs&) const override { return true; }
+};
+
+// ---- Conv --------------------------------------------------------------------------------------
+
+class ConvKernel final : public ConvKernelBase {
+ public:
+  bool vector_output(const spec::OpArgs& a) const override {
+    return a.inputs.size() > 2 && a.inputs[2].dtype != spec::kAbsentTensor;
+  }
+  Computed compute(const KernelCall& c) const override {
+    Tensor scaled;
+    const Tensor& x = scaled_first(c, scaled);
+    const Tensor& w = input(c, 1);
+    const ConvGeom g = conv_geom(c.op, x.shape(), w.shape());
+    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg();
+    const std::size_t es = graph::dtype_size(x.dtype());
+    Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+    auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
+    Computed out;
+    out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
+    out.flags.resize(1);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t grp = 0; grp < g.group; ++grp) {
+        im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es, cp, P);
+        const std::int64_t y0 = (n * g.m + grp * mg) * P;
+        out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), operand_of(cols, 0, P, false),
+                                     out.values[0].data() + y0, P, c.accum, c.mode),
+                           y0);
+      }
+    if (c.inputs.size() > 2 && c.inputs[2]) {
+      const std::vector<float> b = c.inputs[2]->to_f32();
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t m = 0; m < g.m; ++m) {
+          float* y = out.values[0].data() + (n * g.m + m) * P;
+          for (std::int64_t p = 0; p < P; ++p) y[p] += b[static_cast<std::size_t>(m)];
+        }
+    }
+    return out;
+  }
+  OpWork work(const KernelCall& c) const override {
+    const ConvGeom g = conv_geom(c.op, input(c, 0).shape(), input(c, 1).shape());
+    const bool bias = c.inputs.size() > 2 && c.inputs[2];
+    // Operand A = weights (one matrix per group), B = columns of each (image, group).
+    return conv_work(c, shape(g.n * g.group, g.mg(), g.s.cols(), g.s.rows(), g.group, g.n * g.group), 1, 0,
+                     bias ? static_cast<std::uint64_t>(g.n * g.m * g.s.cols()) : 0);
+  }
+};
+
+// ---- ConvGradWeight (dY, X; weight_shape) -------------------------------------------------------
+
+class ConvGradWeightKernel final : public ConvKernelBase {
+ public:
+  bool vector_output(const spec::OpArgs&) const override { return false; }
+  Computed compute(const KernelCall& c) const override {
+    Tensor scaled;
+    const Tensor& dy = scaled_first(c, scaled);
+    const Tensor& x = input(c, 1);
+    const ConvGeom g = conv_geom(c.op, x.shape(), c.op.attr_ints("weight_shape"));
+    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg(), NP = g.n * P;
+    const std::size_t es = graph::dtype_size(x.dtype());
+    if (dy.dtype() != x.dtype()) throw std::runtime_error(fmt::format("ConvGradWeight '{}': dY and X differ in dtype", c.op.name));
+    Tensor left(graph::TensorDesc{dy.dtype(), {mg, NP}, graph::Format::ND});   // dY_g, k = (n, p)
+    Tensor right(graph::TensorDesc{x.dtype(), {R, NP}, graph::Format::ND});    // cols_g, read transposed
+    auto* lp = reinterpret_cast<std::byte*>(left.bytes().data());
+    auto* rp = reinterpret_cast<std::byte*>(right.bytes().data());
+    Computed out;
+    out.values.emplace_back(static_cast<std::size_t>(g.m * R));
+    out.flags.resize(1);
+    for (std::int64_t grp = 0; grp < g.group; ++grp) {
+      for (std::int64_t n = 0; n < g.n; ++n) {
+        for (std::int64_t m = 0; m < mg; ++m)
+          std::memcpy(lp + static_cast<std::size_t>(m * NP + n * P) * es, bytes_at(dy, (n * g.m + grp * mg + m) * P),
+                      static_cast<std::size_t>(P) * es);
+        im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es,
+               rp + static_cast<std::size_t>(n * P) * es, NP);
+      }
+      const std::int64_t w0 = grp * mg * R;
+      out.flags[0].merge(cube_gemm(mg, R, NP, operand_of(left, 0, NP, false), operand_of(right, 0, NP, true),
+                                   out.values[0].data() + w0, R, c.accum, c.mode),
+                         w0);
+    }
+    return out;
+  }
+  OpWork work(const KernelCall& c) const override {
+    const ConvGeom g = conv_geom(c.op, input(c, 1).shape(), c.op.attr_ints("weight_shape"));
+    return conv_work(c, shape(g.group, g.mg(), g.s.rows(), g.n * g.s.cols(), g.group, g.group), 0, 1, 0);
+  }
+};
+
+// ---- ConvGradInput (dY, W; input_shape) ---------------------------------------------------------
+
+class ConvGradInputKernel final : public ConvKernelBase {
+ public:
+  Computed compute(const KernelCall& c) const override {
+    Tensor scaled;
+    const Tensor& dy = scaled_first(c, scaled);
+    const Tensor& w = input(c, 1);
+    const ConvGeom g = conv_geom(c.op, c.op.attr_ints("input_shape"), w.shape());
+    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg();
+    std::vector<float> dcols(static_cast<std::size_t>(R * P));
+    Computed out;
+    out.values.emplace_back(static_cast<std::size_t>(g.n * g.chw()), 0.0f);
+    out.flags.resize(1);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t grp = 0; grp < g.group; ++grp) {
+        const num::BulkReport r = cube_gemm(R, P, mg, operand_of(w, grp * mg * R, R, true),
+                                            operand_of(dy, (n * g.m + grp * mg) * P, P, false), dcols.data(), P,
+                                            c.accum, c.mode);
+        const std::int64_t x0 = n * g.chw() + grp * g.s.c * g.s.h * g.s.w;
+        col2im(g.s, dcols.data(), out.values[0].data() + x0);
+        if (r.flags.any()) out.flags[0].raise(r.flags, x0);
+      }
+    return out;
+  }
+  OpWork work(const KernelCall& c) const override {
+    const ConvGeom g = conv_geom(c.op, c.op.attr_ints("input_shape"), input(c, 1).shape());
+    // Operand A = W_g^T (one per group), B = dY of each (image, group); col2im on the Vector unit.
+    return conv_work(c, shape(g.n * g.group, g.s.rows(), g.s.cols(), g.mg(), g.group, g.n * g.group), 1, 0,
+                     static_cast<std::uint64_t>(g.n * g.group * g.s.rows() * g.s.cols()));
+  }
+};
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("Conv", std::make_unique<ConvKernel>());
+  r.add("ConvGradWeight", std::make_unique<ConvGradWeightKernel>());
+  r.add("ConvGradInput", std::make_unique<ConvGradInputKernel>());
+}
+
+}  // namespace probelab::chip::kernels

@@ -1,0 +1,157 @@
+// Cube GEMM on tensors, im2col/col2im.
+#include "chip_model/kernels/cube_gemm.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "chip_model/numerics/bf16.h"
+#include "chip_model/numerics/fp16.h"
+#include "chip_model/numerics/fp32.h"
+
+namespace probelab::chip::kernels {
+
+CubeOperand operand_of(const graph::Tensor& t, std::int64_t offset, std::int64_t ld, bool trans) {
+  const auto* base = reinterpret_cast<const std::byte*>(t.bytes().data());
+  return CubeOperand{t.dtype(), base + static_cast<std::size_t>(offset) * graph::dtype_size(t.dtype()), ld, trans};
+}
+
+num::GemmOptions gemm_options(const AccumulationMode& acc, const num::Mode& mode) {
+  num::GemmOptions o;
+  o.mode = mode;
+  if (acc.acc_dtype == graph::DType::F16) {
+    o.accum = acc.f16_double_rounding ? num::Accum::Fp16ViaFp32 : num::Accum::Fp16Rn;
+    if (acc.split_k_chunk != 0)
+      throw std::runtime_error("Cube: split-K with an FP16 accumulator is not modelled (use FP32 accumulation)");
+  } else if (acc.acc_dtype == graph::DType::F32) {
+    o.accum = num::Accum::Fp32;
+  } else {
+    throw std::runtime_error(fmt::format("Cube: accumulation dtype {} is not modelled (float32 or float16)",
+                                         graph::dtype_name(acc.acc_dtype)));
+  }
+  if (acc.split_k_chunk != 0) {
+    if (acc.partial_dtype != graph::DType::F16)
+      throw std::runtime_error(fmt::format("Cube: split-K partials in {} are not modelled (float16 only)",
+                                           graph::dtype_name(acc.partial_dtype)));
+    o.split_k = acc.split_k_chunk;
+  }
+  return o;
+}
+
+namespace {
+
+num::BulkReport gemm_f32(std::int64_t M, std::int64_t N, std::int64_t K, const CubeOperand& a, const CubeOperand& b,
+                         float* c, std::int64_t ldc) {
+  const auto* pa = static_cast<const float*>(a.data);
+  const auto* pb = static_cast<const float*>(b.data);
+  std::vector<float> brow;
+  if (b.trans) brow.resize(static_cast<std::size_t>(N));
+  for (std::int64_t m = 0; m < M; ++m) {
+    float* acc = c + m * ldc;
+    std::fill(acc, acc + N, 0.0f);
+    for (std::int64_t k = 0; k < K; ++k) {
+      const float av = a.trans ? pa[k * a.ld + m] : pa[m * a.ld + k];
+      const float* bk = pb + k * b.ld;
+      if (b.trans) {
+        for (std::int64_t n = 0; n < N; ++n) brow[n] = pb[n * b.ld + k];
+        bk = brow.data();
+      }
+      for (std::int64_t n = 0; n < N; ++n) acc[n] = std::fma(av, bk[n], acc[n]);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+num::BulkReport cube_gemm(std::int64_t M, std::int64_t N, std::int64_t K, const CubeOperand& a, const CubeOperand& b,
+                          float* c, std::int64_t ldc, const AccumulationMode& acc, const num::Mode& mode) {
+  if (a.dtype != b.dtype)
+    throw std::runtime_error(fmt::format("Cube: operands of different dtypes ({} and {})", graph::dtype_name(a.dtype),
+                                         graph::dtype_name(b.dtype)));
+  if (a.dtype == graph::DType::F32) return gemm_f32(M, N, K, a, b, c, ldc);
+  if (a.dtype != graph::DType::F16 && a.dtype != graph::DType::BF16)
+    throw std::runtime_error(fmt::format("Cube: {} operands are not supported", graph::dtype_name(a.dtype)));
+  const num::InType in = a.dtype == graph::DType::F16 ? num::InType::F16 : num::InType::BF16;
+  const num::GemmOperand ga{static_cast<const std::uint16_t*>(a.data), in, a.ld, a.trans};
+  const num::GemmOperand gb{static_cast<const std::uint16_t*>(b.data), in, b.ld, b.trans};
+  const num::GemmOutput out{c, num::OutType::F32, ldc};
+  const num::GemmReport r = num::gemm(M, N, K, ga, gb, out, gemm_options(acc, mode));
+  num::BulkReport br;
+  br.flags = r.flags;
+  br.first = r.first;
+  return br;
+}
+
+graph::Tensor round_tensor(const graph::Tensor& t, graph::DType dtype, const num::Mode& mode) {
+  const std::vector<float> v = t.dtype() == graph::DType::F32 ? std::vector<float>(t.data<float>().begin(),
+                                                                                     t.data<float>().end())
+                                                                : t.to_f32();
+  graph::Tensor out(graph::TensorDesc{dtype, t.shape(), graph::Format::ND});
+  if (dtype == graph::DType::F16) {
+    auto raw = out.data<std::uint16_t>();
+    num::convert(v, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode);
+  } else if (dtype == graph::DType::BF16) {
+    auto raw = out.data<std::uint16_t>();
+    num::convert(v, std::span<num::bf16>(reinterpret_cast<num::bf16*>(raw.data()), raw.size()), mode);
+  } else if (dtype == graph::DType::F32) {
+    auto dst = out.data<float>();
+    for (std::size_t i = 0; i < v.size(); ++i) dst[i] = num::deliver(v[i], mode).value;
+  } else {
+    throw std::runtime_error(fmt::format("Cube: cannot round to {}", graph::dtype_name(dtype)));
+  }
+  return out;
+}
+
+graph::Tensor scale_tensor(const graph::Tensor& t, double scale, const num::Mode& mode) {
+  std::vector<float> v = t.to_f32();
+  graph::Tensor f(graph::TensorDesc{graph::DType::F32, t.shape(), graph::Format::ND});
+  auto dst = f.data<float>();
+  for (std::size_t i = 0; i < v.size(); ++i) dst[i] = num::to_f32(static_cast<double>(v[i]) * scale, mode).value;
+  return round_tensor(f, t.dtype(), mode);
+}
+
+void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
+  const std::int64_t P = row_stride;
+  for (std::int64_t ci = 0; ci < g.c; ++ci)
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        std::byte* row = cols + static_cast<std::size_t>(((ci * g.kh + i) * g.kw + j) * P) * elem;
+        for (std::int64_t y = 0; y < g.oh; ++y) {
+          const std::int64_t iy = y * g.sh - g.ph + i * g.dh;
+          std::byte* dst = row + static_cast<std::size_t>(y * g.ow) * elem;
+          if (iy < 0 || iy >= g.h) {
+            std::memset(dst, 0, static_cast<std::size_t>(g.ow) * elem);
+            continue;
+          }
+          const std::byte* src = img + static_cast<std::size_t>((ci * g.h + iy) * g.w) * elem;
+          for (std::int64_t x = 0; x < g.ow; ++x) {
+            const std::int64_t ix = x * g.sw - g.pw + j * g.dw;
+            if (ix < 0 || ix >= g.w) std::memset(dst + x * elem, 0, elem);
+            else std::memcpy(dst + x * elem, src + ix * elem, elem);
+          }
+        }
+      }
+}
+
+void col2im(const ConvShape& g, const float* cols, float* img) {
+  const std::int64_t P = g.cols();
+  for (std::int64_t ci = 0; ci < g.c; ++ci)
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const float* row = cols + ((ci * g.kh + i) * g.kw + j) * P;
+        for (std::int64_t y = 0; y < g.oh; ++y) {
+          const std::int64_t iy = y * g.sh - g.ph + i * g.dh;
+          if (iy < 0 || iy >= g.h) continue;
+          float* dst = img + (ci * g.h + iy) * g.w;
+          for (std::int64_t x = 0; x < g.ow; ++x) {
+            const std::int64_t ix = x * g.sw - g.pw + j * g.dw;
+            if (ix >= 0 && ix < g.w) dst[ix] += row[y * g.ow + x];
+          }
+        }
+      }
+}
+
+}  // namespace probelab::chip::kernels

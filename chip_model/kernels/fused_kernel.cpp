@@ -1,0 +1,208 @@
+// Fused ops: the body runs in order with every intermediate kept in FP32 on chip.
+//  - A body op with a Cube kernel gets its operands in the dtype the Cube reads: op inputs as
+//    loaded, FP32 intermediates rounded (through the Mode) to the dtype of the fused op's first
+//    floating-point input; its result stays FP32 (L0C precision).
+//  - Other body ops run on the Vector unit in FP32 (graph reference kernels).
+//  - Accumulation flags of a Cube body op are reported against fused output 0 at the same
+//    linear index when the body op's result has output 0's element count, else at element 0.
+// Timing: the Cube body ops' GEMMs plus the Vector work of the other body ops; HBM traffic is
+// the fused op's inputs and outputs only.
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "chip_model/kernels/cube_gemm.h"
+#include "chip_model/kernels/kernel.h"
+#include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/kernels/vector_kernel.h"
+#include "graph/format.h"
+#include "graph/op_registry.h"
+
+namespace probelab::chip::kernels {
+namespace {
+
+/// The body op `k` as a stand-alone op: its own args block (intermediates get F32 refs at
+/// address 0) and the graph op with tensors named by body index.
+struct InnerOp {
+  spec::OpArgs args;
+  graph::Op op;
+  std::vector<graph::TensorDesc> out_descs;
+};
+
+class FusedKernel final : public Kernel {
+ public:
+  bool uses_cube(const spec::OpArgs& a) const override {
+    for (const auto& f : a.fused_body)
+      if (KernelRegistry::instance().get(f.type).uses_cube(a)) return true;
+    return false;
+  }
+
+  Computed compute(const KernelCall& c) const override {
+    const spec::OpArgs& a = c.args;
+    const auto n_in = a.inputs.size(), n_out = a.outputs.size();
+    std::map<std::int32_t, graph::Tensor> values;  // FP32 intermediates and outputs by body index
+    std::map<std::int32_t, graph::TensorDesc> descs = input_descs(c);
+    Computed out;
+    out.values.resize(n_out);
+    out.flags.resize(n_out);
+    const graph::DType cube_dtype = first_float_dtype(c);
+    for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
+      const spec::FusedInner& f = a.fused_body[k];
+      const InnerOp inner = make_inner(c, k, descs);
+      const Kernel& kern = KernelRegistry::instance().get(f.type);
+      const bool cube = kern.uses_cube(inner.args);
+      std::vector<graph::Tensor> rounded(f.inputs.size());
+      std::vector<const graph::Tensor*> ins;
+      for (std::size_t i = 0; i < f.inputs.size(); ++i) {
+        const std::int32_t t = f.inputs[i];
+        if (t < 0) {
+          ins.push_back(nullptr);
+        } else if (static_cast<std::size_t>(t) < n_in) {
+          ins.push_back(c.inputs[static_cast<std::size_t>(t)]);
+        } else if (cube && values.at(t).dtype() != cube_dtype) {
+          rounded[i] = round_tensor(values.at(t), cube_dtype, c.mode);
+          ins.push_back(&rounded[i]);
+        } else {
+          ins.push_back(&values.at(t));
+        }
+      }
+      std::vector<graph::Tensor> results;
+      if (cube) {
+        const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum};
+        Computed r = kern.compute(ic);
+        for (std::size_t o = 0; o < r.values.size(); ++o) {
+          results.push_back(graph::Tensor::from_f32(inner.out_descs[o].shape, r.values[o], graph::DType::F32));
+          if (o < r.flags.size() && r.flags[o].flags.any()) {
+            const bool same = static_cast<std::int64_t>(r.values[o].size()) == graph::numel(c.outputs[0].shape);
+            if (same) out.flags[0].merge(r.flags[o]);
+            else out.flags[0].raise(r.flags[o].flags, 0);
+          }
+        }
+      } else {
+        results = run_vector(inner.op, ins, c.mode);
+      }
+      for (std::size_t o = 0; o < f.outputs.size() && o < results.size(); ++o) {
+        descs[f.outputs[o]] = results[o].desc();
+        values[f.outputs[o]] = std::move(results[o]);
+      }
+    }
+    for (std::size_t o = 0; o < n_out; ++o) {
+      auto it = values.find(static_cast<std::int32_t>(n_in + o));
+      if (it == values.end())
+        throw std::runtime_error(fmt::format("fused op '{}': output {} is not written by its body", a.op_name, o));
+      out.values[o] = f32_values(it->second);
+    }
+    return out;
+  }
+
+  OpWork work(const KernelCall& c) const override {
+    const spec::OpArgs& a = c.args;
+    OpWork w;
+    std::map<std::int32_t, graph::TensorDesc> descs = input_descs(c);
+    double vector_cost = 0;
+    for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
+      const spec::FusedInner& f = a.fused_body[k];
+      const InnerOp inner = make_inner(c, k, descs);
+      const Kernel& kern = KernelRegistry::instance().get(f.type);
+      // Shapes only: placeholder tensors carry the descs the inner work() reads.
+      std::vector<graph::Tensor> shapes;
+      std::vector<const graph::Tensor*> ins;
+      shapes.reserve(f.inputs.size());
+      for (std::int32_t t : f.inputs) {
+        if (t < 0) {
+          ins.push_back(nullptr);
+          continue;
+        }
+        shapes.emplace_back(graph::TensorDesc{descs.at(t).dtype, descs.at(t).shape, graph::Format::ND});
+        ins.push_back(&shapes.back());
+      }
+      const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum};
+      const OpWork iw = kern.work(ic);
+      for (GemmWork g : iw.gemms) {
+        for (std::size_t i = 0; i < f.inputs.size(); ++i)
+          if (f.inputs[i] >= static_cast<std::int32_t>(a.inputs.size())) {
+            // Operands produced on chip: no HBM fetch.
+            if (inner.args.inputs[i].addr == g.a_addr) g.a_unique_bytes = 0;
+            if (inner.args.inputs[i].addr == g.b_addr) g.b_unique_bytes = 0;
+          }
+        w.gemms.push_back(g);
+      }
+      w.flops += iw.flops;
+      vector_cost += static_cast<double>(iw.vector_elems) * (kern.uses_cube(inner.args) ? 1.0 : iw.vector_passes);
+      for (std::size_t o = 0; o < f.outputs.size() && o < inner.out_descs.size(); ++o)
+        descs[f.outputs[o]] = inner.out_descs[o];
+    }
+    w.vector_elems = static_cast<std::uint64_t>(vector_cost);
+    w.vector_passes = 1.0;
+    for (const auto& ref : a.inputs)
+      if (ref.dtype != spec::kAbsentTensor) w.in_bytes += graph::physical_nbytes(stored_desc(ref));
+    for (const auto& ref : a.outputs) w.out_bytes += graph::physical_nbytes(stored_desc(ref));
+    w.in_addr = a.inputs.empty() ? 0 : a.inputs[0].addr;
+    w.out_addr = a.outputs.at(0).addr;
+    w.out_elem_bytes = static_cast<std::uint32_t>(graph::dtype_size(c.outputs[0].dtype));
+    return w;
+  }
+
+ private:
+  static std::map<std::int32_t, graph::TensorDesc> input_descs(const KernelCall& c) {
+    std::map<std::int32_t, graph::TensorDesc> d;
+    for (std::size_t i = 0; i < c.inputs.size(); ++i)
+      if (c.inputs[i]) d[static_cast<std::int32_t>(i)] = graph::TensorDesc{c.inputs[i]->dtype(), c.inputs[i]->shape(),
+                                                                           graph::Format::ND};
+    return d;
+  }
+
+  static graph::DType first_float_dtype(const KernelCall& c) {
+    for (const graph::Tensor* t : c.inputs)
+      if (t && (t->dtype() == graph::DType::F16 || t->dtype() == graph::DType::BF16 || t->dtype() == graph::DType::F32))
+        return t->dtype();
+    return graph::DType::F32;
+  }
+
+  /// Builds body op k with output descs from shape inference over `descs` (intermediates F32).
+  static InnerOp make_inner(const KernelCall& c, std::size_t k, const std::map<std::int32_t, graph::TensorDesc>& descs) {
+    const spec::OpArgs& a = c.args;
+    const spec::FusedInner& f = a.fused_body[k];
+    InnerOp in;
+    in.op = c.op.fused_body.at(k);
+    in.args.op_type = f.type;
+    in.args.op_name = f.name;
+    in.args.attrs = f.attrs;
+    in.args.accum = a.accum;
+    in.args.split_k_chunk = a.split_k_chunk;
+    std::vector<graph::TensorDesc> in_descs;
+    for (std::int32_t t : f.inputs) {
+      spec::TensorRef ref;
+      if (t < 0) {
+        ref.dtype = spec::kAbsentTensor;
+        in_descs.emplace_back();
+      } else if (static_cast<std::size_t>(t) < a.inputs.size()) {
+        ref = a.inputs[static_cast<std::size_t>(t)];
+        in_descs.push_back(descs.at(t));
+      } else {
+        const graph::TensorDesc& d = descs.at(t);
+        ref = spec::make_tensor_ref(0, static_cast<std::uint8_t>(graph::DType::F32), 0, d.shape);
+        in_descs.push_back(d);
+      }
+      in.args.inputs.push_back(ref);
+    }
+    // The Vector unit computes in FP32: infer with every float operand as FP32.
+    for (auto& d : in_descs)
+      if (graph::is_float(d.dtype)) d.dtype = graph::DType::F32;
+    const graph::OpDef& def = graph::OpRegistry::instance().get(f.type);
+    in.out_descs = def.infer(in.op, in_descs);
+    for (auto& d : in.out_descs) {
+      if (graph::is_float(d.dtype)) d.dtype = graph::DType::F32;
+      d.format = graph::Format::ND;
+      in.args.outputs.push_back(spec::make_tensor_ref(0, static_cast<std::uint8_t>(d.dtype), 0, d.shape));
+    }
+    return in;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_fused_kernel() { return std::make_unique<FusedKernel>(); }
+
+}  // namespace probelab::chip::kernels

@@ -1,0 +1,284 @@
+// Functional execution of one op: load, compute, convert, detect, store (see op_runner.h).
+#include "chip_model/kernels/op_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <stdexcept>
+
+#include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/numerics/fp32.h"
+#include "graph/format.h"
+
+namespace probelab::chip::kernels {
+namespace {
+
+std::span<const num::f16> as_f16(const graph::Tensor& t) {
+  auto raw = t.data<std::uint16_t>();
+  return {reinterpret_cast<const num::f16*>(raw.data()), raw.size()};
+}
+std::span<const num::bf16> as_bf16(const graph::Tensor& t) {
+  auto raw = t.data<std::uint16_t>();
+  return {reinterpret_cast<const num::bf16*>(raw.data()), raw.size()};
+}
+
+num::ScanReport scan_tensor(const graph::Tensor& t) {
+  switch (t.dtype()) {
+    case graph::DType::F16: return num::scan(as_f16(t));
+    case graph::DType::BF16: return num::scan(as_bf16(t));
+    case graph::DType::F32: return num::scan(t.data<float>());
+    default: return {};
+  }
+}
+
+std::int64_t lowest(std::initializer_list<std::int64_t> xs) {
+  std::int64_t best = -1;
+  for (std::int64_t x : xs)
+    if (x >= 0 && (best < 0 || x < best)) best = x;
+  return best;
+}
+
+bool is_plain_layout(graph::Format f) { return f == graph::Format::ND || f == graph::Format::NCHW; }
+
+std::string op_label(const spec::OpArgs& a) { return fmt::format("op '{}' ({})", a.op_name, a.op_type); }
+
+}  // namespace
+
+void KindHit::add(std::int64_t index, std::uint64_t n) {
+  if (index < 0) return;
+  if (first < 0 || index < first) first = index;
+  count += std::max<std::uint64_t>(n, 1);
+}
+
+bool TensorFlags::any_kind() const {
+  return std::any_of(kinds.begin(), kinds.end(), [](const KindHit& k) { return k.hit(); });
+}
+
+spec::ExcKindBit TensorFlags::first_kind() const {
+  int best = -1;
+  for (int k = 0; k < spec::kExcKindCount; ++k)
+    if (kinds[k].hit() && (best < 0 || kinds[k].first < kinds[best].first)) best = k;
+  return static_cast<spec::ExcKindBit>(best < 0 ? 0 : best);
+}
+
+graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode) {
+  const graph::TensorDesc d{graph::DType::F32, t.shape(), t.desc().format};
+  switch (t.dtype()) {
+    case graph::DType::F16: {
+      graph::Tensor out(d);
+      num::convert(as_f16(t), out.data<float>(), mode);
+      return out;
+    }
+    case graph::DType::BF16: {
+      graph::Tensor out(d);
+      num::convert(as_bf16(t), out.data<float>(), mode);
+      return out;
+    }
+    case graph::DType::F32: {
+      graph::Tensor out = t;
+      if (mode.denormal == num::DenormalMode::FlushToZero)
+        for (float& x : out.data<float>())
+          if (num::is_subnormal(x)) x = std::copysign(0.0f, x);
+      return out;
+    }
+    default: return t;
+  }
+}
+
+OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
+    : args_(std::move(args)), mode_(mode), op_(op_from_args(args_)),
+      kernel_(&KernelRegistry::instance().get(args_)) {
+  for (const auto& ref : args_.outputs) out_descs_.push_back(logical_desc(ref));
+  accum_.acc_dtype = args_.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
+  accum_.f16_double_rounding = args_.accum == spec::AccumDType::FP16_VIA_FP32;
+  accum_.split_k_chunk = args_.split_k_chunk;
+  accum_.partial_dtype = graph::DType::F16;
+}
+
+OpRunner::~OpRunner() = default;
+
+void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site) {
+  inputs_.clear();
+  inputs_.reserve(args_.inputs.size());
+  for (std::size_t i = 0; i < args_.inputs.size(); ++i) {
+    const spec::TensorRef& ref = args_.inputs[i];
+    if (ref.dtype == spec::kAbsentTensor) {
+      inputs_.emplace_back();
+      continue;
+    }
+    const graph::TensorDesc stored = stored_desc(ref);
+    std::vector<std::byte> bytes(graph::physical_nbytes(stored));
+    mem.read(ref.addr, bytes);
+    if (fault_wanted(hooks, kFaultOpInput)) hooks->on_op_input(site, static_cast<std::uint16_t>(i), stored, bytes);
+    graph::Tensor t(stored, std::move(bytes));
+    inputs_.push_back(is_plain_layout(stored.format) ? std::move(t) : graph::to_logical(t));
+  }
+  input_ptrs_.clear();
+  for (std::size_t i = 0; i < inputs_.size(); ++i)
+    input_ptrs_.push_back(args_.inputs[i].dtype == spec::kAbsentTensor ? nullptr : &inputs_[i]);
+  scan_inputs();
+}
+
+void OpRunner::scan_inputs() {
+  detection_ = OpDetection{};
+  inputs_finite_ = true;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    if (!input_ptrs_[i]) continue;
+    const num::ScanReport r = scan_tensor(inputs_[i]);
+    if (r.nan_count > 0) {
+      if (detection_.nan_input < 0) {
+        detection_.nan_input = static_cast<std::int32_t>(i);
+        detection_.inputs.kinds[spec::kExcNanInput].first = r.first_nan;
+      }
+      detection_.inputs.kinds[spec::kExcNanInput].count += static_cast<std::uint64_t>(r.nan_count);
+      detection_.inputs.status |= spec::kFsNanInput;
+    }
+    if (r.subnormal_count > 0) detection_.inputs.status |= spec::kFsDenormal;
+    if (r.nan_count > 0 || r.inf_count > 0) inputs_finite_ = false;
+  }
+}
+
+OpWork OpRunner::work() const {
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_};
+  return kernel_->work(call);
+}
+
+void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
+  if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultGemmAccumulation))
+    hooks->on_gemm_accumulation(site, accum_);
+  if (accum_.acc_dtype != graph::DType::F32 && accum_.acc_dtype != graph::DType::F16)
+    throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
+                                         graph::dtype_name(accum_.acc_dtype)));
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_};
+  computed_ = kernel_->compute(call);
+  if (computed_.values.size() != out_descs_.size())
+    throw std::runtime_error(fmt::format("{}: kernel produced {} outputs, the args name {}", op_label(args_),
+                                         computed_.values.size(), out_descs_.size()));
+  computed_.flags.resize(out_descs_.size());
+  for (std::size_t o = 0; o < out_descs_.size(); ++o)
+    if (static_cast<std::int64_t>(computed_.values[o].size()) != graph::numel(out_descs_[o].shape))
+      throw std::runtime_error(fmt::format("{}: output {} has {} elements, the args say {} {}", op_label(args_), o,
+                                           computed_.values[o].size(), graph::shape_str(out_descs_[o].shape),
+                                           graph::dtype_name(out_descs_[o].dtype)));
+}
+
+void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t vector_lanes) {
+  outputs_.clear();
+  detection_.outputs.clear();
+  const bool lanes = kernel_->vector_output(args_) && fault_wanted(hooks, kFaultVectorLanes);
+  for (std::size_t o = 0; o < out_descs_.size(); ++o) {
+    const graph::TensorDesc& d = out_descs_[o];
+    const std::vector<float>& pre = computed_.values[o];
+    graph::Tensor out(d);
+    num::BulkReport conv;
+    switch (d.dtype) {
+      case graph::DType::F16: {
+        auto raw = out.data<std::uint16_t>();
+        conv = num::convert(pre, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode_);
+        break;
+      }
+      case graph::DType::BF16: {
+        auto raw = out.data<std::uint16_t>();
+        conv = num::convert(pre, std::span<num::bf16>(reinterpret_cast<num::bf16*>(raw.data()), raw.size()), mode_);
+        break;
+      }
+      case graph::DType::F32: {
+        auto dst = out.data<float>();
+        for (std::size_t i = 0; i < pre.size(); ++i) {
+          const num::Result<float> r = num::deliver(pre[i], mode_);
+          dst[i] = r.value;
+          if (r.flags.any()) conv.raise(r.flags, static_cast<std::int64_t>(i));
+        }
+        break;
+      }
+      case graph::DType::I32: {
+        auto dst = out.data<std::int32_t>();
+        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int32_t>(pre[i]);
+        break;
+      }
+      case graph::DType::I64: {
+        auto dst = out.data<std::int64_t>();
+        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int64_t>(pre[i]);
+        break;
+      }
+      case graph::DType::Bool: {
+        auto dst = out.data<std::uint8_t>();
+        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = pre[i] != 0.0f ? 1 : 0;
+        break;
+      }
+      case graph::DType::F64:
+        throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
+                                             op_label(args_), o));
+    }
+    if (lanes) hooks->on_vector_lanes(site, d, 0, vector_lanes, out.bytes());
+    if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
+    outputs_.push_back(std::move(out));
+    detection_.outputs.push_back(detect_output(o, conv, inputs_finite_));
+  }
+}
+
+TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite) const {
+  using num::Flag;
+  const std::vector<float>& pre = computed_.values[o];
+  const num::BulkReport& cf = computed_.flags[o];
+  const num::ScanReport ps = num::scan(std::span<const float>(pre));
+  const num::ScanReport fs = scan_tensor(outputs_[o]);
+  TensorFlags f;
+
+  // Finite results beyond the output format's range (they overflow in the conversion).
+  std::int64_t over_first = -1;
+  std::uint64_t over_count = 0;
+  const graph::DType dt = out_descs_[o].dtype;
+  if (dt == graph::DType::F16 || dt == graph::DType::BF16) {
+    const float limit = dt == graph::DType::F16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u);
+    for (std::size_t i = 0; i < pre.size(); ++i)
+      if (std::fabs(pre[i]) >= limit && std::isfinite(pre[i])) {
+        if (over_first < 0) over_first = static_cast<std::int64_t>(i);
+        ++over_count;
+      }
+  }
+
+  if (detection_.nan_input < 0) {
+    const std::int64_t first = lowest({ps.first_nan, fs.first_nan, cf.first_index(Flag::Invalid),
+                                       conv.first_index(Flag::Invalid)});
+    f.kinds[spec::kExcInvalid].add(first, static_cast<std::uint64_t>(std::max(ps.nan_count, fs.nan_count)));
+  }
+  const std::int64_t inf_first = inputs_finite ? lowest({ps.first_inf, fs.first_inf}) : -1;
+  const std::uint64_t inf_count =
+      inputs_finite ? static_cast<std::uint64_t>(std::max(ps.inf_count, fs.inf_count)) : 0;
+  f.kinds[spec::kExcOverflow].add(
+      lowest({conv.first_index(Flag::Overflow), cf.first_index(Flag::Overflow), over_first, inf_first}),
+      over_count + inf_count);
+  f.kinds[spec::kExcUnderflow].add(lowest({conv.first_index(Flag::Underflow), conv.first_index(Flag::DenormalOut),
+                                           cf.first_index(Flag::Underflow), cf.first_index(Flag::DenormalOut)}),
+                                   static_cast<std::uint64_t>(fs.subnormal_count));
+
+  const num::Flags all = conv.flags | cf.flags;
+  if (f.kinds[spec::kExcOverflow].hit()) f.status |= spec::kFsOverflow;
+  if (f.kinds[spec::kExcUnderflow].hit()) f.status |= spec::kFsUnderflow;
+  if (f.kinds[spec::kExcInvalid].hit()) f.status |= spec::kFsInvalid;
+  if (all.has(Flag::DenormalOut) || all.has(Flag::DenormalIn)) f.status |= spec::kFsDenormal;
+  if (all.has(Flag::DivByZero)) f.status |= spec::kFsDivByZero;
+  return f;
+}
+
+void OpRunner::store(KernelMemory& mem) const {
+  for (std::size_t o = 0; o < outputs_.size(); ++o) {
+    const graph::TensorDesc stored = stored_desc(args_.outputs[o]);
+    const graph::Tensor& t = outputs_[o];
+    if (is_plain_layout(stored.format)) {
+      mem.write(args_.outputs[o].addr, t.bytes());
+      continue;
+    }
+    std::vector<std::byte> dst(graph::physical_nbytes(stored));
+    graph::convert_layout(t.bytes(), graph::Format::ND, dst, stored.format, stored.shape,
+                          graph::dtype_size(stored.dtype));
+    mem.write(args_.outputs[o].addr, dst);
+  }
+}
+
+}  // namespace probelab::chip::kernels

@@ -1,0 +1,118 @@
+// Functional execution of one compute op on the AI core: MTE load (format conversion, input
+// hook, input scans), compute (accumulation hook, kernel), output conversion through the Mode,
+// vector-lane and output hooks, detection, MTE store. Timing is not modelled here (ai_core.h
+// charges it per tile from work()); this class moves and computes the real values.
+//
+// Detection rules (what the exception circuits see of one op), in this scan order:
+//  - NaN input: inputs in argument order, each in logical row-major order; the element is the
+//    first NaN of the first input holding one, as a linear index *in that input* (the latch's
+//    output-index register then holds the input index). Denormal inputs set kFsDenormal only.
+//  - For each output, in output order, elements in logical row-major order:
+//    invalid   a NaN produced (before or after the output conversion, or after the output hook)
+//              while no input held a NaN; with a NaN input, NaN outputs are propagation;
+//    overflow  the output conversion or a GEMM accumulation step overflowed, or an Inf appears
+//              in the result while every input was finite (FP32 results overflowing in compute);
+//    underflow the output conversion or an accumulation step raised Underflow or DenormalOut.
+//    A kind's element is the lowest index raising it; the output's first kind is the kind with
+//    the lowest element (ties: lowest kind bit).
+//  In SATURATION mode the delivered values are clamped (Inf -> max, NaN -> 0) but the kinds are
+//  reported from the values before clamping, as the flags are raised by the IEEE result.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "chip_model/fault_hooks.h"
+#include "chip_model/kernels/kernel.h"
+#include "chip_model/numerics/mode.h"
+#include "chip_model/spec/op_args.h"
+#include "chip_model/spec/registers.h"
+#include "graph/op.h"
+#include "graph/tensor.h"
+
+namespace probelab::chip::kernels {
+
+/// Functional view of HBM (the backing store; timing is charged separately).
+class KernelMemory {
+ public:
+  virtual ~KernelMemory() = default;
+  virtual void read(std::uint64_t addr, std::span<std::byte> dst) = 0;
+  virtual void write(std::uint64_t addr, std::span<const std::byte> src) = 0;
+};
+
+/// First element and number of elements of one exception kind in one tensor.
+struct KindHit {
+  std::int64_t first = -1;
+  std::uint64_t count = 0;
+  bool hit() const { return first >= 0; }
+  void add(std::int64_t index, std::uint64_t n);
+};
+
+/// What the detection circuit is told about one tensor.
+struct TensorFlags {
+  std::uint32_t status = 0;  // spec::FloatStatusBits
+  std::array<KindHit, spec::kExcKindCount> kinds{};
+  bool any_kind() const;
+  /// Kind with the lowest first element (ties: lowest kind bit); only valid when any_kind().
+  spec::ExcKindBit first_kind() const;
+  std::int64_t first_elem() const { return kinds[first_kind()].first; }
+};
+
+struct OpDetection {
+  std::int32_t nan_input = -1;  // index of the first input holding a NaN; -1: none
+  TensorFlags inputs;           // kExcNanInput (element in input nan_input) and kFsDenormal
+  std::vector<TensorFlags> outputs;
+};
+
+/// Exact FP32 copy of a float tensor's logical values (FTZ reads subnormals as zero); integer
+/// and bool tensors are returned unchanged.
+graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode);
+
+class OpRunner {
+ public:
+  /// Decodes nothing itself: `args` must be validated (spec::decode_op_args does it).
+  OpRunner(spec::OpArgs args, const num::Mode& mode);
+  ~OpRunner();
+
+  const spec::OpArgs& args() const { return args_; }
+  const graph::Op& op() const { return op_; }
+  const Kernel& kernel() const { return *kernel_; }
+
+  /// MTE load of every input; calls FaultHooks::on_op_input when wanted.
+  void load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site);
+  /// Cost of the op (valid after load()).
+  OpWork work() const;
+  /// Runs the kernel; Cube kernels first pass the accumulation mode to on_gemm_accumulation.
+  void compute(FaultHooks* hooks, const FaultSite& site);
+  /// Output conversion, on_vector_lanes (ops with Vector results), on_op_output, detection.
+  void finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t vector_lanes);
+  /// MTE store of every output in its stored format.
+  void store(KernelMemory& mem) const;
+
+  const OpDetection& detection() const { return detection_; }
+  /// Final outputs (logical layout, output dtype), valid after finish().
+  const std::vector<graph::Tensor>& outputs() const { return outputs_; }
+  const AccumulationMode& accumulation() const { return accum_; }
+
+ private:
+  void scan_inputs();
+  TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite) const;
+
+  spec::OpArgs args_;
+  num::Mode mode_;
+  graph::Op op_;
+  const Kernel* kernel_;
+  std::vector<graph::Tensor> inputs_;       // logical, stored dtype; empty desc when absent
+  std::vector<const graph::Tensor*> input_ptrs_;
+  std::vector<graph::TensorDesc> out_descs_;
+  AccumulationMode accum_;
+  Computed computed_;
+  std::vector<graph::Tensor> outputs_;
+  OpDetection detection_;
+  bool inputs_finite_ = true;
+};
+
+}  // namespace probelab::chip::kernels

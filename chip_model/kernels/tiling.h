@@ -1,0 +1,98 @@
+// Tiling of an op's work (kernel.h OpWork) into the per-core tile steps the AI core pipeline
+// times. Pure arithmetic, no SystemC.
+//
+// Cube ops. Each GEMM of a batch is cut into output tiles tm x tn (the FP32 accumulators of one
+// tile fill at most half of L0C, so the next tile computes while the previous one drains) and
+// each output tile into K steps of tk (an A block tm x tk fills at most half of L0A, a B block
+// tk x tn half of L0B: double buffering). One step = MTE loads of its A and B blocks, then
+// ceil(tm/cube_m) * ceil(tn/cube_n) * ceil(tk/cube_k) Cube cycles (FP32 operands: twice that).
+// After a tile's last step, the Vector unit runs the tile's share of the epilogue, and the MTE
+// stores the tile's share of the op's output bytes. Tile sizes (multiples of 16) are chosen to
+// minimise an estimate of the makespan over the cores (waves of tiles x per-tile time), which
+// keeps all cores busy on skinny GEMMs.
+//
+// Vector ops stream: the op's bytes are cut into tiles of at most half the UB (double buffering),
+// at least one per core when the op is big enough (>= 4 KiB per tile), rounded up to a multiple
+// of the core count; each tile loads and stores its share of the op's bytes and spends its share
+// of the Vector cycles (elements * passes * 4 bytes / vector_bytes_per_cycle).
+//
+// Distribution: global tile t (in GEMM-instance, tile-row, tile-column order) runs on core
+// t % cores as that core's (t / cores)-th tile.
+//
+// Data reuse (L2). Blocks are identified per operand matrix; the first load of a block by any
+// core in an op comes from HBM (its share of the operand's unique HBM bytes), later loads of the
+// same block hit the chip's L2 and move at the L2 port rate only — provided the op's unique
+// bytes fit in the L2; otherwise every load goes to HBM.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "chip_model/kernels/kernel.h"
+
+namespace probelab::chip::kernels {
+
+/// The core parameters the timing model uses (from ChipConfig plus the L2 figures).
+struct CoreTimingParams {
+  std::uint32_t cores = 1;
+  std::uint32_t clock_mhz = 1000;
+  std::uint32_t cube_m = 16, cube_n = 16, cube_k = 16;
+  std::uint32_t vector_bytes_per_cycle = 256;
+  std::uint32_t mte_bytes_per_cycle = 64;   // HBM <-> core port
+  std::uint64_t l0a_bytes = 64 << 10, l0b_bytes = 64 << 10, l0c_bytes = 128 << 10, ub_bytes = 192 << 10;
+  /// Chip L2 (Ascend 910B: 192 MB, public spec) and its per-core read port (estimate: 256
+  /// bytes/cycle, enough to feed the Cube at full rate from 128 x 128 tiles with margin).
+  std::uint64_t l2_bytes = 192ull << 20;
+  std::uint32_t l2_bytes_per_cycle = 256;
+};
+
+/// One MTE load of a step.
+struct TileLoad {
+  std::int64_t block = -1;     // reuse key (see above); -1: streamed, always from HBM
+  std::uint64_t bytes = 0;     // bytes moved into the core
+  std::uint64_t hbm_bytes = 0; // bytes fetched from HBM when the block misses
+  std::uint64_t addr = 0;
+};
+
+/// One pipeline step of one core.
+struct TileStep {
+  TileLoad loads[3];
+  std::uint8_t num_loads = 0;
+  bool cube = false;             // compute pipe: Cube (true) or Vector
+  std::uint64_t compute_cycles = 0;
+  bool tile_end = false;         // last step of an output tile: epilogue + store follow
+  std::uint64_t post_cycles = 0; // Vector epilogue cycles of the tile (tile_end only)
+  std::uint64_t store_bytes = 0; // (tile_end only)
+  std::uint64_t store_addr = 0;
+  std::int64_t tile = -1;        // global tile index (tile_end only)
+};
+
+struct CubeTiling {
+  std::int64_t tm = 16, tn = 16, tk = 16;
+};
+
+/// The tiling of one GEMM shape (see above). Throws std::runtime_error if buffers are too small.
+CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p);
+
+struct TilePlan {
+  std::vector<std::vector<TileStep>> steps;  // per core (index into the granted cores)
+  std::int64_t num_tiles = 0;
+  std::int64_t num_blocks = 0;              // reuse keys used
+  bool reuse = true;                        // L2 holds the op's operands
+  std::uint64_t out_elems = 0;              // logical output elements covered by the tiles
+  /// Tile of output element e: GEMM layout (count x M x N row-major) when `gemm_layout`, else
+  /// proportional (tile = e * num_tiles / out_elems).
+  bool gemm_layout = false;
+  struct GemmMap {
+    std::int64_t first_tile = 0, m = 0, n = 0, tm = 1, tn = 1, count = 0;
+    std::uint64_t first_elem = 0;
+  };
+  std::vector<GemmMap> gemm_maps;
+  std::int64_t tile_of_element(std::uint64_t e) const;
+  std::uint64_t total_steps() const;
+};
+
+/// Plans `w` over `cores` cores. `out_elems` = element count of the op's output 0.
+TilePlan plan_tiles(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, std::uint64_t out_elems);
+
+}  // namespace probelab::chip::kernels

@@ -1,0 +1,205 @@
+// What the device computes for capture and breakpoint tasks, defined exactly so that a host (the
+// probe runtime, a CPU reference) can reproduce it bit for bit. Header-only, no SystemC.
+//
+// Elements are taken in row-major order over the logical shape (after any format conversion).
+//  - statistics (spec::CaptureStats), FP64 arithmetic in that order:
+//      count      = number of elements; nan_count / inf_count = NaN / +-Inf elements;
+//      over the finite elements only (n of them): min, max, max_abs = max |x|,
+//      mean = (sum x) / n, abs_mean = (sum |x|) / n, l2 = sqrt(sum x*x),
+//      std = sqrt((sum (x - mean)^2) / n)  (population, second pass over the data);
+//      zero_count = finite elements equal to +-0. With n = 0 all FP fields are 0.
+//    Sums are sequential FP64 additions in element order.
+//  - hash: XXH64 (seed 0) of the element bytes in that order (the FullTensor payload bytes).
+//  - breakpoint predicate: see eval_predicate().
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "chip_model/spec/capture_record.h"
+#include "chip_model/spec/kernel_args.h"
+#include "graph/dtype.h"
+
+namespace probelab::spec {
+
+/// Exact value of an FP16 bit pattern as a double (NaN payloads not preserved).
+inline double f16_bits_to_double(std::uint16_t h) {
+  const int exp = (h >> 10) & 0x1F;
+  const int frac = h & 0x3FF;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exp == 0x1F) return frac ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
+  if (exp == 0) return sign * std::ldexp(static_cast<double>(frac), -24);
+  return sign * std::ldexp(static_cast<double>(frac | 0x400), exp - 25);
+}
+inline double bf16_bits_to_double(std::uint16_t b) {
+  return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16));
+}
+
+/// Bytes per element of a graph::DType code, 0 if unknown.
+inline std::size_t element_bytes(std::uint8_t dtype) {
+  switch (static_cast<graph::DType>(dtype)) {
+    case graph::DType::F32: case graph::DType::I32: return 4;
+    case graph::DType::F16: case graph::DType::BF16: return 2;
+    case graph::DType::I64: case graph::DType::F64: return 8;
+    case graph::DType::Bool: return 1;
+  }
+  return 0;
+}
+
+/// Element i of `bytes` (dtype code `dtype`) as a double.
+inline double element_value(std::span<const std::byte> bytes, std::uint8_t dtype, std::size_t i) {
+  const std::byte* p = bytes.data() + i * element_bytes(dtype);
+  switch (static_cast<graph::DType>(dtype)) {
+    case graph::DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
+    case graph::DType::F16: { std::uint16_t v; std::memcpy(&v, p, 2); return f16_bits_to_double(v); }
+    case graph::DType::BF16: { std::uint16_t v; std::memcpy(&v, p, 2); return bf16_bits_to_double(v); }
+    case graph::DType::I32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+    case graph::DType::I64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case graph::DType::Bool: return std::to_integer<int>(*p) != 0 ? 1.0 : 0.0;
+    case graph::DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
+  }
+  return 0.0;
+}
+
+namespace detail {
+template <class Get>
+CaptureStats stats_impl(std::size_t numel, Get get) {
+  CaptureStats s;
+  s.count = numel;
+  double sum = 0, abs_sum = 0, sq_sum = 0;
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < numel; ++i) {
+    const double x = get(i);
+    if (std::isnan(x)) { ++s.nan_count; continue; }
+    if (std::isinf(x)) { ++s.inf_count; continue; }
+    const double a = std::fabs(x);
+    if (n == 0) { s.min = s.max = x; s.max_abs = a; }
+    else {
+      if (x < s.min) s.min = x;
+      if (x > s.max) s.max = x;
+      if (a > s.max_abs) s.max_abs = a;
+    }
+    if (x == 0) ++s.zero_count;
+    sum += x;
+    abs_sum += a;
+    sq_sum += x * x;
+    ++n;
+  }
+  if (n == 0) return s;
+  s.mean = sum / static_cast<double>(n);
+  s.abs_mean = abs_sum / static_cast<double>(n);
+  s.l2 = std::sqrt(sq_sum);
+  double dev = 0;
+  for (std::size_t i = 0; i < numel; ++i) {
+    const double x = get(i);
+    if (std::isfinite(x)) dev += (x - s.mean) * (x - s.mean);
+  }
+  s.std = std::sqrt(dev / static_cast<double>(n));
+  return s;
+}
+template <class T>
+T load(const std::byte* base, std::size_t i) {
+  T v;
+  std::memcpy(&v, base + i * sizeof(T), sizeof(T));
+  return v;
+}
+}  // namespace detail
+
+/// Statistics of `numel` elements of dtype `dtype` stored contiguously in `bytes`.
+inline CaptureStats compute_stats(std::span<const std::byte> bytes, std::uint8_t dtype, std::size_t numel) {
+  const std::byte* b = bytes.data();
+  using detail::load;
+  switch (static_cast<graph::DType>(dtype)) {
+    case graph::DType::F32: return detail::stats_impl(numel, [b](std::size_t i) { return double{load<float>(b, i)}; });
+    case graph::DType::F16:
+      return detail::stats_impl(numel, [b](std::size_t i) { return f16_bits_to_double(load<std::uint16_t>(b, i)); });
+    case graph::DType::BF16:
+      return detail::stats_impl(numel, [b](std::size_t i) { return bf16_bits_to_double(load<std::uint16_t>(b, i)); });
+    case graph::DType::F64: return detail::stats_impl(numel, [b](std::size_t i) { return load<double>(b, i); });
+    default: return detail::stats_impl(numel, [&](std::size_t i) { return element_value(bytes, dtype, i); });
+  }
+}
+
+/// XXH64 (the xxHash 64-bit algorithm) of `data` with `seed`.
+inline std::uint64_t xxh64(std::span<const std::byte> data, std::uint64_t seed = 0) {
+  constexpr std::uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full, P3 = 0x165667B19E3779F9ull,
+                          P4 = 0x85EBCA77C2B2AE63ull, P5 = 0x27D4EB2F165667C5ull;
+  auto rd64 = [](const std::byte* p) { std::uint64_t v; std::memcpy(&v, p, 8); return v; };
+  auto rd32 = [](const std::byte* p) { std::uint32_t v; std::memcpy(&v, p, 4); return std::uint64_t{v}; };
+  auto round = [&](std::uint64_t acc, std::uint64_t in) { return std::rotl(acc + in * P2, 31) * P1; };
+  auto merge = [&](std::uint64_t acc, std::uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
+  const std::byte* p = data.data();
+  const std::byte* const end = p + data.size();
+  std::uint64_t h;
+  if (data.size() >= 32) {
+    std::uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+    do {
+      v1 = round(v1, rd64(p)); v2 = round(v2, rd64(p + 8)); v3 = round(v3, rd64(p + 16)); v4 = round(v4, rd64(p + 24));
+      p += 32;
+    } while (end - p >= 32);
+    h = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
+    h = merge(h, v1); h = merge(h, v2); h = merge(h, v3); h = merge(h, v4);
+  } else {
+    h = seed + P5;
+  }
+  h += data.size();
+  for (; end - p >= 8; p += 8) h = std::rotl(h ^ round(0, rd64(p)), 27) * P1 + P4;
+  if (end - p >= 4) { h = std::rotl(h ^ (rd32(p) * P1), 23) * P2 + P3; p += 4; }
+  for (; p < end; ++p) h = std::rotl(h ^ (std::to_integer<std::uint64_t>(*p) * P5), 11) * P1;
+  h ^= h >> 33; h *= P2; h ^= h >> 29; h *= P3; h ^= h >> 32;
+  return h;
+}
+
+/// Value of one statistic (counts as doubles).
+inline double stat_value(const CaptureStats& s, StatField f) {
+  switch (f) {
+    case StatField::Min: return s.min;
+    case StatField::Max: return s.max;
+    case StatField::Mean: return s.mean;
+    case StatField::AbsMean: return s.abs_mean;
+    case StatField::Std: return s.std;
+    case StatField::L2: return s.l2;
+    case StatField::MaxAbs: return s.max_abs;
+    case StatField::NanCount: return static_cast<double>(s.nan_count);
+    case StatField::InfCount: return static_cast<double>(s.inf_count);
+    case StatField::ZeroCount: return static_cast<double>(s.zero_count);
+    case StatField::Count: return static_cast<double>(s.count);
+  }
+  return 0;
+}
+
+inline bool compare(double a, CmpOp op, double b) {
+  switch (op) {
+    case CmpOp::Lt: return a < b;
+    case CmpOp::Le: return a <= b;
+    case CmpOp::Gt: return a > b;
+    case CmpOp::Ge: return a >= b;
+    case CmpOp::Eq: return a == b;
+    case CmpOp::Ne: return a != b;
+  }
+  return false;
+}
+
+/// The statistics part of a breakpoint: false with zero clauses; otherwise all clauses hold
+/// (any = 0) or at least one holds (any = 1). Unknown field/op codes never hold.
+inline bool eval_predicate(const BreakpointArgs& a, const CaptureStats& s) {
+  const std::uint32_t n = a.num_clauses > kMaxClauses ? kMaxClauses : a.num_clauses;
+  if (n == 0) return false;
+  bool all = true, some = false;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& c = a.clauses[i];
+    const bool ok = c.field <= static_cast<std::uint8_t>(StatField::Count) &&
+                    c.cmp <= static_cast<std::uint8_t>(CmpOp::Ne) &&
+                    compare(stat_value(s, static_cast<StatField>(c.field)), static_cast<CmpOp>(c.cmp), c.value);
+    all = all && ok;
+    some = some || ok;
+  }
+  return a.any ? some : all;
+}
+
+}  // namespace probelab::spec

@@ -1,0 +1,110 @@
+// Argument block of TaskKind::Collective tasks (fixed layout, little endian, in HBM).
+//
+// Every chip taking part in a collective gets its own task with its own CollectiveArgs; the
+// blocks of one collective agree on everything except `input`/`output` addresses and `order`
+// (which is this chip's own reduction order). Collectives of one communicator are matched across
+// chips by (comm_id, issue index on that communicator): the k-th collective a chip issues on
+// communicator c meets the k-th collective every other member issues on c.
+//
+// Counts follow NCCL/HCCL:
+//   AllReduce      input `count` elements,           output `count` elements
+//   ReduceScatter  input `count * N` elements,       output `count` elements (this rank's block)
+//   AllGather      input `count` elements,           output `count * N` elements (group order)
+//   Broadcast      input `count` elements (root only; others' input is ignored), output `count`
+// where N is the group size. Block i of ReduceScatter/AllGather belongs to group position i.
+//
+// Reduction order is explicit data. Ring and tree fix the order of additions by their structure
+// (documented in chip_model/collective_plan.h) and give every rank identical bits. Direct lets
+// every rank add the N contributions itself, in the order chosen by `order_mode`.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "chip_model/spec/kernel_args.h"  // TensorRef
+
+namespace probelab::spec {
+
+inline constexpr int kMaxCollectiveRanks = 64;
+
+enum class CollectiveOp : std::uint8_t { AllReduce = 0, ReduceScatter = 1, AllGather = 2, Broadcast = 3 };
+
+/// Sum adds; Mean adds, then multiplies the sum by 1/N once, in the accumulation dtype.
+enum class ReduceOp : std::uint8_t { Sum = 0, Mean = 1 };
+
+/// Ring: reduce-scatter then all-gather around the group order, 2(N-1) steps of count/N.
+/// Tree: binary-tree reduce to the root, then broadcast down the same tree, 2*ceil(log2 N) levels.
+/// Direct: every rank sends its contribution to every other rank (N-1 transfers each) and every
+/// rank reduces all N contributions itself.
+enum class CollectiveAlgo : std::uint8_t { Ring = 0, Tree = 1, Direct = 2 };
+
+/// How a rank orders the contributions it reduces under the Direct algorithm (ignored otherwise).
+/// Arrival: the order in which contributions arrived, from the link timing model (own contribution
+///          first, it is already local); ties broken by group position.
+/// GroupOrder: group position order 0..N-1.
+/// Explicit: `order[0..N-1]`, a permutation of the group's chip ranks.
+enum class OrderMode : std::uint8_t { Arrival = 0, GroupOrder = 1, Explicit = 2 };
+
+struct CollectiveArgs {
+  TensorRef input;             // dtype F16, BF16 or F32 (graph::DType); ND layout
+  TensorRef output;            // same dtype as input
+  std::uint64_t count = 0;     // elements, see the table above
+  std::uint8_t op = 0;         // CollectiveOp
+  std::uint8_t reduction = 0;  // ReduceOp (AllReduce, ReduceScatter)
+  std::uint8_t algorithm = 0;  // CollectiveAlgo
+  std::uint8_t acc_dtype = 0;  // graph::DType of the accumulator: F32 (0, default) or F16.
+                               // F16 rounds after every addition; F32 rounds to the data dtype once,
+                               // after the last addition (a communication buffer in the data dtype
+                               // between steps is modelled by choosing F16 accumulation).
+  std::uint8_t order_mode = 0; // OrderMode (Direct only)
+  std::uint8_t pad0[3] = {};
+  std::uint32_t comm_id = 0;   // communicator id; collectives match per communicator
+  std::uint32_t root = 0;      // chip rank of the root (Broadcast; tree root). Must be in the group.
+  std::uint32_t num_ranks = 0; // group size N; 0 = every chip of the job, in chip-rank order
+  std::uint32_t pad1 = 0;
+  std::uint16_t group[kMaxCollectiveRanks] = {};  // chip ranks, group position order = ring order
+  std::uint16_t order[kMaxCollectiveRanks] = {};  // OrderMode::Explicit: this rank's order (chip ranks)
+};
+static_assert(std::is_trivially_copyable_v<CollectiveArgs>);
+static_assert(sizeof(CollectiveArgs) == 416);
+
+inline std::string_view collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "allreduce";
+    case CollectiveOp::ReduceScatter: return "reducescatter";
+    case CollectiveOp::AllGather: return "allgather";
+    case CollectiveOp::Broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+inline std::string_view collective_algo_name(CollectiveAlgo a) {
+  switch (a) {
+    case CollectiveAlgo::Ring: return "ring";
+    case CollectiveAlgo::Tree: return "tree";
+    case CollectiveAlgo::Direct: return "direct";
+  }
+  return "?";
+}
+
+inline std::string_view order_mode_name(OrderMode m) {
+  switch (m) {
+    case OrderMode::Arrival: return "arrival";
+    case OrderMode::GroupOrder: return "group";
+    case OrderMode::Explicit: return "explicit";
+  }
+  return "?";
+}
+
+/// Elements read from `input` on one rank, for group size n.
+inline std::uint64_t collective_input_count(const CollectiveArgs& a, std::uint32_t n) {
+  return static_cast<CollectiveOp>(a.op) == CollectiveOp::ReduceScatter ? a.count * n : a.count;
+}
+
+/// Elements written to `output` on one rank, for group size n.
+inline std::uint64_t collective_output_count(const CollectiveArgs& a, std::uint32_t n) {
+  return static_cast<CollectiveOp>(a.op) == CollectiveOp::AllGather ? a.count * n : a.count;
+}
+
+}  // namespace probelab::spec

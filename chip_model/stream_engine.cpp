@@ -1,0 +1,204 @@
+#include "chip_model/stream_engine.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "chip_model/collective_handler.h"
+#include "chip_model/core_scheduler.h"
+#include "chip_model/debug_tasks.h"
+#include "chip_model/hbm.h"
+#include "chip_model/interrupt_controller.h"
+#include "chip_model/spec/irq.h"
+#include "chip_model/trace.h"
+
+namespace probelab::chip {
+namespace {
+
+const char* kind_name(spec::TaskKind k) {
+  switch (k) {
+    case spec::TaskKind::Kernel: return "kernel";
+    case spec::TaskKind::Capture: return "capture";
+    case spec::TaskKind::Breakpoint: return "breakpoint";
+    case spec::TaskKind::EventRecord: return "event_record";
+    case spec::TaskKind::EventWait: return "event_wait";
+    case spec::TaskKind::Collective: return "collective";
+    case spec::TaskKind::Barrier: return "barrier";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+StreamEngine::StreamEngine(sc_core::sc_module_name name, const ChipServices& services, CoreScheduler& sched)
+    : sc_module(name), svc_(services), sched_(sched) {
+  for (std::uint32_t s = 0; s < spec::kNumStreams; ++s) {
+    sc_core::sc_spawn_options opts;
+    sc_core::sc_spawn([this, s] { stream_thread(s); }, sc_core::sc_gen_unique_name("stream"), &opts);
+  }
+}
+
+std::uint64_t StreamEngine::event_count(std::uint32_t id) const {
+  const auto it = events_.find(id);
+  return it == events_.end() ? 0 : it->second;
+}
+
+std::uint32_t StreamEngine::read_reg(std::uint32_t offset) const {
+  if (offset < spec::kRegStreamBase || offset >= spec::kRegStreamBase + spec::kNumStreams * spec::kStreamStride)
+    return 0;
+  const std::uint32_t s = (offset - spec::kRegStreamBase) / spec::kStreamStride;
+  const StreamState& st = streams_[s];
+  switch ((offset - spec::kRegStreamBase) % spec::kStreamStride) {
+    case spec::kStreamRingLo: return static_cast<std::uint32_t>(st.ring);
+    case spec::kStreamRingHi: return static_cast<std::uint32_t>(st.ring >> 32);
+    case spec::kStreamRingEntries: return st.entries;
+    case spec::kStreamTail: return st.tail;
+    case spec::kStreamHead: return st.head;
+    case spec::kStreamStatus: {
+      std::uint32_t v = 0;
+      if (!st.busy && st.head == st.tail && !st.halted) v |= spec::kStreamIdle;
+      if (st.halted) v |= spec::kStreamHalted;
+      return v;
+    }
+    case spec::kStreamCompleted: return st.completed;
+    case spec::kStreamHaltTask: return st.halt_task;
+    default: return 0;
+  }
+}
+
+void StreamEngine::write_reg(std::uint32_t offset, std::uint32_t value) {
+  if (offset < spec::kRegStreamBase || offset >= spec::kRegStreamBase + spec::kNumStreams * spec::kStreamStride)
+    return;
+  const std::uint32_t s = (offset - spec::kRegStreamBase) / spec::kStreamStride;
+  StreamState& st = streams_[s];
+  switch ((offset - spec::kRegStreamBase) % spec::kStreamStride) {
+    case spec::kStreamRingLo: st.ring = (st.ring & 0xFFFFFFFF00000000ull) | value; break;
+    case spec::kStreamRingHi: st.ring = (st.ring & 0xFFFFFFFFull) | (std::uint64_t{value} << 32); break;
+    case spec::kStreamRingEntries:
+      st.entries = value;
+      st.head = st.tail = 0;
+      break;
+    case spec::kStreamTail:
+      st.tail = st.entries ? value % st.entries : 0;
+      doorbell_[s].notify(sc_core::SC_ZERO_TIME);
+      break;
+    case spec::kStreamResume:
+      if ((value & 1u) && st.halted) {
+        st.halted = false;
+        resume_[s].notify(sc_core::SC_ZERO_TIME);
+      }
+      break;
+    default: break;
+  }
+}
+
+void StreamEngine::stream_thread(std::uint32_t s) {
+  tlm_utils::tlm_quantumkeeper qk;
+  qk.set_global_quantum(sc_core::sc_time(static_cast<double>(svc_.config->quantum_ns), sc_core::SC_NS));
+  qk.reset();
+  StreamState& st = streams_[s];
+  for (;;) {
+    while (st.head == st.tail) {
+      qk.sync();
+      sc_core::wait(doorbell_[s]);
+      qk.reset();
+    }
+    // Fetch the descriptor at head (64 B through the HBM model), then execute it.
+    spec::TaskDescriptor task;
+    std::span<std::byte> raw(reinterpret_cast<std::byte*>(&task), sizeof task);
+    const std::uint64_t addr = st.ring + std::uint64_t{st.head} * sizeof(spec::TaskDescriptor);
+    st.busy = true;
+    svc_.hbm->read(addr, raw, qk, HbmClient::Stream);
+    st.head = (st.head + 1) % st.entries;
+    qk.inc(sc_core::sc_time(static_cast<double>(svc_.config->task_dispatch_ns), sc_core::SC_NS));
+    const sc_core::sc_time start = qk.get_current_time();
+    run_task(s, task, qk);
+    const sc_core::sc_time end = qk.get_current_time();
+    trace_task(s, task, start, end);
+    ++st.completed;
+    st.busy = false;
+    if (task.flags & spec::kTaskFlagNotify) svc_.irq->raise(spec::kIrqStreamDone, end);
+    if (st.halted) {
+      svc_.irq->raise(spec::kIrqBreakpoint, end);
+      qk.sync();
+      progress_.notify(sc_core::SC_ZERO_TIME);
+      while (st.halted) sc_core::wait(resume_[s]);
+      qk.reset();
+    } else {
+      // Completion becomes visible to the host at the task's end time.
+      qk.sync();
+      progress_.notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+}
+
+void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk) {
+  const ChipModes& modes = *svc_.modes;
+  auto make_ctx = [&](std::span<const std::uint32_t> cores) {
+    return TaskContext{task, s, cores, modes.fp_mode, task.step, qk, svc_};
+  };
+  switch (task.kind) {
+    case spec::TaskKind::Kernel: {
+      if (!executor_)
+        throw std::runtime_error(fmt::format("{}: kernel task {} but the chip has no core executor", name(),
+                                             task.task_id));
+      const auto cores = sched_.acquire(task.core_mask, false, qk);
+      TaskContext ctx = make_ctx(cores);
+      executor_->execute(ctx);
+      qk.sync();
+      sched_.release(cores);
+      break;
+    }
+    case spec::TaskKind::Capture:
+    case spec::TaskKind::Breakpoint: {
+      const auto cores = sched_.acquire(task.core_mask, true, qk);
+      TaskContext ctx = make_ctx(cores);
+      bool halt = false;
+      if (task.kind == spec::TaskKind::Capture)
+        run_capture_task(ctx);
+      else
+        halt = run_breakpoint_task(ctx);
+      qk.sync();
+      sched_.release(cores);
+      if (halt) {
+        streams_[s].halted = true;
+        streams_[s].halt_task = task.task_id;
+      }
+      break;
+    }
+    case spec::TaskKind::EventRecord:
+      qk.sync();  // the record becomes visible at the stream's time
+      ++events_[task.event_id];
+      event_recorded_.notify(sc_core::SC_ZERO_TIME);
+      break;
+    case spec::TaskKind::EventWait:
+      qk.sync();
+      while (event_count(task.event_id) == 0) sc_core::wait(event_recorded_);
+      qk.reset();
+      --events_[task.event_id];
+      break;
+    case spec::TaskKind::Barrier: break;
+    case spec::TaskKind::Collective: {
+      if (!collectives_)
+        throw std::runtime_error(fmt::format("{}: collective task {} but no collective handler is attached", name(),
+                                             task.task_id));
+      TaskContext ctx = make_ctx({});
+      collectives_->run(ctx);
+      svc_.irq->raise(spec::kIrqCollective, qk.get_current_time());
+      break;
+    }
+    default:
+      throw std::runtime_error(fmt::format("{}: task {} has unknown kind {}", name(), task.task_id,
+                                           static_cast<unsigned>(task.kind)));
+  }
+}
+
+void StreamEngine::trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,
+                              const sc_core::sc_time& end) const {
+  if (!svc_.trace->enabled()) return;
+  svc_.trace->complete(svc_.rank, fmt::format("stream{}", s), kind_name(task.kind), "task", ChipClock::to_ps(start),
+                       ChipClock::to_ps(end - start),
+                       {{"task_id", std::uint64_t{task.task_id}}, {"op_id", std::uint64_t{task.op_id}}});
+}
+
+}  // namespace probelab::chip

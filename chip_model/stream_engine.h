@@ -1,0 +1,83 @@
+// Stream processor and task scheduler: spec::kNumStreams command queues whose descriptor rings
+// live in HBM.
+//
+// Per stream (registers at spec::stream_reg(s, ...)): the host programs Ring (HBM address) and
+// RingEntries, writes descriptors into the ring, then writes the new Tail (doorbell). The
+// stream's SC_THREAD fetches descriptors from Head to Tail (64 B each, read through the HBM
+// model), advancing Head as it fetches, and executes them strictly in order, one at a time:
+//   Kernel      -> cores granted by the CoreScheduler, then CoreExecutor::execute
+//   Capture     -> one core's vector unit: stats / hash / full copy (debug_tasks.h) into the
+//                  capture unit
+//   Breakpoint  -> one core's vector unit: stats + predicate; if it holds, the stream halts after
+//                  the task (Halted status, HaltTask = task id, kIrqBreakpoint) until the host
+//                  writes Resume
+//   EventRecord -> increments event `event_id` (a counting semaphore shared by all streams)
+//   EventWait   -> waits until event `event_id` has a record, then consumes one
+//   Barrier     -> no-op (tasks of one stream are already in order)
+//   Collective  -> CollectiveHandler::run, then kIrqCollective
+// After each task: Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
+// `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
+// ends sc_start with the error). Streams run concurrently; each has its own quantum keeper.
+// Writing Tail beyond RingEntries wraps (indices are taken modulo RingEntries).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+
+#include <systemc>
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+#include "chip_model/core_interface.h"
+#include "chip_model/spec/registers.h"
+
+namespace probelab::chip {
+
+class CollectiveHandler;
+class CoreScheduler;
+
+class StreamEngine : public sc_core::sc_module {
+ public:
+  StreamEngine(sc_core::sc_module_name name, const ChipServices& services, CoreScheduler& sched);
+
+  void set_core_executor(CoreExecutor* exec) { executor_ = exec; }
+  void set_collective_handler(CollectiveHandler* h) { collectives_ = h; }
+
+  /// MMIO of the stream block; other offsets: 0 / ignored.
+  std::uint32_t read_reg(std::uint32_t offset) const;
+  void write_reg(std::uint32_t offset, std::uint32_t value);
+
+  /// Notified when any stream completes a task or halts.
+  const sc_core::sc_event& progress_event() const { return progress_; }
+
+  struct StreamState {
+    std::uint64_t ring = 0;
+    std::uint32_t entries = 0;
+    std::uint32_t head = 0, tail = 0;
+    std::uint32_t completed = 0;
+    bool halted = false, busy = false;
+    std::uint32_t halt_task = 0;
+  };
+  const StreamState& stream(std::uint32_t s) const { return streams_.at(s); }
+  /// Records currently available on event `id`.
+  std::uint64_t event_count(std::uint32_t id) const;
+
+ private:
+  void stream_thread(std::uint32_t s);
+  void run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
+  void trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,
+                  const sc_core::sc_time& end) const;
+
+  const ChipServices& svc_;
+  CoreScheduler& sched_;
+  CoreExecutor* executor_ = nullptr;
+  CollectiveHandler* collectives_ = nullptr;
+  std::array<StreamState, spec::kNumStreams> streams_{};
+  std::array<sc_core::sc_event, spec::kNumStreams> doorbell_;
+  std::array<sc_core::sc_event, spec::kNumStreams> resume_;
+  std::map<std::uint32_t, std::uint64_t> events_;
+  sc_core::sc_event event_recorded_;
+  sc_core::sc_event progress_;
+};
+
+}  // namespace probelab::chip

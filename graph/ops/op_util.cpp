@@ -1,0 +1,150 @@
+// Shared helpers of the op definitions.
+#include "graph/ops/op_util.h"
+
+#include <algorithm>
+
+namespace probelab::graph::ops {
+
+std::string op_label(const Op& op) {
+  return op.name.empty() ? op.type : fmt::format("{} '{}'", op.type, op.name);
+}
+
+AttrSpec attr_int(std::string name, std::int64_t def, std::string doc) {
+  return {std::move(name), false, AttrValue{def}, std::move(doc)};
+}
+AttrSpec attr_float(std::string name, double def, std::string doc) {
+  return {std::move(name), false, AttrValue{def}, std::move(doc)};
+}
+AttrSpec attr_str(std::string name, std::string def, std::string doc) {
+  return {std::move(name), false, AttrValue{std::move(def)}, std::move(doc)};
+}
+AttrSpec attr_ints(std::string name, std::vector<std::int64_t> def, std::string doc) {
+  return {std::move(name), false, AttrValue{std::move(def)}, std::move(doc)};
+}
+AttrSpec attr_nodefault(std::string name, bool required, std::string doc) {
+  return {std::move(name), required, std::nullopt, std::move(doc)};
+}
+
+AttrReader::AttrReader(const Op& op) : op_(op), def_(OpRegistry::instance().get(op.type)) {}
+
+const AttrValue* AttrReader::fallback(const std::string& key) const {
+  const AttrSpec* spec = def_.attr(key);
+  if (!spec) fail(op_, "reads attribute '{}' which its type does not declare", key);
+  if (!spec->default_value) fail(op_, "missing attribute '{}' ({})", key, spec->doc);
+  return &*spec->default_value;
+}
+
+std::int64_t AttrReader::i(const std::string& key) const {
+  if (op_.has_attr(key)) return op_.attr_int(key);
+  return std::get<std::int64_t>(*fallback(key));
+}
+double AttrReader::f(const std::string& key) const {
+  if (op_.has_attr(key)) return op_.attr_float(key);
+  return std::get<double>(*fallback(key));
+}
+std::string AttrReader::s(const std::string& key) const {
+  if (op_.has_attr(key)) return op_.attr_str(key);
+  return std::get<std::string>(*fallback(key));
+}
+std::vector<std::int64_t> AttrReader::ints(const std::string& key) const {
+  if (op_.has_attr(key)) return op_.attr_ints(key);
+  return std::get<std::vector<std::int64_t>>(*fallback(key));
+}
+
+std::int64_t norm_axis(const Op& op, std::int64_t axis, std::int64_t rank, const char* what) {
+  const std::int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+  if (axis < lo || axis > hi) fail(op, "{} {} is out of range for rank {} (expected {}..{})", what, axis, rank, lo, hi);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Shape broadcast_shapes(const Op& op, const Shape& a, const Shape& b) {
+  const std::size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    const std::int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const std::int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, "shapes {} and {} do not broadcast (dimension {}: {} vs {})", shape_str(a), shape_str(b), i, da, db);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+bool broadcastable_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t off = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[off + i]) return false;
+  return true;
+}
+
+std::vector<std::int64_t> strides_of(const Shape& s) {
+  std::vector<std::int64_t> st(s.size(), 1);
+  for (std::size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t rank) {
+  std::vector<std::int64_t> out(rank, 0);
+  const auto st = strides_of(s);
+  const std::size_t off = rank - s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) out[off + i] = s[i] == 1 ? 0 : st[i];
+  return out;
+}
+
+std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end) {
+  std::int64_t p = 1;
+  for (std::size_t i = begin; i < end && i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+void expect_inputs(const Op& op, Descs in, int min, int max) {
+  const int n = static_cast<int>(in.size());
+  if (n < min || (max >= 0 && n > max))
+    fail(op, "has {} inputs, expected {}", n,
+         min == max ? fmt::format("{}", min)
+         : max < 0  ? fmt::format("at least {}", min)
+                    : fmt::format("{} to {}", min, max));
+  for (int i = 0; i < std::min(n, min); ++i)
+    if (op.inputs.size() > static_cast<std::size_t>(i) && op.inputs[static_cast<std::size_t>(i)].empty())
+      fail(op, "input {} is required", i);
+}
+
+void expect_outputs(const Op& op, int min, int max) {
+  const int n = static_cast<int>(op.outputs.size());
+  if (n < min || n > max)
+    fail(op, "has {} outputs, expected {}", n, min == max ? fmt::format("{}", min) : fmt::format("{} to {}", min, max));
+}
+
+void expect_float(const Op& op, const TensorDesc& d, const char* what) {
+  if (!is_float(d.dtype)) fail(op, "{} must be a float tensor, got {}", what, dtype_name(d.dtype));
+}
+
+void expect_rank(const Op& op, const TensorDesc& d, std::int64_t rank, const char* what) {
+  if (static_cast<std::int64_t>(d.shape.size()) != rank)
+    fail(op, "{} must have rank {}, got shape {}", what, rank, shape_str(d.shape));
+}
+
+void expect_int(const Op& op, const TensorDesc& d, const char* what) {
+  if (d.dtype != DType::I64 && d.dtype != DType::I32)
+    fail(op, "{} must be an int64 or int32 tensor, got {}", what, dtype_name(d.dtype));
+}
+
+void expect_same_dtype(const Op& op, const TensorDesc& a, const TensorDesc& b, const char* what) {
+  if (a.dtype != b.dtype)
+    fail(op, "{} must have the same dtype, got {} and {}", what, dtype_name(a.dtype), dtype_name(b.dtype));
+}
+
+std::vector<std::int64_t> read_indices(const Tensor& t) {
+  if (t.dtype() == DType::I64) {
+    auto d = t.data<std::int64_t>();
+    return {d.begin(), d.end()};
+  }
+  if (t.dtype() == DType::I32) {
+    auto d = t.data<std::int32_t>();
+    return {d.begin(), d.end()};
+  }
+  throw GraphError(fmt::format("expected an int64/int32 index tensor, got {}", dtype_name(t.dtype())));
+}
+
+}  // namespace probelab::graph::ops

@@ -1,0 +1,140 @@
+// Private helpers shared by the op definitions in graph/ops/: error messages, attribute readers
+// with registry defaults, axis/broadcast arithmetic, typed kernel dispatch, registration entry points.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+#include "graph/tensor.h"
+
+namespace probelab::graph::ops {
+
+using Ins = std::span<const Tensor* const>;
+using Outs = std::span<Tensor>;
+using Descs = std::span<const TensorDesc>;
+
+// --- errors -----------------------------------------------------------------------------------
+
+/// "Conv 'conv1'" — how messages name an op.
+std::string op_label(const Op& op);
+
+template <class... A>
+[[noreturn]] void fail(const Op& op, fmt::format_string<A...> f, A&&... a) {
+  throw GraphError(fmt::format("{}: {}", op_label(op), fmt::format(f, std::forward<A>(a)...)));
+}
+
+// --- attribute specs and readers -------------------------------------------------------------
+
+AttrSpec attr_int(std::string name, std::int64_t def, std::string doc);
+AttrSpec attr_float(std::string name, double def, std::string doc);
+AttrSpec attr_str(std::string name, std::string def, std::string doc);
+AttrSpec attr_ints(std::string name, std::vector<std::int64_t> def, std::string doc);
+/// An attribute without default: required, or optional when `required` is false.
+AttrSpec attr_nodefault(std::string name, bool required, std::string doc);
+
+/// Reads attributes, falling back to the defaults declared in the op type's AttrSpecs.
+class AttrReader {
+ public:
+  explicit AttrReader(const Op& op);
+  std::int64_t i(const std::string& key) const;
+  double f(const std::string& key) const;
+  std::string s(const std::string& key) const;
+  std::vector<std::int64_t> ints(const std::string& key) const;
+  bool has(const std::string& key) const { return op_.has_attr(key); }
+
+ private:
+  const AttrValue* fallback(const std::string& key) const;
+  const Op& op_;
+  const OpDef& def_;
+};
+
+// --- shapes ----------------------------------------------------------------------------------
+
+/// Normalises a possibly negative axis into [0, rank); fails naming `what` when out of range.
+std::int64_t norm_axis(const Op& op, std::int64_t axis, std::int64_t rank, const char* what = "axis");
+/// Numpy broadcast of two shapes; fails naming the op.
+Shape broadcast_shapes(const Op& op, const Shape& a, const Shape& b);
+/// Whether `from` broadcasts (unidirectionally) to `to`.
+bool broadcastable_to(const Shape& from, const Shape& to);
+/// Row-major element strides.
+std::vector<std::int64_t> strides_of(const Shape& s);
+/// Strides of `s` as seen from a broadcast output of rank `rank` (0 where `s` is broadcast).
+std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t rank);
+std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end);
+
+void expect_inputs(const Op& op, Descs in, int min, int max);
+void expect_outputs(const Op& op, int min, int max);
+void expect_float(const Op& op, const TensorDesc& d, const char* what);
+void expect_rank(const Op& op, const TensorDesc& d, std::int64_t rank, const char* what);
+void expect_int(const Op& op, const TensorDesc& d, const char* what);
+void expect_same_dtype(const Op& op, const TensorDesc& a, const TensorDesc& b, const char* what);
+/// Whether input i is present (not omitted).
+inline bool has_input(const Op& op, std::size_t i) { return i < op.inputs.size() && !op.inputs[i].empty(); }
+
+/// Same dtype/format as `like` with another shape.
+inline TensorDesc with_shape(const TensorDesc& like, Shape s) { return {like.dtype, std::move(s), like.format}; }
+
+/// Index values of an I32/I64 tensor as int64.
+std::vector<std::int64_t> read_indices(const Tensor& t);
+
+/// Calls f(offset_a, offset_b, out_index) for every element of the broadcast output shape `out`.
+template <class F>
+void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
+  const std::size_t r = out.size();
+  const auto sa = broadcast_strides(a, r), sb = broadcast_strides(b, r);
+  const std::int64_t n = numel(out);
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t oa = 0, ob = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    f(oa, ob, k);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        oa += sa[d];
+        ob += sb[d];
+        break;
+      }
+      oa -= sa[d] * (out[d] - 1);
+      ob -= sb[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// --- kernels -----------------------------------------------------------------------------------
+
+template <class T> using KernelFn = void (*)(const Op&, Ins, Outs);
+
+/// Wraps a kernel template instantiated for float and double into an OpDef::reference.
+inline auto typed(KernelFn<float> f32, KernelFn<double> f64) {
+  return [f32, f64](const Op& op, Ins in, Outs out, RefPrecision p) {
+    if (p == RefPrecision::F32) f32(op, in, out);
+    else f64(op, in, out);
+  };
+}
+
+template <class T> std::span<const T> cdata(const Tensor* t) { return t->data<T>(); }
+template <class T> std::span<T> mdata(Tensor& t) { return t.data<T>(); }
+
+// --- registration -------------------------------------------------------------------------------
+
+void register_matmul_ops(OpRegistry& r);
+void register_conv_ops(OpRegistry& r);
+void register_elementwise_ops(OpRegistry& r);
+void register_activation_ops(OpRegistry& r);
+void register_softmax_ops(OpRegistry& r);
+void register_layer_norm_ops(OpRegistry& r);
+void register_batch_norm_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_reduce_ops(OpRegistry& r);
+void register_loss_ops(OpRegistry& r);
+void register_gather_ops(OpRegistry& r);
+void register_optimizer_ops(OpRegistry& r);
+
+}  // namespace probelab::graph::ops

@@ -1,0 +1,74 @@
+#include "probes/anomaly.h"
+
+#include <cmath>
+
+namespace probelab::probes {
+
+std::string_view anomaly_kind_name(AnomalyKind k) {
+  switch (k) {
+    case AnomalyKind::Overflow: return "overflow";
+    case AnomalyKind::Underflow: return "underflow";
+    case AnomalyKind::Invalid: return "invalid";
+    case AnomalyKind::NanInput: return "nan_input";
+  }
+  return "?";
+}
+
+namespace {
+/// JSON has no NaN/Inf: non-finite doubles become strings.
+nlohmann::json num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+}  // namespace
+
+nlohmann::json stats_json(const spec::CaptureStats& s) {
+  return {{"min", num(s.min)},           {"max", num(s.max)},         {"mean", num(s.mean)},
+          {"abs_mean", num(s.abs_mean)}, {"std", num(s.std)},         {"l2", num(s.l2)},
+          {"max_abs", num(s.max_abs)},   {"count", s.count},          {"nan_count", s.nan_count},
+          {"inf_count", s.inf_count},    {"zero_count", s.zero_count}};
+}
+
+nlohmann::json to_json(const AnomalyRecord& a) {
+  return {{"kind", anomaly_kind_name(a.kind)},
+          {"op", a.op},
+          {"op_id", a.op_id},
+          {"op_type", a.op_type},
+          {"scope", a.scope},
+          {"fused_from", a.fused_from},
+          {"output_index", a.output_index},
+          {"tensor", a.tensor},
+          {"element", a.element},
+          {"coordinate", a.coordinate},
+          {"step", a.step},
+          {"rank", a.rank},
+          {"task_id", a.task_id},
+          {"core", a.core},
+          {"stream", a.stream},
+          {"cycle", a.cycle},
+          {"isr_cycle", a.isr_cycle},
+          {"latency_cycles", a.latency_cycles},
+          {"more", a.more},
+          {"float_status", a.float_status},
+          {"call_stack", a.call_stack},
+          {"is_source", a.is_source},
+          {"source_op", a.source_op},
+          {"propagation_path", a.propagation_path}};
+}
+
+nlohmann::json to_json(const TriggerEvent& t) {
+  nlohmann::json j = {{"watch_point", t.watch_point}, {"condition", t.condition}, {"actions", t.actions},
+                      {"op", t.op},                   {"op_id", t.op_id},         {"tensor", t.tensor},
+                      {"edge", (t.is_input ? "in" : "out") + std::to_string(t.index)},
+                      {"step", t.step},               {"rank", t.rank},           {"origin", t.origin},
+                      {"dumped", t.dumped}};
+  if (t.stats) j["statistics"] = stats_json(*t.stats);
+  return j;
+}
+
+nlohmann::json to_json(const RuleEvent& r) {
+  return {{"rule", r.rule}, {"actions", r.actions}, {"step", r.step}, {"ops_switched", r.ops_switched}, {"counters", r.counters}};
+}
+
+}  // namespace probelab::probes

@@ -1,0 +1,97 @@
+// The host side of the debug capture unit: programs the ping-pong (or single) HBM buffers,
+// drains ready buffers over DMA on kIrqCaptureFull, parses and validates records (magic, size,
+// CRC-32 of the payload), releases buffers, and keeps exact accounting so that nothing is lost
+// silently: produced (kRegCapRecords) = drained + corrupt + dropped (kRegCapDropped) once flushed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chip_model/spec/capture_record.h"
+#include "probes/device.h"
+#include "probes/probe_config.h"
+
+namespace probelab::probes {
+
+struct CaptureRecord {
+  spec::CaptureRecordHeader header;
+  std::vector<std::byte> payload;
+};
+
+/// CRC-32 (IEEE 802.3, reflected, init/xorout 0xFFFFFFFF: boost::crc_32_type) of `bytes`.
+std::uint32_t crc32(std::span<const std::byte> bytes);
+
+/// Serializes a record as the device writes it (header, payload, zero padding to 8 bytes),
+/// filling record_bytes, payload_bytes and checksum. Used by FakeDevice and tests.
+std::vector<std::byte> encode_record(spec::CaptureRecordHeader header, std::span<const std::byte> payload);
+
+struct ParseResult {
+  std::vector<CaptureRecord> records;
+  std::uint64_t corrupt = 0;        // records rejected (bad magic/size/CRC/payload kind)
+  std::uint64_t bytes_skipped = 0;  // bytes skipped while resynchronising on the next magic
+  std::vector<std::string> errors;  // first few problems, with buffer offsets
+};
+
+/// Parses a buffer of back-to-back records. Never throws on bad content: a record whose header
+/// is unusable makes the parser resynchronise at the next 8-byte aligned magic; a record with a
+/// good header but bad CRC/payload is skipped whole.
+ParseResult parse_capture_buffer(std::span<const std::byte> buffer);
+
+struct CaptureAccounting {
+  std::uint64_t produced = 0;      // device: kRegCapRecords
+  std::uint64_t dropped = 0;       // device: kRegCapDropped
+  std::uint64_t drained = 0;       // valid records parsed by the host
+  std::uint64_t corrupt = 0;       // records rejected by the parser
+  std::uint64_t seq_gaps = 0;      // missing sequence numbers (dropped or corrupt)
+  std::uint64_t seq_reorders = 0;  // sequence numbers that went backwards (should be 0)
+  std::uint64_t buffers = 0;       // buffers drained
+  std::uint64_t bytes = 0;         // bytes DMA-read
+  std::uint64_t device_bytes = 0;  // device: kRegCapBytes
+  std::uint64_t stall_cycles = 0;  // device: kRegCapStall
+  std::uint64_t bytes_skipped = 0;
+  /// produced - (drained + corrupt + dropped): records neither drained nor reported dropped.
+  std::int64_t unaccounted() const;
+  bool balanced() const { return unaccounted() == 0; }
+  std::vector<std::string> errors;
+};
+nlohmann::json to_json(const CaptureAccounting& a);
+
+class CaptureDrain {
+ public:
+  using Sink = std::function<void(CaptureRecord&&)>;
+  CaptureDrain(Device& dev, CaptureUnitOptions opts, Sink sink);
+  ~CaptureDrain();
+
+  /// Allocates the buffer(s) and writes the capture registers (buffers, size, ctrl).
+  void program();
+  /// Drains every ready buffer (oldest first, by the sequence numbers it holds), releasing each.
+  /// Re-entry (an interrupt during a drain) is folded into the running drain.
+  void drain();
+  /// kRegCapFlush, then drains until nothing is ready; refreshes the device counters.
+  void flush();
+  /// Reads kRegCapRecords/Dropped/Bytes/Stall into the accounting.
+  void read_counters();
+  const CaptureAccounting& accounting() const { return acc_; }
+  bool programmed() const { return programmed_; }
+
+ private:
+  void drain_buffer(std::uint32_t index);
+  Device& dev_;
+  CaptureUnitOptions opts_;
+  Sink sink_;
+  std::uint64_t buf_[2] = {0, 0};
+  bool programmed_ = false;
+  bool draining_ = false;
+  bool pending_ = false;
+  bool have_seq_ = false;
+  std::uint32_t last_seq_ = 0;
+  CaptureAccounting acc_;
+};
+
+}  // namespace probelab::probes

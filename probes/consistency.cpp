@@ -1,0 +1,164 @@
+#include "probes/consistency.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "probes/anomaly.h"
+
+namespace probelab::probes {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Key = std::tuple<std::uint32_t, std::uint32_t, std::string, bool, std::uint16_t>;  // step, order, op, in, index
+
+struct Diff {
+  double value = 0;   // NaN: differs, size unknown
+  std::string basis;
+};
+
+Diff diff(const SyncSample& r, const SyncSample& ref) {
+  if (r.data && ref.data) {
+    if (r.data->bytes().size() == ref.data->bytes().size() &&
+        std::equal(r.data->bytes().begin(), r.data->bytes().end(), ref.data->bytes().begin()))
+      return {0, "tensor"};
+    auto a = r.data->to_f64(), b = ref.data->to_f64();
+    if (a.size() != b.size()) return {kInf, "tensor"};
+    double m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      double d = std::fabs(a[i] - b[i]);
+      if (std::isnan(d)) d = kInf;  // NaN on one side, or Inf - Inf of opposite signs
+      m = std::max(m, d);
+    }
+    return {m, "tensor"};
+  }
+  if (r.stats && ref.stats) {
+    const auto &x = *r.stats, &y = *ref.stats;
+    if (x.nan_count != y.nan_count || x.inf_count != y.inf_count || x.count != y.count) return {kInf, "statistics"};
+    double m = std::max({std::fabs(x.min - y.min), std::fabs(x.max - y.max), std::fabs(x.mean - y.mean),
+                         std::fabs(x.max_abs - y.max_abs)});
+    return {m, "statistics"};
+  }
+  if (r.hash && ref.hash) return {*r.hash == *ref.hash ? 0.0 : kNaN, "hash"};
+  return {kNaN, "none"};
+}
+
+bool diverges(const Diff& d, double tol) { return std::isnan(d.value) || d.value > tol; }
+
+std::string edge(bool in, std::uint16_t i) { return fmt::format("{}{}", in ? "in" : "out", i); }
+
+nlohmann::json num(double v) {
+  if (std::isnan(v)) return nullptr;
+  if (std::isinf(v)) return "inf";
+  return v;
+}
+
+}  // namespace
+
+ConsistencyResult check_consistency(std::span<const SyncSample> samples, const ConsistencyOptions& opts) {
+  ConsistencyResult res;
+  res.reference_rank = opts.reference_rank;
+  std::map<Key, std::map<std::uint32_t, const SyncSample*>> groups;
+  std::set<std::uint32_t> ranks;
+  for (const auto& s : samples) {
+    if (!opts.steps.contains(s.step) || (s.is_input && !opts.compare_inputs)) continue;
+    groups[{s.step, s.order, s.op, s.is_input, s.index}][s.rank] = &s;
+    ranks.insert(s.rank);
+  }
+  res.ranks.assign(ranks.begin(), ranks.end());
+  if (groups.empty()) return res;
+  res.checked = true;
+  if (!ranks.count(opts.reference_rank)) {
+    res.missing.push_back(fmt::format("reference rank {} has no samples", opts.reference_rank));
+    return res;
+  }
+  for (const auto& [key, by_rank] : groups) {
+    const auto& [step, order, op, in, index] = key;
+    auto ref = by_rank.find(opts.reference_rank);
+    if (ref == by_rank.end()) {
+      res.missing.push_back(fmt::format("reference rank {} has no sample for step {} op {} {}", opts.reference_rank, step, op, edge(in, index)));
+      continue;
+    }
+    Divergence d;
+    d.step = step;
+    d.op = op;
+    d.tensor = ref->second->tensor;
+    d.is_input = in;
+    d.index = index;
+    bool any = false, unknown = false;
+    for (std::uint32_t r : ranks) {
+      if (r == opts.reference_rank) continue;
+      auto it = by_rank.find(r);
+      if (it == by_rank.end()) {
+        res.missing.push_back(fmt::format("rank {} has no sample for step {} op {} {}", r, step, op, edge(in, index)));
+        continue;
+      }
+      ++res.comparisons;
+      Diff df = diff(*it->second, *ref->second);
+      d.basis = df.basis;
+      if (!diverges(df, opts.tolerance)) continue;
+      any = true;
+      d.ranks.push_back(r);
+      if (std::isnan(df.value)) unknown = true;
+      else d.max_abs_diff = std::max(d.max_abs_diff, df.value);
+    }
+    if (!any) continue;
+    if (unknown && d.max_abs_diff == 0) d.max_abs_diff = kNaN;
+    res.divergences.push_back(d);
+  }
+  if (res.divergences.empty()) return res;
+  res.consistent = false;
+  res.first = res.divergences.front();
+  // growth of the first divergent edge over all steps
+  const Divergence& f = *res.first;
+  for (const auto& [key, by_rank] : groups) {
+    const auto& [step, order, op, in, index] = key;
+    if (op != f.op || in != f.is_input || index != f.index) continue;
+    auto ref = by_rank.find(opts.reference_rank);
+    if (ref == by_rank.end()) continue;
+    double worst = 0;
+    bool unknown = false;
+    for (const auto& [r, s] : by_rank) {
+      if (r == opts.reference_rank) continue;
+      Diff df = diff(*s, *ref->second);
+      if (std::isnan(df.value)) unknown = true;
+      else worst = std::max(worst, df.value);
+    }
+    res.growth.emplace_back(step, unknown && worst == 0 ? kNaN : worst);
+  }
+  std::vector<double> tail;
+  for (auto [s, v] : res.growth)
+    if (s >= f.step) tail.push_back(v);
+  res.growing = tail.size() >= 2 && !std::isnan(tail.front()) && !std::isnan(tail.back()) && tail.back() > tail.front();
+  for (std::size_t i = 1; res.growing && i < tail.size(); ++i)
+    if (std::isnan(tail[i]) || tail[i] < tail[i - 1]) res.growing = false;
+  return res;
+}
+
+nlohmann::json to_json(const Divergence& d) {
+  return {{"step", d.step},   {"op", d.op},       {"tensor", d.tensor}, {"edge", edge(d.is_input, d.index)},
+          {"ranks", d.ranks}, {"max_abs_diff", num(d.max_abs_diff)}, {"basis", d.basis}};
+}
+
+nlohmann::json to_json(const ConsistencyResult& r) {
+  nlohmann::json j = {{"checked", r.checked},     {"consistent", r.consistent}, {"reference_rank", r.reference_rank},
+                      {"ranks", r.ranks},         {"comparisons", r.comparisons}, {"growing", r.growing},
+                      {"missing", r.missing}};
+  j["first_divergence"] = r.first ? to_json(*r.first) : nlohmann::json(nullptr);
+  j["divergences"] = nlohmann::json::array();
+  for (const auto& d : r.divergences) j["divergences"].push_back(to_json(d));
+  j["growth"] = nlohmann::json::array();
+  for (auto [s, v] : r.growth) j["growth"].push_back({{"step", s}, {"max_abs_diff", num(v)}});
+  return j;
+}
+
+}  // namespace probelab::probes

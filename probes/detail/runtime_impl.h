@@ -1,0 +1,90 @@
+// Internal state of ProbeRuntime, shared by the translation units that implement it
+// (probe_runtime.cpp: facade, planning, steps; runtime_records.cpp: capture records, conditions,
+// rules; runtime_breakpoint.cpp: breakpoint ISR, reference comparison). Not a public header.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "probes/capture_drain.h"
+#include "probes/dump_writer.h"
+#include "probes/exception_isr.h"
+#include "probes/probe_runtime.h"
+
+namespace probelab::probes::detail {
+
+/// Key of a tensor edge in one step: (step, op id, is_input, index).
+using EdgeKey = std::tuple<std::uint32_t, std::uint32_t, bool, std::uint16_t>;
+
+struct BreakCondition {
+  Expr expr;                              // empty: exception-only breakpoint
+  std::optional<DevicePredicate> device;  // nullopt: device halts always, host re-checks
+  std::vector<Action> actions;
+  std::string watch_point;
+};
+
+struct RuntimeState {
+  RuntimeState(ProbeConfig c, const graph::Graph& g, Device& d, RuntimeOptions o, const graph::Graph* orig);
+
+  ProbeConfig cfg;
+  graph::Graph graph;                      // executed snapshot, instrumented by instrument()
+  std::optional<graph::Graph> original;
+  Device& dev;
+  RuntimeOptions opts;
+  std::uint64_t seed = 0;
+  bool instrumented = false, configured = false;
+  InsertionResult ins;
+  std::vector<std::uint32_t> topo_pos;     // op id -> topological position
+  std::map<std::uint32_t, BreakCondition> breaks;  // breakpoint probe op id -> condition
+  std::map<std::tuple<std::uint32_t, bool, std::uint16_t, int>, std::uint32_t> edge_probe;  // (op,in,idx,kind)->probe
+  TensorLocator locator;
+  std::unique_ptr<CaptureDrain> drain;
+  std::unique_ptr<ExceptionIsr> isr;
+  std::unique_ptr<PropagationTracker> tracker;
+  std::unique_ptr<DumpWriter> dumps;
+
+  std::uint32_t step = 0;
+  std::optional<std::uint32_t> first_step;
+  std::map<std::uint32_t, std::uint32_t> verbose_from;  // probe op id -> first step captured in full
+  std::map<std::uint32_t, std::uint32_t> tasks;         // task id -> probe op id
+  std::vector<bool> rule_state;
+  bool stop = false;
+
+  RuntimeReport rep;
+  std::map<std::string, std::uint64_t> counters;
+  StepSummary cur;
+  std::map<EdgeKey, graph::Tensor> store;  // full tensors kept for the reference comparison
+  std::uint64_t store_bytes = 0;
+  std::map<std::uint32_t, std::map<std::string, graph::Tensor>> partials;  // step -> inner tensor -> value
+  std::vector<SyncSample> sync;
+
+  // probe_runtime.cpp
+  const graph::Op& op(std::uint32_t id) const { return graph.op(id); }
+  std::uint32_t topo(std::uint32_t id) const { return id < topo_pos.size() ? topo_pos[id] : id; }
+  EvalContext context(std::uint32_t at_step) const;
+  void warn(std::string msg);
+
+  // runtime_records.cpp
+  void on_record(CaptureRecord&& rec);
+  void run_host_conditions(const ProbeSite& site, const CaptureRecord& rec, const spec::CaptureStats& stats,
+                           const graph::Tensor* full);
+  void apply_actions(const std::vector<Action>& actions, const ProbeSite& site, TriggerEvent& ev);
+  void evaluate_rules();
+  void refresh_counters();
+  std::optional<graph::Tensor> fetch(const std::string& tensor);
+  void keep(const EdgeKey& key, const graph::Tensor& t);
+  /// Writes a dump file for edge (op_id, is_input, index) at `at_step`; returns the file name.
+  std::string dump_tensor(std::uint32_t op_id, bool is_input, std::uint16_t index, std::uint32_t at_step,
+                          const graph::Tensor& t, const std::string& trigger, const std::string& source_format);
+
+  // runtime_breakpoint.cpp
+  void on_breakpoint();
+  void handle_halt(std::uint32_t stream, std::uint32_t task_id);
+  void run_comparisons();
+};
+
+}  // namespace probelab::probes::detail

@@ -1,0 +1,91 @@
+// Dump files: one `.npy` per captured tensor (optionally `.npy.zst`, optionally XOR-delta encoded
+// against the previous capture of the same tensor) plus a `dump.json` manifest. Every file is
+// written to "<name>.tmp" and renamed into place, so a reader never sees a partial file.
+//
+// Layout: <dir>/step<S>/<op>.<out|in><I>.npy[.zst]   (op names sanitised: '/' -> '.', others
+//         outside [A-Za-z0-9._-] -> '_'), manifest <dir>/dump.json.
+// Delta encoding: when `delta` is on and the previous capture of the same (op, edge) has the same
+// dtype and shape, the stored .npy holds the XOR of the element bit patterns (current ^ previous);
+// the manifest entry names the base file in "delta_base" and "encoding": "xor_delta". Unchanged
+// elements become zero bytes, which is what makes deltas of slowly changing tensors compress well.
+// Decoding XORs with the decoded base (recursively). Checksums: "crc32" is the CRC-32 of the file
+// bytes as stored, "data_crc32" the CRC-32 of the tensor's raw element bytes before encoding.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chip_model/spec/capture_record.h"
+#include "graph/tensor.h"
+#include "probes/probe_config.h"
+
+namespace probelab::probes {
+
+struct DumpEntry {
+  std::string op, tensor;
+  std::uint32_t op_id = 0;
+  bool is_input = false;
+  std::uint16_t index = 0;
+  std::uint32_t step = 0, rank = 0;
+  graph::DType dtype = graph::DType::F32;
+  graph::Shape shape;
+  graph::Format format = graph::Format::ND;     // format of the stored file (logical layout)
+  graph::Format source_format = graph::Format::ND;  // format the tensor had in HBM
+  std::string payload;                          // "statistics" | "full" | "hash"
+  std::optional<spec::CaptureStats> stats;
+  std::optional<std::uint64_t> hash;
+  std::string file;                             // relative to the dump dir; empty: no file
+  std::string encoding = "raw";                 // "raw" | "xor_delta"
+  std::string delta_base;
+  bool compressed = false;
+  std::uint32_t crc32 = 0, data_crc32 = 0;
+  std::uint64_t file_bytes = 0, raw_bytes = 0;
+  std::string trigger;                          // why it was written: "capture", "full_dump", "break"
+};
+nlohmann::json to_json(const DumpEntry& e);
+
+class DumpWriter {
+ public:
+  DumpWriter(std::filesystem::path dir, OutputOptions opts, std::uint32_t rank);
+
+  /// Writes `t` (logical layout) and adds a manifest entry built from `meta` (file fields filled
+  /// in here). Returns the entry.
+  const DumpEntry& write_tensor(DumpEntry meta, const graph::Tensor& t);
+  /// Adds an entry without a file (statistics / hash captures).
+  const DumpEntry& add_entry(DumpEntry meta);
+  /// Writes dump.json atomically (all entries so far).
+  void write_manifest() const;
+
+  const std::vector<DumpEntry>& entries() const { return entries_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::uint64_t files() const { return files_; }
+  std::uint64_t bytes_written() const { return bytes_; }
+  std::uint64_t raw_bytes() const { return raw_bytes_; }
+
+ private:
+  std::filesystem::path dir_;
+  OutputOptions opts_;
+  std::uint32_t rank_;
+  std::vector<DumpEntry> entries_;
+  /// (op_id, is_input, index) -> (last tensor, its file) for delta encoding
+  std::map<std::tuple<std::uint32_t, bool, std::uint16_t>, std::pair<graph::Tensor, std::string>> last_;
+  std::uint64_t files_ = 0, bytes_ = 0, raw_bytes_ = 0;
+};
+
+/// Writes `bytes` to `path` atomically (tmp file in the same directory + rename).
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
+
+/// Reads back the tensor of manifest entry `entry` (a JSON object of dump.json) from `dir`:
+/// decompresses, verifies crc32 and data_crc32 (throws std::runtime_error on mismatch) and
+/// undoes delta encoding using the manifest `manifest` to find the base.
+graph::Tensor load_dump(const std::filesystem::path& dir, const nlohmann::json& manifest, const nlohmann::json& entry);
+
+}  // namespace probelab::probes

@@ -1,0 +1,383 @@
+#include "probes/fake_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "chip_model/spec/irq.h"
+#include "graph/format.h"
+#include "probes/capture_drain.h"
+#include "probes/expr.h"
+#include "probes/tensor_stats.h"
+
+namespace probelab::probes {
+
+using namespace spec;
+
+FakeDevice::FakeDevice(std::uint32_t rank, std::size_t hbm_bytes) : rank_(rank), hbm_capacity_(hbm_bytes) {
+  regs_[kRegVersion] = 0x00010000;
+  regs_[kRegNumCores] = 1;
+  regs_[kRegClockMhz] = 1000;
+  regs_[kRegExcEnable] = 0xF;
+}
+
+std::uint32_t FakeDevice::reg(std::uint32_t offset) const {
+  auto it = regs_.find(offset);
+  return it == regs_.end() ? 0 : it->second;
+}
+
+bool FakeDevice::halted(std::uint32_t stream) const { return halted_task_.count(stream) != 0; }
+
+std::uint64_t FakeDevice::cycles() {
+  tick();
+  return cycle_;
+}
+
+std::uint32_t FakeDevice::read_reg(std::uint32_t off) {
+  tick();
+  if (off >= kRegExcCountBase && off < kRegExcCountBase + 4 * kExcKindCount) return exc_counts_[(off - kRegExcCountBase) / 4];
+  if (off >= kRegStreamBase && off < kRegStreamBase + kNumStreams * kStreamStride) {
+    std::uint32_t s = (off - kRegStreamBase) / kStreamStride, r = (off - kRegStreamBase) % kStreamStride;
+    if (r == kStreamStatus) return halted(s) ? kStreamHalted : kStreamIdle;
+    if (r == kStreamHaltTask) return halted(s) ? halted_task_.at(s) : reg(off);
+  }
+  switch (off) {
+    case kRegChipId: return rank_;
+    case kRegCycleLo: regs_[kRegCycleHi] = static_cast<std::uint32_t>(cycle_ >> 32); return static_cast<std::uint32_t>(cycle_);
+    case kRegFloatStatus: return float_status_;
+    case kRegIrqRaw: return raw_irq_;
+    case kRegIrqPending: return raw_irq_ & ~reg(kRegIrqMask);
+    case kRegCapActive: return active_ < 0 ? 0 : static_cast<std::uint32_t>(active_);
+    case kRegCapFill: return fill_;
+    case kRegCapReady: return ready_;
+    case kRegCapReadyBytes0: return ready_bytes_[0];
+    case kRegCapReadyBytes1: return ready_bytes_[1];
+    case kRegCapRecords: return static_cast<std::uint32_t>(produced_);
+    case kRegCapDropped: return static_cast<std::uint32_t>(dropped_);
+    case kRegCapBytesLo: return static_cast<std::uint32_t>(cap_bytes_);
+    case kRegCapBytesHi: return static_cast<std::uint32_t>(cap_bytes_ >> 32);
+    case kRegCapStallLo: return static_cast<std::uint32_t>(stall_cycles_);
+    case kRegCapStallHi: return static_cast<std::uint32_t>(stall_cycles_ >> 32);
+    default: return reg(off);
+  }
+}
+
+void FakeDevice::write_reg(std::uint32_t off, std::uint32_t v) {
+  tick();
+  if (off >= kRegStreamBase && off < kRegStreamBase + kNumStreams * kStreamStride) {
+    std::uint32_t s = (off - kRegStreamBase) / kStreamStride, r = (off - kRegStreamBase) % kStreamStride;
+    if (r == kStreamResume) {
+      if (v & 1) {
+        regs_[stream_reg(s, kStreamHaltTask)] = halted(s) ? halted_task_[s] : 0;
+        halted_task_.erase(s);
+      }
+      return;
+    }
+  }
+  switch (off) {
+    case kRegIrqAck: raw_irq_ &= ~v; return;
+    case kRegIrqMask: regs_[off] = v; deliver(); return;
+    case kRegExcAck:
+      if (v & 1) {
+        latched_ = false;
+        regs_[kRegExcStatus] = 0;
+      }
+      return;
+    case kRegExcCountClear:
+      if (v & 1) std::fill(std::begin(exc_counts_), std::end(exc_counts_), 0u);
+      return;
+    case kRegFloatStatusClear: float_status_ &= ~v; return;
+    case kRegCapCtrl:
+      if ((v & kCapEnable) && !(reg(kRegCapCtrl) & kCapEnable)) {
+        active_ = 0;
+        fill_ = ready_ = 0;
+        ready_bytes_[0] = ready_bytes_[1] = 0;
+      }
+      regs_[off] = v;
+      return;
+    case kRegCapRelease:
+      if (v < 2) {
+        ready_ &= ~(1u << v);
+        ready_bytes_[v] = 0;
+        if (active_ < 0) {
+          active_ = static_cast<int>(v);
+          fill_ = 0;
+        }
+      }
+      return;
+    case kRegCapFlush:
+      if ((v & 1) && active_ >= 0 && fill_ > 0) cap_handover();
+      return;
+    default: regs_[off] = v; return;
+  }
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+std::uint64_t FakeDevice::alloc(std::size_t bytes, std::size_t align) {
+  tick();
+  if (align == 0) align = 1;
+  std::uint64_t a = (next_addr_ + align - 1) / align * align;
+  if (a + bytes > hbm_capacity_ + 0x1000) throw std::runtime_error(fmt::format("FakeDevice: HBM exhausted allocating {} bytes", bytes));
+  next_addr_ = a + std::max<std::size_t>(bytes, 1);
+  blocks_[a] = Block{a, std::vector<std::byte>(bytes)};
+  return a;
+}
+
+void FakeDevice::free(std::uint64_t addr) {
+  tick();
+  if (!blocks_.erase(addr)) throw std::runtime_error(fmt::format("FakeDevice: free of unknown address 0x{:x}", addr));
+}
+
+FakeDevice::Block& FakeDevice::block_at(std::uint64_t addr, std::size_t len) {
+  auto it = blocks_.upper_bound(addr);
+  if (it == blocks_.begin()) throw std::out_of_range(fmt::format("FakeDevice: address 0x{:x} not allocated", addr));
+  --it;
+  Block& b = it->second;
+  if (addr + len > b.addr + b.bytes.size())
+    throw std::out_of_range(fmt::format("FakeDevice: access [0x{:x}, +{}) beyond allocation 0x{:x}+{}", addr, len, b.addr, b.bytes.size()));
+  return b;
+}
+
+void FakeDevice::dma_write(std::uint64_t addr, std::span<const std::byte> src) {
+  tick();
+  if (src.empty()) return;
+  Block& b = block_at(addr, src.size());
+  std::memcpy(b.bytes.data() + (addr - b.addr), src.data(), src.size());
+}
+
+void FakeDevice::dma_read(std::uint64_t addr, std::span<std::byte> dst) {
+  tick();
+  if (dst.empty()) return;
+  Block& b = block_at(addr, dst.size());
+  std::memcpy(dst.data(), b.bytes.data() + (addr - b.addr), dst.size());
+}
+
+spec::TensorRef FakeDevice::place(const graph::Tensor& t) {
+  TensorRef r;
+  r.addr = alloc(std::max<std::size_t>(t.nbytes(), 1));
+  dma_write(r.addr, t.bytes());
+  r.dtype = static_cast<std::uint8_t>(t.desc().dtype);
+  r.format = static_cast<std::uint8_t>(t.desc().format);
+  r.rank = static_cast<std::uint8_t>(t.shape().size());
+  for (std::size_t i = 0; i < t.shape().size() && i < kMaxDims; ++i) r.dims[i] = t.shape()[i];
+  return r;
+}
+
+graph::Tensor FakeDevice::read_tensor(const TensorRef& ref) {
+  graph::TensorDesc d;
+  d.dtype = static_cast<graph::DType>(ref.dtype);
+  d.format = static_cast<graph::Format>(ref.format);
+  for (int i = 0; i < ref.rank; ++i) d.shape.push_back(ref.dims[i]);
+  std::vector<std::byte> bytes(graph::physical_nbytes(d));
+  dma_read(ref.addr, bytes);
+  return graph::to_logical(graph::Tensor(d, std::move(bytes)));
+}
+
+// ---- interrupts --------------------------------------------------------------------------------
+
+void FakeDevice::raise_irq(std::uint32_t lines) {
+  raw_irq_ |= lines;
+  deliver();
+}
+
+void FakeDevice::deliver() {
+  if (in_handler_) {
+    redeliver_ = true;
+    return;
+  }
+  if (!handler_) return;
+  do {
+    redeliver_ = false;
+    std::uint32_t pending = raw_irq_ & ~reg(kRegIrqMask);
+    if (!pending) return;
+    in_handler_ = true;
+    handler_(pending);
+    in_handler_ = false;
+  } while (redeliver_);
+}
+
+// ---- exception latch ---------------------------------------------------------------------------
+
+void FakeDevice::latch_exception(const Exception& e) {
+  if (e.kind < kExcKindCount && exc_counts_[e.kind] != 0xFFFFFFFFu) ++exc_counts_[e.kind];
+  static constexpr std::uint32_t fs[kExcKindCount] = {kFsOverflow, kFsUnderflow, kFsInvalid, kFsNanInput};
+  if (e.kind < kExcKindCount) float_status_ |= fs[e.kind];
+  exc_ops_.insert(e.op_id);
+  if (!(reg(kRegExcEnable) & (1u << e.kind))) return;
+  if (latched_) {
+    regs_[kRegExcStatus] |= 1u << 16;
+    return;
+  }
+  latched_ = true;
+  regs_[kRegExcStatus] = 1u | (e.kind << 8);
+  regs_[kRegExcOpId] = e.op_id;
+  regs_[kRegExcTaskId] = e.task_id;
+  regs_[kRegExcCore] = e.core;
+  regs_[kRegExcStream] = e.stream;
+  regs_[kRegExcElemLo] = static_cast<std::uint32_t>(e.element);
+  regs_[kRegExcElemHi] = static_cast<std::uint32_t>(e.element >> 32);
+  std::uint64_t cyc = e.cycle ? e.cycle : cycle_;
+  regs_[kRegExcCycleLo] = static_cast<std::uint32_t>(cyc);
+  regs_[kRegExcCycleHi] = static_cast<std::uint32_t>(cyc >> 32);
+  regs_[kRegExcStep] = e.step ? *e.step : reg(kRegStep);
+  regs_[kRegExcOutput] = e.output;
+  raise_irq(kIrqException);
+}
+
+// ---- capture unit ------------------------------------------------------------------------------
+
+bool FakeDevice::cap_handover() {
+  if (active_ >= 0) {
+    ready_ |= 1u << active_;
+    ready_bytes_[active_] = fill_;
+    fill_ = 0;
+    active_ = -1;
+    raise_irq(kIrqCaptureFull);  // the handler may drain and release synchronously
+  }
+  if (active_ >= 0) return true;
+  int n = (reg(kRegCapCtrl) & kCapPingPong) ? 2 : 1;
+  for (int i = 0; i < n; ++i)
+    if (!(ready_ & (1u << i))) {
+      active_ = i;
+      fill_ = 0;
+      return true;
+    }
+  return false;
+}
+
+void FakeDevice::cap_append(std::span<const std::byte> rec) {
+  std::uint32_t ctrl = reg(kRegCapCtrl);
+  ++produced_;
+  std::uint32_t size = reg(kRegCapBufSize);
+  if (!(ctrl & kCapEnable) || rec.size() > size) {
+    ++dropped_;
+    return;
+  }
+  if (active_ < 0 || fill_ + rec.size() > size) {
+    if (!cap_handover()) {
+      if (!(ctrl & kCapDropOnFull)) {
+        stall_cycles_ += 1000;
+        raise_irq(kIrqCaptureFull);  // stalled producer: the host gets another chance to drain
+        if (active_ < 0) cap_handover();
+      }
+      if (active_ < 0) {
+        ++dropped_;
+        if (!(ctrl & kCapDropOnFull)) ++stall_drops_;
+        return;
+      }
+    }
+  }
+  std::uint64_t base = active_ == 0 ? (std::uint64_t{reg(kRegCapBuf0Hi)} << 32 | reg(kRegCapBuf0Lo))
+                                    : (std::uint64_t{reg(kRegCapBuf1Hi)} << 32 | reg(kRegCapBuf1Lo));
+  Block& b = block_at(base + fill_, rec.size());
+  std::memcpy(b.bytes.data() + (base + fill_ - b.addr), rec.data(), rec.size());
+  fill_ += static_cast<std::uint32_t>(rec.size());
+  cap_bytes_ += rec.size();
+}
+
+void FakeDevice::emit_record(CaptureRecordHeader h, std::span<const std::byte> payload) {
+  h.seq = seq_++;
+  if (!h.cycle) h.cycle = cycle_;
+  auto rec = encode_record(h, payload);
+  cap_append(rec);
+}
+
+void FakeDevice::emit_raw(std::span<const std::byte> bytes) {
+  ++seq_;
+  cap_append(bytes);
+}
+
+// ---- streams -----------------------------------------------------------------------------------
+
+void FakeDevice::halt_stream(std::uint32_t stream, std::uint32_t task_id) {
+  halted_task_[stream] = task_id;
+  raise_irq(kIrqBreakpoint);
+}
+
+void FakeDevice::submit(std::uint32_t stream, const TaskDescriptor& t) {
+  tick();
+  submitted_.emplace_back(stream, t);
+  queue_[stream].push_back(t);
+  run_queue(stream);
+}
+
+void FakeDevice::run_queue(std::uint32_t stream) {
+  auto& q = queue_[stream];
+  while (!q.empty() && !halted(stream)) {
+    TaskDescriptor t = q.front();
+    q.pop_front();
+    switch (t.kind) {
+      case TaskKind::Capture: run_capture(t); break;
+      case TaskKind::Breakpoint: run_breakpoint(stream, t); break;
+      case TaskKind::Kernel:
+        if (on_kernel) on_kernel(stream, t);
+        break;
+      default: break;
+    }
+    regs_[stream_reg(stream, kStreamCompleted)]++;
+    if (t.flags & kTaskFlagNotify) raise_irq(kIrqStreamDone);
+  }
+}
+
+bool FakeDevice::synchronize(std::uint32_t stream) {
+  tick();
+  run_queue(stream);
+  return !halted(stream);
+}
+
+void FakeDevice::run_capture(const TaskDescriptor& t) {
+  CaptureArgs a;
+  std::vector<std::byte> raw(sizeof a);
+  dma_read(t.args_addr, raw);
+  std::memcpy(&a, raw.data(), sizeof a);
+  graph::Tensor x = read_tensor(a.tensor);
+  CaptureRecordHeader h;
+  h.op_id = t.op_id;
+  h.task_id = t.task_id;
+  h.step = t.step;
+  h.rank = rank_;
+  h.output_index = a.output_index;
+  h.is_input = a.is_input;
+  h.payload = static_cast<CapturePayload>(a.payload);
+  h.dtype = a.tensor.dtype;
+  h.format = static_cast<std::uint8_t>(x.shape().size() == 4 ? graph::Format::NCHW : graph::Format::ND);
+  h.rank_dims = a.tensor.rank;
+  for (int i = 0; i < a.tensor.rank; ++i) h.dims[i] = a.tensor.dims[i];
+  std::vector<std::byte> payload;
+  switch (h.payload) {
+    case CapturePayload::Statistics: {
+      CaptureStats s = compute_stats(x);
+      payload.resize(sizeof s);
+      std::memcpy(payload.data(), &s, sizeof s);
+      break;
+    }
+    case CapturePayload::Hash: {
+      std::uint64_t d = xxh64(x.bytes());
+      payload.resize(8);
+      std::memcpy(payload.data(), &d, 8);
+      break;
+    }
+    case CapturePayload::FullTensor:
+    default: payload.assign(x.bytes().begin(), x.bytes().end()); break;
+  }
+  emit_record(h, payload);
+}
+
+void FakeDevice::run_breakpoint(std::uint32_t stream, const TaskDescriptor& t) {
+  BreakpointArgs a;
+  std::vector<std::byte> raw(sizeof a);
+  dma_read(t.args_addr, raw);
+  std::memcpy(&a, raw.data(), sizeof a);
+  bool halt = false;
+  if (a.num_clauses > 0) {
+    CaptureStats s = compute_stats(read_tensor(a.tensor));
+    halt = predicate_holds(std::span(a.clauses, std::min<std::uint32_t>(a.num_clauses, kMaxClauses)), a.any != 0, s);
+  }
+  if (a.halt_on_exception && exc_ops_.count(t.op_id)) halt = true;
+  if (halt) halt_stream(stream, t.task_id);
+}
+
+}  // namespace probelab::probes

@@ -1,0 +1,136 @@
+#include "probes/probe_config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "probes/detail/config_reader.h"
+
+namespace probelab::probes {
+
+ConfigError::ConfigError(std::string file, int line, std::string key, std::string reason)
+    : std::runtime_error(line > 0 ? fmt::format("{}:{}: {}: {}", file, line, key, reason)
+                                  : fmt::format("{}: {}: {}", file, key, reason)),
+      file_(std::move(file)), key_(std::move(key)), reason_(std::move(reason)), line_(line) {}
+
+std::string_view capture_mode_name(CaptureMode m) {
+  switch (m) {
+    case CaptureMode::Statistics: return "statistics";
+    case CaptureMode::Full: return "full";
+    case CaptureMode::Hash: return "hash";
+  }
+  return "?";
+}
+
+std::optional<CaptureMode> parse_capture_mode(std::string_view s) {
+  if (s == "statistics" || s == "stats" || s == "summary") return CaptureMode::Statistics;
+  if (s == "full" || s == "tensor" || s == "full_tensor") return CaptureMode::Full;
+  if (s == "hash" || s == "md5" || s == "digest") return CaptureMode::Hash;
+  return std::nullopt;
+}
+
+std::string_view direction_filter_name(DirectionFilter d) {
+  switch (d) {
+    case DirectionFilter::Forward: return "forward";
+    case DirectionFilter::Backward: return "backward";
+    case DirectionFilter::Optimizer: return "optimizer";
+    case DirectionFilter::All: return "all";
+  }
+  return "?";
+}
+
+std::string_view action_name(Action a) {
+  switch (a) {
+    case Action::FullDump: return "full_dump";
+    case Action::StatsDump: return "stats_dump";
+    case Action::Break: return "break";
+    case Action::EnableVerbose: return "enable_verbose";
+    case Action::Stop: return "stop";
+  }
+  return "?";
+}
+
+std::optional<Action> parse_action(std::string_view s) {
+  for (Action a : {Action::FullDump, Action::StatsDump, Action::Break, Action::EnableVerbose, Action::Stop})
+    if (action_name(a) == s) return a;
+  return std::nullopt;
+}
+
+void IntSet::add(std::int64_t lo, std::int64_t hi) {
+  all_ = false;
+  ranges_.emplace_back(lo, hi);
+  std::sort(ranges_.begin(), ranges_.end());
+}
+
+bool IntSet::contains(std::int64_t v) const {
+  if (all_) return true;
+  for (auto [lo, hi] : ranges_)
+    if (v >= lo && v <= hi) return true;
+  return false;
+}
+
+std::string IntSet::str() const {
+  if (all_) return "all";
+  std::string s = "[";
+  for (std::size_t i = 0; i < ranges_.size(); ++i) {
+    if (i) s += ", ";
+    s += ranges_[i].first == ranges_[i].second ? fmt::format("{}", ranges_[i].first)
+                                               : fmt::format("{}-{}", ranges_[i].first, ranges_[i].second);
+  }
+  return s + "]";
+}
+
+bool WatchPoint::has_action(Action a) const {
+  for (const auto& c : conditions)
+    if (std::find(c.actions.begin(), c.actions.end(), a) != c.actions.end()) return true;
+  return false;
+}
+
+CompareCriteria::CompareCriteria() {
+  // CANN single-benchmark operator standard: MERE threshold per output dtype.
+  mean_rel_err = {{graph::DType::F16, 0x1p-10}, {graph::DType::BF16, 0x1p-7}, {graph::DType::F32, 0x1p-13}};
+}
+
+// ---- parsing -----------------------------------------------------------------------------------
+using detail::Reader;
+
+
+ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& source) {
+  Reader r(source);
+  ProbeConfig cfg;
+  cfg.source = source;
+  if (!node.IsDefined() || node.IsNull()) return cfg;
+  if (!node.IsMap()) r.fail(node, "probes", "expected a mapping");
+  try {
+    parse_sections(r, node, cfg);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source, e.mark.line + 1, "probes", e.msg);
+  }
+  return cfg;
+}
+
+ProbeConfig ProbeConfig::from_string(std::string_view text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source, e.mark.line + 1, "<document>", fmt::format("malformed YAML/JSON: {}", e.msg));
+  }
+  if (root.IsMap() && root["probes"] && root.size() == 1) return from_yaml(root["probes"], source);
+  return from_yaml(root, source);
+}
+
+ProbeConfig ProbeConfig::from_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string(), 0, "<file>", "cannot open the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_string(ss.str(), file.string());
+}
+
+}  // namespace probelab::probes

@@ -1,0 +1,204 @@
+// The probe configuration (YAML or JSON; yaml-cpp reads both). Vocabulary follows msprobe's
+// config.json (task/step/rank/scope/list), nvdlfw-inspect (per-layer features, freq) and TF
+// Debugger V2 (tensor_debug_mode: CURT_HEALTH/FULL_TENSOR). Every key is validated at load;
+// unknown keys and bad values throw ConfigError naming file, line, key and reason.
+//
+//   probes:                         # the document root, or the `probes:` section of a scenario
+//     enabled: true
+//     seed: 7                       # sampling seed (default: the runtime's seed)
+//     mode: statistics              # default capture mode: statistics | full | hash
+//                                   #   aliases: stats, summary | tensor, full_tensor | md5, digest
+//     sample_rate: 1.0              # default sampling probability in [0, 1]
+//     direction: all                # forward | backward | optimizer | all
+//     steps: [1, "4-6"]             # list of ints and "a-b" ranges; "all" or absent: every step
+//     ranks: all
+//     scope: "model/layer[4-6]/.*"  # ECMAScript regex, whole match on the op's scope path
+//     data_mode: [output]           # input | output | all: which edges of a selected op
+//     watch_points:                 # a glob string (inherits the defaults above) or a map:
+//       - "conv*/gradient"
+//       - name: attn                # id used in reports (default "wp<index>")
+//         match: ["layer[4-6]/*"]   # globs over op names and tensor names
+//         scope: ...; steps: ...; ranks: ...; direction: ...; mode: ...; sample_rate: ...
+//         data_mode: [input, output]
+//         halt_on_exception: false  # a break action also halts when the op latched an exception
+//         conditions:               # a string (uses `actions`) or {when: EXPR, actions: [...]}
+//           - "nan_count > 0"
+//         actions: [break]          # full_dump | stats_dump | break | enable_verbose | stop
+//     conditions: ["abs_mean < 1e-6"]   # defaults for string watch points
+//     actions: [full_dump]
+//     rules:                        # over counters; "EXPR -> action[, action]" or a map
+//       - "overflow_count > 3 -> enable_verbose"
+//       - {when: "nan_input_count > 0", actions: [stop], ops: ["*"]}
+//     exceptions: {kinds: [overflow, underflow, invalid, nan_input]}
+//     capture: {buffer_bytes: 1048576, ping_pong: true, overrun: stall}   # stall | drop
+//     output: {dir: dump, compression: zstd, zstd_level: 1, delta: false, level: all}
+//             # compression: zstd | none (or true/false); level: all | triggered | none
+//     consistency: {enabled: false, reference_rank: 0, sync_at_collectives: true, mode: hash,
+//                   tolerance: 0.0, steps: all, compare_inputs: false}
+//     compare: {enabled: false, ops: ["*"], decompose_fused: true, criteria: {...}}
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "probes/expr.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace probelab::probes {
+
+/// Config error: "<file>:<line>: <key>: <reason>".
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string file, int line, std::string key, std::string reason);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }  // 1-based; 0 when unknown
+  const std::string& key() const { return key_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_, key_, reason_;
+  int line_;
+};
+
+enum class CaptureMode : std::uint8_t { Statistics, Full, Hash };
+std::string_view capture_mode_name(CaptureMode m);
+std::optional<CaptureMode> parse_capture_mode(std::string_view s);
+
+enum class DirectionFilter : std::uint8_t { Forward, Backward, Optimizer, All };
+std::string_view direction_filter_name(DirectionFilter d);
+
+enum class Action : std::uint8_t { FullDump, StatsDump, Break, EnableVerbose, Stop };
+std::string_view action_name(Action a);
+std::optional<Action> parse_action(std::string_view s);
+
+/// A set of non-negative integers given as a list of values and inclusive ranges.
+class IntSet {
+ public:
+  static IntSet all() { return IntSet(); }
+  void add(std::int64_t lo, std::int64_t hi);  // inclusive
+  bool contains(std::int64_t v) const;
+  bool is_all() const { return all_; }
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges() const { return ranges_; }
+  std::string str() const;  // "all" or "[1, 4-6]"
+
+ private:
+  bool all_ = true;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
+};
+
+struct Condition {
+  Expr expr;
+  std::vector<Action> actions;
+};
+
+struct WatchPoint {
+  std::string id;                      // "wp0", or the configured name
+  std::vector<std::string> patterns;   // globs over op and tensor names
+  std::optional<std::string> scope;    // regex over op scope paths (validated at load)
+  IntSet steps, ranks;
+  double sample_rate = 1.0;
+  DirectionFilter direction = DirectionFilter::All;
+  CaptureMode mode = CaptureMode::Statistics;
+  bool capture_inputs = false;
+  bool capture_outputs = true;
+  bool halt_on_exception = false;
+  std::vector<Condition> conditions;
+  bool has_action(Action a) const;
+};
+
+struct Rule {
+  Expr expr;
+  std::vector<Action> actions;
+  std::vector<std::string> ops;  // globs of ops whose probes enable_verbose switches; empty: all
+};
+
+struct CaptureUnitOptions {
+  std::uint32_t buffer_bytes = 1u << 20;
+  bool ping_pong = true;
+  bool drop_on_full = false;  // overrun policy: false = stall the producer, true = drop records
+};
+
+enum class OutputLevel : std::uint8_t { None, Triggered, All };
+
+struct OutputOptions {
+  std::string dir = "dump";
+  bool zstd = false;
+  int zstd_level = 1;
+  bool delta = false;  // XOR against the previous capture of the same tensor before compression
+  OutputLevel level = OutputLevel::All;
+};
+
+struct ConsistencyOptions {
+  bool enabled = false;
+  std::uint32_t reference_rank = 0;
+  bool sync_at_collectives = true;
+  CaptureMode mode = CaptureMode::Hash;
+  double tolerance = 0.0;  // divergence when the difference measure exceeds it
+  IntSet steps;
+  /// Also flag differences in collective *inputs*. Off by default: in data-parallel training each
+  /// rank feeds its own gradients, so only outputs must agree; input samples are still reported.
+  bool compare_inputs = false;
+};
+
+/// Pass/fail criteria of a reference comparison. Defaults mirror the "Accuracy Reached or Not"
+/// rule of the Ascend PyTorch accuracy comparison (CANN 7.0 migration guide, used by msprobe's
+/// compare): NOT reached when (cosine < 0.99 and max_abs_err > 0.001), or cosine < 0.9, or
+/// max_abs_err > 1. Per-dtype relative-error bounds mirror the CANN single-benchmark operator
+/// standard: mean relative error < 2^-10 (FP16), 2^-7 (BF16), 2^-13 (FP32); the max relative
+/// error bound of that standard (10x the mean bound) is available but off by default because it
+/// flags outputs near zero after cancellation in long reductions.
+struct CompareCriteria {
+  double cosine_min = 0.99;
+  double max_abs_err = 0.001;       // with cosine_min: fail only when both are violated
+  double cosine_hard_min = 0.9;
+  double max_abs_err_hard = 1.0;
+  std::map<graph::DType, double> mean_rel_err;  // per device dtype; missing dtype: no check
+  std::map<graph::DType, double> max_rel_err;
+  std::optional<std::uint64_t> max_ulp;  // optional bound on the ULP distance in the device dtype
+  CompareCriteria();
+};
+
+struct CompareOptions {
+  bool enabled = false;
+  std::vector<std::string> ops{"*"};
+  bool decompose_fused = true;
+  CompareCriteria criteria;
+  std::uint64_t max_store_bytes = 256ull << 20;  // captured tensors kept in memory for comparison
+};
+
+struct ExceptionOptions {
+  std::uint32_t enable_mask = 0xF;  // 1 << spec::ExcKindBit for each latched kind
+};
+
+struct ProbeConfig {
+  std::string source = "<config>";  // file name for messages
+  bool enabled = true;
+  std::optional<std::uint64_t> seed;
+  std::vector<WatchPoint> watch_points;
+  std::vector<Rule> rules;
+  ExceptionOptions exceptions;
+  CaptureUnitOptions capture;
+  OutputOptions output;
+  ConsistencyOptions consistency;
+  CompareOptions compare;
+
+  /// Reads a YAML or JSON file (the document may be the config itself or hold it under `probes`).
+  static ProbeConfig from_file(const std::filesystem::path& file);
+  static ProbeConfig from_string(std::string_view text, const std::string& source = "<string>");
+  /// From an already parsed node (e.g. the `probes` section of a scenario; marks give lines).
+  static ProbeConfig from_yaml(const YAML::Node& node, const std::string& source);
+};
+
+}  // namespace probelab::probes

@@ -1,0 +1,332 @@
+#include "probes/probe_runtime.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "chip_model/spec/irq.h"
+#include "chip_model/spec/registers.h"
+#include "probes/detail/runtime_impl.h"
+#include "probes/log.h"
+#include "probes/sampling.h"
+
+namespace probelab::probes {
+
+using detail::RuntimeState;
+
+struct ProbeRuntime::Impl : RuntimeState {
+  using RuntimeState::RuntimeState;
+};
+
+namespace detail {
+
+RuntimeState::RuntimeState(ProbeConfig c, const graph::Graph& g, Device& d, RuntimeOptions o, const graph::Graph* orig)
+    : cfg(std::move(c)), graph(g), dev(d), opts(std::move(o)) {
+  if (orig) original = *orig;
+  seed = cfg.seed.value_or(opts.seed);
+  rep.rank = opts.rank;
+  rule_state.assign(cfg.rules.size(), false);
+  for (const char* k : {"overflow_count", "underflow_count", "invalid_count", "nan_input_count", "anomaly_count"})
+    counters[k] = 0;
+}
+
+EvalContext RuntimeState::context(std::uint32_t at_step) const {
+  EvalContext ctx;
+  ctx.set(Var::Step, at_step);
+  ctx.set(Var::Rank, opts.rank);
+  ctx.set(Var::OverflowCount, static_cast<double>(counters.at("overflow_count")));
+  ctx.set(Var::UnderflowCount, static_cast<double>(counters.at("underflow_count")));
+  ctx.set(Var::InvalidCount, static_cast<double>(counters.at("invalid_count")));
+  ctx.set(Var::NanInputCount, static_cast<double>(counters.at("nan_input_count")));
+  ctx.set(Var::AnomalyCount, static_cast<double>(counters.at("anomaly_count")));
+  return ctx;
+}
+
+void RuntimeState::warn(std::string msg) {
+  log::warn("runtime", "rank {}: {}", opts.rank, msg);
+  if (rep.warnings.size() < 256) rep.warnings.push_back(std::move(msg));
+}
+
+}  // namespace detail
+
+std::vector<std::byte> ProbeTask::args_bytes() const {
+  return std::visit(
+      [](const auto& a) {
+        std::vector<std::byte> b(sizeof a);
+        std::memcpy(b.data(), &a, sizeof a);
+        return b;
+      },
+      args);
+}
+
+ProbeRuntime::ProbeRuntime(ProbeConfig config, const graph::Graph& executed, Device& device, RuntimeOptions options,
+                           const graph::Graph* original)
+    : impl_(std::make_unique<Impl>(std::move(config), executed, device, std::move(options), original)) {}
+
+ProbeRuntime::~ProbeRuntime() = default;
+
+const InsertionResult& ProbeRuntime::instrument(graph::Graph& g) {
+  auto& s = *impl_;
+  if (s.instrumented) throw std::logic_error("ProbeRuntime::instrument called twice");
+  if (g.ops().size() != s.graph.ops().size())
+    throw std::invalid_argument(fmt::format("ProbeRuntime::instrument: graph has {} ops, the executed snapshot {}",
+                                            g.ops().size(), s.graph.ops().size()));
+  s.ins = insert_probes(g, s.cfg);
+  for (auto& w : s.ins.warnings) s.warn(w);
+  s.graph = g;
+  s.instrumented = true;
+  auto order = s.graph.topo_order();
+  s.topo_pos.assign(s.graph.ops().size(), 0);
+  for (std::size_t i = 0; i < order.size(); ++i) s.topo_pos[order[i]] = static_cast<std::uint32_t>(i);
+  for (const auto& site : s.ins.probes) {
+    s.edge_probe[{site.target_op_id, site.is_input, site.index, static_cast<int>(site.kind)}] = site.probe_op_id;
+    if (site.kind != ProbeKind::Breakpoint) continue;
+    detail::BreakCondition bc;
+    const graph::Op& p = s.graph.op(site.probe_op_id);
+    std::string text = p.attr_str("condition", "");
+    const WatchPoint& wp = s.cfg.watch_points.at(site.watch_points.at(0));
+    bc.watch_point = wp.id;
+    if (!text.empty()) {
+      bc.expr = Expr::parse(text);
+      bc.device = bc.expr.to_device_predicate();
+      for (const auto& c : wp.conditions)
+        if (c.expr.text() == text) bc.actions = c.actions;
+    }
+    s.breaks[site.probe_op_id] = std::move(bc);
+  }
+  s.tracker = std::make_unique<PropagationTracker>(s.graph);
+  s.isr = std::make_unique<ExceptionIsr>(s.dev, s.graph, s.original ? &*s.original : nullptr);
+  s.dumps = std::make_unique<DumpWriter>(s.opts.output_dir / s.cfg.output.dir / fmt::format("rank{}", s.opts.rank),
+                                         s.cfg.output, s.opts.rank);
+  s.drain = std::make_unique<CaptureDrain>(s.dev, s.cfg.capture, [&s](CaptureRecord&& r) { s.on_record(std::move(r)); });
+  return s.ins;
+}
+
+const InsertionResult& ProbeRuntime::insertion() const { return impl_->ins; }
+
+void ProbeRuntime::configure_device() {
+  auto& s = *impl_;
+  if (!s.instrumented) throw std::logic_error("ProbeRuntime::configure_device before instrument()");
+  using namespace spec;
+  s.dev.write_reg(kRegExcCountClear, 1);
+  s.dev.write_reg(kRegFloatStatusClear, 0xFFFFFFFFu);
+  s.dev.write_reg(kRegExcAck, 1);
+  s.dev.write_reg(kRegExcEnable, s.cfg.enabled ? s.cfg.exceptions.enable_mask : 0);
+  bool capture = s.cfg.enabled && !s.ins.probes.empty();
+  if (capture) s.drain->program();
+  std::uint32_t mask = s.dev.read_reg(kRegIrqMask);
+  mask &= ~(kIrqException | kIrqBreakpoint | (capture ? kIrqCaptureFull : 0u));
+  s.dev.write_reg(kRegIrqMask, mask);
+  s.configured = true;
+}
+
+void ProbeRuntime::install_irq_handler() {
+  impl_->dev.set_irq_handler([this](std::uint32_t lines) { on_interrupt(lines); });
+}
+
+void ProbeRuntime::set_tensor_locator(TensorLocator locator) { impl_->locator = std::move(locator); }
+
+std::uint32_t ProbeRuntime::on_interrupt(std::uint32_t lines) {
+  auto& s = *impl_;
+  if (!s.instrumented) return 0;
+  std::uint32_t handled = 0;
+  if (lines & spec::kIrqException) {
+    handled |= spec::kIrqException;
+    if (auto a = s.isr->handle()) {
+      s.tracker->classify(*a);
+      ++s.counters["anomaly_count"];
+      ++s.cur.anomalies;
+      s.rep.anomalies.push_back(std::move(*a));
+    }
+  }
+  if (lines & spec::kIrqCaptureFull) {
+    handled |= spec::kIrqCaptureFull;
+    s.dev.write_reg(spec::kRegIrqAck, spec::kIrqCaptureFull);
+    s.drain->drain();
+  }
+  if (lines & spec::kIrqBreakpoint) {
+    handled |= spec::kIrqBreakpoint;
+    s.on_breakpoint();
+  }
+  if (handled) {
+    s.refresh_counters();
+    s.evaluate_rules();
+  }
+  return handled;
+}
+
+void ProbeRuntime::begin_step(std::uint32_t step) {
+  auto& s = *impl_;
+  s.step = step;
+  if (!s.first_step) s.first_step = step;
+  s.cur = StepSummary{};
+  s.cur.step = step;
+  if (s.tracker) s.tracker->begin_step(step);
+  s.dev.write_reg(spec::kRegStep, step);
+}
+
+void ProbeRuntime::end_step(std::uint32_t step) {
+  auto& s = *impl_;
+  if (!s.instrumented) return;
+  if (s.drain->programmed()) {
+    s.drain->flush();
+    // a breakpoint or condition may have produced more records while draining: drain until quiet
+    for (int i = 0; i < 4 && !s.drain->accounting().balanced(); ++i) s.drain->flush();
+    const auto& acc = s.drain->accounting();
+    if (!acc.balanced())
+      s.warn(fmt::format("step {}: {} capture record(s) neither drained nor reported dropped after flush", step,
+                         acc.unaccounted()));
+  }
+  s.cur.float_status = s.dev.read_reg(spec::kRegFloatStatus);
+  if (s.cur.float_status) s.dev.write_reg(spec::kRegFloatStatusClear, s.cur.float_status);
+  s.refresh_counters();
+  s.evaluate_rules();
+  s.rep.steps.push_back(s.cur);
+  if (s.cfg.output.level != OutputLevel::None) s.dumps->write_manifest();
+}
+
+void ProbeRuntime::finish() {
+  auto& s = *impl_;
+  if (!s.instrumented) return;
+  if (s.cfg.compare.enabled) s.run_comparisons();
+  DiagnosisInput in;
+  in.graph = &s.graph;
+  in.anomalies = s.rep.anomalies;
+  in.triggers = s.rep.triggers;
+  in.comparisons = s.rep.comparisons;
+  in.corrupt_records = s.drain->accounting().corrupt;
+  s.rep.diagnosis = diagnose(in);
+  if (s.cfg.output.level != OutputLevel::None) s.dumps->write_manifest();
+}
+
+bool ProbeRuntime::should_capture(const graph::Op& probe_op, std::uint32_t step) const {
+  const auto& s = *impl_;
+  if (!s.cfg.enabled) return false;
+  const ProbeSite* site = s.ins.site(probe_op.id);
+  if (!site) return false;
+  if (site->kind == ProbeKind::Sync) return s.cfg.consistency.steps.contains(step);
+  bool active = false;
+  for (std::size_t w : site->watch_points) {
+    const WatchPoint& wp = s.cfg.watch_points[w];
+    if (wp.steps.contains(step) && wp.ranks.contains(s.opts.rank)) active = true;
+  }
+  if (!active) return false;
+  if (site->kind == ProbeKind::Breakpoint) return true;
+  auto v = s.verbose_from.find(probe_op.id);
+  if (v != s.verbose_from.end() && step >= v->second) return true;
+  return sampled(s.seed, site->probe_op, step, s.opts.rank, site->sample_rate);
+}
+
+std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
+                                                  std::uint32_t task_id) {
+  auto& s = *impl_;
+  if (!should_capture(probe_op, step)) return std::nullopt;
+  const ProbeSite& site = *s.ins.site(probe_op.id);
+  ProbeTask t;
+  t.target_op_id = site.target_op_id;
+  if (site.kind == ProbeKind::Breakpoint) {
+    const auto& bc = s.breaks.at(probe_op.id);
+    spec::BreakpointArgs a{};
+    a.tensor = tensor;
+    a.halt_on_exception = probe_op.attr_int("halt_on_exception", 0) != 0;
+    if (!bc.expr.empty()) {
+      if (bc.device) {
+        a.any = bc.device->any;
+        for (const auto& c : bc.device->clauses) a.clauses[a.num_clauses++] = c;
+      } else {  // the device cannot evaluate it: halt always (count >= 0), the ISR re-checks on the host
+        a.num_clauses = 1;
+        a.clauses[0].field = static_cast<std::uint8_t>(spec::StatField::Count);
+        a.clauses[0].cmp = static_cast<std::uint8_t>(spec::CmpOp::Ge);
+        a.clauses[0].value = 0;
+      }
+    }
+    t.kind = spec::TaskKind::Breakpoint;
+    t.args = a;
+  } else {
+    CaptureMode mode = site.mode;
+    auto v = s.verbose_from.find(probe_op.id);
+    if (v != s.verbose_from.end() && step >= v->second) mode = CaptureMode::Full;
+    spec::CaptureArgs a{};
+    a.tensor = tensor;
+    a.payload = static_cast<std::uint16_t>(mode == CaptureMode::Full   ? spec::CapturePayload::FullTensor
+                                           : mode == CaptureMode::Hash ? spec::CapturePayload::Hash
+                                                                       : spec::CapturePayload::Statistics);
+    a.output_index = site.index;
+    a.is_input = site.is_input ? 1 : 0;
+    t.kind = spec::TaskKind::Capture;
+    t.barrier_before = site.kind == ProbeKind::Sync;
+    t.args = a;
+  }
+  s.tasks[task_id] = probe_op.id;
+  return t;
+}
+
+bool ProbeRuntime::stop_requested() const { return impl_->stop; }
+
+void ProbeRuntime::add_partial_dump(std::uint32_t step, const std::string& tensor, graph::Tensor value) {
+  impl_->partials[step][tensor] = std::move(value);
+}
+
+std::vector<SyncSample> ProbeRuntime::sync_samples() const { return impl_->sync; }
+
+RuntimeReport ProbeRuntime::report() const {
+  const auto& s = *impl_;
+  RuntimeReport r = s.rep;
+  if (s.drain) r.capture = s.drain->accounting();
+  r.counters = s.counters;
+  if (s.dumps) {
+    r.dumps = s.dumps->entries();
+    r.dump_files = s.dumps->files();
+    r.dump_bytes = s.dumps->bytes_written();
+    r.dump_raw_bytes = s.dumps->raw_bytes();
+  }
+  if (auto* f = first_divergence(r.comparisons, s.graph)) r.first_divergence = *f;
+  r.stop_requested = s.stop;
+  return r;
+}
+
+nlohmann::json ProbeRuntime::report_json() const { return report().to_json(); }
+
+JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks) {
+  JobReport job;
+  if (ranks.empty()) return job;
+  std::vector<SyncSample> samples;
+  for (const auto* r : ranks) {
+    job.ranks.push_back(r->report());
+    auto s = r->sync_samples();
+    samples.insert(samples.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
+  }
+  const auto& s0 = *ranks.front()->impl_;
+  job.consistency = check_consistency(samples, s0.cfg.consistency);
+  std::vector<AnomalyRecord> anomalies;
+  std::vector<TriggerEvent> triggers;
+  std::vector<OpComparison> comparisons;
+  std::uint64_t corrupt = 0;
+  for (const auto& r : job.ranks) {
+    anomalies.insert(anomalies.end(), r.anomalies.begin(), r.anomalies.end());
+    triggers.insert(triggers.end(), r.triggers.begin(), r.triggers.end());
+    comparisons.insert(comparisons.end(), r.comparisons.begin(), r.comparisons.end());
+    corrupt += r.capture.corrupt;
+  }
+  DiagnosisInput in;
+  in.graph = &s0.graph;
+  in.anomalies = anomalies;
+  in.triggers = triggers;
+  in.comparisons = comparisons;
+  in.consistency = &job.consistency;
+  in.corrupt_records = corrupt;
+  job.diagnosis = diagnose(in);
+  return job;
+}
+
+nlohmann::json JobReport::to_json() const {
+  nlohmann::json j;
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& r : ranks) j["ranks"].push_back(r.to_json());
+  j["consistency"] = probes::to_json(consistency);
+  j["diagnosis"] = nlohmann::json::array();
+  for (const auto& c : diagnosis) j["diagnosis"].push_back(probes::to_json(c));
+  return j;
+}
+
+}  // namespace probelab::probes

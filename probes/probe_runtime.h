@@ -1,0 +1,172 @@
+// ProbeRuntime: the facade the host executor drives. One instance per chip (rank). It reaches the
+// chip only through Device (MMIO, DMA, interrupts) and never through a simulator backdoor.
+//
+// Contract with the host executor (sim/ or a real graph engine), in call order:
+//
+//   ProbeRuntime rt(config, executed_snapshot, device, {.rank = r, .seed = s, .output_dir = d},
+//                   &original_snapshot);
+//   graph::Graph g = executed_snapshot;   // the graph the executor will compile
+//   const InsertionResult& ins = rt.instrument(g);   // appends ProbeCapture/ProbeSync/ProbeBreakpoint
+//                                                    // ops; ids of existing ops do not change
+//   rt.configure_device();               // capture buffers, exception enables, IRQ mask, counters
+//   rt.set_tensor_locator(fn);           // tensor name -> where it lives in HBM (see TensorLocator)
+//   device.set_irq_handler([&](uint32_t l) { rt.on_interrupt(l); /* + the executor's own lines */ });
+//                                        // or rt.install_irq_handler() when the runtime owns all lines
+//   for each step s:
+//     rt.begin_step(s);
+//     for each op in the executor's order (graph::Graph::topo_order() of g, probe ops skipped):
+//       for p in ins.before(op.id): submit_probe(p)
+//       submit the op's kernel task (TaskDescriptor.op_id = op.id, .step = s)
+//       for p in ins.after(op.id):  submit_probe(p)
+//     device.synchronize(stream);        // breakpoints are handled inside on_interrupt meanwhile
+//     rt.end_step(s);                    // flush + drain the capture unit, rules, manifest
+//     if (rt.stop_requested()) break;
+//   rt.finish();                         // reference comparison, final manifest
+//   RuntimeReport rep = rt.report();     // or rt.report_json()
+//
+//   submit_probe(p):                     // p is a ProbeSite of ins
+//     TensorRef ref = <HBM location of p.tensor, with its physical format>;
+//     if (auto t = rt.plan_probe(g.op(p.probe_op_id), s, ref, next_task_id)) {
+//       write t->args_bytes() to HBM (args block), then submit
+//       TaskDescriptor{.task_id = next_task_id, .op_id = t->target_op_id, .kind = t->kind,
+//                      .args_addr = ..., .args_size = ..., .step = s}
+//       (t->barrier_before: submit a Barrier task first, so that the capture sees every earlier
+//        task of the stream complete: used by sync probes at collectives)
+//     }
+//
+// Task ids must be unique per chip and run (the runtime maps kStreamHaltTask back to a probe).
+// Capture and breakpoint tasks carry the *target* op's id (the op observed), so capture records,
+// exception latches and breakpoint halts all name ops of the executed snapshot.
+//
+// Threading: the runtime is not thread-safe; on_interrupt may be entered while another runtime
+// call is blocked inside a Device call (SimDevice delivers interrupts to a host ISR process). The
+// drain is guarded against re-entry: an interrupt arriving during a drain is folded into it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chip_model/spec/kernel_args.h"
+#include "chip_model/spec/task.h"
+#include "graph/graph.h"
+#include "probes/anomaly.h"
+#include "probes/compare.h"
+#include "probes/consistency.h"
+#include "probes/device.h"
+#include "probes/diagnosis.h"
+#include "probes/insertion_pass.h"
+#include "probes/probe_config.h"
+#include "probes/report.h"
+
+namespace probelab::probes {
+
+struct RuntimeOptions {
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  /// Seed of the sampling decisions (ProbeConfig::seed overrides it when set).
+  std::uint64_t seed = 0;
+  /// Root of everything the runtime writes; dumps go to <output_dir>/<output.dir>/rank<r>/.
+  std::filesystem::path output_dir = ".";
+  /// Streams scanned for a halted breakpoint on kIrqBreakpoint.
+  std::uint32_t num_streams = spec::kNumStreams;
+};
+
+/// Where a tensor lives in HBM while the current step runs (valid until end_step()). Returns
+/// nullopt for a tensor the executor does not keep (breakpoint dumps then record it as missing).
+using TensorLocator = std::function<std::optional<spec::TensorRef>(const std::string& tensor)>;
+
+/// What the executor submits for one probe op in one step.
+struct ProbeTask {
+  spec::TaskKind kind = spec::TaskKind::Capture;  // Capture or Breakpoint
+  std::uint32_t target_op_id = 0;                 // TaskDescriptor::op_id
+  bool barrier_before = false;
+  std::variant<spec::CaptureArgs, spec::BreakpointArgs> args;
+  /// The argument block exactly as the device reads it (little endian, fixed layout).
+  std::vector<std::byte> args_bytes() const;
+};
+
+struct JobReport;
+
+class ProbeRuntime {
+ public:
+  /// `executed` is the snapshot whose op ids the device reports (copied); `original` (optional,
+  /// copied) is the pre-fusion snapshot used to resolve fused-op provenance to scopes.
+  /// Throws ConfigError when the config does not fit the graph (e.g. a watch point glob that
+  /// selects nothing is only a warning; a scope regex that fails to compile is an error).
+  ProbeRuntime(ProbeConfig config, const graph::Graph& executed, Device& device, RuntimeOptions options,
+               const graph::Graph* original = nullptr);
+  ~ProbeRuntime();
+  ProbeRuntime(const ProbeRuntime&) = delete;
+  ProbeRuntime& operator=(const ProbeRuntime&) = delete;
+
+  /// Runs the insertion pass on `g` (which must hold the executed snapshot's ops with the same
+  /// ids) and keeps a copy of the instrumented graph. Call once.
+  const InsertionResult& instrument(graph::Graph& g);
+  const InsertionResult& insertion() const;
+
+  /// Programs the chip: capture unit (buffers allocated with Device::alloc, ping-pong or single,
+  /// overrun policy), exception enables, exception counters cleared, float status cleared, IRQ
+  /// lines unmasked. Call once, after instrument().
+  void configure_device();
+  /// Convenience: Device::set_irq_handler forwarding every interrupt to on_interrupt().
+  void install_irq_handler();
+  void set_tensor_locator(TensorLocator locator);
+
+  /// Host ISR entry. Handles kIrqException, kIrqCaptureFull and kIrqBreakpoint (each acknowledged
+  /// in kRegIrqAck); other lines are left pending for their owner. Returns the lines handled.
+  std::uint32_t on_interrupt(std::uint32_t lines);
+
+  void begin_step(std::uint32_t step);
+  /// After the step's tasks completed: flushes and drains the capture unit, checks accounting,
+  /// evaluates conditions and rules, writes dump files and the manifest.
+  void end_step(std::uint32_t step);
+  /// End of run: reference comparisons of fully captured ops, final manifest.
+  void finish();
+
+  /// Whether probe op `probe_op` produces a task at `step` on this rank (step/rank filters,
+  /// deterministic sampling, rules that changed the mode). Pure: same answer for the same inputs.
+  bool should_capture(const graph::Op& probe_op, std::uint32_t step) const;
+  /// The task to submit for probe op `probe_op` at `step` reading `tensor`, or nullopt when the
+  /// probe is inactive this step. Records task_id so breakpoint halts map back to the probe.
+  std::optional<ProbeTask> plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
+                                      std::uint32_t task_id);
+
+  /// A `stop` action fired: the executor should stop after the current step.
+  bool stop_requested() const;
+
+  /// Partial dumps of a fused op's inner tensors ("<fused>/<inner>:<i>" -> value) captured at
+  /// `step`, used by the fused-op decomposition in finish().
+  void add_partial_dump(std::uint32_t step, const std::string& tensor, graph::Tensor value);
+
+  /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
+  std::vector<SyncSample> sync_samples() const;
+
+  RuntimeReport report() const;
+  nlohmann::json report_json() const;
+
+ private:
+  friend JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Cross-rank view of a job: every rank's report, the consistency check over all ranks' sync
+/// samples (against config.consistency.reference_rank) and a diagnosis over all evidence.
+struct JobReport {
+  std::vector<RuntimeReport> ranks;
+  ConsistencyResult consistency;
+  std::vector<Candidate> diagnosis;
+  nlohmann::json to_json() const;
+};
+JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks);
+
+}  // namespace probelab::probes

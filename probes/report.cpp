@@ -1,0 +1,43 @@
+#include "probes/report.h"
+
+namespace probelab::probes {
+
+nlohmann::json RuntimeReport::to_json() const {
+  nlohmann::json j;
+  j["rank"] = rank;
+  auto arr = [](const auto& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : v) a.push_back(probes::to_json(x));
+    return a;
+  };
+  j["anomalies"] = arr(anomalies);
+  j["triggers"] = arr(triggers);
+  j["rules_fired"] = arr(rules_fired);
+  j["breakpoints"] = nlohmann::json::array();
+  for (const auto& b : breakpoints)
+    j["breakpoints"].push_back({{"op", b.op},
+                                {"op_id", b.op_id},
+                                {"task_id", b.task_id},
+                                {"stream", b.stream},
+                                {"step", b.step},
+                                {"condition", b.condition},
+                                {"condition_held", b.condition_held},
+                                {"halt_cycle", b.halt_cycle},
+                                {"resume_cycle", b.resume_cycle},
+                                {"dumped", b.dumped},
+                                {"missing", b.missing}});
+  j["steps"] = nlohmann::json::array();
+  for (const auto& s : steps)
+    j["steps"].push_back({{"step", s.step}, {"float_status", s.float_status}, {"records", s.records}, {"anomalies", s.anomalies}});
+  j["capture"] = probes::to_json(capture);
+  j["counters"] = counters;
+  j["dumps"] = {{"files", dump_files}, {"bytes", dump_bytes}, {"raw_bytes", dump_raw_bytes}, {"entries", dumps.size()}};
+  j["comparisons"] = arr(comparisons);
+  j["first_divergence"] = first_divergence ? probes::to_json(*first_divergence) : nlohmann::json(nullptr);
+  j["diagnosis"] = arr(diagnosis);
+  j["stop_requested"] = stop_requested;
+  j["warnings"] = warnings;
+  return j;
+}
+
+}  // namespace probelab::probes

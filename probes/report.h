@@ -1,0 +1,55 @@
+// The per-rank result of a run of the probe runtime (report.json's "probes" section).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/anomaly.h"
+#include "probes/capture_drain.h"
+#include "probes/compare.h"
+#include "probes/diagnosis.h"
+#include "probes/dump_writer.h"
+
+namespace probelab::probes {
+
+struct BreakpointHit {
+  std::string op;
+  std::uint32_t op_id = 0, task_id = 0, stream = 0, step = 0;
+  std::string condition;
+  bool condition_held = true;  // host re-check of a condition the device could not evaluate
+  std::uint64_t halt_cycle = 0, resume_cycle = 0;
+  std::vector<std::string> dumped;  // files of the inputs/outputs dumped
+  std::vector<std::string> missing; // tensors the locator could not place
+};
+
+struct StepSummary {
+  std::uint32_t step = 0;
+  std::uint32_t float_status = 0;  // kRegFloatStatus at end of step (then cleared)
+  std::uint64_t records = 0;       // records drained in this step
+  std::uint64_t anomalies = 0;
+};
+
+struct RuntimeReport {
+  std::uint32_t rank = 0;
+  std::vector<AnomalyRecord> anomalies;
+  std::vector<TriggerEvent> triggers;
+  std::vector<RuleEvent> rules_fired;
+  std::vector<BreakpointHit> breakpoints;
+  std::vector<StepSummary> steps;
+  CaptureAccounting capture;
+  std::map<std::string, std::uint64_t> counters;  // overflow_count, ..., anomaly_count
+  std::uint64_t dump_files = 0, dump_bytes = 0, dump_raw_bytes = 0;
+  std::vector<DumpEntry> dumps;                    // the manifest entries
+  std::vector<OpComparison> comparisons;
+  std::optional<OpComparison> first_divergence;
+  std::vector<Candidate> diagnosis;                // this rank's evidence only
+  bool stop_requested = false;
+  std::vector<std::string> warnings;
+  nlohmann::json to_json() const;
+};
+
+}  // namespace probelab::probes

@@ -1,0 +1,274 @@
+// ProbeRuntime: handling of drained capture records, host-evaluated conditions and rules.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "graph/format.h"
+#include "probes/detail/runtime_impl.h"
+#include "probes/log.h"
+#include "probes/tensor_stats.h"
+
+namespace probelab::probes::detail {
+
+namespace {
+
+graph::Tensor record_tensor(const CaptureRecord& rec) {
+  graph::TensorDesc d;
+  d.dtype = static_cast<graph::DType>(rec.header.dtype);
+  d.format = graph::Format::ND;
+  for (int i = 0; i < rec.header.rank_dims; ++i) d.shape.push_back(rec.header.dims[i]);
+  return graph::Tensor(d, rec.payload);
+}
+
+}  // namespace
+
+std::optional<graph::Tensor> RuntimeState::fetch(const std::string& tensor) {
+  if (!locator) return std::nullopt;
+  auto ref = locator(tensor);
+  if (!ref) return std::nullopt;
+  graph::TensorDesc d;
+  d.dtype = static_cast<graph::DType>(ref->dtype);
+  d.format = static_cast<graph::Format>(ref->format);
+  for (int i = 0; i < ref->rank; ++i) d.shape.push_back(ref->dims[i]);
+  std::vector<std::byte> bytes(graph::physical_nbytes(d));
+  if (!bytes.empty()) dev.dma_read(ref->addr, bytes);
+  return graph::to_logical(graph::Tensor(d, std::move(bytes)));  // format conversion on the host
+}
+
+void RuntimeState::keep(const EdgeKey& key, const graph::Tensor& t) {
+  if (!cfg.compare.enabled) return;
+  const graph::Op& o = op(std::get<1>(key));
+  // every full tensor is kept while under budget: compared ops need their producers' outputs too
+  auto it = store.find(key);
+  if (it != store.end()) store_bytes -= it->second.nbytes();
+  if (store_bytes + t.nbytes() > cfg.compare.max_store_bytes) {
+    warn(fmt::format("comparison store full ({} bytes): {} step {} not kept", cfg.compare.max_store_bytes, o.name,
+                     std::get<0>(key)));
+    if (it != store.end()) store.erase(it);
+    return;
+  }
+  store_bytes += t.nbytes();
+  store[key] = t;
+}
+
+std::string RuntimeState::dump_tensor(std::uint32_t op_id, bool is_input, std::uint16_t index, std::uint32_t at_step,
+                                      const graph::Tensor& t, const std::string& trigger, const std::string& source_format) {
+  if (cfg.output.level == OutputLevel::None) return {};
+  const graph::Op& o = op(op_id);
+  DumpEntry e;
+  e.op = o.name;
+  e.op_id = op_id;
+  e.is_input = is_input;
+  e.index = index;
+  e.tensor = is_input ? (index < o.inputs.size() ? o.inputs[index] : "") : (index < o.outputs.size() ? o.outputs[index] : "");
+  e.step = at_step;
+  e.stats = compute_stats(t);
+  e.trigger = trigger;
+  e.payload = "full";
+  e.source_format = graph::parse_format(source_format).value_or(graph::Format::ND);
+  try {
+    return dumps->write_tensor(std::move(e), t).file;
+  } catch (const std::exception& ex) {
+    warn(fmt::format("dump of {} failed: {}", o.name, ex.what()));
+    return {};
+  }
+}
+
+void RuntimeState::on_record(CaptureRecord&& rec) {
+  const auto& h = rec.header;
+  ++cur.records;
+  // which probe produced it: by task id, else by edge (capture probe first, then sync probe)
+  const ProbeSite* site = nullptr;
+  if (auto t = tasks.find(h.task_id); t != tasks.end()) site = ins.site(t->second);
+  if (!site || site->target_op_id != h.op_id || site->is_input != (h.is_input != 0) || site->index != h.output_index) {
+    site = nullptr;
+    for (int kind : {static_cast<int>(ProbeKind::Capture), static_cast<int>(ProbeKind::Sync)})
+      if (auto p = edge_probe.find({h.op_id, h.is_input != 0, h.output_index, kind}); p != edge_probe.end() && !site)
+        site = ins.site(p->second);
+  }
+  if (!site) {
+    warn(fmt::format("capture record seq {} for op id {} edge {}{} matches no probe", h.seq, h.op_id,
+                     h.is_input ? "in" : "out", h.output_index));
+    return;
+  }
+  std::optional<graph::Tensor> full;
+  spec::CaptureStats stats{};
+  std::optional<std::uint64_t> hash;
+  switch (h.payload) {
+    case spec::CapturePayload::FullTensor:
+      full = record_tensor(rec);
+      stats = compute_stats(*full);
+      break;
+    case spec::CapturePayload::Statistics: std::memcpy(&stats, rec.payload.data(), sizeof stats); break;
+    case spec::CapturePayload::Hash: {
+      std::uint64_t d = 0;
+      std::memcpy(&d, rec.payload.data(), 8);
+      hash = d;
+      break;
+    }
+  }
+  bool have_stats = h.payload != spec::CapturePayload::Hash;
+  if (have_stats && (stats.nan_count > 0 || stats.inf_count > 0) && h.step == step && tracker)
+    tracker->note_nonfinite(h.op_id, h.is_input != 0);
+  const graph::Op& target = op(h.op_id);
+
+  if (site->kind == ProbeKind::Sync) {
+    SyncSample smp;
+    smp.rank = h.rank;
+    smp.step = h.step;
+    smp.op = target.name;
+    smp.order = topo(h.op_id);
+    smp.tensor = site->tensor;
+    smp.is_input = site->is_input;
+    smp.index = site->index;
+    smp.hash = hash;
+    if (have_stats) smp.stats = stats;
+    if (full) smp.data = *full;
+    sync.push_back(std::move(smp));
+  }
+  if (full) keep({h.step, h.op_id, h.is_input != 0, h.output_index}, *full);
+
+  // manifest entry / file
+  if (cfg.output.level == OutputLevel::All) {
+    if (full) {
+      dump_tensor(h.op_id, h.is_input != 0, h.output_index, h.step, *full, "capture",
+                  op(site->probe_op_id).attr_str("source_format", "ND"));
+    } else {
+      DumpEntry e;
+      e.op = target.name;
+      e.op_id = h.op_id;
+      e.tensor = site->tensor;
+      e.is_input = h.is_input != 0;
+      e.index = h.output_index;
+      e.step = h.step;
+      e.dtype = static_cast<graph::DType>(h.dtype);
+      for (int i = 0; i < h.rank_dims; ++i) e.shape.push_back(h.dims[i]);
+      e.format = static_cast<graph::Format>(h.format);
+      e.payload = have_stats ? "statistics" : "hash";
+      if (have_stats) e.stats = stats;
+      e.hash = hash;
+      e.trigger = "capture";
+      dumps->add_entry(std::move(e));
+    }
+  }
+  if (site->kind == ProbeKind::Capture && have_stats) run_host_conditions(*site, rec, stats, full ? &*full : nullptr);
+}
+
+void RuntimeState::run_host_conditions(const ProbeSite& site, const CaptureRecord& rec, const spec::CaptureStats& stats,
+                                       const graph::Tensor* full) {
+  EvalContext ctx = context(rec.header.step);
+  ctx.set_stats(stats);
+  for (std::size_t w : site.watch_points) {
+    const WatchPoint& wp = cfg.watch_points[w];
+    for (const auto& c : wp.conditions) {
+      bool has_break = std::find(c.actions.begin(), c.actions.end(), Action::Break) != c.actions.end();
+      if (has_break || !c.expr.test(ctx)) continue;  // break conditions run on the device
+      TriggerEvent ev;
+      ev.watch_point = wp.id;
+      ev.condition = c.expr.text();
+      for (Action a : c.actions) ev.actions.emplace_back(action_name(a));
+      ev.op = site.target_op;
+      ev.op_id = site.target_op_id;
+      ev.tensor = site.tensor;
+      ev.is_input = site.is_input;
+      ev.index = site.index;
+      ev.step = rec.header.step;
+      ev.rank = rec.header.rank;
+      ev.stats = stats;
+      ev.origin = "host";
+      if (std::find(c.actions.begin(), c.actions.end(), Action::FullDump) != c.actions.end()) {
+        std::optional<graph::Tensor> t;
+        if (full) t = *full;
+        else if (rec.header.step == step) t = fetch(site.tensor);
+        if (t) {
+          keep({rec.header.step, site.target_op_id, site.is_input, site.index}, *t);
+          auto f = dump_tensor(site.target_op_id, site.is_input, site.index, rec.header.step, *t, "full_dump",
+                               op(site.probe_op_id).attr_str("source_format", "ND"));
+          if (!f.empty()) ev.dumped.push_back(f);
+        } else {
+          warn(fmt::format("full_dump of {} at step {}: tensor not locatable", site.tensor, rec.header.step));
+        }
+      }
+      apply_actions(c.actions, site, ev);
+      log::debug("runtime", "condition '{}' held on {} step {}", ev.condition, ev.tensor, ev.step);
+      rep.triggers.push_back(std::move(ev));
+    }
+  }
+}
+
+void RuntimeState::apply_actions(const std::vector<Action>& actions, const ProbeSite& site, TriggerEvent& ev) {
+  for (Action a : actions) {
+    switch (a) {
+      case Action::StatsDump:
+        if (ev.stats && cfg.output.level != OutputLevel::None) {
+          DumpEntry e;
+          e.op = ev.op;
+          e.op_id = ev.op_id;
+          e.tensor = ev.tensor;
+          e.is_input = ev.is_input;
+          e.index = ev.index;
+          e.step = ev.step;
+          if (const auto* t = graph.find_tensor(ev.tensor)) {
+            e.dtype = t->desc.dtype;
+            e.shape = t->desc.shape;
+          }
+          e.payload = "statistics";
+          e.stats = ev.stats;
+          e.trigger = "stats_dump";
+          dumps->add_entry(std::move(e));
+        }
+        break;
+      case Action::EnableVerbose:
+        // every capture probe of the watch points involved: full capture from the next step
+        for (const auto& p : ins.probes)
+          if (p.kind == ProbeKind::Capture)
+            for (std::size_t w : site.watch_points)
+              if (std::find(p.watch_points.begin(), p.watch_points.end(), w) != p.watch_points.end() &&
+                  !verbose_from.count(p.probe_op_id))
+                verbose_from[p.probe_op_id] = step + 1;
+        break;
+      case Action::Stop: stop = true; break;
+      case Action::FullDump:
+      case Action::Break: break;  // handled by the caller / the breakpoint ISR
+    }
+  }
+}
+
+void RuntimeState::refresh_counters() {
+  if (!isr) return;
+  for (auto& [k, v] : isr->read_counters()) counters[k] = v;
+  counters["anomaly_count"] = rep.anomalies.size();
+}
+
+void RuntimeState::evaluate_rules() {
+  EvalContext ctx = context(step);
+  for (std::size_t i = 0; i < cfg.rules.size(); ++i) {
+    const Rule& r = cfg.rules[i];
+    bool now = r.expr.test(ctx);
+    bool fire = now && !rule_state[i];
+    rule_state[i] = now;
+    if (!fire) continue;
+    RuleEvent ev;
+    ev.rule = r.expr.text();
+    ev.step = step;
+    for (Action a : r.actions) ev.actions.emplace_back(action_name(a));
+    ev.counters = counters;
+    for (Action a : r.actions) {
+      if (a == Action::Stop) stop = true;
+      if (a != Action::EnableVerbose) continue;
+      for (const auto& p : ins.probes) {
+        if (p.kind != ProbeKind::Capture) continue;
+        bool match = r.ops.empty();
+        for (const auto& g : r.ops)
+          if (graph::glob_match(g, p.target_op)) match = true;
+        if (!match || verbose_from.count(p.probe_op_id)) continue;
+        verbose_from[p.probe_op_id] = step + 1;
+        ev.ops_switched.push_back(p.probe_op);
+      }
+    }
+    log::debug("runtime", "rule '{}' fired at step {}", ev.rule, step);
+    rep.rules_fired.push_back(std::move(ev));
+  }
+}
+
+}  // namespace probelab::probes::detail

@@ -1,0 +1,85 @@
+// `probelab list [chips|ops|injectors|probes|expectations ...]`: every knob with its default and doc.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "chip_model/chip_config.h"
+#include "graph/op_registry.h"
+#include "sim/catalog.h"
+#include "sim/cli/commands.h"
+#include "sim/expectation.h"
+#include "sim/scenario_error.h"
+
+namespace probelab::cli {
+
+namespace {
+
+void list_chips() {
+  fmt::print("== chips ==\n");
+  auto presets = chip::chip_preset_names();
+  chip::ChipConfig def = chip::chip_preset("ascend910b");
+  fmt::print("presets: {}\n", fmt::join(presets, ", "));
+  for (const auto& p : presets) {
+    chip::ChipConfig c = chip::chip_preset(p);
+    std::vector<std::string> diff;
+    for (const auto& info : chip::chip_params())
+      if (chip::get_param(c, info.name) != chip::get_param(def, info.name))
+        diff.push_back(fmt::format("{}={}", info.name, chip::get_param(c, info.name)));
+    if (!diff.empty()) fmt::print("  {}: {}\n", p, fmt::join(diff, " "));
+  }
+  fmt::print("\nparameters (scenario `chip: {{preset: P, overrides: {{name: value}}}}`, defaults of ascend910b):\n");
+  fmt::print("{}\n", chip::describe_chip_params(def));
+}
+
+void list_ops() {
+  fmt::print("== ops ==\n");
+  for (const auto& s : sim::describe_ops()) fmt::print("{}\n", s);
+}
+
+void list_injectors() {
+  fmt::print("== injectors ==\n");
+  for (const auto& s : sim::describe_injectors()) fmt::print("{}\n", s);
+}
+
+void list_probes() {
+  fmt::print("== probe options (scenario `probes:` section) ==\n");
+  for (const auto& [key, doc] : sim::probe_options()) fmt::print("  {:<34} {}\n", key, doc);
+}
+
+void list_expectations() {
+  fmt::print("== expectation kinds (scenario `expectations:` list) ==\n");
+  for (const auto& [k, doc] : sim::expectation_kinds()) fmt::print("  {:<14} {}\n", k, doc);
+  fmt::print("  detection kinds: {}\n", fmt::join(sim::detection_kinds(), ", "));
+  fmt::print("  diagnosis causes: {}\n", fmt::join(sim::cause_classes(), ", "));
+}
+
+}  // namespace
+
+Command add_list(CLI::App& app) {
+  auto* sub = app.add_subcommand("list", "List chips (parameters), ops (attributes), injectors (parameters), "
+                                         "probe options and expectation kinds");
+  auto what = std::make_shared<std::vector<std::string>>();
+  sub->add_option("what", *what, "Sections to print: chips, ops, injectors, probes, expectations (default: all)")
+      ->check(CLI::IsMember({"chips", "ops", "injectors", "probes", "expectations"}));
+  return [what] {
+    auto want = [&](const char* s) { return what->empty() || std::count(what->begin(), what->end(), s) > 0; };
+    bool first = true;
+    auto section = [&](const char* s, void (*f)()) {
+      if (!want(s)) return;
+      if (!first) fmt::print("\n");
+      first = false;
+      f();
+    };
+    section("chips", list_chips);
+    section("ops", list_ops);
+    section("injectors", list_injectors);
+    section("probes", list_probes);
+    section("expectations", list_expectations);
+    std::fflush(stdout);
+    return 0;
+  };
+}
+
+}  // namespace probelab::cli

@@ -1,0 +1,128 @@
+// `probelab run [SCENARIO|DIR ...]`: replay scenarios; exit 0 when every expectation held, 1 when
+// one failed (or a simulation failed), 2 on bad input (nothing is run then).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "sim/cli/commands.h"
+#include "sim/runner.h"
+#include "sim/source_root.h"
+
+namespace probelab::cli {
+
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> paths;
+  std::string out = "out";
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> sets;
+  bool json = false;
+  int jobs = 1;
+  bool no_baseline = false;
+  bool no_trace = false;
+  unsigned timeout = 3600;
+};
+
+std::string overhead_cell(const nlohmann::json& r) {
+  const auto& c = r["capture"];
+  if (!c.is_object() || !c["overhead_percent"].is_number()) return "-";
+  return fmt::format("{:.2f}%", c["overhead_percent"].get<double>());
+}
+
+int run(const RunArgs& a) {
+  sim::RunOptions opts;
+  opts.out_root = a.out;
+  opts.load.seed = a.seed;
+  opts.load.source_root = sim::find_source_root();
+  for (const auto& s : a.sets) opts.load.sets.push_back(sim::parse_set(s));
+  opts.jobs = a.jobs;
+  opts.baseline = !a.no_baseline;
+  opts.trace = !a.no_trace;
+  opts.timeout_s = a.timeout;
+  const auto files = sim::expand_scenario_args(a.paths, opts.load.source_root);
+
+  sim::Runner runner(opts);
+  runner.prepare(files);
+  const bool tty = ::isatty(2);
+  auto progress = [tty](const std::string& line) {
+    if (tty)
+      fmt::print(stderr, "\r\033[K{}", line);
+    else
+      fmt::print(stderr, "{}\n", line);
+    std::fflush(stderr);
+  };
+  fmt::print(stderr, "running {} scenario(s), {} job(s) at a time\n", runner.size(), opts.jobs);
+  const auto outcomes = runner.run(progress);
+  if (tty) fmt::print(stderr, "\n");
+
+  bool bad_input = false, all = true;
+  for (const auto& o : outcomes) {
+    all = all && o.passed;
+    bad_input = bad_input || o.report.value("bad_input", false);
+  }
+  if (a.json) {
+    nlohmann::json j = {{"passed", all}, {"scenarios", nlohmann::json::array()}};
+    for (const auto& o : outcomes)
+      j["scenarios"].push_back({{"name", o.name}, {"passed", o.passed}, {"out_dir", o.out_dir.string()},
+                                {"report", o.report}});
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{:<32} {:<6} {:>14} {:>10} {:>9} {:>12}\n", "scenario", "result", "cycles", "overhead", "anomalies",
+               "expectations");
+    for (const auto& o : outcomes) {
+      const auto& r = o.report;
+      std::size_t held = 0, n = 0;
+      for (const auto& e : r["expectations"]) {
+        ++n;
+        held += e.value("passed", false) ? 1 : 0;
+      }
+      fmt::print("{:<32} {:<6} {:>14} {:>10} {:>9} {:>12}\n", o.name, o.passed ? "PASS" : "FAIL",
+                 r["cycles"].is_object() ? r["cycles"].value("total", std::uint64_t{0}) : 0, overhead_cell(r),
+                 r["anomalies"].is_array() ? r["anomalies"].size() : 0, fmt::format("{}/{}", held, n));
+    }
+    for (const auto& o : outcomes) {
+      if (o.passed) continue;
+      fmt::print("\n{} FAILED ({}):\n", o.name, (o.out_dir / "report.json").string());
+      if (o.report.value("status", "") != "ok")
+        fmt::print("  simulation error: {}\n", o.report.value("error", std::string("?")));
+      for (const auto& e : o.report["expectations"]) {
+        if (e.value("passed", false)) continue;
+        fmt::print("  {} (line {})\n    expected: {}\n    actual:   {}\n", e.value("kind", "?"), e.value("line", 0),
+                   e.value("expected", ""), e.value("actual", ""));
+      }
+    }
+    fmt::print("\n{} of {} scenario(s) passed; reports under {}\n",
+               std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }),
+               outcomes.size(), opts.out_root.string());
+  }
+  std::fflush(stdout);
+  if (bad_input) return 2;
+  return all ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* sub = app.add_subcommand("run", "Replay scenarios (default: the bundled suite scenarios/*.yaml) and check "
+                                        "their expectations");
+  sub->add_option("scenarios", a->paths, "Scenario files or directories of *.yaml files");
+  sub->add_option("--out", a->out, "Output root; each scenario writes <out>/<name>/ (default ./out)");
+  sub->add_option("--seed", a->seed, "Override every scenario's seed");
+  sub->add_option("--set", a->sets, "Override a scenario key before validation: key=value (dotted path, "
+                                    "e.g. chip.overrides.num_cores=4, injections.0.step=1); repeatable");
+  sub->add_flag("--json", a->json, "Print the machine-readable result (every report) on stdout");
+  sub->add_option("--jobs,-j", a->jobs, "Simulations to run in parallel (child processes)")->check(CLI::Range(1, 256));
+  sub->add_flag("--no-baseline", a->no_baseline, "Skip the no-probe run (no capture overhead in the report)");
+  sub->add_flag("--no-trace", a->no_trace, "Do not record trace.json");
+  sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)");
+  return [a] { return run(*a); };
+}
+
+}  // namespace probelab::cli

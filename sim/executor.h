@@ -1,0 +1,109 @@
+// The host executor: stands in for the framework's graph engine. Given the executed graph
+// snapshot (optionally instrumented by the probe runtime) it
+//   - allocates HBM for every tensor (in-place optimizer updates: "<x>/updated" shares the buffer
+//     of initializer <x> when their descs agree, so parameters and optimizer state are updated
+//     on the device step after step),
+//   - writes initializers by DMA (converted to each tensor's device format),
+//   - compiles every op into a task: compute ops into Kernel tasks with an op-args block
+//     (chip_model/spec/op_args.h), collective ops into Collective tasks
+//     (chip_model/spec/collective_args.h), probe ops into the Capture/Breakpoint tasks the probe
+//     runtime plans (probes::ProbeRuntime::plan_probe),
+//   - runs the steps: step register, input DMA, submission in topological order (probes right
+//     before/after their target op), stream synchronisation (breakpoint halts are handled by the
+//     runtime's ISR; a stream nobody resumes is resumed after a bounded wait), end of step,
+//     read-back of the fetched tensors.
+// Everything goes through probes::Device, so the same executor runs on SimDevice and FakeDevice.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chip_model/spec/kernel_args.h"
+#include "chip_model/spec/op_args.h"
+#include "graph/graph.h"
+#include "probes/device.h"
+#include "probes/probe_runtime.h"
+
+namespace probelab::sim {
+
+struct ExecutorConfig {
+  std::uint32_t rank = 0;
+  std::uint32_t world = 1;
+  std::uint32_t steps = 1;
+  std::uint32_t stream = 0;
+  spec::AccumDType accum = spec::AccumDType::FP32;
+  std::uint32_t fp_mode = 0;  // kRegFpMode bits written before the first step
+  /// Device tensors of the graph inputs for one step (every non-initializer input).
+  std::function<std::map<std::string, graph::Tensor>(std::uint32_t step)> feeds;
+  std::vector<std::string> fetch_each_step;  // read back after every step (e.g. the loss)
+  std::vector<std::string> fetch_at_end;     // read back after the last step (outputs, weights)
+  /// Called in the host thread at the start and end of every step (tracing).
+  std::function<void(std::uint32_t step, bool begin)> on_step;
+  /// Polls of a halted stream before the executor resumes it itself.
+  std::uint32_t max_halted_polls = 64;
+};
+
+struct ExecutorResult {
+  std::vector<std::map<std::string, graph::Tensor>> fetched;  // per step run
+  std::map<std::string, graph::Tensor> final_values;           // logical layout
+  std::uint32_t steps_run = 0;
+  bool stopped = false;  // the probe runtime asked to stop
+  std::uint64_t kernel_tasks = 0, collective_tasks = 0, probe_tasks = 0, barrier_tasks = 0;
+  std::uint64_t hbm_bytes = 0;  // bytes allocated for tensors and argument blocks
+  std::vector<std::string> warnings;
+};
+
+class Executor {
+ public:
+  /// `g` is copied; `rt` may be null (no probes). When `rt` is set, `g` must be the graph
+  /// rt->instrument() returned.
+  Executor(const graph::Graph& g, probes::Device& dev, probes::ProbeRuntime* rt, ExecutorConfig cfg);
+
+  /// Allocates HBM for every tensor (no data moves). May run before the simulation starts, so
+  /// that fault injectors can resolve tensors to addresses; run() calls it when not done yet.
+  void plan();
+
+  /// Runs every step; call from the host thread of the device.
+  ExecutorResult run();
+
+  /// Where a tensor lives in HBM (valid after run() started); nullopt for unknown names.
+  std::optional<spec::TensorRef> locate(const std::string& tensor) const;
+
+ private:
+  struct Compiled {
+    std::uint32_t op_id = 0;
+    spec::TaskKind kind = spec::TaskKind::Kernel;
+    std::uint64_t args_addr = 0;
+    std::uint32_t args_size = 0;
+    bool per_step_args = false;  // args re-encoded every step (AdamUpdate's step)
+  };
+  void plan_memory();
+  void upload_initializers();
+  void compile();
+  std::vector<std::byte> kernel_args(const graph::Op& op, std::uint32_t step) const;
+  std::vector<std::byte> collective_args(const graph::Op& op) const;
+  void submit_probe(std::uint32_t probe_op_id, std::uint32_t step);
+  void submit_task(spec::TaskDescriptor t);
+  void synchronize();
+  void on_interrupt(std::uint32_t lines);
+  graph::Tensor read_tensor(const std::string& name);
+  void write_tensor(const std::string& name, const graph::Tensor& value);
+
+  graph::Graph g_;
+  probes::Device& dev_;
+  probes::ProbeRuntime* rt_;
+  ExecutorConfig cfg_;
+  std::map<std::string, std::uint64_t> addr_;  // tensor -> HBM address
+  std::vector<std::uint32_t> order_;           // non-probe op ids, topological
+  std::map<std::uint32_t, Compiled> compiled_;
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> probe_args_;  // probe op -> block
+  std::uint32_t next_task_id_ = 1;
+  std::uint32_t step_ = 0;
+  bool planned_ = false;
+  ExecutorResult res_;
+};
+
+}  // namespace probelab::sim

@@ -1,0 +1,41 @@
+// Differential replay: compares the dumps of two runs (e.g. with and without an injection, or two
+// chip configs) capture by capture and finds the first op whose captured values differ.
+// A run is an output directory of `probelab run` (<out>/<scenario>), or any directory holding
+// dump.json manifests (searched recursively; variants/ of a run directory are skipped).
+// Captures are matched by (rank, step, op, edge) and visited in run A's order (step, rank, capture
+// order); full tensors are compared element by element, statistics field by field, hashes bitwise.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace probelab::sim {
+
+struct CaptureDiff {
+  std::string op, edge, tensor;
+  std::uint32_t step = 0, rank = 0;
+  std::string basis;         // "tensor" | "statistics" | "hash" | "shape"
+  double max_abs_diff = 0;   // NaN when only bits are known to differ
+  std::string note;
+};
+
+struct RunComparison {
+  std::size_t matched = 0;   // captures present in both runs
+  std::size_t equal = 0;
+  std::vector<std::string> only_a, only_b;  // "rank r step s op edge"
+  std::vector<CaptureDiff> diffs;           // in run A's order
+  std::optional<CaptureDiff> first() const {
+    return diffs.empty() ? std::nullopt : std::optional<CaptureDiff>(diffs.front());
+  }
+  nlohmann::json to_json() const;
+};
+
+/// Throws ScenarioError when a directory does not exist or holds no dump.json.
+RunComparison compare_runs(const std::filesystem::path& a, const std::filesystem::path& b);
+
+}  // namespace probelab::sim

@@ -1,0 +1,250 @@
+#include "sim/sim_device.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "chip_model/chip.h"
+#include "chip_model/clock.h"
+#include "chip_model/spec/irq.h"
+#include "chip_model/spec/registers.h"
+
+namespace probelab::sim {
+
+namespace {
+
+sc_core::sc_time ns(double v) { return sc_core::sc_time(v, sc_core::SC_NS); }
+std::uint64_t ps(const sc_core::sc_time& t) { return chip::ChipClock::to_ps(t); }
+
+}  // namespace
+
+SimDevice::SimDevice(std::uint32_t rank, const chip::ChipConfig& cfg, Bus bus, chip::Trace* trace,
+                     HostCosts costs)
+    : rank_(rank), cfg_(cfg), bus_(std::move(bus)), trace_(trace), costs_(costs), alloc_(4096, cfg.hbm_bytes) {}
+
+SimDevice::~SimDevice() = default;
+
+tlm_utils::tlm_quantumkeeper& SimDevice::qk() {
+  const void* key = sc_core::sc_get_current_process_handle().get_process_object();
+  auto it = qks_.find(key);
+  if (it == qks_.end()) {
+    auto q = std::make_unique<tlm_utils::tlm_quantumkeeper>();
+    tlm_utils::tlm_quantumkeeper::set_global_quantum(ns(cfg_.quantum_ns));
+    q->reset();
+    it = qks_.emplace(key, std::move(q)).first;
+  }
+  return *it->second;
+}
+
+sc_core::sc_time SimDevice::local_now() { return qk().get_current_time(); }
+
+void SimDevice::sync() { qk().sync(); }
+
+void SimDevice::charge_call() { qk().inc(ns(costs_.host_call_ns)); }
+
+sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what) {
+  const sc_core::sc_time start = std::max(ready, pcie_free_);
+  const sc_core::sc_time xfer = ns(static_cast<double>(bytes) / cfg_.pcie_bandwidth_gbps);
+  pcie_free_ = start + xfer;
+  stats_.pcie_busy_ps += ps(xfer);
+  const sc_core::sc_time arrive = start + ns(cfg_.pcie_latency_ns) + xfer;
+  if (trace_ && trace_->enabled() && bytes > 64)
+    trace_->complete(rank_, "pcie", what, "pcie", ps(start), ps(arrive - start),
+                     {{"bytes", std::uint64_t{bytes}}});
+  return arrive;
+}
+
+void SimDevice::transport(tlm::tlm_command cmd, std::uint64_t bus_addr, std::byte* data, std::size_t len,
+                          sc_core::sc_time& delay, const char* what) {
+  tlm::tlm_generic_payload t;
+  t.set_command(cmd);
+  t.set_address(bus_addr);
+  t.set_data_ptr(reinterpret_cast<unsigned char*>(data));
+  t.set_data_length(static_cast<unsigned int>(len));
+  t.set_streaming_width(static_cast<unsigned int>(len));
+  t.set_byte_enable_ptr(nullptr);
+  t.set_dmi_allowed(false);
+  t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  bus_(t, delay);
+  if (t.is_response_error())
+    throw std::runtime_error(fmt::format("rank {}: {} at bus address 0x{:x} ({} bytes) failed: {}", rank_, what,
+                                         bus_addr, len, t.get_response_string()));
+}
+
+std::uint32_t SimDevice::read_reg_now(std::uint32_t offset) {
+  auto& q = qk();
+  q.inc(ns(cfg_.pcie_latency_ns));  // request travels to the chip
+  q.sync();
+  // PCIe ordering: a read does not pass posted writes that reached the chip at the same time.
+  while (!posted_.empty() && posted_.front().at <= sc_core::sc_time_stamp()) sc_core::wait(posted_drained_ev_);
+  std::uint32_t v = 0;
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(&v), 4, delay, "MMIO read");
+  q.set(delay + ns(cfg_.pcie_latency_ns));  // chip-side latency, completion travels back
+  q.sync();
+  ++stats_.mmio_reads;
+  return v;
+}
+
+std::uint32_t SimDevice::read_reg(std::uint32_t offset) {
+  charge_call();
+  return read_reg_now(offset);
+}
+
+void SimDevice::write_reg(std::uint32_t offset, std::uint32_t value) {
+  charge_call();
+  const sc_core::sc_time at = std::max(local_now() + ns(cfg_.pcie_latency_ns), last_posted_at_);
+  last_posted_at_ = at;
+  posted_.push_back(Posted{at, offset, value});
+  posted_ev_.notify(sc_core::SC_ZERO_TIME);
+  ++stats_.mmio_writes;
+}
+
+void SimDevice::posted_write_loop() {
+  for (;;) {
+    while (posted_.empty()) sc_core::wait(posted_ev_);
+    const Posted p = posted_.front();
+    if (p.at > sc_core::sc_time_stamp()) sc_core::wait(p.at - sc_core::sc_time_stamp());
+    std::uint32_t v = p.value;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    transport(tlm::TLM_WRITE_COMMAND, p.addr, reinterpret_cast<std::byte*>(&v), 4, delay, "MMIO write");
+    posted_.pop_front();
+    posted_drained_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+std::uint64_t SimDevice::alloc(std::size_t bytes, std::size_t align) {
+  if (sc_core::sc_is_running()) charge_call();  // allocations planned before the simulation are free
+  return alloc_.alloc(bytes, align);
+}
+
+void SimDevice::free(std::uint64_t addr) {
+  charge_call();
+  alloc_.free(addr);
+}
+
+void SimDevice::dma_write(std::uint64_t hbm_addr, std::span<const std::byte> src) {
+  if (src.empty()) return;
+  charge_call();
+  auto& q = qk();
+  const sc_core::sc_time arrive = pcie_transfer(local_now(), src.size(), "dma_write");
+  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, const_cast<std::byte*>(src.data()),
+            src.size(), delay, "DMA write");
+  q.set(delay);
+  if (q.need_sync()) q.sync();
+  ++stats_.dma_writes;
+  stats_.dma_bytes_written += src.size();
+}
+
+void SimDevice::dma_read(std::uint64_t hbm_addr, std::span<std::byte> dst) {
+  if (dst.empty()) return;
+  charge_call();
+  auto& q = qk();
+  q.sync();  // read what the device holds now, not what it will hold
+  const sc_core::sc_time arrive = pcie_transfer(local_now(), dst.size(), "dma_read");
+  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  transport(tlm::TLM_READ_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, dst.data(), dst.size(), delay, "DMA read");
+  q.set(delay);
+  q.sync();
+  ++stats_.dma_reads;
+  stats_.dma_bytes_read += dst.size();
+}
+
+void SimDevice::ensure_ring(std::uint32_t stream) {
+  if (stream >= spec::kNumStreams)
+    throw std::invalid_argument(fmt::format("rank {}: stream {} out of range (0..{})", rank_, stream,
+                                            spec::kNumStreams - 1));
+  if (rings_.count(stream)) return;
+  Ring r;
+  r.base = alloc_.alloc(std::size_t{costs_.ring_entries} * sizeof(spec::TaskDescriptor), 4096);
+  rings_.emplace(stream, r);
+  write_reg(spec::stream_reg(stream, spec::kStreamRingLo), static_cast<std::uint32_t>(r.base));
+  write_reg(spec::stream_reg(stream, spec::kStreamRingHi), static_cast<std::uint32_t>(r.base >> 32));
+  write_reg(spec::stream_reg(stream, spec::kStreamRingEntries), costs_.ring_entries);
+}
+
+void SimDevice::submit(std::uint32_t stream, const spec::TaskDescriptor& task) {
+  charge_call();
+  ensure_ring(stream);
+  Ring& r = rings_.at(stream);
+  const std::uint32_t n = costs_.ring_entries;
+  while ((r.tail + n - r.known_head) % n == n - 1) {  // ring full: learn how far the device got
+    r.known_head = read_reg_now(spec::stream_reg(stream, spec::kStreamHead));
+    if ((r.tail + n - r.known_head) % n == n - 1) wait_for_interrupt(ns(costs_.poll_timeout_ns) / 10);
+  }
+  // The descriptor is a posted write into the ring; the doorbell follows it (PCIe keeps order).
+  spec::TaskDescriptor d = task;
+  const sc_core::sc_time arrive = pcie_transfer(local_now(), sizeof d, "descriptor");
+  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + r.base + std::uint64_t{r.tail} * sizeof d,
+            reinterpret_cast<std::byte*>(&d), sizeof d, delay, "descriptor write");
+  r.tail = (r.tail + 1) % n;
+  ++r.submitted;
+  r.last_is_barrier = task.kind == spec::TaskKind::Barrier && (task.flags & spec::kTaskFlagNotify);
+  last_posted_at_ = std::max(last_posted_at_, sc_core::sc_time_stamp() + delay);
+  write_reg(spec::stream_reg(stream, spec::kStreamTail), r.tail);
+  ++stats_.submits;
+}
+
+bool SimDevice::synchronize(std::uint32_t stream) {
+  charge_call();
+  auto it = rings_.find(stream);
+  if (it == rings_.end()) return true;
+  if (!it->second.last_is_barrier) {
+    spec::TaskDescriptor b;
+    b.task_id = next_barrier_id_++;
+    b.kind = spec::TaskKind::Barrier;
+    b.flags = spec::kTaskFlagNotify;
+    submit(stream, b);
+  }
+  const std::uint32_t target = it->second.submitted;
+  const sc_core::sc_time t0 = local_now();
+  for (;;) {
+    const std::uint32_t completed = read_reg_now(spec::stream_reg(stream, spec::kStreamCompleted));
+    bool done = completed == target;
+    bool halted = false;
+    if (!done) halted = (read_reg_now(spec::stream_reg(stream, spec::kStreamStatus)) & spec::kStreamHalted) != 0;
+    if (done || halted) {
+      if (trace_ && trace_->enabled())
+        trace_->complete(chip::Trace::kHostPid + rank_, "main", halted ? "synchronize (halted)" : "synchronize",
+                         "host", ps(t0), ps(local_now() - t0), {{"stream", std::uint64_t{stream}}});
+      return done;
+    }
+    wait_for_interrupt(ns(costs_.poll_timeout_ns));
+  }
+}
+
+void SimDevice::wait_for_interrupt(const sc_core::sc_time& timeout) {
+  auto& q = qk();
+  q.sync();
+  sc_core::wait(timeout, serviced_ev_);
+  q.reset();
+}
+
+std::uint64_t SimDevice::cycles() {
+  charge_call();
+  const std::uint32_t lo = read_reg_now(spec::kRegCycleLo);
+  const std::uint32_t hi = read_reg_now(spec::kRegCycleHi);
+  return (std::uint64_t{hi} << 32) | lo;
+}
+
+void SimDevice::service_interrupt(std::uint32_t lines) {
+  auto& q = qk();
+  q.reset();
+  const sc_core::sc_time t0 = local_now();
+  ++stats_.interrupts;
+  charge_call();
+  if (lines & spec::kIrqStreamDone) {
+    write_reg(spec::kRegIrqAck, spec::kIrqStreamDone);
+    lines &= ~static_cast<std::uint32_t>(spec::kIrqStreamDone);
+  }
+  if (lines && handler_) handler_(lines);
+  q.sync();
+  if (trace_ && trace_->enabled())
+    trace_->complete(chip::Trace::kHostPid + rank_, "isr", "isr", "host", ps(t0), ps(sc_core::sc_time_stamp() - t0),
+                     {{"lines", std::uint64_t{lines}}});
+  serviced_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,199 @@
+// Every differentiable op's gradient against central finite differences in FP64: the op under
+// test feeds loss = sum(Y * R) with a fixed random R, all float inputs are weights.
+#include <gtest/gtest.h>
+
+#include "grad_check.h"
+
+namespace probelab::graph {
+namespace {
+
+using testing::int64_tensor;
+using testing::random_f64;
+
+struct In {
+  Shape shape;
+  enum Kind { Diff, Const, Labels, Omitted } kind = Diff;
+  double lo = -1, hi = 1, min_abs = 0;
+  std::vector<std::int64_t> labels{};
+};
+
+struct GradCase {
+  std::string name;
+  std::string type;
+  Attrs attrs;
+  std::vector<In> inputs;
+  int outputs = 1;
+};
+
+std::ostream& operator<<(std::ostream& os, const GradCase& c) { return os << c.name; }
+
+Graph build_case(const GradCase& c) {
+  std::mt19937_64 rng(0x5eed0001);
+  Graph g(c.name);
+  Op op;
+  op.name = "op";
+  op.type = c.type;
+  op.attrs = c.attrs;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const In& in = c.inputs[i];
+    const std::string name = "x" + std::to_string(i);
+    if (in.kind == In::Omitted) {
+      op.inputs.push_back("");
+      continue;
+    }
+    if (in.kind == In::Labels) g.add_initializer(name, int64_tensor(in.shape, in.labels), TensorKind::Constant);
+    else
+      g.add_initializer(name, random_f64(in.shape, rng, in.lo, in.hi, in.min_abs),
+                        in.kind == In::Const ? TensorKind::Constant : TensorKind::Weight);
+    op.inputs.push_back(name);
+  }
+  for (int k = 0; k < c.outputs; ++k) op.outputs.push_back("y" + std::to_string(k));
+  g.add_op(op);
+  const Shape ys = g.tensor("y0").desc.shape;
+  g.add_initializer("r", random_f64(ys, rng), TensorKind::Constant);
+  Op mul;
+  mul.name = "weigh";
+  mul.type = "Mul";
+  mul.inputs = {"y0", "r"};
+  mul.outputs = {"weighted"};
+  g.add_op(mul);
+  Op sum;
+  sum.name = "sum";
+  sum.type = "ReduceSum";
+  sum.inputs = {"weighted"};
+  sum.outputs = {"loss"};
+  sum.attrs = {{"keepdims", std::int64_t{0}}};
+  g.add_op(sum);
+  g.validate();
+  return g;
+}
+
+class OpGradient : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(OpGradient, MatchesCentralDifferences) {
+  const GradCase& c = GetParam();
+  const Graph g = build_case(c);
+  std::size_t weights = 0;
+  for (const In& in : c.inputs) weights += in.kind == In::Diff;
+  EXPECT_EQ(testing::expect_gradients_match(g, "loss"), weights);
+}
+
+using I = std::vector<std::int64_t>;
+const In kLabels3{{3}, In::Labels, 0, 0, 0, {2, 0, 1}};
+
+const GradCase kCases[] = {
+    {"Add_broadcast", "Add", {}, {{{2, 3}}, {{3}}}},
+    {"Sub_broadcast", "Sub", {}, {{{2, 1, 3}}, {{4, 1}}}},
+    {"Mul_broadcast", "Mul", {}, {{{2, 3}}, {{2, 1}}}},
+    {"Div_broadcast", "Div", {}, {{{3, 2}}, {{2}, In::Diff, 0.5, 2.0}}},
+    {"Identity", "Identity", {}, {{{2, 3}}}},
+    {"Scale", "Scale", {{"alpha", -2.5}}, {{{4}}}},
+    {"Expand", "Expand", {{"shape", I{2, 3, 4}}}, {{{3, 1}}}},
+    {"SumToShape", "SumToShape", {{"shape", I{3, 1}}}, {{{2, 3, 4}}}},
+    {"MatMul_2d", "MatMul", {}, {{{3, 4}}, {{4, 2}}}},
+    {"MatMul_batch_broadcast", "MatMul", {}, {{{2, 1, 3, 4}}, {{3, 4, 2}}}},
+    {"MatMul_vector_matrix", "MatMul", {}, {{{4}}, {{2, 4, 3}}}},
+    {"MatMul_matrix_vector", "MatMul", {}, {{{2, 3, 4}}, {{4}}}},
+    {"Gemm_plain_bias_row", "Gemm", {}, {{{3, 4}}, {{4, 2}}, {{2}}}},
+    {"Gemm_transA", "Gemm", {{"transA", std::int64_t{1}}, {"alpha", 0.5}}, {{{4, 3}}, {{4, 2}}, {{3, 2}}}},
+    {"Gemm_transB_beta", "Gemm", {{"transB", std::int64_t{1}}, {"beta", 2.0}}, {{{3, 4}}, {{2, 4}}, {{3, 1}}}},
+    {"Gemm_transAB_scalar_bias", "Gemm", {{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}},
+     {{{4, 3}}, {{2, 4}}, {{}}}},
+    {"Conv_stride_pad_bias", "Conv", {{"strides", I{2, 2}}, {"pads", I{1, 0, 1, 1}}},
+     {{{2, 3, 5, 5}}, {{4, 3, 3, 2}}, {{4}}}},
+    {"Conv_group_dilation", "Conv", {{"group", std::int64_t{2}}, {"dilations", I{2, 1}}, {"pads", I{1, 1, 1, 1}}},
+     {{{1, 4, 6, 5}}, {{2, 2, 2, 3}}}},
+    {"Conv_same_upper", "Conv", {{"auto_pad", std::string("SAME_UPPER")}, {"strides", I{2, 1}}},
+     {{{1, 2, 5, 4}}, {{3, 2, 2, 2}}}},
+    {"Relu", "Relu", {}, {{{3, 4}, In::Diff, -1, 1, 0.05}}},
+    {"Gelu_erf", "Gelu", {}, {{{3, 4}, In::Diff, -3, 3}}},
+    {"Gelu_tanh", "Gelu", {{"approximate", std::string("tanh")}}, {{{3, 4}, In::Diff, -3, 3}}},
+    {"Sigmoid", "Sigmoid", {}, {{{3, 4}, In::Diff, -4, 4}}},
+    {"Tanh", "Tanh", {}, {{{3, 4}, In::Diff, -2, 2}}},
+    {"Softmax_axis1", "Softmax", {{"axis", std::int64_t{1}}}, {{{2, 3, 4}, In::Diff, -2, 2}}},
+    {"LogSoftmax_last", "LogSoftmax", {}, {{{2, 5}, In::Diff, -2, 2}}},
+    {"LayerNorm_last_axis", "LayerNormalization", {}, {{{3, 5}}, {{5}}, {{5}}}},
+    {"LayerNorm_axis1_broadcast_scale", "LayerNormalization", {{"axis", std::int64_t{1}}, {"epsilon", 1e-3}},
+     {{{2, 3, 4}}, {{3, 1}}, {{4}}}},
+    {"LayerNorm_no_bias", "LayerNormalization", {}, {{{4, 3}}, {{3}}}},
+    {"BatchNorm_inference", "BatchNormalization", {},
+     {{{2, 3, 2, 2}}, {{3}}, {{3}}, {{3}, In::Const}, {{3}, In::Const, 0.5, 1.5}}},
+    {"BatchNorm_training", "BatchNormalization", {{"training_mode", std::int64_t{1}}},
+     {{{3, 2, 2, 2}}, {{2}}, {{2}}, {{2}, In::Const}, {{2}, In::Const, 0.5, 1.5}}},
+    {"MaxPool_pads", "MaxPool", {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 0, 0}}},
+     {{{1, 2, 5, 5}}}},
+    {"MaxPool_overlap_1d", "MaxPool", {{"kernel_shape", I{3}}, {"strides", I{1}}}, {{{2, 2, 7}}}},
+    {"AveragePool_excl_pad", "AveragePool", {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}},
+     {{{1, 2, 5, 5}}}},
+    {"AveragePool_incl_pad_ceil", "AveragePool",
+     {{"kernel_shape", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", std::int64_t{1}},
+      {"ceil_mode", std::int64_t{1}}, {"strides", I{2, 2}}},
+     {{{1, 1, 4, 5}}}},
+    {"GlobalAveragePool", "GlobalAveragePool", {}, {{{2, 3, 3, 2}}}},
+    {"Reshape", "Reshape", {{"shape", I{0, -1}}}, {{{2, 3, 2}}}},
+    {"Flatten", "Flatten", {{"axis", std::int64_t{2}}}, {{{2, 3, 2, 2}}}},
+    {"Transpose", "Transpose", {{"perm", I{2, 0, 1}}}, {{{2, 3, 4}}}},
+    {"Concat", "Concat", {{"axis", std::int64_t{1}}}, {{{2, 1, 3}}, {{2, 2, 3}}, {{2, 3, 3}}}},
+    {"Slice_negative_step", "Slice",
+     {{"starts", I{-1, 1}}, {"ends", I{-100, 5}}, {"axes", I{0, 2}}, {"steps", I{-2, 2}}}, {{{5, 2, 6}}}},
+    {"ReduceSum_drop_axis", "ReduceSum", {{"axes", I{1}}, {"keepdims", std::int64_t{0}}}, {{{2, 3, 4}}}},
+    {"ReduceMean_keep", "ReduceMean", {{"axes", I{0, -1}}}, {{{2, 3, 4}}}},
+    {"ReduceMean_all", "ReduceMean", {{"keepdims", std::int64_t{0}}}, {{{2, 3}}}},
+    {"CrossEntropy_mean", "SoftmaxCrossEntropyLoss", {}, {{{3, 4}, In::Diff, -2, 2}, kLabels3}},
+    {"CrossEntropy_weights_ignore", "SoftmaxCrossEntropyLoss", {{"ignore_index", std::int64_t{1}}},
+     {{{3, 4}, In::Diff, -2, 2}, kLabels3, {{4}, In::Const, 0.5, 2.0}}},
+    {"CrossEntropy_sum_3d", "SoftmaxCrossEntropyLoss", {{"reduction", std::string("sum")}},
+     {{{2, 3, 2}, In::Diff, -2, 2}, {{2, 2}, In::Labels, 0, 0, 0, {0, 2, 1, 1}}}},
+    {"CrossEntropy_none", "SoftmaxCrossEntropyLoss", {{"reduction", std::string("none")}},
+     {{{3, 4}, In::Diff, -2, 2}, kLabels3}},
+    {"MSELoss_mean", "MSELoss", {}, {{{3, 2}}, {{3, 2}}}},
+    {"MSELoss_none", "MSELoss", {{"reduction", std::string("none")}}, {{{4}}, {{4}}}},
+    {"Embedding_repeated_rows", "Embedding", {}, {{{5, 3}}, {{4}, In::Labels, 0, 0, 0, {1, 4, 1, -5}}}},
+    {"Gather_axis1", "Gather", {{"axis", std::int64_t{1}}}, {{{2, 4, 3}}, {{2, 2}, In::Labels, 0, 0, 0, {3, 0, 0, 2}}}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpGradient, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<GradCase>& i) { return i.param.name; });
+
+TEST(OpGradientErrors, NoGradientDefinitionOnPathIsAnError) {
+  Graph g("sgd_in_path");
+  std::mt19937_64 rng(3);
+  g.add_initializer("p", random_f64({3}, rng), TensorKind::Weight);
+  g.add_initializer("gr", random_f64({3}, rng), TensorKind::Constant);
+  Op upd;
+  upd.name = "upd";
+  upd.type = "SgdUpdate";
+  upd.inputs = {"p", "gr"};
+  upd.outputs = {"q"};
+  g.add_op(upd);
+  Op sum;
+  sum.name = "sum";
+  sum.type = "ReduceSum";
+  sum.inputs = {"q"};
+  sum.outputs = {"loss"};
+  sum.attrs = {{"keepdims", std::int64_t{0}}};
+  g.add_op(sum);
+  // SgdUpdate has no gradient, so the loss does not depend on anything that needs one.
+  EXPECT_THROW(append_backward(g, "loss"), GraphError);
+}
+
+TEST(OpGradientErrors, LossMustBeAScalar) {
+  Graph g("vector_loss");
+  std::mt19937_64 rng(4);
+  g.add_initializer("w", random_f64({3}, rng), TensorKind::Weight);
+  Op relu;
+  relu.name = "relu";
+  relu.type = "Relu";
+  relu.inputs = {"w"};
+  relu.outputs = {"y"};
+  g.add_op(relu);
+  try {
+    append_backward(g, "y");
+    FAIL() << "expected an error";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("scalar"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace probelab::graph

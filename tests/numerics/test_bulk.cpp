@@ -1,0 +1,243 @@
+// Bulk paths are bit-identical to the scalar paths: values, flag unions and first indices.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "chip_model/numerics/arith.h"
+#include "chip_model/numerics/bf16.h"
+#include "chip_model/numerics/bulk.h"
+#include "chip_model/numerics/fp16.h"
+#include "tests/numerics/common.h"
+
+namespace probelab::num {
+namespace {
+
+using testing::kModes;
+using testing::mode_name;
+
+// Accumulates the scalar results into the report a bulk call must produce.
+struct Expect {
+  BulkReport rep;
+  void add(Flags f, std::size_t i) {
+    if (f.any()) rep.raise(f, static_cast<std::int64_t>(i));
+  }
+};
+
+void expect_same(const BulkReport& got, const BulkReport& want, const std::string& what) {
+  EXPECT_EQ(got.flags, want.flags) << what << ": " << to_string(got.flags) << " vs " << to_string(want.flags);
+  for (Flag f : kAllFlags) EXPECT_EQ(got.first_index(f), want.first_index(f)) << what << " " << flag_name(f);
+}
+
+// Mostly plain FP32 values in the FP16 range (vector path) with rare specials, so that both the
+// vector blocks and the scalar fallback run.
+std::vector<float> mixed_f32(std::size_t n, std::uint64_t seed, float scale) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = u(rng) * scale;
+    const auto r = rng() % 1000;
+    if (r == 0) x = NAN;
+    else if (r == 1) x = -INFINITY;
+    else if (r == 2) x = 1e-6f;     // FP16 subnormal result
+    else if (r == 3) x = 7e4f;      // FP16 overflow
+    else if (r == 4) x = 1e-40f;    // FP32 subnormal
+    else if (r == 5) x = std::bit_cast<float>(0x7F800001u);  // signaling NaN
+    else if (r == 6) x = 0.0f;
+    else if (r == 7) x = 3e38f;     // BF16 overflow after rounding
+  }
+  return v;
+}
+
+template <class T>
+std::vector<T> to16(const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<T, f16>) out[i] = to_f16(v[i]).value;
+    else out[i] = to_bf16(v[i]).value;
+  }
+  return out;
+}
+
+TEST(Bulk, ConvertMatchesScalar) {
+  for (const Mode& m : kModes) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{1001}, std::size_t{65541}}) {
+      const std::vector<float> x = mixed_f32(n, n + 3, n % 2 ? 1000.0f : 1e-3f);
+      std::vector<f16> h(n);
+      std::vector<bf16> b(n);
+      const BulkReport rh = convert(x, std::span<f16>(h), m);
+      const BulkReport rb = convert(x, std::span<bf16>(b), m);
+      Expect eh, eb;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Result<f16> sh = to_f16(x[i], m);
+        const Result<bf16> sb = to_bf16(x[i], m);
+        ASSERT_EQ(h[i].bits, sh.value.bits) << i << " " << x[i] << " " << mode_name(m);
+        ASSERT_EQ(b[i].bits, sb.value.bits) << i << " " << x[i] << " " << mode_name(m);
+        eh.add(sh.flags, i);
+        eb.add(sb.flags, i);
+      }
+      expect_same(rh, eh.rep, "f32->f16 " + mode_name(m));
+      expect_same(rb, eb.rep, "f32->bf16 " + mode_name(m));
+      // and back
+      std::vector<float> wh(n), wb(n);
+      const BulkReport rwh = convert(std::span<const f16>(h), std::span<float>(wh), m);
+      const BulkReport rwb = convert(std::span<const bf16>(b), std::span<float>(wb), m);
+      Expect ewh, ewb;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Result<float> sh = to_f32(h[i], m);
+        const Result<float> sb = to_f32(b[i], m);
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(wh[i]), std::bit_cast<std::uint32_t>(sh.value)) << i;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(wb[i]), std::bit_cast<std::uint32_t>(sb.value)) << i;
+        ewh.add(sh.flags, i);
+        ewb.add(sb.flags, i);
+      }
+      expect_same(rwh, ewh.rep, "f16->f32 " + mode_name(m));
+      expect_same(rwb, ewb.rep, "bf16->f32 " + mode_name(m));
+    }
+  }
+}
+
+template <class T>
+Result<T> scalar(BinaryOp op, T a, T b, const Mode& m) {
+  switch (op) {
+    case BinaryOp::Add: return add(a, b, m);
+    case BinaryOp::Sub: return sub(a, b, m);
+    case BinaryOp::Mul: return mul(a, b, m);
+    case BinaryOp::Div: return div(a, b, m);
+    case BinaryOp::Min: return min(a, b, m);
+    default: return max(a, b, m);
+  }
+}
+template <class T>
+std::uint32_t bits(T x) {
+  if constexpr (std::is_same_v<T, float>) return std::bit_cast<std::uint32_t>(x);
+  else return x.bits;
+}
+
+template <class T>
+void elementwise_case(const std::vector<T>& a, const std::vector<T>& b, const Mode& m, const std::string& what) {
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max}) {
+    std::vector<T> out(a.size());
+    const BulkReport rep = elementwise(op, std::span<const T>(a), std::span<const T>(b), std::span<T>(out), m);
+    Expect e;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const Result<T> s = scalar(op, a[i], b[i], m);
+      ASSERT_EQ(bits(out[i]), bits(s.value)) << what << " " << to_string(op) << " at " << i << " " << mode_name(m);
+      e.add(s.flags, i);
+    }
+    expect_same(rep, e.rep, what + " " + to_string(op) + " " + mode_name(m));
+  }
+}
+
+TEST(Bulk, ElementwiseMatchesScalar) {
+  const std::size_t n = 20'003;
+  for (const Mode& m : kModes) {
+    for (float scale : {1.0f, 300.0f, 1e-4f}) {
+      const std::vector<float> x = mixed_f32(n, 11, scale);
+      std::vector<float> y = mixed_f32(n, 12, scale);
+      for (std::size_t i = 0; i < n; i += 97) y[i] = -x[i];  // exact cancellations
+      elementwise_case(to16<f16>(x), to16<f16>(y), m, "f16");
+      elementwise_case(to16<bf16>(x), to16<bf16>(y), m, "bf16");
+      elementwise_case(x, y, m, "f32");
+    }
+  }
+}
+
+// Normal-only 16-bit patterns over the whole exponent range: many blocks are plain, others have
+// results at the overflow/underflow boundaries.
+TEST(Bulk, ElementwiseNormalPatterns) {
+  std::mt19937_64 rng(77);
+  for (const int ebits : {5, 8}) {
+    const int fbits = 15 - ebits;
+    const std::uint32_t emax = (1u << ebits) - 2;
+    auto gen = [&](std::size_t n, std::uint32_t elo, std::uint32_t ehi) {
+      std::vector<std::uint16_t> v(n);
+      for (auto& x : v) {
+        const auto u = rng();
+        const std::uint32_t e = elo + static_cast<std::uint32_t>(u % (ehi - elo + 1));
+        x = static_cast<std::uint16_t>(((u >> 20) & 0x8000u) | (e << fbits) | ((u >> 32) & ((1u << fbits) - 1)));
+      }
+      return v;
+    };
+    for (const auto& range : {std::pair<std::uint32_t, std::uint32_t>{1, emax}, {1, 4}, {emax - 3, emax}}) {
+      const auto a = gen(4096, range.first, range.second);
+      const auto b = gen(4096, range.first, range.second);
+      for (const Mode& m : kModes) {
+        if (ebits == 5) {
+          std::vector<f16> x(a.size()), y(b.size());
+          for (std::size_t i = 0; i < a.size(); ++i) { x[i].bits = a[i]; y[i].bits = b[i]; }
+          elementwise_case(x, y, m, "f16 normals");
+        } else {
+          std::vector<bf16> x(a.size()), y(b.size());
+          for (std::size_t i = 0; i < a.size(); ++i) { x[i].bits = a[i]; y[i].bits = b[i]; }
+          elementwise_case(x, y, m, "bf16 normals");
+          std::vector<float> fx(a.size()), fy(b.size());
+          for (std::size_t i = 0; i < a.size(); ++i) {
+            fx[i] = std::bit_cast<float>((static_cast<std::uint32_t>(a[i]) << 16) | static_cast<std::uint32_t>(rng() & 0xFFFF));
+            fy[i] = std::bit_cast<float>((static_cast<std::uint32_t>(b[i]) << 16) | static_cast<std::uint32_t>(rng() & 0xFFFF));
+          }
+          elementwise_case(fx, fy, m, "f32 normals");
+        }
+      }
+    }
+  }
+}
+
+TEST(Bulk, ElementwiseInPlace) {
+  std::vector<f16> a = to16<f16>(mixed_f32(1000, 5, 10.0f));
+  const std::vector<f16> b = to16<f16>(mixed_f32(1000, 6, 10.0f));
+  std::vector<f16> want(a.size());
+  (void)elementwise(BinaryOp::Mul, std::span<const f16>(a), std::span<const f16>(b), std::span<f16>(want));
+  (void)elementwise(BinaryOp::Mul, std::span<const f16>(a), std::span<const f16>(b), std::span<f16>(a));
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].bits, want[i].bits);
+}
+
+TEST(Bulk, ScanCountsAndFirstIndices) {
+  std::vector<float> x = mixed_f32(10'007, 21, 1.0f);
+  const std::vector<f16> h = to16<f16>(x);
+  const std::vector<bf16> b = to16<bf16>(x);
+  auto check = [](const ScanReport& r, auto&& is_nan, auto&& is_inf, auto&& is_sub, std::size_t n) {
+    ScanReport e;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto idx = static_cast<std::int64_t>(i);
+      if (is_nan(i)) { ++e.nan_count; if (e.first_nan < 0) e.first_nan = idx; }
+      if (is_inf(i)) { ++e.inf_count; if (e.first_inf < 0) e.first_inf = idx; }
+      if (is_sub(i)) { ++e.subnormal_count; if (e.first_subnormal < 0) e.first_subnormal = idx; }
+    }
+    EXPECT_GT(e.nan_count, 0);
+    EXPECT_EQ(r.nan_count, e.nan_count);
+    EXPECT_EQ(r.inf_count, e.inf_count);
+    EXPECT_EQ(r.subnormal_count, e.subnormal_count);
+    EXPECT_EQ(r.first_nan, e.first_nan);
+    EXPECT_EQ(r.first_inf, e.first_inf);
+    EXPECT_EQ(r.first_subnormal, e.first_subnormal);
+  };
+  check(scan(std::span<const float>(x)), [&](std::size_t i) { return std::isnan(x[i]); },
+        [&](std::size_t i) { return std::isinf(x[i]); },
+        [&](std::size_t i) { return std::fpclassify(x[i]) == FP_SUBNORMAL; }, x.size());
+  check(scan(std::span<const f16>(h)), [&](std::size_t i) { return is_nan(h[i]); },
+        [&](std::size_t i) { return is_inf(h[i]); }, [&](std::size_t i) { return is_subnormal(h[i]); }, h.size());
+  check(scan(std::span<const bf16>(b)), [&](std::size_t i) { return is_nan(b[i]); },
+        [&](std::size_t i) { return is_inf(b[i]); }, [&](std::size_t i) { return is_subnormal(b[i]); }, b.size());
+  EXPECT_TRUE(scan(std::span<const float>()).clean());
+}
+
+TEST(Bulk, BadArgumentsThrow) {
+  std::vector<float> x(8);
+  std::vector<f16> h(7);
+  EXPECT_THROW(convert(x, std::span<f16>(h)), std::invalid_argument);
+  std::vector<f16> a(8), b(8), o(8);
+  EXPECT_THROW(elementwise(static_cast<BinaryOp>(9), std::span<const f16>(a), std::span<const f16>(b), std::span<f16>(o)),
+               std::invalid_argument);
+  EXPECT_THROW(elementwise(BinaryOp::Add, std::span<const f16>(a), std::span<const f16>(h), std::span<f16>(o)),
+               std::invalid_argument);
+  const Mode bad{static_cast<OverflowMode>(5), DenormalMode::Preserve};
+  EXPECT_THROW(convert(x, std::span<f16>(o), bad), std::invalid_argument);
+  EXPECT_THROW(add(f16{}, f16{}, bad), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace probelab::num

@@ -1,0 +1,138 @@
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/npy.h"
+#include "probe_test_util.h"
+#include "probes/capture_drain.h"
+#include "probes/dump_writer.h"
+
+using namespace probe_test;
+namespace fs = std::filesystem;
+using probes::DumpEntry;
+using probes::DumpWriter;
+
+namespace {
+
+DumpEntry meta(const char* op, std::uint32_t step) {
+  DumpEntry e;
+  e.op = op;
+  e.op_id = 3;
+  e.tensor = std::string(op) + ":0";
+  e.step = step;
+  e.trigger = "capture";
+  return e;
+}
+
+nlohmann::json manifest(const fs::path& dir) {
+  std::ifstream in(dir / "dump.json");
+  return nlohmann::json::parse(in);
+}
+
+bool no_tmp_files(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().extension() == ".tmp") return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(Dump, NpyFilesAndManifest) {
+  auto dir = temp_dir("dump_plain");
+  DumpWriter w(dir, {}, 2);
+  auto t = f16({2, 3}, {1, -2, 3.5f, 0, 65504, -0.25f});
+  const auto& e = w.write_tensor(meta("layer1/fc1", 4), t);
+  EXPECT_EQ(e.file, "step4/layer1.fc1.out0.npy");
+  EXPECT_EQ(e.rank, 2u);
+  ASSERT_TRUE(e.stats);
+  EXPECT_DOUBLE_EQ(e.stats->max, 65504.0);
+  w.add_entry([] {
+    DumpEntry s = meta("relu", 4);
+    spec::CaptureStats st;
+    st.mean = 0.5;
+    s.stats = st;
+    s.payload = "statistics";
+    return s;
+  }());
+  w.write_manifest();
+  // the .npy is readable and bit-identical
+  graph::Tensor back = graph::read_npy((dir / e.file).string());
+  EXPECT_EQ(back, t);
+  auto j = manifest(dir);
+  ASSERT_EQ(j["entries"].size(), 2u);
+  const auto& je = j["entries"][0];
+  EXPECT_EQ(je["op"], "layer1/fc1");
+  EXPECT_EQ(je["tensor"], "layer1/fc1:0");
+  EXPECT_EQ(je["step"], 4);
+  EXPECT_EQ(je["rank"], 2);
+  EXPECT_EQ(je["dtype"], "float16");
+  EXPECT_EQ(je["shape"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(je["format"], "ND");
+  EXPECT_EQ(je["statistics"]["max"], 65504.0);
+  EXPECT_EQ(je["crc32"], fmt::format("{:08x}", probes::crc32(probes::read_file_bytes(dir / e.file))));
+  EXPECT_EQ(je["data_crc32"], fmt::format("{:08x}", probes::crc32(t.bytes())));
+  EXPECT_FALSE(j["entries"][1].contains("file"));
+  EXPECT_EQ(j["entries"][1]["statistics"]["mean"], 0.5);
+  EXPECT_EQ(probes::load_dump(dir, j, je), t);
+  EXPECT_TRUE(no_tmp_files(dir));
+  // corruption of a stored file is detected on load
+  {
+    std::fstream f(dir / e.file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  EXPECT_THROW(probes::load_dump(dir, j, je), std::runtime_error);
+}
+
+TEST(Dump, ZstdAndDeltaRoundTrip) {
+  auto dir = temp_dir("dump_zstd_delta");
+  probes::OutputOptions o;
+  o.zstd = true;
+  o.delta = true;
+  DumpWriter w(dir, o, 0);
+  // a slowly changing weight-like tensor: 5% of the elements change between captures
+  std::vector<float> v(4096);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i) * 0.01f);
+  std::vector<graph::Tensor> versions;
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = static_cast<std::size_t>(step); i < v.size(); i += 20) v[i] += 0.125f;
+    versions.push_back(graph::Tensor::from_f32({64, 64}, v, graph::DType::F32));
+    w.write_tensor(meta("w", static_cast<std::uint32_t>(step)), versions.back());
+  }
+  w.write_manifest();
+  auto j = manifest(dir);
+  ASSERT_EQ(j["entries"].size(), 3u);
+  EXPECT_EQ(j["entries"][0]["encoding"], "raw");
+  EXPECT_EQ(j["entries"][1]["encoding"], "xor_delta");
+  EXPECT_EQ(j["entries"][1]["delta_base"], j["entries"][0]["file"]);
+  EXPECT_EQ(j["entries"][2]["delta_base"], j["entries"][1]["file"]);
+  EXPECT_EQ(j["entries"][1]["compression"], "zstd");
+  EXPECT_TRUE(j["entries"][1]["file"].get<std::string>().ends_with(".npy.zst"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(probes::load_dump(dir, j, j["entries"][i]), versions[static_cast<std::size_t>(i)]) << i;
+  // deltas of a mostly unchanged tensor compress far better than the raw first capture
+  double raw = j["entries"][0]["raw_bytes"].get<double>();
+  double first = j["entries"][0]["file_bytes"].get<double>();
+  double delta = j["entries"][2]["file_bytes"].get<double>();
+  EXPECT_GT(raw / delta, 5.0) << "delta ratio";
+  EXPECT_LT(delta, first / 3);
+  EXPECT_EQ(w.files(), 3u);
+  EXPECT_TRUE(no_tmp_files(dir));
+}
+
+TEST(Dump, Bf16IsStoredWidenedAndNamesNeverCollide) {
+  auto dir = temp_dir("dump_bf16");
+  DumpWriter w(dir, {}, 0);
+  std::vector<float> v{1.0f, -2.5f, 3.0e38f, 0.0f};
+  auto t = graph::Tensor::from_f32({4}, v, graph::DType::BF16);
+  const auto& e1 = w.write_tensor(meta("a", 0), t);
+  const auto& e2 = w.write_tensor(meta("a", 0), t);  // same edge, same step (e.g. capture + break dump)
+  EXPECT_NE(e1.file, e2.file);
+  EXPECT_EQ(e2.dtype, graph::DType::BF16);
+  w.write_manifest();
+  auto j = manifest(dir);
+  auto back = probes::load_dump(dir, j, j["entries"][0]);
+  EXPECT_EQ(back.dtype(), graph::DType::F32);
+  EXPECT_EQ(back.to_f32(), t.to_f32());
+}
