@@ -21,20 +21,20 @@ struct CoreState {
   std::vector<std::uint64_t> vec_end, store_end;
   std::size_t next_load = 0, next_comp = 0, next_store = 0;
   std::uint64_t vec_free = 0;
+  std::uint64_t load_issue_free = 0, store_issue_free = 0;  // MTE ready for the next request
 
   std::size_t n() const { return steps->size(); }
   std::uint64_t load_ready(std::uint64_t t0) const {
     const std::size_t i = next_load;
     if (i >= 2 && comp_end[i - 2] == kUnknown) return kUnknown;
-    std::uint64_t r = t0;
-    if (i >= 1) r = std::max(r, load_end[i - 1]);
+    std::uint64_t r = std::max(t0, load_issue_free);
     if (i >= 2) r = std::max(r, comp_end[i - 2]);
     return r;
   }
   std::uint64_t store_ready() const {
     const std::size_t j = next_store;
     if (vec_end[j] == kUnknown) return kUnknown;
-    return j >= 1 ? std::max(vec_end[j], store_end[j - 1]) : vec_end[j];
+    return std::max(vec_end[j], store_issue_free);
   }
 };
 
@@ -79,8 +79,11 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     }
     s.vec_end.assign(s.tile_first.size(), kUnknown);
     s.store_end.assign(s.tile_first.size(), kUnknown);
-    s.vec_free = t0;
+    s.vec_free = s.load_issue_free = s.store_issue_free = t0;
   }
+  auto issue_free = [&](std::uint64_t start, std::uint64_t end, bool hbm_used) {
+    return hbm_used && end >= start + opt.hbm_latency_ps ? end - opt.hbm_latency_ps : end;
+  };
 
   // Resolves every compute of core c whose inputs are known.
   auto advance = [&](std::size_t c) {
@@ -162,6 +165,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
         track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
         if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
       }
+      s.store_issue_free = issue_free(best_t, end, step.store_bytes > 0);
       s.store_end[s.next_store++] = end;
       res.end_ps = std::max(res.end_ps, end);
     } else {
@@ -178,10 +182,16 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
           hbm_bytes += l.hbm_bytes;
         }
       }
-      std::uint64_t end = best_t + transfer_ps(l2_bytes, opt.l2_gbps);
-      if (hbm_bytes > 0)
-        end = std::max(end, ChipClock::to_ps(hbm.transfer(addr, hbm_bytes, ChipClock::from_ps(best_t), HbmClient::Core,
-                                                          false, opt.mte_gbps)));
+      const std::uint64_t l2_end = best_t + transfer_ps(l2_bytes, opt.l2_gbps);
+      std::uint64_t end = l2_end;
+      if (hbm_bytes > 0) {
+        const std::uint64_t hbm_end = ChipClock::to_ps(
+            hbm.transfer(addr, hbm_bytes, ChipClock::from_ps(best_t), HbmClient::Core, false, opt.mte_gbps));
+        end = std::max(end, hbm_end);
+        s.load_issue_free = std::max(l2_end, issue_free(best_t, hbm_end, true));
+      } else {
+        s.load_issue_free = l2_end;
+      }
       res.hbm_read_bytes += hbm_bytes;
       res.l2_read_bytes += l2_bytes;
       if (end > best_t) {

@@ -11,6 +11,8 @@
 // Loads and stores are charged on the shared HBM model (Hbm::transfer, client Core, the core's
 // MTE port rate) in increasing time order over all cores, so cores contend with each other and
 // with every other HBM initiator; loads that hit the L2 (tiling.h) only take the L2 port time.
+// The MTEs keep requests in flight: a core's next load (store) may be issued once the previous
+// one has finished moving its bytes; the HBM latency only delays the data's arrival.
 // The simulation runs inside the calling SC_THREAD and wait()s whenever its next request lies
 // more than one quantum ahead of SystemC time, so other initiators interleave at quantum grain.
 #pragma once
@@ -52,6 +54,7 @@ struct PipelineOptions {
   std::uint32_t clock_mhz = 1000;
   double mte_gbps = 0;     // core MTE port, GB/s
   double l2_gbps = 0;      // core L2 read port, GB/s
+  std::uint64_t hbm_latency_ps = 0;  // part of an HBM transfer's time that later requests overlap
   sc_core::sc_time quantum = sc_core::SC_ZERO_TIME;
   bool record_spans = false;
 };

@@ -17,7 +17,8 @@ enum class DType : std::uint8_t { F32, F16, BF16, I32, I64, Bool, F64 };
 std::size_t dtype_size(DType t);
 /// Lower-case name as used in files: "float32", "float16", "bfloat16", "int32", "int64", "bool", "float64".
 std::string_view dtype_name(DType t);
-/// Parses the names above plus the short forms "fp32", "fp16", "bf16", "f32", "f16", "f64", "fp64".
+/// Parses the names above plus the short forms "fp32", "fp16", "bf16", "f32", "f16", "f64", "fp64",
+/// "i32", "i64", "double".
 std::optional<DType> parse_dtype(std::string_view s);
 bool is_float(DType t);
 

@@ -9,7 +9,7 @@
 //   Conv2d -> Conv, LayerNorm -> LayerNormalization, BatchNorm -> BatchNormalization,
 //   AvgPool -> AveragePool, CrossEntropyLoss -> SoftmaxCrossEntropyLoss, Embedding -> Gather.
 // Ops ONNX lacks: MSELoss, Scale (y = alpha * x), SumToShape (sum a broadcast tensor back to a
-// shape), SgdUpdate, AdamUpdate, and the backward ops (OpDef::backward == true): MatMulGradA,
+// shape; used by gradients of broadcasting ops), SgdUpdate, AdamUpdate, and the backward ops (OpDef::backward == true): MatMulGradA,
 // MatMulGradB, ConvGradInput, ConvGradWeight, ReluGrad, GeluGrad, SigmoidGrad, TanhGrad,
 // SoftmaxGrad, LogSoftmaxGrad, LayerNormalizationGrad, BatchNormalizationGrad, MaxPoolGrad,
 // AveragePoolGrad, SliceGrad, GatherGrad, SoftmaxCrossEntropyLossGrad, MSELossGrad.

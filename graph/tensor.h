@@ -16,8 +16,8 @@ namespace probelab::graph {
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(TensorDesc desc);  // zero-filled
-  Tensor(TensorDesc desc, std::vector<std::byte> bytes);  // throws if the size does not match
+  explicit Tensor(TensorDesc desc);  // zero-filled, physical_nbytes(desc) bytes (graph/format.h)
+  Tensor(TensorDesc desc, std::vector<std::byte> bytes);  // throws GraphError if the size does not match
 
   const TensorDesc& desc() const { return desc_; }
   DType dtype() const { return desc_.dtype; }
@@ -33,10 +33,14 @@ class Tensor {
   template <class T> std::span<T> data();
   template <class T> std::span<const T> data() const;
 
-  /// Converts a logical (ND/NCHW-laid-out) tensor to FP32 / FP64 element values (FP16/BF16 exactly).
+  /// Element values in logical row-major order (tensors in NHWC/private formats are read through
+  /// their layout, padding skipped). FP16/BF16 widen exactly (via chip_model/numerics); integers are
+  /// cast; to_f32 of FP64 rounds to nearest even.
   std::vector<float> to_f32() const;
   std::vector<double> to_f64() const;
-  /// Builds a tensor of dtype `t` from FP32 values, rounding to nearest even (FP16/BF16).
+  /// Builds an ND tensor of dtype `t` from values in row-major order. Floats round once to nearest
+  /// even (FP64 -> FP16/BF16 directly, no double rounding); integer dtypes truncate toward zero;
+  /// Bool stores v != 0. Throws GraphError when the value count does not match the shape.
   static Tensor from_f32(const Shape& shape, std::span<const float> v, DType t = DType::F32);
   static Tensor from_f64(const Shape& shape, std::span<const double> v, DType t = DType::F64);
 

@@ -290,6 +290,7 @@ ExecutorResult Executor::run() {
       t.task_id = next_task_id_++;
       t.op_id = id;
       t.kind = c.kind;
+      t.kernel = spec::kKernelOpArgs;
       t.args_addr = c.args_addr;
       t.args_size = c.args_size;
       t.step = s;

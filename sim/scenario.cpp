@@ -310,10 +310,11 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
     for (const auto& item : inj->items()) {
       if (!item.is_map()) item.fail("an injection descriptor mapping with a 'kind'", item.describe());
       InjectionSpec spec{item["kind"].str(), item.node(), item};
-      if (auto st = item.get("step"); st && st->is_scalar())
+      // Plain integer sites are checked here; lists, ranges and "all" by the injector registry.
+      if (auto st = item.get("step"); st && st->is_scalar() && is_index(st->str()))
         if (st->integer(0) >= s.steps)
           st->fail(fmt::format("a step below steps ({})", s.steps), st->describe());
-      if (auto rk = item.get("rank"); rk && rk->is_scalar())
+      if (auto rk = item.get("rank"); rk && rk->is_scalar() && is_index(rk->str()))
         if (rk->integer(0) >= s.ranks)
           rk->fail(fmt::format("a rank below ranks ({})", s.ranks), rk->describe());
       s.injections.push_back(std::move(spec));

@@ -61,7 +61,8 @@ json simulate(const SimRequest& req) {
   PlatformOptions po;
   po.chip = run.chip;
   po.ranks = ranks;
-  po.make_cores = ai_core_factory();
+  auto cores = std::make_shared<AiCoreSet>();
+  po.make_cores = ai_core_factory(cores);
   po.trace = &trace;
   Platform platform("platform", po);
 
@@ -166,14 +167,16 @@ json simulate(const SimRequest& req) {
   res["tasks"] = tasks;
   res["losses"] = w.loss.empty() ? json(nullptr) : losses;
 
-  if (trace.enabled()) {
+  {
     std::vector<const graph::Graph*> graphs;
-    for (const auto& rs : st) graphs.push_back(&rs.graph);
-    res["ops"] = op_cycles(trace, graphs, clock);
-    trace.write_file((req.out_dir / "trace.json").string());
-  } else {
-    res["ops"] = nullptr;
+    std::vector<const std::vector<chip::OpRecord>*> records;
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      graphs.push_back(&st[r].graph);
+      records.push_back(r < cores->by_rank.size() && cores->by_rank[r] ? &cores->by_rank[r]->records() : nullptr);
+    }
+    res["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, clock);
   }
+  if (trace.enabled()) trace.write_file((req.out_dir / "trace.json").string());
 
   if (probes_on) {
     std::vector<const probes::ProbeRuntime*> rts;

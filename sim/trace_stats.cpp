@@ -9,26 +9,36 @@ namespace probelab::sim {
 
 using nlohmann::json;
 
-json op_cycles(const chip::Trace& trace, const std::vector<const graph::Graph*>& graphs, const chip::ChipClock& clock) {
+json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, const std::vector<const graph::Graph*>& graphs,
+               const chip::Trace* trace, const chip::ChipClock& clock) {
   struct Acc {
-    std::uint64_t tasks = 0, ps = 0, probe_tasks = 0, probe_ps = 0;
+    std::uint64_t tasks = 0, cycles = 0, probe_tasks = 0, probe_ps = 0, collective_ps = 0;
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, Acc> acc;  // (rank, op id)
-  const json doc = json::parse(trace.to_json_string());
-  for (const auto& e : doc.at("traceEvents")) {
-    if (e.value("ph", "") != "X" || e.value("cat", "") != "task" || !e.contains("args")) continue;
-    const auto pid = e.value("pid", 0u);
-    if (pid >= graphs.size() || !e["args"].contains("op_id")) continue;
-    const auto op = e["args"]["op_id"].get<std::uint32_t>();
-    const auto ps = static_cast<std::uint64_t>(std::llround(e.value("dur", 0.0) * 1e6));
-    const std::string name = e.value("name", "");
-    Acc& a = acc[{pid, op}];
-    if (name == "capture" || name == "breakpoint") {
-      ++a.probe_tasks;
-      a.probe_ps += ps;
-    } else if (name != "barrier") {
+  for (std::uint32_t r = 0; r < records.size(); ++r) {
+    if (!records[r]) continue;
+    for (const auto& rec : *records[r]) {
+      Acc& a = acc[{r, rec.op_id}];
       ++a.tasks;
-      a.ps += ps;
+      a.cycles += rec.cycles;
+    }
+  }
+  if (trace) {
+    const json doc = json::parse(trace->to_json_string());
+    for (const auto& e : doc.at("traceEvents")) {
+      if (e.value("ph", "") != "X" || e.value("cat", "") != "task" || !e.contains("args")) continue;
+      const auto pid = e.value("pid", 0u);
+      if (pid >= graphs.size() || !e["args"].contains("op_id")) continue;
+      const auto ps = static_cast<std::uint64_t>(std::llround(e.value("dur", 0.0) * 1e6));
+      const std::string name = e.value("name", "");
+      Acc& a = acc[{pid, e["args"]["op_id"].get<std::uint32_t>()}];
+      if (name == "capture" || name == "breakpoint") {
+        ++a.probe_tasks;
+        a.probe_ps += ps;
+      } else if (name == "collective") {
+        ++a.tasks;
+        a.collective_ps += ps;
+      }
     }
   }
   json out = json::array();
@@ -42,7 +52,7 @@ json op_cycles(const chip::Trace& trace, const std::vector<const graph::Graph*>&
                      {"type", op.type},
                      {"rank", r},
                      {"tasks", a.tasks},
-                     {"cycles", clock.ps_to_cycles(a.ps)},
+                     {"cycles", a.cycles + clock.ps_to_cycles(a.collective_ps)},
                      {"probe_tasks", a.probe_tasks},
                      {"probe_cycles", clock.ps_to_cycles(a.probe_ps)}});
     }

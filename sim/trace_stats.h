@@ -1,12 +1,13 @@
-// Device time per executed op, from the stream tracks of the recorded trace (every task the
-// stream engine runs is a span carrying its op id): kernel/collective tasks of an op and the
-// probe tasks (capture, breakpoint) observing it, per rank.
+// Device cycles per executed op: compute ops from the AI cores' op records (chip::OpRecord),
+// collectives and probe tasks (capture, breakpoint) from the stream tracks of the trace when one
+// was recorded (every task the stream engine runs is a span carrying its op id).
 #pragma once
 
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chip_model/ai_core.h"
 #include "chip_model/clock.h"
 #include "chip_model/trace.h"
 #include "graph/graph.h"
@@ -14,8 +15,10 @@
 namespace probelab::sim {
 
 /// [{op, type, rank, tasks, cycles, probe_tasks, probe_cycles}] in (rank, executed order);
-/// graphs[r] is rank r's executed graph (op ids as submitted).
-nlohmann::json op_cycles(const chip::Trace& trace, const std::vector<const graph::Graph*>& graphs,
+/// graphs[r] is rank r's executed graph (op ids as submitted), records[r] its AiCore's records
+/// (may be null), `trace` may be null (then collectives and probe tasks count 0 cycles).
+nlohmann::json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records,
+                         const std::vector<const graph::Graph*>& graphs, const chip::Trace* trace,
                          const chip::ChipClock& clock);
 
 }  // namespace probelab::sim

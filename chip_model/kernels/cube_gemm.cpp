@@ -27,6 +27,8 @@ num::GemmOptions gemm_options(const AccumulationMode& acc, const num::Mode& mode
       throw std::runtime_error("Cube: split-K with an FP16 accumulator is not modelled (use FP32 accumulation)");
   } else if (acc.acc_dtype == graph::DType::F32) {
     o.accum = num::Accum::Fp32;
+    // The FP32 L0C result is returned as IEEE; saturation applies at the output conversion.
+    if (acc.split_k_chunk == 0) o.mode.overflow = num::OverflowMode::InfNan;
   } else {
     throw std::runtime_error(fmt::format("Cube: accumulation dtype {} is not modelled (float32 or float16)",
                                          graph::dtype_name(acc.acc_dtype)));

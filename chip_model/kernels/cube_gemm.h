@@ -34,7 +34,9 @@ num::GemmOptions gemm_options(const AccumulationMode& acc, const num::Mode& mode
 ///  - F16/BF16 operands: numerics::gemm with FP32 output (see numerics/gemm.h for the order and
 ///    the accumulation modes); the returned flags are those of the accumulation (the output
 ///    conversion is the caller's, through the Mode, which gives the bits numerics::gemm would
-///    deliver directly).
+///    deliver directly). With FP32 accumulation the result is delivered in INF_NAN mode (the
+///    Mode's saturation applies at the output conversion, so Inf/NaN stay visible to detection);
+///    FP16 accumulators and split-K partials go through the full Mode at every step.
 ///  - F32 operands: acc = fma(a(m,k), b(k,n), acc) for k = 0..K-1 from +0, no flags.
 /// Indices of the returned report are m * N + n.
 num::BulkReport cube_gemm(std::int64_t M, std::int64_t N, std::int64_t K, const CubeOperand& a, const CubeOperand& b,

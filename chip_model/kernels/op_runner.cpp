@@ -60,7 +60,7 @@ bool TensorFlags::any_kind() const {
 
 spec::ExcKindBit TensorFlags::first_kind() const {
   int best = -1;
-  for (int k = 0; k < spec::kExcKindCount; ++k)
+  for (int k = 0; k < static_cast<int>(spec::kExcKindCount); ++k)
     if (kinds[k].hit() && (best < 0 || kinds[k].first < kinds[best].first)) best = k;
   return static_cast<spec::ExcKindBit>(best < 0 ? 0 : best);
 }

@@ -9,6 +9,8 @@
 namespace probelab::chip::kernels {
 namespace {
 
+__extension__ typedef unsigned __int128 u128;
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 std::int64_t round_up16(std::int64_t x) { return std::max<std::int64_t>(16, ceil_div(x, 16) * 16); }
 
@@ -22,12 +24,12 @@ std::vector<std::int64_t> tile_candidates(std::int64_t dim) {
 
 /// Share [lo, hi) of `total` for part i of n parts (integer, parts sum to total).
 std::uint64_t share(std::uint64_t total, std::uint64_t i, std::uint64_t n) {
-  const auto lo = static_cast<unsigned __int128>(total) * i / n;
-  const auto hi = static_cast<unsigned __int128>(total) * (i + 1) / n;
+  const auto lo = static_cast<u128>(total) * i / n;
+  const auto hi = static_cast<u128>(total) * (i + 1) / n;
   return static_cast<std::uint64_t>(hi - lo);
 }
 std::uint64_t prefix(std::uint64_t total, std::uint64_t i, std::uint64_t n) {
-  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(total) * i / n);
+  return static_cast<std::uint64_t>(static_cast<u128>(total) * i / n);
 }
 
 std::uint64_t vector_cycles(const OpWork& w, const CoreTimingParams& p) {
@@ -87,7 +89,7 @@ std::int64_t TilePlan::tile_of_element(std::uint64_t e) const {
       return g.first_tile + (i * mt + (r / g.n) / g.tm) * nt + (r % g.n) / g.tn;
     }
   if (out_elems == 0) return 0;
-  return static_cast<std::int64_t>(static_cast<unsigned __int128>(std::min(e, out_elems - 1)) * num_tiles / out_elems);
+  return static_cast<std::int64_t>(static_cast<u128>(std::min(e, out_elems - 1)) * num_tiles / out_elems);
 }
 
 std::uint64_t TilePlan::total_steps() const {

@@ -10,6 +10,8 @@
 // scalar definition (element_scalar), which also yields its exact flags.
 #include "chip_model/numerics/gemm.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -21,6 +23,7 @@
 #include "chip_model/numerics/bulk.h"
 #include "chip_model/numerics/detail/bulk_internal.h"
 #include "chip_model/numerics/detail/gemm_internal.h"
+#include "chip_model/numerics/detail/simd.h"
 
 namespace probelab::num {
 namespace {
@@ -79,42 +82,73 @@ std::int64_t first_set(const std::vector<std::uint8_t>& cls, std::uint8_t bit) {
   return -1;
 }
 
+// Scratch memory reused between calls on the same thread (grow-only).
+struct Workspace {
+  detail::FloatBuffer a, b;
+  std::int64_t cap_a = 0, cap_b = 0;
+  std::vector<float> acc;
+  std::vector<std::uint16_t> acc16;
+};
+Workspace& workspace() {
+  thread_local Workspace w;
+  return w;
+}
+
 struct Ctx {
   std::int64_t M, N, K;
   const GemmOperand& a;
   const GemmOperand& b;
   const GemmOptions& o;
-  const detail::Operand32& A;
-  const detail::Operand32& B;
+  const detail::Packed& A;
+  const detail::Packed& B;
+  bool any_slow_col;
   BulkReport& acc;  // accumulation flags, index m*N + n
 };
 
-bool slow(const Ctx& x, std::int64_t m, std::int64_t n) {
-  return ((x.A.row_cls[static_cast<std::size_t>(m)] | x.B.col_cls[static_cast<std::size_t>(n)]) & kClsSlow) != 0;
+bool col_slow(const Ctx& x, std::int64_t n) { return (x.B.cls[static_cast<std::size_t>(n)] & kClsSlow) != 0; }
+bool row_slow(const Ctx& x, std::int64_t m) { return (x.A.cls[static_cast<std::size_t>(m)] & kClsSlow) != 0; }
+
+// True if the row holds a NaN, an infinity or a subnormal.
+bool has_special(const float* row, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (detail::special32(_mm256_loadu_ps(row + i)) != 0) return true;
+  }
+  for (; i < n; ++i) {
+    if (!std::isnormal(row[i]) && row[i] != 0.0f) return true;
+  }
+  return false;
 }
 
 // FP32 accumulation over k in [k0, k1) into acc (row stride ld), then the scalar fix-ups.
-void accumulate_f32(const Ctx& x, std::int64_t k0, std::int64_t k1, float* acc, std::int64_t ld) {
+// Returns whether any accumulator is NaN, infinite or subnormal.
+bool accumulate_f32(const Ctx& x, std::int64_t k0, std::int64_t k1, float* acc, std::int64_t ld) {
   const std::int64_t M = x.M, N = x.N;
   if (k1 > k0) {
-    detail::gemm_f32_kernel(M, N, k1 - k0, x.A.data.data() + k0, x.K, x.B.data.data() + k0 * N, N, acc, ld);
+    detail::gemm_f32_kernel(M, N, k0, k1, x.A, x.B, acc, ld);
   } else {
     for (std::int64_t m = 0; m < M; ++m) std::fill(acc + m * ld, acc + m * ld + N, 0.0f);
   }
+  bool any_special = false;
   for (std::int64_t m = 0; m < M; ++m) {
     float* row = acc + m * ld;
-    const bool row_slow = (x.A.row_cls[static_cast<std::size_t>(m)] & kClsSlow) != 0;
-    const bool has_inf = scan(std::span<const float>(row, static_cast<std::size_t>(N))).inf_count > 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-      if (row_slow || slow(x, m, n)) {
+    const bool rs = row_slow(x, m);
+    if (rs || x.any_slow_col) {
+      for (std::int64_t n = 0; n < N; ++n) {
+        if (!rs && !col_slow(x, n)) continue;
         const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, k0, k1, Accum::Fp32, x.o.mode);
         row[n] = std::bit_cast<float>(r.bits);
         if (r.flags.any()) x.acc.raise(r.flags, m * N + n);
-      } else if (has_inf && std::isinf(row[n])) {
-        x.acc.raise(Flags(Flag::Overflow), m * N + n);
       }
     }
+    if (!has_special(row, N)) continue;
+    any_special = true;
+    if (rs) continue;
+    for (std::int64_t n = 0; n < N; ++n) {  // tame elements: overflowed iff infinite
+      if (!col_slow(x, n) && std::isinf(row[n])) x.acc.raise(Flags(Flag::Overflow), m * N + n);
+    }
   }
+  return any_special;
 }
 
 // Split-K with FP16 partial sums: S (FP16 patterns, M x N) = sum over chunks of RN16(chunk).
@@ -145,12 +179,10 @@ void accumulate_f16(const Ctx& x, std::vector<std::uint16_t>& S) {
   if (x.K == 0) return;
   std::vector<std::uint8_t> attention;
   const bool vector = x.a.type == InType::F16;
-  if (vector) {
-    detail::gemm_f16acc_kernel(M, N, x.K, x.A.data.data(), x.B.data.data(), x.o.accum, x.o.mode, S.data(), attention);
-  }
+  if (vector) detail::gemm_f16acc_kernel(M, N, x.A, x.B, x.o.accum, S.data(), attention);
   for (std::int64_t m = 0; m < M; ++m) {
     for (std::int64_t n = 0; n < N; ++n) {
-      if (vector && !slow(x, m, n) && !attention[static_cast<std::size_t>(m * N + n)]) continue;
+      if (vector && !row_slow(x, m) && !col_slow(x, n) && !attention[static_cast<std::size_t>(m * N + n)]) continue;
       const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, 0, x.K, x.o.accum, x.o.mode);
       S[static_cast<std::size_t>(m * N + n)] = static_cast<std::uint16_t>(r.bits);
       if (r.flags.any()) x.acc.raise(r.flags, m * N + n);
@@ -212,42 +244,44 @@ GemmReport gemm(std::int64_t M, std::int64_t N, std::int64_t K, const GemmOperan
   validate_args(M, N, K, a, b, c, o);
   GemmReport rep;
   if (M == 0 || N == 0) return rep;
-  const detail::Operand32 A = detail::convert_operand(a, M, K, o.mode);
-  const detail::Operand32 B = detail::convert_operand(b, K, N, o.mode);
+  Workspace& ws = workspace();
+  const detail::Packed A = detail::pack_a(a, M, K, o.mode, ws.a, ws.cap_a);
+  const detail::Packed B = detail::pack_b(b, K, N, o.mode, ws.b, ws.cap_b);
   rep.first_nan_a = A.first_nan;
   rep.first_nan_b = B.first_nan;
 
   BulkReport acc;
-  const std::int64_t row_den = first_set(A.row_cls, kClsDenormalIn);
-  const std::int64_t col_den = first_set(B.col_cls, kClsDenormalIn);
+  const std::int64_t row_den = first_set(A.cls, kClsDenormalIn);
+  const std::int64_t col_den = first_set(B.cls, kClsDenormalIn);
   if (row_den >= 0 || col_den >= 0) {
     const std::int64_t idx = row_den < 0 ? col_den : (col_den < 0 ? row_den * N : std::min(row_den * N, col_den));
     acc.raise(Flags(Flag::DenormalIn), idx);
   }
-  const Ctx ctx{M, N, K, a, b, o, A, B, acc};
+  const Ctx ctx{M, N, K, a, b, o, A, B, first_set(B.cls, kClsSlow) >= 0, acc};
   BulkReport out;
+  bool may_have_specials = true;
   if (o.accum == Accum::Fp32 && o.split_k == 0) {
-    std::vector<float> work;
     float* dst = nullptr;
     std::int64_t ld = N;
     if (c.type == OutType::F32) {
       dst = static_cast<float*>(c.data);
       ld = c.ld;
     } else {
-      work.resize(static_cast<std::size_t>(M * N));
-      dst = work.data();
+      ws.acc.resize(static_cast<std::size_t>(M * N));
+      dst = ws.acc.data();
     }
-    accumulate_f32(ctx, 0, K, dst, ld);
+    may_have_specials = accumulate_f32(ctx, 0, K, dst, ld);
     write_f32(M, N, dst, ld, c, o.mode, out);
+    may_have_specials = may_have_specials || out.flags.has(Flag::Overflow);
   } else {
-    std::vector<std::uint16_t> S;
-    if (o.split_k > 0) accumulate_split_k(ctx, S);
-    else accumulate_f16(ctx, S);
-    write_f16(M, N, S, c, o.mode, out);
+    if (o.split_k > 0) accumulate_split_k(ctx, ws.acc16);
+    else accumulate_f16(ctx, ws.acc16);
+    write_f16(M, N, ws.acc16, c, o.mode, out);
   }
   acc.merge(out);
   rep.flags = acc.flags;
   rep.first = acc.first;
+  if (!may_have_specials) return rep;  // no NaN or infinity can have been delivered
   if (c.type == OutType::F32) scan_output<float>(M, N, c, rep);
   else if (c.type == OutType::F16) scan_output<f16>(M, N, c, rep);
   else scan_output<bf16>(M, N, c, rep);

@@ -16,40 +16,64 @@
 namespace probelab::num::detail {
 namespace {
 
-constexpr std::int64_t kCols = 16;
+constexpr std::int64_t kCols = kPanelB;
+
+// Per lane: lo = min over steps of (|bits| - 1) as unsigned (zero wraps to the maximum, so exact
+// zeros never count as tiny), hi = max over steps of |bits|. A lane needs the scalar path iff some
+// step had 0 < |x| < 2^-14 (lo < bits(2^-14) - 1) or |x| >= 65520 (hi >= bits(65520)).
+struct Range {
+  __m256i lo, hi;
+};
 
 template <bool kRn>
-inline __m256 step(__m256 a, __m256 b, __m256 acc, __m256& bad) noexcept {
+inline __m256 step(__m256 a, __m256 b, __m256 acc, Range& range) noexcept {
   __m256 pre;
   if constexpr (kRn) {
     const __m256 p = _mm256_mul_ps(a, b);
     const __m256 s = _mm256_add_ps(acc, p);
     const __m256 bv = _mm256_sub_ps(s, acc);
     const __m256 err = _mm256_add_ps(_mm256_sub_ps(acc, _mm256_sub_ps(s, bv)), _mm256_sub_ps(p, bv));
+    // Round to odd: truncate toward zero (one ulp down in magnitude when |exact| < |s|), set the
+    // last bit; only where the sum was inexact.
+    const __m256i bits = _mm256_castps_si256(s);
+    const __m256i toward = _mm256_srai_epi32(_mm256_xor_si256(_mm256_castps_si256(err), bits), 31);
+    const __m256i odd = _mm256_or_si256(_mm256_add_epi32(bits, toward), _mm256_set1_epi32(1));
     const __m256 inexact = _mm256_cmp_ps(err, _mm256_setzero_ps(), _CMP_NEQ_OQ);
-    pre = to_odd_ps(s, inexact, same_sign(err, s));
+    pre = _mm256_blendv_ps(s, _mm256_castsi256_ps(odd), inexact);
   } else {
     pre = _mm256_fmadd_ps(a, b, acc);
   }
-  const __m256 ok = _mm256_or_ps(in_range(abs_ps(pre), 0x1p-14f, 65520.0f), is_zero_ps(pre));
-  bad = _mm256_or_ps(bad, _mm256_andnot_ps(ok, _mm256_castsi256_ps(_mm256_set1_epi32(-1))));
+  const __m256i mag = _mm256_and_si256(_mm256_castps_si256(pre), _mm256_set1_epi32(0x7FFFFFFF));
+  range.lo = _mm256_min_epu32(range.lo, _mm256_sub_epi32(mag, _mm256_set1_epi32(1)));
+  range.hi = _mm256_max_epi32(range.hi, mag);
   return _mm256_cvtph_ps(_mm256_cvtps_ph(pre, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-// R rows x 16 columns; bp is the packed K x 16 panel of B; out rows have stride N.
+// Lanes whose range left the plain interval.
+inline int bad_lanes(const Range& r) noexcept {
+  const __m256i tiny = _mm256_cmpeq_epi32(
+      _mm256_min_epu32(r.lo, _mm256_set1_epi32(0x387FFFFE)), r.lo);  // lo <= bits(2^-14) - 2
+  const __m256i huge = _mm256_cmpgt_epi32(r.hi, _mm256_set1_epi32(0x477FEFFF));  // hi >= bits(65520)
+  return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(tiny, huge)));
+}
+
+// R rows x 16 columns. a: rows of an A panel (kPanelA floats per k); bp: a B panel (16 per k).
 template <int R, bool kRn>
-void tile(std::int64_t K, const float* a, std::int64_t lda, const float* bp, std::uint16_t* out, std::int64_t N,
-          std::int64_t ncols, std::uint8_t* attention) {
+void tile(std::int64_t K, const float* a, const float* bp, std::uint16_t* out, std::int64_t N, std::int64_t ncols,
+          std::uint8_t* attention) {
   __m256 acc[R][2];
-  __m256 bad[R];
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = bad[i] = _mm256_setzero_ps();
+  Range range[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    range[i] = {_mm256_set1_epi32(-1), _mm256_setzero_si256()};
+  }
   for (std::int64_t k = 0; k < K; ++k) {
     const __m256 b0 = _mm256_load_ps(bp + k * kCols);
     const __m256 b1 = _mm256_load_ps(bp + k * kCols + 8);
     for (int i = 0; i < R; ++i) {
-      const __m256 av = _mm256_broadcast_ss(a + i * lda + k);
-      acc[i][0] = step<kRn>(av, b0, acc[i][0], bad[i]);
-      acc[i][1] = step<kRn>(av, b1, acc[i][1], bad[i]);
+      const __m256 av = _mm256_broadcast_ss(a + k * kPanelA + i);
+      acc[i][0] = step<kRn>(av, b0, acc[i][0], range[i]);
+      acc[i][1] = step<kRn>(av, b1, acc[i][1], range[i]);
     }
   }
   for (int i = 0; i < R; ++i) {
@@ -57,7 +81,7 @@ void tile(std::int64_t K, const float* a, std::int64_t lda, const float* bp, std
     _mm_store_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(acc[i][0], _MM_FROUND_TO_NEAREST_INT));
     _mm_store_si128(reinterpret_cast<__m128i*>(h + 8), _mm256_cvtps_ph(acc[i][1], _MM_FROUND_TO_NEAREST_INT));
     std::copy(h, h + ncols, out + i * N);
-    const int mask = mask8(bad[i]);
+    const int mask = bad_lanes(range[i]);
     if (mask == 0) continue;
     for (int j = 0; j < 8; ++j) {
       if (!((mask >> j) & 1)) continue;
@@ -68,32 +92,31 @@ void tile(std::int64_t K, const float* a, std::int64_t lda, const float* bp, std
 }
 
 template <bool kRn>
-void run(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B, std::uint16_t* R,
+void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, std::uint16_t* R,
          std::uint8_t* attention) {
-  std::vector<float, std::allocator<float>> panel_storage(static_cast<std::size_t>(K * kCols + 8));
-  // 32-byte aligned view of the panel.
-  auto addr = reinterpret_cast<std::uintptr_t>(panel_storage.data());
-  float* panel = reinterpret_cast<float*>((addr + 31) / 32 * 32);
+  const std::int64_t K = A.K;
   for (std::int64_t n0 = 0; n0 < N; n0 += kCols) {
     const std::int64_t nc = std::min(kCols, N - n0);
-    for (std::int64_t k = 0; k < K; ++k) {
-      for (std::int64_t j = 0; j < kCols; ++j) panel[k * kCols + j] = j < nc ? B[k * N + n0 + j] : 0.0f;
+    const float* bp = B.panel(n0 / kCols);
+    for (std::int64_t m = 0; m < M; m += 3) {  // two 3-row halves per 6-row A panel
+      const float* a = A.panel(m / kPanelA) + m % kPanelA;
+      std::uint16_t* out = R + m * N + n0;
+      std::uint8_t* att = attention + m * N + n0;
+      const std::int64_t rows = std::min<std::int64_t>(3, M - m);
+      if (rows == 3) tile<3, kRn>(K, a, bp, out, N, nc, att);
+      else if (rows == 2) tile<2, kRn>(K, a, bp, out, N, nc, att);
+      else tile<1, kRn>(K, a, bp, out, N, nc, att);
     }
-    std::int64_t m = 0;
-    for (; m + 3 <= M; m += 3) tile<3, kRn>(K, A + m * K, K, panel, R + m * N + n0, N, nc, attention + m * N + n0);
-    if (M - m == 2) tile<2, kRn>(K, A + m * K, K, panel, R + m * N + n0, N, nc, attention + m * N + n0);
-    if (M - m == 1) tile<1, kRn>(K, A + m * K, K, panel, R + m * N + n0, N, nc, attention + m * N + n0);
   }
 }
 
 }  // namespace
 
-void gemm_f16acc_kernel(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B, Accum accum,
-                        const Mode& /*mode: lanes where it could matter are recomputed*/, std::uint16_t* R,
-                        std::vector<std::uint8_t>& attention) {
+void gemm_f16acc_kernel(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum accum,
+                        std::uint16_t* R, std::vector<std::uint8_t>& attention) {
   attention.assign(static_cast<std::size_t>(M * N), 0);
-  if (accum == Accum::Fp16Rn) run<true>(M, N, K, A, B, R, attention.data());
-  else run<false>(M, N, K, A, B, R, attention.data());
+  if (accum == Accum::Fp16Rn) run<true>(M, N, A, B, R, attention.data());
+  else run<false>(M, N, A, B, R, attention.data());
 }
 
 }  // namespace probelab::num::detail

@@ -1,56 +1,24 @@
-// FP32-accumulation GEMM kernel: GotoBLAS-style blocking over N (NC), K (KC) and M (MC) with packed
-// panels and a 6x16 AVX2 FMA register tile. The accumulator of each output element lives in a
+// FP32-accumulation GEMM kernel over pre-packed panels (gemm_pack.cpp): blocking over K (KC) and M
+// (MC) with a 6x16 AVX2 FMA register tile. The accumulator of each output element lives in a
 // register within a K block and in C between K blocks, and k always runs upwards: every element is
-// acc = fma(A(m,k), B(k,n), acc) for k = 0..K-1 starting from +0, exactly the scalar loop.
+// acc = fma(A(m,k), B(k,n), acc) for k = k0..k1-1 starting from +0, exactly the scalar loop.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <vector>
 
 #include "chip_model/numerics/detail/gemm_internal.h"
 
 namespace probelab::num::detail {
 namespace {
 
-constexpr std::int64_t MR = 6;
-constexpr std::int64_t NR = 16;
+constexpr std::int64_t MR = kPanelA;
+constexpr std::int64_t NR = kPanelB;
 constexpr std::int64_t KC = 256;
 constexpr std::int64_t MC = 96;
-constexpr std::int64_t NC = 2048;
 
-// Packs A[0:mc, 0:kc] into MR-row micro-panels (k-major inside a panel), zero padded.
-void pack_a(const float* A, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* out) {
-  for (std::int64_t i0 = 0; i0 < mc; i0 += MR) {
-    const std::int64_t mr = std::min(MR, mc - i0);
-    for (std::int64_t k = 0; k < kc; ++k) {
-      for (std::int64_t i = 0; i < MR; ++i) out[k * MR + i] = i < mr ? A[(i0 + i) * lda + k] : 0.0f;
-    }
-    out += kc * MR;
-  }
-}
-
-// Packs B[0:kc, 0:nc] into NR-column micro-panels, zero padded.
-void pack_b(const float* B, std::int64_t ldb, std::int64_t kc, std::int64_t nc, float* out) {
-  for (std::int64_t j0 = 0; j0 < nc; j0 += NR) {
-    const std::int64_t nr = std::min(NR, nc - j0);
-    for (std::int64_t k = 0; k < kc; ++k) {
-      const float* src = B + k * ldb + j0;
-      float* dst = out + k * NR;
-      if (nr == NR) {
-        _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
-        _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + 8));
-      } else {
-        for (std::int64_t j = 0; j < NR; ++j) dst[j] = j < nr ? src[j] : 0.0f;
-      }
-    }
-    out += kc * NR;
-  }
-}
-
-// c[6][16] (row stride ldc) = (first ? 0 : c) + sum over the panel, one fma per k.
+// c[6][16] (row stride ldc) = (first ? 0 : c) + sum over kc steps, one fma per k.
+// a: MR floats per k; b: NR floats per k (32-byte aligned).
 void micro_6x16(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool first) {
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   if (first) {
@@ -63,6 +31,7 @@ void micro_6x16(std::int64_t kc, const float* a, const float* b, float* c, std::
     c40 = _mm256_loadu_ps(c + 4 * ldc); c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
     c50 = _mm256_loadu_ps(c + 5 * ldc); c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
   }
+#pragma GCC unroll 4
   for (std::int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b);
     const __m256 b1 = _mm256_load_ps(b + 8);
@@ -100,42 +69,29 @@ void micro_edge(std::int64_t kc, const float* a, const float* b, float* c, std::
   for (std::int64_t i = 0; i < mr; ++i) std::memcpy(c + i * ldc, tile + i * NR, sizeof(float) * nr);
 }
 
-struct AlignedFree {
-  void operator()(float* p) const noexcept { std::free(p); }
-};
-using Buffer = std::unique_ptr<float[], AlignedFree>;
-Buffer aligned_floats(std::int64_t n) {
-  const auto bytes = static_cast<std::size_t>((n * 4 + 63) / 64 * 64);
-  return Buffer(static_cast<float*>(std::aligned_alloc(64, bytes)));
-}
-
 }  // namespace
 
-void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
-                     std::int64_t ldb, float* C, std::int64_t ldc) {
-  const std::int64_t nc_max = std::min(NC, (N + NR - 1) / NR * NR);
-  const std::int64_t mc_max = std::min(MC, (M + MR - 1) / MR * MR);
-  const std::int64_t kc_max = std::min(KC, K);
-  Buffer bp = aligned_floats(kc_max * nc_max);
-  Buffer ap = aligned_floats(kc_max * mc_max);
-  for (std::int64_t jc = 0; jc < N; jc += NC) {
-    const std::int64_t nc = std::min(NC, N - jc);
-    for (std::int64_t pc = 0; pc < K; pc += KC) {
-      const std::int64_t kc = std::min(KC, K - pc);
-      pack_b(B + pc * ldb + jc, ldb, kc, nc, bp.get());
-      for (std::int64_t ic = 0; ic < M; ic += MC) {
-        const std::int64_t mc = std::min(MC, M - ic);
-        pack_a(A + ic * lda + pc, lda, mc, kc, ap.get());
-        for (std::int64_t jr = 0; jr < nc; jr += NR) {
-          const std::int64_t nr = std::min(NR, nc - jr);
-          for (std::int64_t ir = 0; ir < mc; ir += MR) {
-            const std::int64_t mr = std::min(MR, mc - ir);
-            float* c = C + (ic + ir) * ldc + jc + jr;
-            const float* a = ap.get() + ir * kc;
-            const float* b = bp.get() + jr * kc;
-            if (mr == MR && nr == NR) micro_6x16(kc, a, b, c, ldc, pc == 0);
-            else micro_edge(kc, a, b, c, ldc, pc == 0, mr, nr);
+void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,
+                     const Packed& B, float* C, std::int64_t ldc) {
+  for (std::int64_t pc = k0; pc < k1; pc += KC) {
+    const std::int64_t kc = std::min(KC, k1 - pc);
+    for (std::int64_t ic = 0; ic < M; ic += MC) {
+      const std::int64_t mc = std::min(MC, M - ic);
+      for (std::int64_t jr = 0; jr < N; jr += NR) {
+        const std::int64_t nr = std::min(NR, N - jr);
+        const float* b = B.panel(jr / NR) + pc * NR;
+        for (std::int64_t ir = ic; ir < ic + mc; ir += MR) {
+          const std::int64_t mr = std::min(MR, ic + mc - ir);
+          const float* a = A.panel(ir / MR) + pc * MR;
+          float* c = C + ir * ldc + jr;
+          if (ir + MR < ic + mc) {  // the next tile's accumulators: hide their cache misses
+            for (std::int64_t i = 0; i < MR; ++i) {
+              _mm_prefetch(reinterpret_cast<const char*>(c + (MR + i) * ldc), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(c + (MR + i) * ldc + NR - 1), _MM_HINT_T0);
+            }
           }
+          if (mr == MR && nr == NR) micro_6x16(kc, a, b, c, ldc, pc == k0);
+          else micro_edge(kc, a, b, c, ldc, pc == k0, mr, nr);
         }
       }
     }

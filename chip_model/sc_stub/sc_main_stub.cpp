@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-int sc_main(int, char**) {
+// SystemC declares it extern "C" (sysc/kernel/sc_externs.h); a C++-linkage definition would not
+// resolve libsystemc.so's reference.
+extern "C" int sc_main(int, char**) {
   std::fputs("probelab: sc_main must not be reached (executables provide their own main)\n", stderr);
   std::abort();
 }

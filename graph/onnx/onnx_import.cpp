@@ -238,6 +238,7 @@ class Importer {
     for (std::size_t i = 0; i < op.outputs.size(); ++i)
       if (op.outputs[i].empty()) op.outputs[i] = fmt::format("{}:{}", op.name, i);
     for (const auto& a : n.attribute()) op.attrs[a.name()] = attr_value(a, where);
+    adapt_legacy(op, where);
     if (const FoldRule* rule = fold_rule(op.type, opset_)) {
       for (const auto& [pos, attr] : rule->inputs)
         if (pos < op.inputs.size() && !op.inputs[pos].empty()) {
@@ -251,6 +252,41 @@ class Importer {
       return;
     }
     g_.add_op(std::move(op));
+  }
+
+  // Attributes of early opsets whose meaning the current definitions already cover (or which the
+  // importer rewrites); anything else unknown stays and is rejected by validation.
+  void adapt_legacy(Op& op, const std::string& where) {
+    if (opset_ < 6) op.attrs.erase("consumed_inputs");
+    const bool binary = op.type == "Add" || op.type == "Sub" || op.type == "Mul" || op.type == "Div";
+    if (opset_ < 7 && binary) {
+      const bool bcast = op.attr_int("broadcast", 0) != 0;
+      const std::int64_t axis = op.attr_int("axis", -1);
+      op.attrs.erase("broadcast");
+      op.attrs.erase("axis");
+      if (bcast && axis >= 0 && op.inputs.size() == 2) {
+        // Legacy broadcast aligns B with A's dims starting at `axis`: append trailing 1s to B.
+        const Shape a = g_.tensor(op.inputs[0]).desc.shape;
+        Shape b = g_.tensor(op.inputs[1]).desc.shape;
+        const auto extra = static_cast<std::int64_t>(a.size()) - axis - static_cast<std::int64_t>(b.size());
+        if (extra > 0) {
+          b.insert(b.end(), static_cast<std::size_t>(extra), 1);
+          Op reshape = helper_op(op, "/broadcast", "Reshape", {op.inputs[1]}, {op.name + "/broadcast:0"},
+                                 {{"shape", b}, {"allowzero", std::int64_t{1}}});
+          op.inputs[1] = reshape.outputs[0];
+          g_.add_op(std::move(reshape));
+        }
+      }
+    }
+    if (opset_ < 7 && op.type == "Gemm") op.attrs.erase("broadcast");
+    if (op.type == "BatchNormalization" && opset_ < 14) {
+      if (op.attr_int("is_test", 1) == 0 || op.outputs.size() > 1)
+        throw GraphError(fmt::format("{}: training-mode BatchNormalization before opset 14 is not supported", where));
+      if (op.attr_int("spatial", 1) == 0)
+        throw GraphError(fmt::format("{}: BatchNormalization with spatial=0 is not supported", where));
+      op.attrs.erase("is_test");
+      op.attrs.erase("spatial");
+    }
   }
 
   static Op helper_op(const Op& base, const std::string& suffix, std::string type, std::vector<std::string> inputs,

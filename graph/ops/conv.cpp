@@ -1,5 +1,5 @@
-// 2-D convolution (ONNX Conv on NCHW: strides, pads, dilations, group, auto_pad, optional bias) and
-// its backward ops ConvGradInput / ConvGradWeight, computed as im2col + GEMM per image and group.
+// Convolution over 1 to 3 spatial dimensions (ONNX Conv; NCHW for 2-D: strides, pads, dilations,
+// group, auto_pad, optional bias) and its backward ops ConvGradInput / ConvGradWeight, computed as im2col + GEMM per image and group.
 #include <Eigen/Core>
 
 #include "graph/autodiff.h"
@@ -13,29 +13,38 @@ template <class T> using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, 
 template <class T> using CMap = Eigen::Map<const Mat<T>>;
 template <class T> using MMap = Eigen::Map<Mat<T>>;
 
-// Geometry of one convolution: X [N, C, H, W], W [M, C/group, kH, kW], Y [N, M, oH, oW].
+// Geometry of one convolution: X [N, C, D...], W [M, C/group, k...], Y [N, M, o...] with 1 to 3
+// spatial dimensions D.
 struct ConvGeom {
   std::int64_t n, c, m, group;
   Window win;
+  std::vector<std::int64_t> taps;  // tap_table(win)
   std::int64_t cg() const { return c / group; }
   std::int64_t mg() const { return m / group; }
   std::int64_t rows() const { return cg() * win.kernel_numel(); }  // im2col rows per group
-  Shape y_shape() const { return {n, m, win.out[0], win.out[1]}; }
+  Shape y_shape() const {
+    Shape s{n, m};
+    s.insert(s.end(), win.out.begin(), win.out.end());
+    return s;
+  }
 };
 
-ConvGeom conv_geom(const Op& op, const Shape& x, const Shape& w) {
-  if (x.size() != 4) fail(op, "input X must be 4-D NCHW, got {}", shape_str(x));
-  if (w.size() != 4) fail(op, "weight W must be 4-D [M, C/group, kH, kW], got {}", shape_str(w));
-  ConvGeom g{x[0], x[1], w[0], AttrReader(op).i("group"), {}};
+ConvGeom conv_geom(const Op& op, const Shape& x, const Shape& w, bool with_taps = true) {
+  if (x.size() < 3 || x.size() > 5)
+    fail(op, "input X must be [N, C, D...] with 1 to 3 spatial dimensions (NCHW for 2-D), got {}", shape_str(x));
+  if (w.size() != x.size())
+    fail(op, "weight W must be [M, C/group, k...] of the same rank as X {}, got {}", shape_str(x), shape_str(w));
+  ConvGeom g{x[0], x[1], w[0], AttrReader(op).i("group"), {}, {}};
   if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0)
     fail(op, "group {} must divide the input channels {} and output channels {}", g.group, g.c, g.m);
   if (w[1] != g.cg())
     fail(op, "weight W {} must have C/group = {} input channels (X {} with group {})", shape_str(w), g.cg(),
          shape_str(x), g.group);
-  const std::vector<std::int64_t> k = kernel_shape(op, 2, {w[2], w[3]});
-  if (k[0] != w[2] || k[1] != w[3])
-    fail(op, "kernel_shape [{}, {}] disagrees with weight W {}", k[0], k[1], shape_str(w));
-  g.win = make_window(op, {x[2], x[3]}, k, false);
+  const std::vector<std::int64_t> wk(w.begin() + 2, w.end());
+  const std::vector<std::int64_t> k = kernel_shape(op, wk.size(), wk);
+  if (k != wk) fail(op, "kernel_shape [{}] disagrees with weight W {}", fmt::join(k, ", "), shape_str(w));
+  g.win = make_window(op, {x.begin() + 2, x.end()}, k, false);
+  if (with_taps) g.taps = tap_table(g.win);
   return g;
 }
 
@@ -43,51 +52,39 @@ std::vector<TensorDesc> infer_conv(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 3);
   expect_float(op, in[0], "input X");
   expect_same_dtype(op, in[0], in[1], "inputs X and W");
-  const ConvGeom g = conv_geom(op, in[0].shape, in[1].shape);
+  const ConvGeom g = conv_geom(op, in[0].shape, in[1].shape, false);
   if (has_input(op, 2) && in[2].shape != Shape{g.m})
     fail(op, "bias B must have shape [{}], got {}", g.m, shape_str(in[2].shape));
   return {TensorDesc{in[0].dtype, g.y_shape(), in[0].format == Format::NCHW ? Format::NCHW : Format::ND}};
 }
 
-// Copies the receptive fields of image `x` ([C, H, W]) of group `grp` into cols [rows, oH * oW].
+// Copies the receptive fields of image `x` ([C, D...]) of group `grp` into cols [rows, out_numel].
 template <class T>
 void im2col(const ConvGeom& g, const T* x, std::int64_t grp, T* cols) {
-  const Window& w = g.win;
-  const std::int64_t H = w.in[0], W = w.in[1], oH = w.out[0], oW = w.out[1];
-  for (std::int64_t c = 0; c < g.cg(); ++c)
-    for (std::int64_t kh = 0; kh < w.kernel[0]; ++kh)
-      for (std::int64_t kw = 0; kw < w.kernel[1]; ++kw) {
-        const T* xc = x + (grp * g.cg() + c) * H * W;
-        T* row = cols + ((c * w.kernel[0] + kh) * w.kernel[1] + kw) * oH * oW;
-        for (std::int64_t oh = 0; oh < oH; ++oh) {
-          const std::int64_t ih = oh * w.stride[0] - w.pad_begin[0] + kh * w.dilation[0];
-          for (std::int64_t ow = 0; ow < oW; ++ow) {
-            const std::int64_t iw = ow * w.stride[1] - w.pad_begin[1] + kw * w.dilation[1];
-            row[oh * oW + ow] = (ih >= 0 && ih < H && iw >= 0 && iw < W) ? xc[ih * W + iw] : T(0);
-          }
-        }
-      }
+  const std::int64_t plane = g.win.in_numel(), n_k = g.win.kernel_numel(), n_o = g.win.out_numel();
+  for (std::int64_t c = 0; c < g.cg(); ++c) {
+    const T* xc = x + (grp * g.cg() + c) * plane;
+    for (std::int64_t ki = 0; ki < n_k; ++ki) {
+      const std::int64_t* tap = g.taps.data() + ki * n_o;
+      T* row = cols + (c * n_k + ki) * n_o;
+      for (std::int64_t oi = 0; oi < n_o; ++oi) row[oi] = tap[oi] >= 0 ? xc[tap[oi]] : T(0);
+    }
+  }
 }
 
-// Adds cols [rows, oH * oW] back into image gradient `dx` ([C, H, W]) for group `grp`.
+// Adds cols [rows, out_numel] back into the image gradient `dx` ([C, D...]) for group `grp`.
 template <class T>
 void col2im(const ConvGeom& g, const T* cols, std::int64_t grp, T* dx) {
-  const Window& w = g.win;
-  const std::int64_t H = w.in[0], W = w.in[1], oH = w.out[0], oW = w.out[1];
-  for (std::int64_t c = 0; c < g.cg(); ++c)
-    for (std::int64_t kh = 0; kh < w.kernel[0]; ++kh)
-      for (std::int64_t kw = 0; kw < w.kernel[1]; ++kw) {
-        T* dxc = dx + (grp * g.cg() + c) * H * W;
-        const T* row = cols + ((c * w.kernel[0] + kh) * w.kernel[1] + kw) * oH * oW;
-        for (std::int64_t oh = 0; oh < oH; ++oh) {
-          const std::int64_t ih = oh * w.stride[0] - w.pad_begin[0] + kh * w.dilation[0];
-          if (ih < 0 || ih >= H) continue;
-          for (std::int64_t ow = 0; ow < oW; ++ow) {
-            const std::int64_t iw = ow * w.stride[1] - w.pad_begin[1] + kw * w.dilation[1];
-            if (iw >= 0 && iw < W) dxc[ih * W + iw] += row[oh * oW + ow];
-          }
-        }
-      }
+  const std::int64_t plane = g.win.in_numel(), n_k = g.win.kernel_numel(), n_o = g.win.out_numel();
+  for (std::int64_t c = 0; c < g.cg(); ++c) {
+    T* dxc = dx + (grp * g.cg() + c) * plane;
+    for (std::int64_t ki = 0; ki < n_k; ++ki) {
+      const std::int64_t* tap = g.taps.data() + ki * n_o;
+      const T* row = cols + (c * n_k + ki) * n_o;
+      for (std::int64_t oi = 0; oi < n_o; ++oi)
+        if (tap[oi] >= 0) dxc[tap[oi]] += row[oi];
+    }
+  }
 }
 
 template <class T> void conv_ref(const Op& op, Ins in, Outs out) {
@@ -154,14 +151,14 @@ void expect_dy(const Op& op, const TensorDesc& dy, const ConvGeom& g) {
 std::vector<TensorDesc> infer_conv_grad_input(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 2);
   const Shape xs = op.attr_ints("input_shape");
-  expect_dy(op, in[0], conv_geom(op, xs, in[1].shape));
+  expect_dy(op, in[0], conv_geom(op, xs, in[1].shape, false));
   return {TensorDesc{in[0].dtype, xs, Format::ND}};
 }
 
 std::vector<TensorDesc> infer_conv_grad_weight(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 2);
   const Shape ws = op.attr_ints("weight_shape");
-  expect_dy(op, in[0], conv_geom(op, in[1].shape, ws));
+  expect_dy(op, in[0], conv_geom(op, in[1].shape, ws, false));
   return {TensorDesc{in[0].dtype, ws, Format::ND}};
 }
 
@@ -177,9 +174,11 @@ void conv_grad(GradBuilder& b, const Op& op) {
     a["weight_shape"] = b.desc(op.inputs[1]).shape;
     b.emit(op, "w", "ConvGradWeight", {dy, op.inputs[0]}, {b.dx(op, 1)}, std::move(a));
   }
-  if (has_input(op, 2) && b.needs(op, 2))
-    b.emit(op, "b", "ReduceSum", {dy}, {b.dx(op, 2)},
-           {{"axes", std::vector<std::int64_t>{0, 2, 3}}, {"keepdims", std::int64_t{0}}});
+  if (has_input(op, 2) && b.needs(op, 2)) {
+    std::vector<std::int64_t> axes{0};
+    for (std::size_t d = 2; d < b.desc(op.inputs[0]).shape.size(); ++d) axes.push_back(static_cast<std::int64_t>(d));
+    b.emit(op, "b", "ReduceSum", {dy}, {b.dx(op, 2)}, {{"axes", axes}, {"keepdims", std::int64_t{0}}});
+  }
 }
 
 std::vector<AttrSpec> conv_attrs() {
@@ -194,7 +193,7 @@ void register_conv_ops(OpRegistry& r) {
   OpDef conv;
   conv.type = "Conv";
   conv.aliases = {"Conv2d"};
-  conv.doc = "2-D convolution on NCHW (ONNX Conv): Y = W * X + B";
+  conv.doc = "convolution over 1-3 spatial dims, NCHW for 2-D (ONNX Conv): Y = W * X + B";
   conv.min_inputs = 2;
   conv.max_inputs = 3;
   conv.attrs = conv_attrs();

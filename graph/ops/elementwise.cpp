@@ -1,6 +1,7 @@
 // Elementwise arithmetic with numpy broadcasting (Add, Sub, Mul, Div), Identity, Scale, and the
 // broadcast helpers Expand / SumToShape used by gradients.
 #include <functional>
+#include <type_traits>
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
@@ -12,7 +13,8 @@ namespace {
 
 std::vector<TensorDesc> infer_binary(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 2);
-  expect_float(op, in[0], "input A");
+  if (!is_float(in[0].dtype) && in[0].dtype != DType::I64 && in[0].dtype != DType::I32)
+    fail(op, "input A must be a float, int32 or int64 tensor, got {}", dtype_name(in[0].dtype));
   expect_same_dtype(op, in[0], in[1], "inputs A and B");
   Shape s = broadcast_shapes(op, in[0].shape, in[1].shape);
   const Format f = s == in[0].shape ? in[0].format : Format::ND;
@@ -58,10 +60,31 @@ void binary(Ins in, Outs out, F f) {
                      [&](std::int64_t oa, std::int64_t ob, std::int64_t k) { y[k] = f(a[oa], b[ob]); });
 }
 
-template <class T> void add_ref(const Op&, Ins in, Outs out) { binary<T>(in, out, std::plus<T>()); }
-template <class T> void sub_ref(const Op&, Ins in, Outs out) { binary<T>(in, out, std::minus<T>()); }
-template <class T> void mul_ref(const Op&, Ins in, Outs out) { binary<T>(in, out, std::multiplies<T>()); }
-template <class T> void div_ref(const Op&, Ins in, Outs out) { binary<T>(in, out, std::divides<T>()); }
+// Integer division truncates toward zero (C semantics); a zero divisor is an error.
+struct Divide {
+  const Op* op;
+  template <class T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      if (b == 0) fail(*op, "integer division by zero");
+    return a / b;
+  }
+};
+
+// Reference kernel of a binary op for float tensors (in the reference precision) and int32/int64.
+template <class F>
+auto binary_ref(F f) {
+  return [f](const Op& op, Ins in, Outs out, RefPrecision p) {
+    F fn = f;
+    if constexpr (std::is_same_v<F, Divide>) fn.op = &op;
+    switch (in[0]->dtype()) {
+      case DType::I64: binary<std::int64_t>(in, out, fn); break;
+      case DType::I32: binary<std::int32_t>(in, out, fn); break;
+      default:
+        if (p == RefPrecision::F32) binary<float>(in, out, fn);
+        else binary<double>(in, out, fn);
+    }
+  };
+}
 
 void copy_ref(const Op&, Ins in, Outs out, RefPrecision) {
   auto src = in[0]->bytes();
@@ -167,10 +190,11 @@ OpDef binary_def(std::string type, std::string doc, decltype(OpDef::reference) r
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
-  r.add(binary_def("Add", "C = A + B with numpy broadcasting", typed(add_ref<float>, add_ref<double>), add_grad));
-  r.add(binary_def("Sub", "C = A - B with numpy broadcasting", typed(sub_ref<float>, sub_ref<double>), sub_grad));
-  r.add(binary_def("Mul", "C = A * B with numpy broadcasting", typed(mul_ref<float>, mul_ref<double>), mul_grad));
-  r.add(binary_def("Div", "C = A / B with numpy broadcasting", typed(div_ref<float>, div_ref<double>), div_grad));
+  r.add(binary_def("Add", "C = A + B with numpy broadcasting", binary_ref(std::plus<>()), add_grad));
+  r.add(binary_def("Sub", "C = A - B with numpy broadcasting", binary_ref(std::minus<>()), sub_grad));
+  r.add(binary_def("Mul", "C = A * B with numpy broadcasting", binary_ref(std::multiplies<>()), mul_grad));
+  r.add(binary_def("Div", "C = A / B with numpy broadcasting (integers: truncating)", binary_ref(Divide{nullptr}),
+                   div_grad));
 
   OpDef id;
   id.type = "Identity";
@@ -210,7 +234,6 @@ void register_elementwise_ops(OpRegistry& r) {
   sts.attrs = {attr_nodefault("shape", true, "target shape; must broadcast to X's shape")};
   sts.input_names = {"X"};
   sts.output_names = {"Y"};
-  sts.backward = true;
   sts.infer = infer_sum_to_shape;
   sts.reference = typed(sum_to_shape_ref<float>, sum_to_shape_ref<double>);
   sts.gradient = sum_to_shape_grad;

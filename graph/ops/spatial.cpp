@@ -1,6 +1,8 @@
 // Sliding-window geometry shared by Conv and the pooling ops.
 #include "graph/ops/spatial.h"
 
+#include <algorithm>
+
 namespace probelab::graph::ops {
 namespace {
 
@@ -71,6 +73,34 @@ Window make_window(const Op& op, const std::vector<std::int64_t>& in, const std:
     }
   }
   return w;
+}
+
+std::vector<std::int64_t> tap_table(const Window& w) {
+  const std::size_t r = w.rank();
+  const auto in_st = strides_of(w.in);
+  const std::int64_t n_k = w.kernel_numel(), n_o = w.out_numel();
+  std::vector<std::int64_t> table(static_cast<std::size_t>(n_k * n_o));
+  std::vector<std::int64_t> k(r, 0), o(r, 0);
+  for (std::int64_t ki = 0; ki < n_k; ++ki) {
+    std::fill(o.begin(), o.end(), 0);
+    for (std::int64_t oi = 0; oi < n_o; ++oi) {
+      std::int64_t off = 0;
+      for (std::size_t d = 0; d < r && off >= 0; ++d) {
+        const std::int64_t p = o[d] * w.stride[d] - w.pad_begin[d] + k[d] * w.dilation[d];
+        off = p < 0 || p >= w.in[d] ? -1 : off + p * in_st[d];
+      }
+      table[static_cast<std::size_t>(ki * n_o + oi)] = off;
+      for (std::size_t d = r; d-- > 0;) {
+        if (++o[d] < w.out[d]) break;
+        o[d] = 0;
+      }
+    }
+    for (std::size_t d = r; d-- > 0;) {
+      if (++k[d] < w.kernel[d]) break;
+      k[d] = 0;
+    }
+  }
+  return table;
 }
 
 std::vector<AttrSpec> window_attrs(bool with_dilations) {

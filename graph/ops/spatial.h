@@ -24,6 +24,10 @@ struct Window {
 Window make_window(const Op& op, const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& kernel,
                    bool ceil_mode);
 
+/// For every (kernel tap, output position) pair, row-major over [kernel_numel, out_numel], the
+/// row-major offset of the input element it reads within one spatial plane, or -1 in padding.
+std::vector<std::int64_t> tap_table(const Window& w);
+
 /// kernel_shape attribute, checked against the spatial rank; `fallback` when absent (Conv: W's dims).
 std::vector<std::int64_t> kernel_shape(const Op& op, std::size_t rank, const std::vector<std::int64_t>& fallback);
 

@@ -186,4 +186,159 @@ TEST(CollectiveFabric, EightChipDirectWithPerRankOrdersDisagrees) {
   EXPECT_LT(t, 1.2 * (alpha + static_cast<double>(kBytes) * beta));
 }
 
+/// An injector stand-in: per-rank overrides through the collective hook.
+class OrderHooks : public pc::FaultHooks {
+ public:
+  std::uint32_t sites() const override { return pc::kFaultCollective; }
+  void on_collective(const pc::FaultSite& site, pc::CollectiveOverride& o) override {
+    sites_seen.push_back(site.rank);
+    o.algorithm = static_cast<std::uint32_t>(spec::CollectiveAlgo::Direct);
+    o.acc_dtype = graph::DType::F16;
+    o.arrival_jitter_ps = 5'000'000;  // up to 5 us per incoming transfer
+    o.jitter_seed = 42;
+  }
+  std::vector<std::uint32_t> sites_seen;
+};
+
+TEST(CollectiveFabric, InjectedJitterReordersDirectArrivalsAndRanksDrift) {
+  const pc::ChipConfig cfg;
+  OrderHooks hooks;
+  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8), &hooks);
+  const std::uint64_t count = 4096;
+  fill_inputs(rig, count);
+  // The task asks for ring with FP32 accumulation; the hooks force direct, FP16, jitter.
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, count, graph::DType::F32,
+                         kInBase, kOutBase));
+  sc_core::sc_start();
+  ASSERT_EQ(rig.fabric->history().size(), 1u);
+  const auto& rec = *rig.fabric->history()[0];
+  EXPECT_EQ(hooks.sites_seen.size(), 8u);
+  EXPECT_EQ(rec.plan.algo, spec::CollectiveAlgo::Direct);
+  int reordered = 0;
+  for (std::uint32_t p = 0; p < 8; ++p) {
+    EXPECT_EQ(rec.overridden[p], 1);
+    EXPECT_EQ(rec.plan.acc_dtypes[p], graph::DType::F16);
+    EXPECT_EQ(rec.plan.ranks[p].order, rec.arrival_order[p]) << "rank " << p;
+    EXPECT_EQ(rec.arrival_order[p].front(), p);  // own contribution first
+    std::vector<std::uint32_t> plain{p};
+    for (std::uint32_t q = 0; q < 8; ++q)
+      if (q != p) plain.push_back(q);
+    reordered += rec.arrival_order[p] != plain;
+  }
+  EXPECT_GE(reordered, 4);
+  EXPECT_GE(ranks_differing_from_0(rig, count * 2), 4);
+  EXPECT_EQ(rec.jitter_seed, 42u);
+}
+
+TEST(CollectiveFabric, Fp16OverflowLatchesOnTheChipThatAdds) {
+  // Tree over 8 chips: pairs (20000) on r0,r2,r4,r6, quads (40000) on r0,r4, then r0 adds
+  // 40000 + 40000 = 80000 > 65504. Only r0's detection circuit sees the overflow.
+  const pc::ChipConfig cfg;
+  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
+  const std::uint64_t count = 256;
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    std::vector<num::f16> v(count, num::to_f16(10000.0).value);
+    v[7] = num::to_f16(1.0).value;  // this element stays finite
+    rig.write(r, kInBase, v);
+  }
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Tree, count, graph::DType::F16,
+                         kInBase, kOutBase));
+  sc_core::sc_start();
+  auto& det0 = rig.chips[0]->detection();
+  EXPECT_TRUE(det0.latched());
+  EXPECT_EQ(det0.latch().first_kind, spec::kExcOverflow);
+  EXPECT_EQ(det0.latch().first_elem, 0u);
+  EXPECT_EQ(det0.latch().task_id, 10u);
+  EXPECT_NE(det0.float_status() & spec::kFsOverflow, 0u);
+  for (std::uint32_t r = 1; r < 8; ++r) EXPECT_FALSE(rig.chips[r]->detection().latched()) << "r" << r;
+  const auto out = rig.read(3, kOutBase, count * 2);
+  num::f16 x0, x7;
+  std::memcpy(&x0, out.data(), 2);
+  std::memcpy(&x7, out.data() + 14, 2);
+  EXPECT_TRUE(num::is_inf(x0));
+  EXPECT_EQ(x7, num::to_f16(8.0).value);
+  EXPECT_TRUE(rig.fabric->history()[0]->flags[0].has(num::Flag::Overflow));
+}
+
+TEST(CollectiveFabric, RingTopologyRoutesDirectTrafficOverSharedLinks) {
+  pc::ChipConfig cfg;
+  cfg.link_count = 2;  // only neighbours are connected
+  const auto fc = pc::FabricConfig::from_chip_config(cfg, 8);
+  ASSERT_EQ(fc.topology, pc::Topology::Ring);
+  Rig rig(8, cfg, fc);
+  const std::uint64_t count = 64 * 1024;
+  fill_inputs(rig, count);
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Direct, count, graph::DType::F32,
+                         kInBase, kOutBase),
+                 [](std::uint32_t, spec::CollectiveArgs& a) {
+                   a.order_mode = static_cast<std::uint8_t>(spec::OrderMode::GroupOrder);
+                 });
+  sc_core::sc_start();
+  EXPECT_EQ(rig.fabric->route(0, 3).size(), 3u);
+  EXPECT_EQ(rig.fabric->route(0, 6).size(), 2u);
+  // Shortest way round, ties towards increasing ranks: each "up" link carries the transfers of
+  // distance 1..4 crossing it (1+2+3+4 = 10), each "down" link those of distance 1..3 (6).
+  const auto links = rig.fabric->links();
+  ASSERT_EQ(links.size(), 16u);
+  for (const auto* l : links) {
+    const bool up = l->dst() == (l->src() + 1) % 8;
+    EXPECT_EQ(l->stats().transfers, up ? 10u : 6u) << l->name();
+  }
+  const double serial = 10.0 * count * 2 / (cfg.link_bandwidth_gbps * 1e9);
+  EXPECT_GT(collective_seconds(*rig.fabric->history()[0]), serial);
+  EXPECT_EQ(ranks_differing_from_0(rig, count * 2), 0);  // the same order on every rank
+}
+
+TEST(CollectiveFabric, ReduceScatterAllGatherBroadcastDeliverTheRightBlocks) {
+  const pc::ChipConfig cfg;
+  Rig rig(4, cfg, pc::FabricConfig::from_chip_config(cfg, 4));
+  const std::uint64_t m = 1000;
+  const auto in = fill_inputs(rig, m * 4);
+  const std::uint64_t rs_out = kOutBase, ag_out = kOutBase + 0x100000, bc_out = kOutBase + 0x200000;
+  rig.collective(0, args(spec::CollectiveOp::ReduceScatter, spec::CollectiveAlgo::Ring, m, graph::DType::F32,
+                         kInBase, rs_out));
+  rig.collective(1, args(spec::CollectiveOp::AllGather, spec::CollectiveAlgo::Tree, m, graph::DType::F32,
+                         kInBase, ag_out));
+  auto bc = args(spec::CollectiveOp::Broadcast, spec::CollectiveAlgo::Direct, m * 4, graph::DType::F32, kInBase, bc_out);
+  bc.root = 2;
+  rig.collective(2, bc);
+  sc_core::sc_start();
+  ASSERT_EQ(rig.fabric->history().size(), 3u);
+  // ReduceScatter: block r of the reduction, equal to what the plan computes.
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
+  const auto rs = pc::execute_plan(rig.fabric->history()[0]->plan, spans);
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(rig.read(r, rs_out, m * 2), rs.outputs[r]);
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const auto got = rig.read(r, ag_out + b * m * 2, m * 2);
+      EXPECT_EQ(0, std::memcmp(got.data(), in[b].data(), m * 2)) << "allgather block " << b << " on r" << r;
+    }
+    const auto got = rig.read(r, bc_out, m * 8);
+    EXPECT_EQ(0, std::memcmp(got.data(), in[2].data(), m * 8)) << "broadcast on r" << r;
+    EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 3u);
+  }
+  // Collectives on one stream run in order: each starts after the previous one finished.
+  const auto& h = rig.fabric->history();
+  EXPECT_GE(*std::min_element(h[1]->arrival_ps.begin(), h[1]->arrival_ps.end()),
+            *std::min_element(h[0]->finish_ps.begin(), h[0]->finish_ps.end()));
+}
+
+TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
+  const pc::ChipConfig cfg;
+  Rig rig(2, cfg, pc::FabricConfig::from_chip_config(cfg, 2));
+  fill_inputs(rig, 16);
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, 16, graph::DType::F32,
+                         kInBase, kOutBase),
+                 [](std::uint32_t r, spec::CollectiveArgs& a) {
+                   if (r == 1) a.algorithm = static_cast<std::uint8_t>(spec::CollectiveAlgo::Tree);
+                 });
+  try {
+    sc_core::sc_start();
+    ADD_FAILURE() << "the run should fail";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("disagree on the algorithm"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

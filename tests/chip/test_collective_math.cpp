@@ -242,10 +242,11 @@ TEST(CollectiveMath, ReduceScatterGatherBroadcastAndMean) {
   for (std::uint32_t q = 0; q < kRanks; ++q) blocks[q].assign(in[q].begin(), in[q].begin() + m);
   for (auto algo : {CollectiveAlgo::Ring, CollectiveAlgo::Tree, CollectiveAlgo::Direct}) {
     const auto ag = execute_plan(build_plan(request(CollectiveOp::AllGather, algo, m, DType::F16)), spans(blocks));
-    for (std::uint32_t q = 0; q < kRanks; ++q)
+    for (std::uint32_t q = 0; q < kRanks; ++q) {
+      const auto got = as_f16(ag.outputs[q]);
       for (std::uint32_t b = 0; b < kRanks; ++b)
-        EXPECT_EQ(std::vector<num::f16>(as_f16(ag.outputs[q]).begin() + b * m, as_f16(ag.outputs[q]).begin() + (b + 1) * m),
-                  blocks[b]);
+        EXPECT_EQ(std::vector<num::f16>(got.begin() + b * m, got.begin() + (b + 1) * m), blocks[b]);
+    }
     auto br = request(CollectiveOp::Broadcast, algo, m, DType::F16);
     br.root = 6;
     const auto bc = execute_plan(build_plan(br), spans(blocks));

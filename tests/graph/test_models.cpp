@@ -55,7 +55,7 @@ TEST(BundledModels, ResNetHasSixteenConvs) {
   EXPECT_EQ(count_type(s.original, "Conv"), 16u);
   for (int i = 1; i <= 16; ++i) EXPECT_NE(s.original.find_op("conv" + std::to_string(i)), nullptr) << i;
   EXPECT_EQ(s.original.select_ops("conv*").size(), 16u);
-  EXPECT_EQ(s.original.select_scope("resnet/layer[4-6]/.*").size(), 3u * 6u);
+  EXPECT_EQ(s.original.select_scope("resnet/layer[4-6]/.*").size(), 3u * 7u);  // conv, bn, relu, conv, bn, add, relu
   // the first conv of each block (and stem and head) fuse with BatchNorm and ReLU
   EXPECT_EQ(count_type(s.fused, "FusedConvBnRelu"), 9u);
   EXPECT_EQ(fate_of(s, "conv15").kind, OpFate::Kind::Kept);

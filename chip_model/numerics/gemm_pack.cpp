@@ -1,0 +1,181 @@
+// GEMM operand packing: FP16/BF16 storage -> exact FP32 register-tile panels (read through the
+// Mode), with the classification of each logical row of A / column of B that tells gemm.cpp which
+// output elements need the scalar path.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "chip_model/numerics/detail/format.h"
+#include "chip_model/numerics/detail/gemm_internal.h"
+#include "chip_model/numerics/detail/simd.h"
+
+namespace probelab::num::detail {
+
+FloatBuffer aligned_floats(std::int64_t n) {
+  const auto bytes = static_cast<std::size_t>((std::max<std::int64_t>(n, 1) * 4 + 63) / 64 * 64);
+  return FloatBuffer(static_cast<float*>(std::aligned_alloc(64, bytes)));
+}
+
+namespace {
+
+// Tame BF16 operands: non-zero magnitudes with unbiased exponents in [-56, 62]. All their products
+// are exact FP32 multiples of 2^-126 below 2^126, so FP32 accumulation of them never produces a
+// subnormal, never underflows, and overflows only to a sticky infinity (see gemm.cpp).
+constexpr int kBf16TameLo = 127 - 56;
+constexpr int kBf16TameHi = 127 + 62;
+
+std::uint8_t classify(std::uint16_t b, InType type, const Mode& m, float& value) {
+  const bool ftz = m.denormal == DenormalMode::FlushToZero;
+  const float signed_zero = (b & 0x8000u) ? -0.0f : 0.0f;
+  if (type == InType::F16) {
+    if (is_nan_bits<F16>(b) || is_inf_bits<F16>(b)) {
+      value = 0;
+      return kClsSlow;
+    }
+    value = static_cast<float>(decode_finite<F16>(b));
+    if (!is_sub_bits<F16>(b)) return 0;
+    if (ftz) value = signed_zero;
+    return kClsDenormalIn;
+  }
+  value = std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+  if (is_nan_bits<BF16>(b) || is_inf_bits<BF16>(b)) {
+    value = 0;
+    return kClsSlow;
+  }
+  if (is_sub_bits<BF16>(b)) {
+    if (!ftz) return kClsDenormalIn | kClsSlow;
+    value = signed_zero;
+    return kClsDenormalIn;
+  }
+  const int e = (b >> 7) & 0xFF;
+  if ((b & 0x7FFFu) != 0 && (e < kBf16TameLo || e > kBf16TameHi)) return kClsSlow;
+  return 0;
+}
+
+// Lanes of 8 patterns that are not plain for the input type (classify() decides for them).
+int needs_classify(__m128i h, InType type) {
+  if (type == InType::F16) return special16(h, 0x7C00);
+  const __m128i e = _mm_srli_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7F80)), 7);
+  const __m128i bad = _mm_or_si128(_mm_cmpgt_epi16(_mm_set1_epi16(kBf16TameLo), e),
+                                   _mm_cmpgt_epi16(e, _mm_set1_epi16(kBf16TameHi)));
+  const __m128i zero = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
+  return _mm_movemask_epi8(_mm_andnot_si128(zero, bad));
+}
+
+__m256 widen8(__m128i h, InType type) { return type == InType::F16 ? _mm256_cvtph_ps(h) : bf16_to_ps(h); }
+
+struct Packer {
+  const GemmOperand& op;
+  const Mode& mode;
+  std::int64_t rows, cols;  // logical
+  bool is_a;                // classify per logical row (A) or column (B)
+  Packed& out;
+
+  void mark(std::int64_t r, std::int64_t c, std::uint8_t cls, std::uint16_t bits) {
+    out.cls[static_cast<std::size_t>(is_a ? r : c)] |= cls;
+    const bool nan = op.type == InType::F16 ? is_nan_bits<F16>(bits) : is_nan_bits<BF16>(bits);
+    if (nan && (out.first_nan < 0 || r * cols + c < out.first_nan)) out.first_nan = r * cols + c;
+  }
+
+  // Converts storage row s (scols elements) into `v` (exact values), classifying as needed.
+  void convert_row(std::int64_t s, std::int64_t scols, float* v) {
+    const std::uint16_t* src = op.data + s * op.ld;
+    std::int64_t j = 0;
+    auto slow = [&](std::int64_t t) {
+      const std::uint8_t cls = classify(src[t], op.type, mode, v[t]);
+      if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
+    };
+    for (; j + 8 <= scols; j += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+      _mm256_storeu_ps(v + j, widen8(h, op.type));
+      if (needs_classify(h, op.type) != 0) {
+        for (std::int64_t t = j; t < j + 8; ++t) slow(t);
+      }
+    }
+    for (; j < scols; ++j) slow(j);
+  }
+};
+
+void ensure(FloatBuffer& storage, std::int64_t& capacity, std::int64_t n) {
+  if (n > capacity) {
+    storage = aligned_floats(n);
+    capacity = n;
+  }
+}
+
+}  // namespace
+
+Packed pack_a(const GemmOperand& a, std::int64_t M, std::int64_t K, const Mode& mode, FloatBuffer& storage,
+              std::int64_t& capacity) {
+  const std::int64_t panels = (M + kPanelA - 1) / kPanelA;
+  ensure(storage, capacity, panels * kPanelA * K);
+  float* dst = storage.get();
+  Packed out;
+  out.data = dst;
+  out.K = K;
+  out.width = kPanelA;
+  out.cls.assign(static_cast<std::size_t>(M), 0);
+  Packer pk{a, mode, M, K, true, out};
+  std::vector<float> row(static_cast<std::size_t>(a.trans ? M : K));
+  if (!a.trans) {
+    for (std::int64_t m = 0; m < panels * kPanelA; ++m) {
+      float* base = dst + (m / kPanelA) * K * kPanelA + m % kPanelA;
+      if (m >= M) {
+        for (std::int64_t k = 0; k < K; ++k) base[k * kPanelA] = 0.0f;
+        continue;
+      }
+      pk.convert_row(m, K, row.data());
+      for (std::int64_t k = 0; k < K; ++k) base[k * kPanelA] = row[static_cast<std::size_t>(k)];
+    }
+  } else {
+    for (std::int64_t k = 0; k < K; ++k) {
+      pk.convert_row(k, M, row.data());
+      for (std::int64_t p = 0; p < panels; ++p) {
+        float* d = dst + p * K * kPanelA + k * kPanelA;
+        for (std::int64_t i = 0; i < kPanelA; ++i) {
+          const std::int64_t m = p * kPanelA + i;
+          d[i] = m < M ? row[static_cast<std::size_t>(m)] : 0.0f;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
+              std::int64_t& capacity) {
+  const std::int64_t panels = (N + kPanelB - 1) / kPanelB;
+  ensure(storage, capacity, panels * kPanelB * K);
+  float* dst = storage.get();
+  Packed out;
+  out.data = dst;
+  out.K = K;
+  out.width = kPanelB;
+  out.cls.assign(static_cast<std::size_t>(N), 0);
+  Packer pk{b, mode, K, N, false, out};
+  std::vector<float> row(static_cast<std::size_t>(b.trans ? K : panels * kPanelB), 0.0f);
+  if (!b.trans) {
+    for (std::int64_t k = 0; k < K; ++k) {
+      pk.convert_row(k, N, row.data());  // row[N..] stays zero: the padding columns
+      for (std::int64_t p = 0; p < panels; ++p) {
+        float* d = dst + p * K * kPanelB + k * kPanelB;
+        _mm256_store_ps(d, _mm256_loadu_ps(row.data() + p * kPanelB));
+        _mm256_store_ps(d + 8, _mm256_loadu_ps(row.data() + p * kPanelB + 8));
+      }
+    }
+  } else {
+    for (std::int64_t n = 0; n < panels * kPanelB; ++n) {
+      float* base = dst + (n / kPanelB) * K * kPanelB + n % kPanelB;
+      if (n >= N) {
+        for (std::int64_t k = 0; k < K; ++k) base[k * kPanelB] = 0.0f;
+        continue;
+      }
+      pk.convert_row(n, K, row.data());
+      for (std::int64_t k = 0; k < K; ++k) base[k * kPanelB] = row[static_cast<std::size_t>(k)];
+    }
+  }
+  return out;
+}
+
+}  // namespace probelab::num::detail

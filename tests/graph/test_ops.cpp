@@ -1,0 +1,274 @@
+// Op registry, shape inference errors and reference kernels on hand-checked values. (The ONNX
+// conformance cases check the ONNX ops broadly; gradients are checked in test_autodiff*.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "graph/format.h"
+#include "graph/op_registry.h"
+#include "grad_check.h"
+
+namespace probelab::graph {
+namespace {
+
+using testing::int64_tensor;
+
+Op make_op(std::string type, std::size_t n_in, Attrs attrs = {}, std::size_t n_out = 1) {
+  Op op;
+  op.name = "t";
+  op.type = std::move(type);
+  for (std::size_t i = 0; i < n_in; ++i) op.inputs.push_back("in" + std::to_string(i));
+  for (std::size_t i = 0; i < n_out; ++i) op.outputs.push_back("out" + std::to_string(i));
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+Tensor f32(const Shape& s, std::vector<float> v) { return Tensor::from_f32(s, v); }
+
+std::vector<Tensor> run(const Op& op, const std::vector<const Tensor*>& in, RefPrecision p = RefPrecision::F32) {
+  return run_reference(op, in, p);
+}
+
+std::string error_of(const Op& op, const std::vector<const Tensor*>& in) {
+  try {
+    run(op, in);
+  } catch (const GraphError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(OpRegistry, AliasesResolveToCanonicalOnnxNames) {
+  const OpRegistry& r = OpRegistry::instance();
+  const std::pair<const char*, const char*> aliases[] = {
+      {"Conv2d", "Conv"}, {"LayerNorm", "LayerNormalization"}, {"BatchNorm", "BatchNormalization"},
+      {"AvgPool", "AveragePool"}, {"CrossEntropyLoss", "SoftmaxCrossEntropyLoss"}, {"Embedding", "Gather"}};
+  for (const auto& [alias, canonical] : aliases) {
+    ASSERT_NE(r.find(alias), nullptr) << alias;
+    EXPECT_EQ(r.find(alias)->type, canonical);
+    EXPECT_EQ(r.find(alias), r.find(canonical));
+  }
+  const auto types = r.types();
+  EXPECT_TRUE(std::is_sorted(types.begin(), types.end()));
+  EXPECT_EQ(std::count(types.begin(), types.end(), "Conv2d"), 0) << "aliases are not listed as types";
+}
+
+TEST(OpRegistry, EveryDefinitionIsComplete) {
+  const char* forward[] = {"MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh",
+                           "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "MaxPool",
+                           "AveragePool", "Reshape", "Flatten", "Transpose", "Concat", "Slice", "ReduceSum",
+                           "ReduceMean", "SoftmaxCrossEntropyLoss", "MSELoss", "Gather", "Identity"};
+  for (const char* t : forward) {
+    const OpDef* d = OpRegistry::instance().find(t);
+    ASSERT_NE(d, nullptr) << t;
+    EXPECT_TRUE(d->gradient) << t << " has no gradient";
+    EXPECT_FALSE(d->backward) << t;
+  }
+  for (const auto& [name, d] : OpRegistry::instance().all()) {
+    EXPECT_FALSE(d.doc.empty()) << name;
+    if (name.starts_with("Fused")) continue;  // fusion types are defined with the fusion passes
+    EXPECT_TRUE(d.infer) << name;
+    EXPECT_TRUE(d.reference) << name;
+    EXPECT_EQ(d.input_names.empty(), false) << name;
+    for (const AttrSpec& a : d.attrs) EXPECT_FALSE(a.doc.empty()) << name << "." << a.name;
+    if (d.backward) {
+      EXPECT_FALSE(d.gradient) << name << ": backward ops are not differentiated again";
+    }
+  }
+  for (const char* t : {"SgdUpdate", "AdamUpdate"}) EXPECT_FALSE(OpRegistry::instance().get(t).gradient) << t;
+  const AttrSpec* group = OpRegistry::instance().get("Conv").attr("group");
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(std::get<std::int64_t>(*group->default_value), 1);
+}
+
+TEST(OpRegistry, UnknownTypesAndDuplicatesAreErrors) {
+  try {
+    OpRegistry::instance().get("Conv3x3");
+    FAIL();
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("Conv3x3"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("MatMul"), std::string::npos) << "lists known types";
+  }
+  OpDef dup;
+  dup.type = "Relu";
+  EXPECT_THROW(OpRegistry::instance().add(dup), GraphError);
+  OpDef alias_clash;
+  alias_clash.type = "MyConv";
+  alias_clash.aliases = {"Conv2d"};
+  EXPECT_THROW(OpRegistry::instance().add(alias_clash), GraphError);
+  EXPECT_EQ(OpRegistry::instance().find("MyConv"), nullptr);
+}
+
+OpDef negate_def() {
+  OpDef d;
+  d.type = "TestNegate";
+  d.doc = "y = -x";
+  d.input_names = {"X"};
+  d.infer = [](const Op&, std::span<const TensorDesc> in) { return std::vector<TensorDesc>{in[0]}; };
+  d.reference = [](const Op&, std::span<const Tensor* const> in, std::span<Tensor> out, RefPrecision) {
+    auto x = in[0]->data<float>();
+    auto y = out[0].data<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = -x[i];
+  };
+  return d;
+}
+const OpRegistrar kNegate{negate_def()};
+
+TEST(OpRegistry, StaticRegistrarAddsATypeUsableByTheReference) {
+  const Tensor x = f32({2}, {1.5f, -2.0f});
+  const auto y = run(make_op("TestNegate", 1), {&x});
+  EXPECT_EQ(y[0].to_f32(), (std::vector<float>{-1.5f, 2.0f}));
+}
+
+TEST(ShapeInference, ErrorsNameTheOpAndWhatWasExpected) {
+  const Tensor a = f32({2, 3}, std::vector<float>(6, 1)), b = f32({4, 5}, std::vector<float>(20, 1));
+  std::string e = error_of(make_op("MatMul", 2), {&a, &b});
+  EXPECT_NE(e.find("MatMul 't'"), std::string::npos) << e;
+  EXPECT_NE(e.find("K = 3"), std::string::npos) << e;
+  const Tensor x = f32({1, 3, 4, 4}, std::vector<float>(48, 1)), w = f32({2, 2, 3, 3}, std::vector<float>(36, 1));
+  e = error_of(make_op("Conv2d", 2), {&x, &w});
+  EXPECT_NE(e.find("C/group = 3"), std::string::npos) << e;
+  e = error_of(make_op("Softmax", 1, {{"axis", std::int64_t{2}}}), {&a});
+  EXPECT_NE(e.find("axis 2 is out of range for rank 2"), std::string::npos) << e;
+  e = error_of(make_op("Reshape", 1, {{"shape", std::vector<std::int64_t>{4, -1}}}), {&a});
+  EXPECT_NE(e.find("cannot infer"), std::string::npos) << e;
+  e = error_of(make_op("Add", 2), {&a, &b});
+  EXPECT_NE(e.find("do not broadcast"), std::string::npos) << e;
+  e = error_of(make_op("MaxPool", 1), {&x});
+  EXPECT_NE(e.find("kernel_shape"), std::string::npos) << e;
+}
+
+TEST(Kernels, MatMulBroadcastsBatchesAndPromotesVectors) {
+  const Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4}), b = f32({3, 2, 1}, {1, 1, 2, 0, 0, 3});
+  const auto y = run(make_op("MatMul", 2), {&a, &b});
+  EXPECT_EQ(y[0].shape(), (Shape{2, 3, 1, 1}));
+  EXPECT_EQ(y[0].to_f32(), (std::vector<float>{3, 2, 6, 7, 6, 12}));
+  const Tensor v = f32({2}, {1, -1});
+  const auto yv = run(make_op("MatMul", 2), {&v, &b});
+  EXPECT_EQ(yv[0].shape(), (Shape{3, 1}));
+  EXPECT_EQ(yv[0].to_f32(), (std::vector<float>{0, 2, -3}));
+}
+
+TEST(Kernels, ConvWithStridePadAndBias) {
+  std::vector<float> xs(16);
+  for (int i = 0; i < 16; ++i) xs[i] = float(i);
+  const Tensor x = f32({1, 1, 4, 4}, xs), w = f32({1, 1, 2, 2}, {1, 1, 1, 1}), b = f32({1}, {0.5f});
+  const auto y = run(make_op("Conv", 3, {{"strides", std::vector<std::int64_t>{2, 2}},
+                                         {"pads", std::vector<std::int64_t>{1, 1, 0, 0}}}),
+                     {&x, &w, &b});
+  EXPECT_EQ(y[0].shape(), (Shape{1, 1, 2, 2}));
+  // windows (rows -1..0, cols -1..0) = x00; (-1..0, 1..2) = x01 + x02; (1..2, -1..0) = x10 + x20; ...
+  EXPECT_EQ(y[0].to_f32(), (std::vector<float>{0.5f, 3.5f, 12.5f, 30.5f}));
+}
+
+TEST(Kernels, GeluBothForms) {
+  const Tensor x = f32({3}, {-1, 0, 1});
+  const auto erf = run(make_op("Gelu", 1), {&x}, RefPrecision::F64)[0].to_f64();
+  EXPECT_NEAR(erf[0], -0.15865525393145707, 1e-15);
+  EXPECT_NEAR(erf[2], 0.8413447460685429, 1e-15);
+  const auto th = run(make_op("Gelu", 1, {{"approximate", std::string("tanh")}}), {&x}, RefPrecision::F64)[0].to_f64();
+  EXPECT_NEAR(th[2], 0.8411919906082768, 1e-15);
+  EXPECT_NE(error_of(make_op("Gelu", 1, {{"approximate", std::string("fast")}}), {&x}).find("approximate"),
+            std::string::npos);
+}
+
+TEST(Kernels, NanPropagatesThroughReluAndMaxPool) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = f32({1, 1, 2, 2}, {1, nan, -3, 2});
+  const auto r = run(make_op("Relu", 1), {&x})[0].to_f32();
+  EXPECT_TRUE(std::isnan(r[1]));
+  EXPECT_EQ(r[2], 0.0f);
+  const auto m = run(make_op("MaxPool", 1, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}}, 2), {&x});
+  EXPECT_TRUE(std::isnan(m[0].to_f32()[0]));
+  EXPECT_EQ(m[1].data<std::int64_t>()[0], 1);
+}
+
+TEST(Kernels, MaxPoolIndicesInBothStorageOrders) {
+  const Tensor x = f32({1, 2, 2, 3}, {0, 9, 1, 2, 3, 4, /*c1*/ 5, 0, 0, 0, 0, 8});
+  Attrs a{{"kernel_shape", std::vector<std::int64_t>{2, 3}}};
+  auto y = run(make_op("MaxPool", 1, a, 2), {&x});
+  EXPECT_EQ(y[0].to_f32(), (std::vector<float>{9, 8}));
+  EXPECT_EQ(std::vector<std::int64_t>(y[1].data<std::int64_t>().begin(), y[1].data<std::int64_t>().end()),
+            (std::vector<std::int64_t>{1, 11}));
+  a["storage_order"] = std::int64_t{1};  // column-major: (h, w) -> w * H + h
+  y = run(make_op("MaxPool", 1, a, 2), {&x});
+  EXPECT_EQ(y[1].data<std::int64_t>()[0], 2);
+  EXPECT_EQ(y[1].data<std::int64_t>()[1], 6 + 5);
+}
+
+TEST(Kernels, IntegerArithmeticBroadcastsAndTruncates) {
+  const Tensor a = int64_tensor({2, 2}, {7, -7, 9, 0}), b = int64_tensor({2}, {2, -2});
+  auto y = run(make_op("Div", 2), {&a, &b});
+  EXPECT_EQ(y[0].dtype(), DType::I64);
+  EXPECT_EQ(std::vector<std::int64_t>(y[0].data<std::int64_t>().begin(), y[0].data<std::int64_t>().end()),
+            (std::vector<std::int64_t>{3, 3, 4, 0}));
+  const Tensor z = int64_tensor({1}, {0});
+  EXPECT_NE(error_of(make_op("Div", 2), {&a, &z}).find("division by zero"), std::string::npos);
+}
+
+TEST(Kernels, LossesAndNormalisation) {
+  const Tensor p = f32({4}, {1, 2, 3, 4}), t = f32({4}, {1, 0, 3, 8});
+  EXPECT_FLOAT_EQ(run(make_op("MSELoss", 2), {&p, &t})[0].to_f32()[0], (0 + 4 + 0 + 16) / 4.0f);
+  const Tensor logits = f32({2, 3}, {0, 0, 0, 1, 2, 3});
+  const Tensor labels = int64_tensor({2}, {1, 2});
+  const double l1 = std::log(3.0), l2 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0;
+  EXPECT_NEAR(run(make_op("CrossEntropyLoss", 2), {&logits, &labels}, RefPrecision::F64)[0].to_f64()[0],
+              (l1 + l2) / 2, 1e-12);
+  const Tensor bad = int64_tensor({2}, {1, 3});
+  EXPECT_NE(error_of(make_op("CrossEntropyLoss", 2), {&logits, &bad}).find("outside [0, 3)"), std::string::npos);
+  const Tensor x = f32({2, 4}, {1, 2, 3, 4, -1, 0, 0, 5}), s = f32({4}, {1, 1, 1, 1});
+  const auto y = run(make_op("LayerNorm", 2), {&x, &s}, RefPrecision::F64)[0].to_f64();
+  for (int r = 0; r < 2; ++r) {
+    double m = 0, v = 0;
+    for (int j = 0; j < 4; ++j) m += y[r * 4 + j] / 4;
+    for (int j = 0; j < 4; ++j) v += (y[r * 4 + j] - m) * (y[r * 4 + j] - m) / 4;
+    EXPECT_NEAR(m, 0, 1e-12);
+    EXPECT_NEAR(v, 1, 1e-4);  // epsilon 1e-5 in the denominator
+  }
+}
+
+TEST(Kernels, SumToShapeAndExpandAreAdjoint) {
+  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto s = run(make_op("SumToShape", 1, {{"shape", std::vector<std::int64_t>{1, 3}}}), {&x})[0];
+  EXPECT_EQ(s.to_f32(), (std::vector<float>{5, 7, 9}));
+  const auto e = run(make_op("Expand", 1, {{"shape", std::vector<std::int64_t>{2, 1, 1}}}), {&s})[0];
+  EXPECT_EQ(e.shape(), (Shape{2, 1, 3}));
+  EXPECT_EQ(e.to_f32(), (std::vector<float>{5, 7, 9, 5, 7, 9}));
+}
+
+TEST(Reference, ConvertsFp16AndPrivateFormatsFirst) {
+  std::vector<float> xs(2 * 3 * 2 * 2);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * float(i) - 2.0f;
+  const Tensor nchw = f32({2, 3, 2, 2}, xs);
+  const Tensor half = Tensor::from_f32({2, 3, 2, 2}, xs, DType::F16);
+  const Tensor fractal = convert_format(half, Format::NC1HWC0);
+  const auto a = run(make_op("Relu", 1), {&nchw})[0];
+  const auto b = run(make_op("Relu", 1), {&fractal})[0];
+  EXPECT_EQ(b.dtype(), DType::F32);
+  EXPECT_EQ(b.shape(), (Shape{2, 3, 2, 2}));
+  EXPECT_EQ(a.to_f32(), b.to_f32());  // all values are exact in FP16
+}
+
+TEST(Reference, GraphRunIsDeterministicAndReportsMissingFeeds) {
+  Graph g("tiny");
+  g.add_tensor({"x", TensorDesc{DType::F32, {2, 3}, Format::ND}, TensorKind::Input});
+  g.mark_input("x");
+  g.add_initializer("w", f32({3, 2}, {1, 2, 3, 4, 5, 6}));
+  Op mm = make_op("MatMul", 0);
+  mm.inputs = {"x", "w"};
+  mm.outputs = {"y"};
+  g.add_op(mm);
+  EXPECT_THROW(run_graph_reference(g, {}, RefPrecision::F32), GraphError);
+  const std::map<std::string, Tensor> feeds{{"x", f32({2, 3}, {1, 0, 0, 0, 1, -1})}};
+  const auto v1 = run_graph_reference(g, feeds, RefPrecision::F32);
+  const auto v2 = run_graph_reference(g, feeds, RefPrecision::F32);
+  EXPECT_EQ(v1.at("y").to_f32(), (std::vector<float>{1, 2, -2, -2}));
+  EXPECT_TRUE(v1.at("y") == v2.at("y"));
+  const auto v64 = run_graph_reference(g, feeds, RefPrecision::F64);
+  EXPECT_EQ(v64.at("y").dtype(), DType::F64);
+  EXPECT_EQ(v64.at("w").dtype(), DType::F64);
+}
+
+}  // namespace
+}  // namespace probelab::graph
