@@ -208,8 +208,22 @@ void append_optimizer(Graph& g, const std::map<std::string, std::string>& params
   }
 }
 
+// BatchNormalization ops in training mode that output running statistics for initializer inputs:
+// (running_mean output, input_mean initializer) and (running_var output, input_var initializer).
+std::vector<std::pair<std::string, std::string>> running_stats(const Graph& g) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Op& op : g.ops()) {
+    const OpDef* def = OpRegistry::instance().find(op.type);
+    if (!def || def->type != "BatchNormalization" || op.outputs.size() != 3 || op.inputs.size() != 5) continue;
+    for (std::size_t i = 1; i <= 2; ++i)
+      if (g.initializers().count(op.inputs[i + 2])) out.emplace_back(op.outputs[i], op.inputs[i + 2]);
+  }
+  return out;
+}
+
 Graph build_training_graph(const Graph& forward, const std::string& loss_tensor, const OptimizerConfig& cfg) {
   Graph g = forward;
+  for (const auto& [stat, init] : running_stats(g)) g.mark_output(stat);
   std::map<std::string, std::string> grads = append_backward(g, loss_tensor);
   std::map<std::string, std::string> params;
   for (const auto& [t, grad] : grads)
@@ -227,6 +241,13 @@ std::size_t commit_training_step(Graph& g, const std::map<std::string, Tensor>& 
     if (it->second.shape() != value.shape())
       throw GraphError(fmt::format("{}: '{}' has shape {}, initializer '{}' has {}", g.label(), it->first,
                                    shape_str(it->second.shape()), name, shape_str(value.shape())));
+    value = Tensor::from_f64(value.shape(), it->second.to_f64(), value.dtype());
+    ++n;
+  }
+  for (const auto& [stat, init] : running_stats(g)) {
+    auto it = values.find(stat);
+    if (it == values.end()) continue;
+    Tensor& value = g.initializers().at(init);
     value = Tensor::from_f64(value.shape(), it->second.to_f64(), value.dtype());
     ++n;
   }

@@ -108,13 +108,15 @@ struct OptimizerConfig {
 /// parameters and states as graph outputs.
 void append_optimizer(Graph& g, const std::map<std::string, std::string>& params, const OptimizerConfig& cfg);
 
-/// Forward ops, backward ops and optimizer ops of one training step; the loss and every updated
-/// parameter/state are graph outputs.
+/// Forward ops, backward ops and optimizer ops of one training step; the loss, every updated
+/// parameter/state and the running statistics of training-mode BatchNormalization ops are graph
+/// outputs.
 Graph build_training_graph(const Graph& forward, const std::string& loss_tensor, const OptimizerConfig& cfg = {});
 
 /// After a step has run: copies every "<init>/updated" value into initializer <init> (converted to
-/// its dtype) and advances the step attribute of AdamUpdate ops. Returns the number of updated
-/// initializers.
+/// its dtype), copies the running_mean/running_var outputs of training-mode BatchNormalization ops
+/// into their input_mean/input_var initializers, and advances the step attribute of AdamUpdate
+/// ops. Returns the number of updated initializers.
 std::size_t commit_training_step(Graph& g, const std::map<std::string, Tensor>& values);
 
 }  // namespace probelab::graph

@@ -14,13 +14,14 @@ std::string_view anomaly_kind_name(AnomalyKind k) {
   return "?";
 }
 
-namespace {
-/// JSON has no NaN/Inf: non-finite doubles become strings.
-nlohmann::json num(double v) {
+nlohmann::json json_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
+
+namespace {
+nlohmann::json num(double v) { return json_number(v); }
 }  // namespace
 
 nlohmann::json stats_json(const spec::CaptureStats& s) {

@@ -77,5 +77,8 @@ nlohmann::json to_json(const AnomalyRecord& a);
 nlohmann::json to_json(const TriggerEvent& t);
 nlohmann::json to_json(const RuleEvent& r);
 nlohmann::json stats_json(const spec::CaptureStats& s);
+/// A double as JSON: finite values as numbers, NaN as "nan", infinities as "inf"/"-inf" (JSON has
+/// no non-finite numbers).
+nlohmann::json json_number(double v);
 
 }  // namespace probelab::probes

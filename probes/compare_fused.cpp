@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "graph/op_registry.h"
+#include "probes/anomaly.h"
 #include "probes/compare.h"
 
 namespace probelab::probes {
@@ -110,11 +111,7 @@ void decompose_fused(const graph::Op& op, std::span<const graph::Tensor* const> 
 }
 
 nlohmann::json to_json(const Metrics& m) {
-  auto num = [](double v) -> nlohmann::json {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-  };
+  auto num = [](double v) { return json_number(v); };
   return {{"count", m.count},
           {"cosine", num(m.cosine)},
           {"max_abs_err", num(m.max_abs_err)},

@@ -56,11 +56,7 @@ bool diverges(const Diff& d, double tol) { return std::isnan(d.value) || d.value
 
 std::string edge(bool in, std::uint16_t i) { return fmt::format("{}{}", in ? "in" : "out", i); }
 
-nlohmann::json num(double v) {
-  if (std::isnan(v)) return nullptr;
-  if (std::isinf(v)) return "inf";
-  return v;
-}
+nlohmann::json num(double v) { return json_number(v); }
 
 }  // namespace
 

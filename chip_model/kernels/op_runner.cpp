@@ -248,11 +248,12 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
     f.kinds[spec::kExcInvalid].add(first, static_cast<std::uint64_t>(std::max(ps.nan_count, fs.nan_count)));
   }
   const std::int64_t inf_first = inputs_finite ? lowest({ps.first_inf, fs.first_inf}) : -1;
-  const std::uint64_t inf_count =
-      inputs_finite ? static_cast<std::uint64_t>(std::max(ps.inf_count, fs.inf_count)) : 0;
+  // Conversion overflows are finite before and Inf (INF_NAN) after the conversion: count once.
+  const std::uint64_t over_total =
+      inputs_finite ? std::max(over_count + static_cast<std::uint64_t>(ps.inf_count), static_cast<std::uint64_t>(fs.inf_count))
+                    : over_count;
   f.kinds[spec::kExcOverflow].add(
-      lowest({conv.first_index(Flag::Overflow), cf.first_index(Flag::Overflow), over_first, inf_first}),
-      over_count + inf_count);
+      lowest({conv.first_index(Flag::Overflow), cf.first_index(Flag::Overflow), over_first, inf_first}), over_total);
   f.kinds[spec::kExcUnderflow].add(lowest({conv.first_index(Flag::Underflow), conv.first_index(Flag::DenormalOut),
                                            cf.first_index(Flag::Underflow), cf.first_index(Flag::DenormalOut)}),
                                    static_cast<std::uint64_t>(fs.subnormal_count));

@@ -82,86 +82,75 @@ void scalar_convert(const In* in, Out* out, std::size_t lo, std::size_t hi, cons
 
 }  // namespace
 
-BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mode) {
+namespace {
+
+// Runs `block(i, rep)` on every full block of 8 (it returns false to hand the block to the scalar
+// conversion) and converts the tail with the scalar conversion.
+template <class S, class D, class In, class Out, class Block>
+BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, const Mode& mode, Block&& block) {
   validate(mode);
-  detail::require_same_size("convert(f32->f16)", in.size(), out.size(), "input", "output");
+  detail::require_same_size(what, in.size(), out.size(), "input", "output");
   BulkReport rep;
   const std::size_t n = in.size();
-  const float* x = in.data();
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 a = detail::abs_ps(v);
-    const __m256 ok = _mm256_or_ps(detail::in_range(a, 0x1p-14f, 65520.0f), detail::is_zero_ps(v));
-    if (detail::mask8(ok) != 0xFF) {
-      scalar_convert<detail::F32, detail::F16>(x, out.data(), i, i + 8, mode, rep);
-      continue;
-    }
+    if (!block(i, rep)) scalar_convert<S, D>(in.data(), out.data(), i, i + 8, mode, rep);
+  }
+  scalar_convert<S, D>(in.data(), out.data(), i, n, mode, rep);
+  return rep;
+}
+
+template <class T>
+__m128i load8(const T* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+template <class T>
+void store8(T* p, __m128i v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+}
+
+}  // namespace
+
+BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mode) {
+  return blocks<detail::F32, detail::F16>("convert(f32->f16)", in, out, mode, [&](std::size_t i, BulkReport& rep) {
+    const __m256 v = _mm256_loadu_ps(in.data() + i);
+    const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-14f, 65520.0f), detail::is_zero_ps(v));
+    if (detail::mask8(ok) != 0xFF) return false;
     const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), h);
+    store8(out.data() + i, h);
     detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
                        static_cast<std::int64_t>(i));
-  }
-  scalar_convert<detail::F32, detail::F16>(x, out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 BulkReport convert(std::span<const f16> in, std::span<float> out, const Mode& mode) {
-  validate(mode);
-  detail::require_same_size("convert(f16->f32)", in.size(), out.size(), "input", "output");
-  BulkReport rep;
-  const std::size_t n = in.size();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i));
-    if (detail::special16(h, 0x7C00) != 0) {
-      scalar_convert<detail::F16, detail::F32>(in.data(), out.data(), i, i + 8, mode, rep);
-      continue;
-    }
+  return blocks<detail::F16, detail::F32>("convert(f16->f32)", in, out, mode, [&](std::size_t i, BulkReport&) {
+    const __m128i h = load8(in.data() + i);
+    if (detail::special16(h, 0x7C00) != 0) return false;
     _mm256_storeu_ps(out.data() + i, _mm256_cvtph_ps(h));
-  }
-  scalar_convert<detail::F16, detail::F32>(in.data(), out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 BulkReport convert(std::span<const float> in, std::span<bf16> out, const Mode& mode) {
-  validate(mode);
-  detail::require_same_size("convert(f32->bf16)", in.size(), out.size(), "input", "output");
-  BulkReport rep;
-  const std::size_t n = in.size();
-  const float* x = in.data();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 a = detail::abs_ps(v);
-    const __m256 ok = _mm256_or_ps(detail::in_range(a, 0x1p-126f, 0x1.ffp127f), detail::is_zero_ps(v));
-    if (detail::mask8(ok) != 0xFF) {
-      scalar_convert<detail::F32, detail::BF16>(x, out.data(), i, i + 8, mode, rep);
-      continue;
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), detail::ps_to_bf16(v));
+  return blocks<detail::F32, detail::BF16>("convert(f32->bf16)", in, out, mode, [&](std::size_t i, BulkReport& rep) {
+    const __m256 v = _mm256_loadu_ps(in.data() + i);
+    const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-126f, 0x1.ffp127f), detail::is_zero_ps(v));
+    if (detail::mask8(ok) != 0xFF) return false;
+    store8(out.data() + i, detail::ps_to_bf16(v));
     detail::raise_mask(rep, Flag::Inexact, detail::bf16_inexact(v), static_cast<std::int64_t>(i));
-  }
-  scalar_convert<detail::F32, detail::BF16>(x, out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 BulkReport convert(std::span<const bf16> in, std::span<float> out, const Mode& mode) {
-  validate(mode);
-  detail::require_same_size("convert(bf16->f32)", in.size(), out.size(), "input", "output");
-  BulkReport rep;
-  const std::size_t n = in.size();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in.data() + i));
-    if (detail::special16(h, 0x7F80) != 0) {
-      scalar_convert<detail::BF16, detail::F32>(in.data(), out.data(), i, i + 8, mode, rep);
-      continue;
-    }
+  return blocks<detail::BF16, detail::F32>("convert(bf16->f32)", in, out, mode, [&](std::size_t i, BulkReport&) {
+    const __m128i h = load8(in.data() + i);
+    if (detail::special16(h, 0x7F80) != 0) return false;
     _mm256_storeu_ps(out.data() + i, detail::bf16_to_ps(h));
-  }
-  scalar_convert<detail::BF16, detail::F32>(in.data(), out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 }  // namespace probelab::num

@@ -136,84 +136,80 @@ bool vector_op(BinaryOp op) { return op != BinaryOp::Min && op != BinaryOp::Max;
 
 }  // namespace
 
-BulkReport elementwise(BinaryOp op, std::span<const f16> a, std::span<const f16> b, std::span<f16> out,
-                       const Mode& mode) {
+namespace {
+
+// Runs `block(i, rep)` on every full block of 8 of a vectorised operation (false hands the block
+// to the scalar operation) and the scalar operation on the tail and for Min/Max.
+template <class F, class T, class Block>
+BulkReport blocks(BinaryOp op, std::span<const T> a, std::span<const T> b, std::span<T> out, const Mode& mode,
+                  Block&& block) {
   check_args(op, a.size(), b.size(), out.size(), mode);
   BulkReport rep;
   const std::size_t n = a.size();
   std::size_t i = 0;
   for (; vector_op(op) && i + 8 <= n; i += 8) {
-    const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
-    const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
+    if (!block(i, rep)) scalar_range<F>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
+  }
+  scalar_range<F>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
+  return rep;
+}
+
+template <class T>
+__m128i load8(const T* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// All lanes of the result r are zero or have a magnitude in [lo, hi).
+bool plain_result(__m256 r, float lo, float hi) {
+  return detail::mask8(_mm256_or_ps(detail::in_range(detail::abs_ps(r), lo, hi), detail::is_zero_ps(r))) == 0xFF;
+}
+
+}  // namespace
+
+BulkReport elementwise(BinaryOp op, std::span<const f16> a, std::span<const f16> b, std::span<f16> out,
+                       const Mode& mode) {
+  return blocks<F16>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
+    const __m128i ha = load8(a.data() + i), hb = load8(b.data() + i);
     Block blk;
-    bool ok = (detail::special16(ha, 0x7C00) | detail::special16(hb, 0x7C00)) == 0 &&
-              compute(op, _mm256_cvtph_ps(ha), _mm256_cvtph_ps(hb), true, blk);
-    if (ok) {
-      const __m256 ar = detail::abs_ps(blk.res);
-      ok = detail::mask8(_mm256_or_ps(detail::in_range(ar, 0x1p-14f, 65520.0f), detail::is_zero_ps(blk.res))) == 0xFF;
-    }
-    if (!ok) {
-      scalar_range<F16>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
-      continue;
+    if ((detail::special16(ha, 0x7C00) | detail::special16(hb, 0x7C00)) != 0 ||
+        !compute(op, _mm256_cvtph_ps(ha), _mm256_cvtph_ps(hb), true, blk) || !plain_result(blk.res, 0x1p-14f, 65520.0f)) {
+      return false;
     }
     const __m128i h = _mm256_cvtps_ph(blk.res, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), h);
     const __m256 inexact = _mm256_or_ps(blk.inexact, _mm256_cmp_ps(_mm256_cvtph_ps(h), blk.res, _CMP_NEQ_OQ));
     detail::raise_mask(rep, Flag::Inexact, detail::mask8(inexact), static_cast<std::int64_t>(i));
-  }
-  scalar_range<F16>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 BulkReport elementwise(BinaryOp op, std::span<const bf16> a, std::span<const bf16> b, std::span<bf16> out,
                        const Mode& mode) {
-  check_args(op, a.size(), b.size(), out.size(), mode);
-  BulkReport rep;
-  const std::size_t n = a.size();
-  std::size_t i = 0;
-  for (; vector_op(op) && i + 8 <= n; i += 8) {
-    const __m128i ha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
-    const __m128i hb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
+  return blocks<BF16>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
+    const __m128i ha = load8(a.data() + i), hb = load8(b.data() + i);
     Block blk;
-    bool ok = (detail::special16(ha, 0x7F80) | detail::special16(hb, 0x7F80)) == 0 &&
-              compute(op, detail::bf16_to_ps(ha), detail::bf16_to_ps(hb), true, blk);
-    if (ok) {
-      const __m256 ar = detail::abs_ps(blk.res);
-      ok = detail::mask8(_mm256_or_ps(detail::in_range(ar, 0x1p-126f, 0x1.ffp127f), detail::is_zero_ps(blk.res))) ==
-           0xFF;
-    }
-    if (!ok) {
-      scalar_range<BF16>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
-      continue;
+    if ((detail::special16(ha, 0x7F80) | detail::special16(hb, 0x7F80)) != 0 ||
+        !compute(op, detail::bf16_to_ps(ha), detail::bf16_to_ps(hb), true, blk) ||
+        !plain_result(blk.res, 0x1p-126f, 0x1.ffp127f)) {
+      return false;
     }
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), detail::ps_to_bf16(blk.res));
     const int inexact = detail::mask8(blk.inexact) | detail::bf16_inexact(blk.res);
     detail::raise_mask(rep, Flag::Inexact, inexact, static_cast<std::int64_t>(i));
-  }
-  scalar_range<BF16>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 BulkReport elementwise(BinaryOp op, std::span<const float> a, std::span<const float> b, std::span<float> out,
                        const Mode& mode) {
-  check_args(op, a.size(), b.size(), out.size(), mode);
-  BulkReport rep;
-  const std::size_t n = a.size();
-  std::size_t i = 0;
-  for (; vector_op(op) && i + 8 <= n; i += 8) {
-    const __m256 va = _mm256_loadu_ps(a.data() + i);
-    const __m256 vb = _mm256_loadu_ps(b.data() + i);
+  return blocks<F32>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
+    const __m256 va = _mm256_loadu_ps(a.data() + i), vb = _mm256_loadu_ps(b.data() + i);
     Block blk;
-    const bool ok = (detail::special32(va) | detail::special32(vb)) == 0 && compute(op, va, vb, false, blk);
-    if (!ok) {
-      scalar_range<F32>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
-      continue;
-    }
+    if ((detail::special32(va) | detail::special32(vb)) != 0 || !compute(op, va, vb, false, blk)) return false;
     _mm256_storeu_ps(out.data() + i, blk.res);
     detail::raise_mask(rep, Flag::Inexact, detail::mask8(blk.inexact), static_cast<std::int64_t>(i));
-  }
-  scalar_range<F32>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
-  return rep;
+    return true;
+  });
 }
 
 }  // namespace probelab::num

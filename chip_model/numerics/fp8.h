@@ -6,8 +6,8 @@
 //         Overflow|Inexact and becomes NaN (INF_NAN, the OCP non-saturating conversion) or +-448
 //         (SATURATION, the OCP saturating conversion). An infinite input raises Overflow and becomes
 //         NaN (INF_NAN) or +-448 (SATURATION).
-//   NaN inputs become the format's quiet NaN with the input's sign (E4M3 S.1111.111, E5M2
-//   S.11111.10), or +0 in SATURATION mode; a signaling NaN input raises Invalid.
+//   NaN inputs become a quiet NaN with the input's sign (E4M3: S.1111.111; E5M2: S.11111.1p, p the
+//   top payload bit of the input), or +0 in SATURATION mode; a signaling NaN input raises Invalid.
 // From FP8 the widening to FP32 is exact (DenormalIn for subnormal inputs, flushed in
 // FLUSH_TO_ZERO mode; SATURATION maps Inf -> +-FLT_MAX and NaN -> +0).
 #pragma once

@@ -2,7 +2,7 @@
 // and the flag report.
 //
 // Why the fast FP32-accumulation kernel needs no per-step flag logic: an element whose row of A and
-// column of B are tame (finite; for BF16 also exponents in [-56, 62], see gemm_scalar.cpp) has only
+// column of B are tame (finite; for BF16 also exponents in [-56, 62], see gemm_pack.cpp) has only
 // finite, exactly representable products that are multiples of 2^-48 (FP16) or 2^-126 (BF16), so
 // every partial sum is zero or a normal number: no Invalid, Underflow or DenormalOut can occur, and
 // an overflow turns the accumulator into an infinity that no later finite product can change. So

@@ -97,6 +97,17 @@ struct Packer {
   }
 };
 
+// Storage rows that run along k (A not transposed, B transposed): storage row r is panel lane
+// r % width of panel r / width; lanes beyond `count` are zero.
+void pack_k_contiguous(Packer& pk, float* dst, std::int64_t K, std::int64_t width, std::int64_t panels,
+                       std::int64_t count, float* row) {
+  for (std::int64_t r = 0; r < panels * width; ++r) {
+    float* base = dst + (r / width) * K * width + r % width;
+    if (r < count) pk.convert_row(r, K, row);
+    for (std::int64_t k = 0; k < K; ++k) base[k * width] = r < count ? row[k] : 0.0f;
+  }
+}
+
 void ensure(FloatBuffer& storage, std::int64_t& capacity, std::int64_t n) {
   if (n > capacity) {
     storage = aligned_floats(n);
@@ -119,15 +130,7 @@ Packed pack_a(const GemmOperand& a, std::int64_t M, std::int64_t K, const Mode& 
   Packer pk{a, mode, M, K, true, out};
   std::vector<float> row(static_cast<std::size_t>(a.trans ? M : K));
   if (!a.trans) {
-    for (std::int64_t m = 0; m < panels * kPanelA; ++m) {
-      float* base = dst + (m / kPanelA) * K * kPanelA + m % kPanelA;
-      if (m >= M) {
-        for (std::int64_t k = 0; k < K; ++k) base[k * kPanelA] = 0.0f;
-        continue;
-      }
-      pk.convert_row(m, K, row.data());
-      for (std::int64_t k = 0; k < K; ++k) base[k * kPanelA] = row[static_cast<std::size_t>(k)];
-    }
+    pack_k_contiguous(pk, dst, K, kPanelA, panels, M, row.data());
   } else {
     for (std::int64_t k = 0; k < K; ++k) {
       pk.convert_row(k, M, row.data());
@@ -165,15 +168,7 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
       }
     }
   } else {
-    for (std::int64_t n = 0; n < panels * kPanelB; ++n) {
-      float* base = dst + (n / kPanelB) * K * kPanelB + n % kPanelB;
-      if (n >= N) {
-        for (std::int64_t k = 0; k < K; ++k) base[k * kPanelB] = 0.0f;
-        continue;
-      }
-      pk.convert_row(n, K, row.data());
-      for (std::int64_t k = 0; k < K; ++k) base[k * kPanelB] = row[static_cast<std::size_t>(k)];
-    }
+    pack_k_contiguous(pk, dst, K, kPanelB, panels, N, row.data());
   }
   return out;
 }

@@ -13,7 +13,10 @@
 namespace probelab::graph {
 namespace {
 
+using onnx_detail::attr_value;
+using onnx_detail::constant_value;
 using onnx_detail::tensor_from_proto;
+using onnx_detail::value_desc;
 
 // Inputs folded into attributes: op type, first opset where they are inputs, (position, attr).
 struct FoldRule {
@@ -63,77 +66,6 @@ std::vector<std::string> unsupported_ops(const onnx::GraphProto& g) {
     else if (n.op_type() != "Constant" && !OpRegistry::instance().find(n.op_type())) bad.insert(n.op_type());
   }
   return {bad.begin(), bad.end()};
-}
-
-[[noreturn]] void unsupported_value_type(const std::string& what, const std::string& where) {
-  throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::ValueTypes, {what},
-                             fmt::format("{}: value type {} is not supported", where, what));
-}
-
-TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& opts, const std::string& where) {
-  const auto& type = v.type();
-  if (!type.has_tensor_type()) {
-    unsupported_value_type(type.has_sequence_type()   ? "sequence"
-                           : type.has_optional_type() ? "optional"
-                           : type.has_map_type()      ? "map"
-                                                      : "non-tensor",
-                           where);
-  }
-  const auto dt = onnx_detail::dtype_of(type.tensor_type().elem_type());
-  if (!dt) unsupported_value_type(onnx_detail::onnx_type_name(type.tensor_type().elem_type()), where);
-  if (!type.tensor_type().has_shape()) throw GraphError(fmt::format("{}: the model gives no shape", where));
-  Shape s;
-  for (const auto& d : type.tensor_type().shape().dim()) {
-    if (d.has_dim_value()) {
-      s.push_back(d.dim_value());
-    } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
-      s.push_back(it->second);
-    } else {
-      throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}'); give its value in dim_params", where, s.size(),
-                                   d.dim_param()));
-    }
-  }
-  return {*dt, s, Format::ND};
-}
-
-AttrValue attr_value(const onnx::AttributeProto& a, const std::string& where) {
-  switch (a.type()) {
-    case onnx::AttributeProto_AttributeType_FLOAT: return static_cast<double>(a.f());
-    case onnx::AttributeProto_AttributeType_INT: return static_cast<std::int64_t>(a.i());
-    case onnx::AttributeProto_AttributeType_STRING: return a.s();
-    case onnx::AttributeProto_AttributeType_FLOATS: return std::vector<double>(a.floats().begin(), a.floats().end());
-    case onnx::AttributeProto_AttributeType_INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto_AttributeType_STRINGS:
-      return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    default:
-      throw GraphError(fmt::format("{}: attribute '{}' has type {}, which is not supported", where, a.name(),
-                                   onnx::AttributeProto_AttributeType_Name(a.type())));
-  }
-}
-
-Tensor int64_tensor(const Shape& s, const std::vector<std::int64_t>& v) {
-  std::vector<std::byte> b(v.size() * sizeof(std::int64_t));
-  std::memcpy(b.data(), v.data(), b.size());
-  return Tensor(TensorDesc{DType::I64, s, Format::ND}, std::move(b));
-}
-
-Tensor constant_value(const onnx::NodeProto& n, const std::string& where) {
-  for (const auto& a : n.attribute()) {
-    const std::string& k = a.name();
-    if (k == "value") return tensor_from_proto(a.t(), where);
-    if (k == "value_float") return Tensor::from_f32({}, std::vector<float>{a.f()});
-    if (k == "value_floats") {
-      const std::vector<float> v(a.floats().begin(), a.floats().end());
-      return Tensor::from_f32({static_cast<std::int64_t>(v.size())}, v);
-    }
-    if (k == "value_int") return int64_tensor({}, {a.i()});
-    if (k == "value_ints") {
-      const std::vector<std::int64_t> v(a.ints().begin(), a.ints().end());
-      return int64_tensor({static_cast<std::int64_t>(v.size())}, v);
-    }
-    throw GraphError(fmt::format("{}: Constant attribute '{}' is not supported", where, k));
-  }
-  throw GraphError(fmt::format("{}: Constant node without a value", where));
 }
 
 class Importer {

@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "graph/graph.h"
+#include "graph/onnx/onnx_import.h"
 
 namespace probelab::graph::onnx_detail {
 
@@ -17,6 +18,12 @@ std::string onnx_type_name(int onnx_type);
 /// Tensor from a TensorProto; `where` names it in errors. Throws OnnxUnsupportedError for
 /// unsupported element types, GraphError for external data or size mismatches.
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
+/// Desc of a graph input/output value; symbolic dims are looked up in opts.dim_params.
+TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& opts, const std::string& where);
+/// Attribute value (float, int, string and their lists); other attribute types are errors.
+AttrValue attr_value(const onnx::AttributeProto& a, const std::string& where);
+/// Value of a Constant node (value, value_float(s), value_int(s)).
+Tensor constant_value(const onnx::NodeProto& n, const std::string& where);
 /// Parses a whole file into a protobuf message; throws GraphError naming the file.
 void parse_file(const std::string& path, google::protobuf::MessageLite& msg);
 

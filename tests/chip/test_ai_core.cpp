@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "chip_model/ai_core.h"
 #include "chip_model/numerics/gemm.h"
-#include "chip_test_util.h"
+#include "chip_model/spec/irq.h"
+#include "ai_core_test_util.h"
 #include "kernel_test_util.h"
 
 namespace pc = probelab::chip;
@@ -23,67 +23,27 @@ pc::ChipConfig cfg() {
   return c;
 }
 
-/// Tensors placed in a chip's HBM through the backdoor (test setup only).
-class HbmPlacer {
- public:
-  HbmPlacer(pc::Hbm& hbm, std::uint64_t base) : hbm_(hbm), next_(base) {}
-  ps::TensorRef put(const pg::Tensor& t) {
-    const std::uint64_t a = next_;
-    hbm_.debug_write(a, t.bytes());
-    next_ += (t.nbytes() + 4095) / 4096 * 4096;
-    return ps::make_tensor_ref(a, static_cast<std::uint8_t>(t.dtype()), 0, t.shape());
-  }
-  ps::TensorRef out(pg::DType dt, const pg::Shape& s) {
-    const std::uint64_t a = next_;
-    next_ += (pg::physical_nbytes({dt, s, pg::Format::ND}) + 4095) / 4096 * 4096;
-    return ps::make_tensor_ref(a, static_cast<std::uint8_t>(dt), 0, s);
-  }
-  /// Writes an args block; returns (addr, size).
-  std::pair<std::uint64_t, std::uint32_t> args(const ps::OpArgs& a) {
-    const auto bytes = ps::encode_op_args(a);
-    const std::uint64_t addr = next_;
-    hbm_.debug_write(addr, bytes);
-    next_ += (bytes.size() + 4095) / 4096 * 4096;
-    return {addr, static_cast<std::uint32_t>(bytes.size())};
-  }
-  pg::Tensor get(const ps::TensorRef& r) {
-    pg::TensorDesc d{static_cast<pg::DType>(r.dtype), pg::Shape(r.dims, r.dims + r.rank), pg::Format::ND};
-    std::vector<std::byte> b(pg::physical_nbytes(d));
-    hbm_.debug_read(r.addr, b);
-    return pg::Tensor(d, std::move(b));
-  }
-
- private:
-  pc::Hbm& hbm_;
-  std::uint64_t next_;
-};
-
-ps::TaskDescriptor kernel_task(std::uint32_t id, std::pair<std::uint64_t, std::uint32_t> args) {
-  auto t = task(ps::TaskKind::Kernel, id, args.first, args.second);
-  t.kernel = ps::kKernelOpArgs;
-  return t;
-}
-
 }  // namespace
 
 TEST(AiCore, MatMulTaskComputesBitExactAndRecordsCycles) {
   pc::Trace trace(true);
-  pc::AiCore* core = nullptr;
-  pc::Chip chip("chip", cfg(), {.rank = 0, .faults = nullptr, .trace = &trace, .make_cores = pc::AiCore::factory({}, &core)});
-  TestHost host(chip);
+  AiCoreChip p(cfg(), &trace);
+  auto& chip = p.chip;
+  auto& host = p.host;
   HbmPlacer hbm(chip.hbm(), 0x1000000);
   const std::int64_t M = 64, K = 96, N = 80;
   const pg::Tensor a = random_f16({M, K}, 1), b = random_f16({K, N}, 2);
   const auto out = hbm.out(pg::DType::F16, {M, N});
-  const auto args = hbm.args(op_args("MatMul", {hbm.put(a), hbm.put(b)}, {out}));
+  const auto args = hbm.kernel(1, op_args("MatMul", {hbm.put(a), hbm.put(b)}, {out}));
   spawn([&] {
     host.setup_stream(0);
-    host.submit(0, kernel_task(1, args));
+    host.submit(0, args);
     host.wait_stream(0);
     sc_core::sc_stop();
   });
   sc_core::sc_start();
-  ASSERT_NE(core, nullptr);
+  ASSERT_NE(p.core, nullptr);
+  const pc::AiCore* core = p.core;
   std::vector<std::uint16_t> expect(static_cast<std::size_t>(M * N));
   num::gemm(M, N, K, reinterpret_cast<const num::f16*>(a.data<std::uint16_t>().data()),
             reinterpret_cast<const num::f16*>(b.data<std::uint16_t>().data()), reinterpret_cast<num::f16*>(expect.data()));
@@ -107,21 +67,21 @@ TEST(AiCore, MatMulTaskComputesBitExactAndRecordsCycles) {
 }
 
 TEST(AiCore, NanInputLatchesElementAndRaisesInterrupt) {
-  pc::AiCore* core = nullptr;
-  pc::Chip chip("chip", cfg(), {.rank = 0, .faults = nullptr, .trace = nullptr, .make_cores = pc::AiCore::factory({}, &core)});
-  TestHost host(chip);
+  AiCoreChip p(cfg());
+  auto& chip = p.chip;
+  auto& host = p.host;
   HbmPlacer hbm(chip.hbm(), 0x1000000);
   pg::Tensor x = random_f16({4, 1000}, 3);
   set_bits(x, 2345, 0x7E00);
   set_bits(x, 3000, 0x7E00);
   const auto out = hbm.out(pg::DType::F16, {4, 1000});
-  const auto args = hbm.args(op_args("Relu", {hbm.put(x)}, {out}));
+  const auto args = hbm.kernel(7, op_args("Relu", {hbm.put(x)}, {out}));
   std::uint32_t irq_lines = 0;
   chip.set_irq_callback([&](std::uint32_t lines) { irq_lines |= lines; });
   std::uint64_t end_cycle = 0;
   spawn([&] {
     host.setup_stream(0);
-    auto t = kernel_task(7, args);
+    auto t = args;
     t.step = 3;
     host.submit(0, t);
     host.wait_stream(0);
@@ -142,15 +102,15 @@ TEST(AiCore, NanInputLatchesElementAndRaisesInterrupt) {
   EXPECT_FALSE(det.float_status() & ps::kFsInvalid);  // NaN outputs are propagated, not produced
   EXPECT_TRUE(irq_lines & ps::kIrqException);
   EXPECT_EQ(det.counter(ps::kExcNanInput), 2u);
-  EXPECT_EQ(core->records().at(0).step, 3u);
+  EXPECT_EQ(p.core->records().at(0).step, 3u);
 }
 
 TEST(AiCore, OverflowCycleIsTheCompletionOfTheOffendingTile) {
-  pc::AiCore* core = nullptr;
   auto c = cfg();
   c.fp_mode = "saturation";
-  pc::Chip chip("chip", c, {.rank = 0, .faults = nullptr, .trace = nullptr, .make_cores = pc::AiCore::factory({}, &core)});
-  TestHost host(chip);
+  AiCoreChip p(c);
+  auto& chip = p.chip;
+  auto& host = p.host;
   HbmPlacer hbm(chip.hbm(), 0x1000000);
   // 512 x 512 output: several tiles per core; only the last row overflows.
   const std::int64_t M = 512, K = 32, N = 512;
@@ -160,10 +120,10 @@ TEST(AiCore, OverflowCycleIsTheCompletionOfTheOffendingTile) {
   const pg::Tensor b = pg::Tensor::from_f32({K, N}, std::vector<float>(static_cast<std::size_t>(K * N), 30.0f),
                                             pg::DType::F16);
   const auto out = hbm.out(pg::DType::F16, {M, N});
-  const auto args = hbm.args(op_args("MatMul", {hbm.put(a), hbm.put(b)}, {out}));
+  const auto args = hbm.kernel(1, op_args("MatMul", {hbm.put(a), hbm.put(b)}, {out}));
   spawn([&] {
     host.setup_stream(0);
-    host.submit(0, kernel_task(1, args));
+    host.submit(0, args);
     host.wait_stream(0);
     sc_core::sc_stop();
   });
@@ -172,7 +132,7 @@ TEST(AiCore, OverflowCycleIsTheCompletionOfTheOffendingTile) {
   ASSERT_TRUE(det.latched());
   EXPECT_EQ(det.latch().first_kind, ps::kExcOverflow);
   EXPECT_EQ(det.latch().first_elem, static_cast<std::uint64_t>((M - 1) * N));
-  const pc::OpRecord& r = core->records().at(0);
+  const pc::OpRecord& r = p.core->records().at(0);
   // The last tile row finishes late in the op, well after its start.
   EXPECT_GT(det.latch().cycle, r.start_cycle + r.cycles / 2);
   EXPECT_LE(det.latch().cycle, r.end_cycle);
@@ -182,14 +142,14 @@ TEST(AiCore, OverflowCycleIsTheCompletionOfTheOffendingTile) {
 
 TEST(AiCore, BadArgsBlockFailsTheSimulationWithAClearError) {
   const int status = run_in_child([] {
-    pc::Chip chip("chip", cfg(), {.rank = 0, .faults = nullptr, .trace = nullptr, .make_cores = pc::AiCore::factory()});
-    TestHost host(chip);
+    AiCoreChip p(cfg());
     std::vector<std::byte> junk(64, std::byte{0x11});
-    chip.hbm().debug_write(0x2000000, junk);
+    p.chip.hbm().debug_write(0x2000000, junk);
+    auto t = task(ps::TaskKind::Kernel, 1, 0x2000000, 64);
     spawn([&] {
-      host.setup_stream(0);
-      host.submit(0, kernel_task(1, {0x2000000, 64}));
-      host.wait_stream(0);
+      p.host.setup_stream(0);
+      p.host.submit(0, t);
+      p.host.wait_stream(0);
     });
     try {
       sc_core::sc_start();

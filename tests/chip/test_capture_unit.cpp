@@ -22,7 +22,7 @@ constexpr std::uint32_t kRecordBytes = 256;
 constexpr std::uint32_t kBufBytes = 16 * kRecordBytes;
 constexpr std::uint64_t kBuf0 = 0x10000, kBuf1 = 0x20000;
 
-struct Run {
+struct Traffic {
   std::uint32_t records = 200;
   double interval_ns = 100;  // producer: one record per interval
   double drain_ns = 800;     // host: time to drain one buffer
@@ -39,7 +39,7 @@ struct Result {
   bool bad_record = false;
 };
 
-Result simulate(const Run& run) {
+Result simulate(const Traffic& run) {
   static_assert(sizeof(spec::CaptureRecordHeader) + kPayload == kRecordBytes);
   auto cfg = pc::chip_preset("tiny");
   cfg.irq_latency_ns = 200;
@@ -127,14 +127,16 @@ void expect_exact(const Result& r, std::uint32_t records) {
   EXPECT_EQ(r.reg_stall, r.c.stall_cycles);
   // Sequence numbers increase and stay below the records produced; gaps are exactly the drops.
   for (std::size_t i = 1; i < r.seqs.size(); ++i) EXPECT_LT(r.seqs[i - 1], r.seqs[i]);
-  if (!r.seqs.empty()) EXPECT_LT(r.seqs.back(), records);
+  if (!r.seqs.empty()) {
+    EXPECT_LT(r.seqs.back(), records);
+  }
   EXPECT_EQ(r.seqs.size() + r.c.dropped, records);
 }
 
 }  // namespace
 
 TEST(CaptureUnit, StallPolicyUnderSlowDrainLosesNothing) {
-  Run run;
+  Traffic run;
   run.drain_ns = 5000;  // much slower than the 1.6 us it takes to fill a buffer
   const Result r = simulate(run);
   expect_exact(r, run.records);
@@ -146,7 +148,7 @@ TEST(CaptureUnit, StallPolicyUnderSlowDrainLosesNothing) {
 }
 
 TEST(CaptureUnit, DropPolicyUnderSlowDrainCountsEveryDrop) {
-  Run run;
+  Traffic run;
   run.drain_ns = 5000;
   run.ctrl |= spec::kCapDropOnFull;
   const Result r = simulate(run);
@@ -162,7 +164,7 @@ TEST(CaptureUnit, SingleBufferStallsWherePingPongDoesNot) {
   // One buffer (in a child process, before this process elaborates anything): the device must
   // wait while the host drains.
   const int status = run_in_child([] {
-    Run single;
+    Traffic single;
     single.ctrl = spec::kCapEnable;
     const Result b = simulate(single);
     expect_exact(b, single.records);
@@ -174,7 +176,7 @@ TEST(CaptureUnit, SingleBufferStallsWherePingPongDoesNot) {
 
   // Same traffic, ping-pong: draining (200 ns IRQ + 800 ns) is faster than filling the other
   // buffer (1.6 us), so the producer never waits.
-  Run pp;
+  Traffic pp;
   const Result a = simulate(pp);
   expect_exact(a, pp.records);
   EXPECT_EQ(a.c.stall_cycles, 0u);

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <random>
 
+#include <fmt/format.h>
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include "chip_model/collective_fabric.h"
 #include "chip_model/collective_math.h"
 #include "chip_model/numerics/fp16.h"
@@ -22,8 +25,15 @@ namespace {
 
 constexpr std::uint64_t kArgsBase = 0x200000, kInBase = 0x1000000, kOutBase = 0x8000000;
 
+/// The PCIe side of a chip, unused here (the hosts below use the register backdoor).
+struct NoBus : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<NoBus> socket{"socket"};
+  explicit NoBus(sc_core::sc_module_name n) : sc_module(n) {}
+};
+
 /// N chips, their hosts and the fabric; every chip runs its tasks on stream 0.
 struct Rig {
+  std::vector<std::unique_ptr<NoBus>> buses;
   std::vector<std::unique_ptr<pc::Chip>> chips;
   std::vector<std::unique_ptr<TestHost>> hosts;
   std::unique_ptr<pc::CollectiveFabric> fabric;
@@ -36,6 +46,8 @@ struct Rig {
       o.faults = hooks;
       chips.push_back(std::make_unique<pc::Chip>(fmt::format("chip{}", r).c_str(), cfg, o));
       hosts.push_back(std::make_unique<TestHost>(*chips.back()));
+      buses.push_back(std::make_unique<NoBus>(fmt::format("bus{}", r).c_str()));
+      buses.back()->socket.bind(chips.back()->host_socket);
     }
     fabric = std::make_unique<pc::CollectiveFabric>("fabric", n, fc);
     for (auto& c : chips) fabric->attach(*c);
@@ -125,6 +137,12 @@ TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit)
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F32,
                          kInBase, kOutBase));
   sc_core::sc_start();
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    const auto& st = rig.chips[r]->streams().stream(0);
+    std::printf("DEBUG r%u ring %lx entries %u head %u tail %u completed %u busy %d t=%s pending=%zu\n", r,
+                (unsigned long)st.ring, st.entries, st.head, st.tail, st.completed, st.busy,
+                sc_core::sc_time_stamp().to_string().c_str(), rig.fabric->pending().size());
+  }
 
   ASSERT_EQ(rig.fabric->history().size(), 1u);
   const auto& rec = *rig.fabric->history()[0];

@@ -8,8 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "chip_model/ai_core.h"
-#include "chip_test_util.h"
+#include "ai_core_test_util.h"
 #include "kernel_test_util.h"
 
 namespace pc = probelab::chip;
@@ -44,34 +43,20 @@ struct Point {
 /// Runs the sweep in one design and returns the points in order.
 std::vector<Point> run_sweep(const std::vector<Shape3>& shapes) {
   const pc::ChipConfig cfg = roofline_config();
-  pc::AiCore* core = nullptr;
-  pc::Chip chip("chip", cfg, {.rank = 0, .faults = nullptr, .trace = nullptr, .make_cores = pc::AiCore::factory({}, &core)});
-  TestHost host(chip);
-  std::uint64_t next = 0x1000000;
-  auto place = [&](std::size_t bytes) {
-    const std::uint64_t a = next;
-    next += (bytes + 4095) / 4096 * 4096;
-    return a;
-  };
+  AiCoreChip p(cfg);
+  HbmPlacer hbm(p.chip.hbm(), 0x1000000);
   std::vector<ps::TaskDescriptor> tasks;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const Shape3& s = shapes[i];
     const pg::Tensor a = random_f16({s.m, s.k}, 2 * i + 1), b = random_f16({s.k, s.n}, 2 * i + 2);
-    const auto ra = ps::make_tensor_ref(place(a.nbytes()), 1, 0, a.shape());
-    const auto rb = ps::make_tensor_ref(place(b.nbytes()), 1, 0, b.shape());
-    chip.hbm().debug_write(ra.addr, a.bytes());
-    chip.hbm().debug_write(rb.addr, b.bytes());
-    const auto ry = ps::make_tensor_ref(place(static_cast<std::size_t>(s.m * s.n * 2)), 1, 0, {s.m, s.n});
-    const auto block = ps::encode_op_args(op_args("MatMul", {ra, rb}, {ry}));
-    const std::uint64_t args = place(block.size());
-    chip.hbm().debug_write(args, block);
-    auto t = task(ps::TaskKind::Kernel, static_cast<std::uint32_t>(i + 1), args, static_cast<std::uint32_t>(block.size()));
-    tasks.push_back(t);
+    const auto ra = hbm.put(a), rb = hbm.put(b);
+    tasks.push_back(hbm.kernel(static_cast<std::uint32_t>(i + 1),
+                               op_args("MatMul", {ra, rb}, {hbm.out(pg::DType::F16, {s.m, s.n})})));
   }
   spawn([&] {
-    host.setup_stream(0);
-    for (const auto& t : tasks) host.submit(0, t);
-    host.wait_stream(0);
+    p.host.setup_stream(0);
+    for (const auto& t : tasks) p.host.submit(0, t);
+    p.host.wait_stream(0);
     sc_core::sc_stop();
   });
   sc_core::sc_start();
@@ -81,15 +66,15 @@ std::vector<Point> run_sweep(const std::vector<Shape3>& shapes) {
   std::vector<Point> pts;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const Shape3& s = shapes[i];
-    const pc::OpRecord& r = core->records().at(i);
-    Point p{s, 0, 2.0 * s.m * s.n * s.k / peak, 2.0 * (s.m * s.k + s.k * s.n + s.m * s.n) / bw,
+    const pc::OpRecord& r = p.core->records().at(i);
+    Point pt{s, 0, 2.0 * s.m * s.n * s.k / peak, 2.0 * (s.m * s.k + s.k * s.n + s.m * s.n) / bw,
             static_cast<double>(r.cycles)};
-    p.roof_cycles = std::max(p.compute_cycles, p.memory_cycles);
+    pt.roof_cycles = std::max(pt.compute_cycles, pt.memory_cycles);
     std::printf("GEMM %5lld x %5lld x %5lld  intensity %7.1f FLOP/B  roofline %9.0f cycles  simulated %9.0f  (%.3f)\n",
                 static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
-                2.0 * s.m * s.n * s.k / (2.0 * (s.m * s.k + s.k * s.n + s.m * s.n)), p.roof_cycles, p.sim_cycles,
-                p.sim_cycles / p.roof_cycles);
-    pts.push_back(p);
+                2.0 * s.m * s.n * s.k / (2.0 * (s.m * s.k + s.k * s.n + s.m * s.n)), pt.roof_cycles, pt.sim_cycles,
+                pt.sim_cycles / pt.roof_cycles);
+    pts.push_back(pt);
   }
   return pts;
 }

@@ -236,6 +236,20 @@ TEST(Autodiff, TrainingStepsReduceTheLoss) {
   }
 }
 
+TEST(Autodiff, BatchNormRunningStatisticsAreCommitted) {
+  ModelBuilder m = cnn();
+  const auto feeds = feeds_for(m);
+  Graph g = build_training_graph(m.g, "loss", sgd(0.01, 0));
+  const auto& outs = g.outputs();
+  EXPECT_NE(std::find(outs.begin(), outs.end(), "bn1/running_mean"), outs.end());
+  const std::vector<double> before = g.initializers().at("bn1/mean").to_f64();
+  const auto v = run_graph_reference(g, feeds, RefPrecision::F64);
+  EXPECT_EQ(commit_training_step(g, v), 7u + 2u);
+  const std::vector<double> after = g.initializers().at("bn1/mean").to_f64();
+  EXPECT_EQ(after, v.at("bn1/running_mean").to_f64());
+  EXPECT_NE(after, before);
+}
+
 TEST(Autodiff, Fp32GradientsAgreeWithFp64) {
   ModelBuilder m = cnn();
   const auto feeds = feeds_for(m);

@@ -2,6 +2,8 @@
 // test feeds loss = sum(Y * R) with a fixed random R, all float inputs are weights.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "grad_check.h"
 
 namespace probelab::graph {
@@ -158,6 +160,16 @@ const GradCase kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpGradient, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<GradCase>& i) { return i.param.name; });
+
+// The cases above cover every op type of the registry that has a gradient definition.
+TEST(OpGradientCoverage, EveryDifferentiableOpHasACase) {
+  std::set<std::string> covered;
+  for (const GradCase& c : kCases) covered.insert(OpRegistry::instance().get(c.type).type);
+  for (const auto& [type, def] : OpRegistry::instance().all())
+    if (def.gradient) {
+      EXPECT_TRUE(covered.count(type)) << type << " has a gradient but no finite-difference case";
+    }
+}
 
 TEST(OpGradientErrors, NoGradientDefinitionOnPathIsAnError) {
   Graph g("sgd_in_path");

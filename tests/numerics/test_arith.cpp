@@ -5,7 +5,7 @@
 
 #include <bit>
 #include <cmath>
-#include <functional>
+#include <sstream>
 
 #include "chip_model/numerics/arith.h"
 #include "chip_model/numerics/bf16.h"
@@ -66,9 +66,10 @@ template <class T, class R>
   const Result<T> got = lib_op(op, make<T>(a), make<T>(b), m);
   const ref::Out want = ref_op<R>(op, f, a, b, m);
   if (bits(got.value) == want.bits && got.flags == want.flags) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << op_name(op) << std::hex << "(0x" << a << ", 0x" << b << ") " << mode_name(m)
-                                       << ": got 0x" << bits(got.value) << " " << to_string(got.flags) << ", want 0x"
-                                       << want.bits << " " << to_string(want.flags);
+  std::ostringstream msg;  // gtest's AssertionResult does not apply stream manipulators
+  msg << op_name(op) << std::hex << "(0x" << a << ", 0x" << b << ") " << mode_name(m) << ": got 0x" << bits(got.value)
+      << " " << to_string(got.flags) << ", want 0x" << want.bits << " " << to_string(want.flags);
+  return ::testing::AssertionFailure() << msg.str();
 }
 
 TEST(ArithFp16, MillionRandomPairsPerOp) {

@@ -1,6 +1,6 @@
-// GEMM: bit-exact against plain scalar loops in the documented order, per-element flags and first
-// offending elements against an element-wise model built from the (separately tested) scalar ops,
-// FP16 accumulation modes against an exact reference at every step, split-K, bad API use.
+// GEMM with FP32 accumulation: bit-exact against plain scalar loops in the documented order,
+// per-element flags and first offending elements against an element-wise model built from the
+// (separately tested) scalar ops, bad API use.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -14,46 +14,21 @@
 #include "chip_model/numerics/fp32.h"
 #include "chip_model/numerics/gemm.h"
 #include "tests/numerics/common.h"
-#include "tests/numerics/reference.h"
+#include "tests/numerics/gemm_util.h"
 
 namespace probelab::num {
 namespace {
 
+using testing::GemmRun;
 using testing::kModes;
+using testing::Mat;
 using testing::mode_name;
+using testing::random_mat;
+using testing::run;
+using testing::expect_report;
 
-struct Mat {
-  std::int64_t rows, cols, ld;
-  bool trans;
-  InType type;
-  std::vector<std::uint16_t> data;
-  // logical element (r, c)
-  std::uint16_t at(std::int64_t r, std::int64_t c) const {
-    return trans ? data[static_cast<std::size_t>(c * ld + r)] : data[static_cast<std::size_t>(r * ld + c)];
-  }
-  std::uint16_t& at(std::int64_t r, std::int64_t c) {
-    return trans ? data[static_cast<std::size_t>(c * ld + r)] : data[static_cast<std::size_t>(r * ld + c)];
-  }
-  GemmOperand op() const { return {data.data(), type, ld, trans}; }
-};
-
-Mat random_mat(std::int64_t rows, std::int64_t cols, InType type, bool trans, std::uint64_t seed, float scale = 1.0f,
-               std::int64_t pad = 3) {
-  Mat m{rows, cols, (trans ? rows : cols) + pad, trans, type, {}};
-  m.data.assign(static_cast<std::size_t>((trans ? cols : rows) * m.ld), 0xFFFF);  // padding = NaN: must be unused
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd(0.0f, scale);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const float x = nd(rng);
-      m.at(r, c) = type == InType::F16 ? to_f16(x).value.bits : to_bf16(x).value.bits;
-    }
-  }
-  return m;
-}
-
-float widen(std::uint16_t b, InType t) { return t == InType::F16 ? to_float(f16{b}) : to_float(bf16{b}); }
-Result<float> read_in(std::uint16_t b, InType t, const Mode& m) {
+inline float widen(std::uint16_t b, InType t) { return t == InType::F16 ? to_float(f16{b}) : to_float(bf16{b}); }
+inline Result<float> read_in(std::uint16_t b, InType t, const Mode& m) {
   const Mode in{OverflowMode::InfNan, m.denormal};
   return t == InType::F16 ? to_f32(f16{b}, in) : to_f32(bf16{b}, in);
 }
@@ -120,36 +95,6 @@ Model model_fp32(const Mat& A, const Mat& B, OutType ot, const Mode& mode) {
     }
   }
   return r;
-}
-
-struct GemmRun {
-  std::vector<std::uint32_t> out;
-  GemmReport rep;
-};
-
-GemmRun run(const Mat& A, const Mat& B, OutType ot, const GemmOptions& o) {
-  const std::int64_t M = A.rows, N = B.cols, ldc = N + 5;
-  GemmRun r;
-  std::vector<float> c32(static_cast<std::size_t>(M * ldc), -1.0f);
-  std::vector<std::uint16_t> c16(static_cast<std::size_t>(M * ldc), 0xABCD);
-  void* data = ot == OutType::F32 ? static_cast<void*>(c32.data()) : static_cast<void*>(c16.data());
-  r.rep = gemm(M, N, A.cols, A.op(), B.op(), GemmOutput{data, ot, ldc}, o);
-  for (std::int64_t m = 0; m < M; ++m) {
-    for (std::int64_t n = 0; n < N; ++n) {
-      const auto i = static_cast<std::size_t>(m * ldc + n);
-      r.out.push_back(ot == OutType::F32 ? std::bit_cast<std::uint32_t>(c32[i]) : c16[i]);
-    }
-    for (std::int64_t n = N; n < ldc; ++n) {  // the padding of C is untouched
-      const auto i = static_cast<std::size_t>(m * ldc + n);
-      EXPECT_TRUE(ot == OutType::F32 ? c32[i] == -1.0f : c16[i] == 0xABCD);
-    }
-  }
-  return r;
-}
-
-void expect_report(const GemmReport& got, const GemmReport& want, const std::string& what) {
-  EXPECT_EQ(got.flags, want.flags) << what << ": " << to_string(got.flags) << " vs " << to_string(want.flags);
-  for (Flag f : kAllFlags) EXPECT_EQ(got.first_index(f), want.first_index(f)) << what << " first " << flag_name(f);
 }
 
 TEST(Gemm, Fp32AccumulationBitExactWithPlainLoop) {
@@ -254,130 +199,6 @@ TEST(Gemm, Bf16AccumulatorOverflowIsSticky) {
   GemmOptions sat;
   sat.mode = kSaturationMode;
   EXPECT_EQ(run(A, B, OutType::F32, sat).out[1 * N + 2], 0x7F7FFFFFu);
-}
-
-// Exact FP16-accumulation reference: the accumulator is kept as an exact integer multiple of 2^-48
-// (every FP16 value and product is one), each step rounds the exact sum.
-struct F16AccRef {
-  Accum accum;
-  Mode mode;
-  Flags flags;
-  std::uint16_t acc = 0;
-  void step(std::uint16_t a, std::uint16_t b) {
-    Flags ignored;
-    const ref::Fast::Val va = decode(a), vb = decode(b), vc = ref::Fast::decode(ref::kF16, acc, mode, ignored);
-    if (vc.inf) return;  // an infinite accumulator stays infinite: products are finite here
-    const ref::Fast::Val exact = ref::Fast::exact_add(ref::Fast::exact_mul(va, vb), vc);
-    ref::Out r;
-    if (accum == Accum::Fp16Rn) {
-      r = ref::Fast::round(ref::kF16, exact, mode, {});
-    } else {
-      const ref::Out t = ref::Fast::round(ref::kF32, exact, Mode{}, {});
-      Flags ignored;
-      const ref::Fast::Val vt = ref::Fast::decode(ref::kF32, t.bits, Mode{}, ignored);
-      r = ref::Fast::round(ref::kF16, vt, mode, t.flags);
-    }
-    flags |= r.flags & ~(Flag::Inexact | Flag::DenormalIn);
-    acc = static_cast<std::uint16_t>(r.bits);
-  }
-  ref::Fast::Val decode(std::uint16_t x) {
-    Flags f;
-    const ref::Fast::Val v = ref::Fast::decode(ref::kF16, x, mode, f);
-    flags |= f & Flags(Flag::DenormalIn);
-    return v;
-  }
-};
-
-TEST(Gemm, Fp16AccumulationEveryStepMatchesExactReference) {
-  const std::int64_t M = 5, N = 7, K = 40;
-  for (Accum acc : {Accum::Fp16Rn, Accum::Fp16ViaFp32}) {
-    for (const Mode& m : kModes) {
-      // scale chosen so that accumulators visit large, small and subnormal magnitudes
-      for (float scale : {30.0f, 0.02f, 180.0f}) {
-        const Mat A = random_mat(M, K, InType::F16, false, 100 + int(acc), scale);
-        const Mat B = random_mat(K, N, InType::F16, true, 200 + int(acc), scale);
-        std::vector<F16AccRef> refs(static_cast<std::size_t>(M * N), F16AccRef{acc, m, {}});
-        for (std::int64_t kp = 1; kp <= K; ++kp) {  // every prefix of K = every accumulation step
-          Mat Ap = A, Bp = B;
-          Ap.cols = kp;
-          Bp.rows = kp;
-          GemmOptions o;
-          o.accum = acc;
-          o.mode = m;
-          const GemmRun r = run(Ap, Bp, OutType::F16, o);
-          Flags all;
-          for (std::int64_t i = 0; i < M; ++i) {
-            for (std::int64_t j = 0; j < N; ++j) {
-              F16AccRef& e = refs[static_cast<std::size_t>(i * N + j)];
-              e.step(A.at(i, kp - 1), B.at(kp - 1, j));
-              ASSERT_EQ(r.out[static_cast<std::size_t>(i * N + j)], e.acc)
-                  << "step " << kp << " element " << i << "," << j << " scale " << scale << " " << mode_name(m)
-                  << std::hex << " a=" << A.at(i, kp - 1) << " b=" << B.at(kp - 1, j);
-              all |= e.flags;
-            }
-          }
-          ASSERT_EQ(r.rep.flags, all) << "step " << kp << " " << to_string(r.rep.flags) << " vs " << to_string(all);
-        }
-      }
-    }
-  }
-}
-
-TEST(Gemm, Fp16AccumulationModesDifferAndMatchReferenceAtK1024) {
-  const std::int64_t M = 16, N = 16, K = 1024;
-  const Mat A = random_mat(M, K, InType::F16, false, 7, 1.0f);
-  const Mat B = random_mat(K, N, InType::F16, false, 8, 1.0f);
-  std::vector<std::uint32_t> outs[2];
-  int idx = 0;
-  for (Accum acc : {Accum::Fp16Rn, Accum::Fp16ViaFp32}) {
-    GemmOptions o;
-    o.accum = acc;
-    const GemmRun r = run(A, B, OutType::F32, o);
-    for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) {
-        F16AccRef e{acc, Mode{}, {}};
-        for (std::int64_t k = 0; k < K; ++k) e.step(A.at(i, k), B.at(k, j));
-        ASSERT_EQ(r.out[static_cast<std::size_t>(i * N + j)], std::bit_cast<std::uint32_t>(to_float(f16{e.acc})))
-            << i << "," << j << " accum " << int(acc);
-      }
-    }
-    outs[idx++] = r.out;
-  }
-  int differ = 0;
-  for (std::size_t i = 0; i < outs[0].size(); ++i) differ += outs[0][i] != outs[1][i];
-  EXPECT_GT(differ, 0) << "double rounding never mattered: the two modes are not distinguished";
-}
-
-TEST(Gemm, SplitKWithFp16Partials) {
-  const std::int64_t M = 9, N = 21, K = 100;
-  const Mat A = random_mat(M, K, InType::F16, false, 12, 8.0f);
-  const Mat B = random_mat(K, N, InType::F16, false, 13, 8.0f);
-  for (const Mode& m : kModes) {
-    for (std::int64_t ks : {1, 7, 32, 100, 150}) {
-      GemmOptions o;
-      o.split_k = ks;
-      o.mode = m;
-      const GemmRun r = run(A, B, OutType::F16, o);
-      Flags all;
-      for (std::int64_t i = 0; i < M; ++i) {
-        for (std::int64_t j = 0; j < N; ++j) {
-          f16 sum{0};
-          for (std::int64_t k0 = 0; k0 < K; k0 += ks) {
-            float acc = 0.0f;
-            for (std::int64_t k = k0; k < std::min(K, k0 + ks); ++k) {
-              acc = std::fmaf(to_float(f16{A.at(i, k)}), to_float(f16{B.at(k, j)}), acc);
-            }
-            const Result<f16> p = to_f16(acc, m);
-            const Result<f16> s = add(sum, p.value, m);
-            all |= (p.flags | s.flags) & ~(Flag::Inexact | Flag::DenormalIn);
-            sum = s.value;
-          }
-          ASSERT_EQ(r.out[static_cast<std::size_t>(i * N + j)], sum.bits) << i << "," << j << " ks=" << ks;
-        }
-      }
-      EXPECT_EQ(r.rep.flags, all) << "ks=" << ks << " " << mode_name(m);
-    }
-  }
 }
 
 TEST(Gemm, EmptyShapes) {

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "graph/passes.h"

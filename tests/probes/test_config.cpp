@@ -128,7 +128,7 @@ TEST(Config, BadFilesNameFileLineKeyAndReason) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.line(), 3);
     EXPECT_EQ(e.key(), "conditions[0]");
-    EXPECT_NE(e.reason().find("column 20: unexpected end of expression"), std::string::npos) << e.what();
+    EXPECT_NE(e.reason().find("column 19: unexpected end of expression"), std::string::npos) << e.what();
   }
   try {
     ProbeConfig::from_file(data("bad_scope.yaml"));

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <limits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "graph/npy.h"

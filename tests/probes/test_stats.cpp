@@ -1,0 +1,45 @@
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include <gtest/gtest.h>
+
+#include "probe_test_util.h"
+#include "probes/tensor_stats.h"
+
+using namespace probe_test;
+
+namespace {
+std::uint64_t xxh(std::string_view s) { return probes::xxh64(std::as_bytes(std::span(s.data(), s.size()))); }
+}  // namespace
+
+TEST(Stats, DefinitionsMatchTheCaptureUnit) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v{1, -2, nan, inf, 0, 3};
+  auto s = probes::compute_stats(v);
+  EXPECT_EQ(s.count, 6u);
+  EXPECT_EQ(s.nan_count, 1u);
+  EXPECT_EQ(s.inf_count, 1u);
+  EXPECT_EQ(s.zero_count, 1u);
+  EXPECT_DOUBLE_EQ(s.min, -2);
+  EXPECT_DOUBLE_EQ(s.max, 3);
+  EXPECT_DOUBLE_EQ(s.mean, 0.5);
+  EXPECT_DOUBLE_EQ(s.abs_mean, 1.5);
+  EXPECT_DOUBLE_EQ(s.l2, std::sqrt(14.0));
+  EXPECT_DOUBLE_EQ(s.max_abs, 3);
+  EXPECT_DOUBLE_EQ(s.std, std::sqrt(13.0 / 4));
+  auto none = probes::compute_stats(std::vector<double>{nan, nan});
+  EXPECT_EQ(none.nan_count, 2u);
+  EXPECT_EQ(none.mean, 0.0);
+  auto t = probes::compute_stats(f16({2, 2}, {0.5f, -0.5f, 1.0f, 65504.0f}));
+  EXPECT_DOUBLE_EQ(t.max_abs, 65504.0);
+  EXPECT_EQ(t.count, 4u);
+}
+
+TEST(Stats, Xxh64ReferenceVectors) {
+  EXPECT_EQ(xxh(""), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(xxh("a"), 0xD24EC4F1A98C6E5Bull);
+  EXPECT_EQ(xxh("abc"), 0x44BC2CF5AD770999ull);
+  EXPECT_EQ(xxh("Nobody inspects the spammish repetition"), 0xFBCEA83C8A378BF1ull);
+  EXPECT_NE(xxh("abd"), xxh("abc"));
+}
