@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "chip_model/numerics/bf16.h"
@@ -13,8 +14,8 @@ namespace {
 
 namespace num = probelab::num;
 
-std::vector<float> data(std::size_t n) {
-  std::mt19937_64 rng(n);
+std::vector<float> data(std::size_t n, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.0f, 10.0f);
   std::vector<float> v(n);
   for (auto& x : v) x = nd(rng);
@@ -23,9 +24,13 @@ std::vector<float> data(std::size_t n) {
 
 template <class T>
 std::vector<T> narrow(const std::vector<float>& x) {
-  std::vector<T> out(x.size());
-  (void)num::convert(std::span<const float>(x), std::span<T>(out));
-  return out;
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    std::vector<T> out(x.size());
+    (void)num::convert(std::span<const float>(x), std::span<T>(out));
+    return out;
+  }
 }
 
 template <class T>
@@ -55,7 +60,7 @@ void BM_16ToF32(benchmark::State& state) {
 template <class T>
 void BM_Add(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const std::vector<T> a = narrow<T>(data(n)), b = narrow<T>(data(n + 1));
+  const std::vector<T> a = narrow<T>(data(n)), b = narrow<T>(data(n, 2));
   std::vector<T> out(n);
   for (auto _ : state) {
     benchmark::DoNotOptimize(

@@ -73,7 +73,10 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
                         {{"op_id", std::uint64_t{header.op_id}}});
       return false;
     }
-    qk.sync();
+    if (qk.get_local_time() != sc_core::SC_ZERO_TIME) {  // catch up, then re-check
+      qk.sync();
+      continue;
+    }
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     sc_core::wait(released_);
     const sc_core::sc_time t1 = sc_core::sc_time_stamp();

@@ -54,7 +54,7 @@ class Chip : public sc_core::sc_module {
   static constexpr std::uint32_t kContractVersion = 0x00010000;
   using Options = ChipOptions;
 
-  tlm_utils::simple_target_socket<Chip> host_socket;
+  tlm_utils::simple_target_socket_optional<Chip> host_socket;  // may stay unbound (tests)
 
   /// `cfg` is validated and copied.
   Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts = {});

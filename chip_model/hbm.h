@@ -48,7 +48,7 @@ class Hbm : public sc_core::sc_module {
   /// Bus side (address 0 = first HBM byte): TLM_READ/TLM_WRITE of any length, no byte enables
   /// (TLM_BYTE_ENABLE_ERROR_RESPONSE), out of range -> TLM_ADDRESS_ERROR_RESPONSE. The delay is
   /// increased by the modelled transfer time (client HostDma). Also serves transport_dbg.
-  tlm_utils::simple_target_socket<Hbm> socket;
+  tlm_utils::simple_target_socket_optional<Hbm> socket;  // may stay unbound
 
   Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank = 0,
       Trace* trace = nullptr);

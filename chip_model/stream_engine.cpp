@@ -99,9 +99,12 @@ void StreamEngine::stream_thread(std::uint32_t s) {
   StreamState& st = streams_[s];
   for (;;) {
     while (st.head == st.tail) {
-      qk.sync();
+      // Catch up with the local time first, then re-check: a doorbell rung while syncing counts.
+      if (qk.get_local_time() != sc_core::SC_ZERO_TIME) {
+        qk.sync();
+        continue;
+      }
       sc_core::wait(doorbell_[s]);
-      qk.reset();
     }
     // Fetch the descriptor at head (64 B through the HBM model), then execute it.
     spec::TaskDescriptor task;

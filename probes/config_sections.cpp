@@ -108,11 +108,9 @@ WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& 
   if (n["data_mode"]) data_mode(r, n["data_mode"], k("data_mode"), wp.capture_inputs, wp.capture_outputs);
   if (n["halt_on_exception"]) wp.halt_on_exception = r.boolean(n["halt_on_exception"], k("halt_on_exception"));
   std::vector<Action> acts = default_actions;
-  YAML::Node acts_node = actions_node;
-  if (n["actions"]) {
-    acts = r.actions(n["actions"], k("actions"));
-    acts_node = n["actions"];
-  }
+  if (n["actions"]) acts = r.actions(n["actions"], k("actions"));
+  // (YAML::Node has reference semantics: pick the node once instead of re-assigning a variable)
+  const YAML::Node acts_node = n["actions"] ? n["actions"] : actions_node;
   if (n["conditions"]) wp.conditions = conditions(r, n["conditions"], k("conditions"), acts, acts_node);
   else if (n["actions"]) r.fail(n["actions"], k("actions"), "actions without conditions (add `conditions: [...]`)");
   check_mode_vs_conditions(r, n, key, wp);
@@ -122,7 +120,7 @@ WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& 
 Rule rule(const Reader& r, const YAML::Node& n, const std::string& key) {
   Rule out;
   std::string when;
-  YAML::Node when_node = n;
+  const YAML::Node when_node = n.IsMap() && n["when"] ? n["when"] : n;
   if (n.IsScalar()) {
     std::string s = n.as<std::string>();
     auto arrow = s.find("->");
@@ -143,7 +141,6 @@ Rule rule(const Reader& r, const YAML::Node& n, const std::string& key) {
     r.check_keys(n, key, {"when", "actions", "ops"});
     if (!n["when"] || !n["actions"]) r.fail(n, key, "a rule needs `when` and `actions`");
     when = r.str(n["when"], Reader::join(key, "when"));
-    when_node = n["when"];
     out.actions = r.actions(n["actions"], Reader::join(key, "actions"));
     if (n["ops"])
       for (const auto& g : r.strings(n["ops"], Reader::join(key, "ops"))) {

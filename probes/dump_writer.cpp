@@ -10,6 +10,7 @@
 #include "graph/npy.h"
 #include "probes/anomaly.h"
 #include "probes/capture_drain.h"
+#include "probes/tensor_stats.h"
 
 namespace probelab::probes {
 
@@ -125,6 +126,7 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
   meta.shape = t.shape();
   meta.format = t.shape().size() == 4 ? graph::Format::NCHW : graph::Format::ND;
   meta.payload = meta.payload.empty() ? "full" : meta.payload;
+  if (!meta.stats) meta.stats = compute_stats(t);
   graph::Tensor stored = file_tensor(t);
   meta.data_crc32 = crc32(stored.bytes());
   meta.raw_bytes = stored.nbytes();

@@ -55,10 +55,11 @@ class DumpWriter {
  public:
   DumpWriter(std::filesystem::path dir, OutputOptions opts, std::uint32_t rank);
 
-  /// Writes `t` (logical layout) and adds a manifest entry built from `meta` (file fields filled
-  /// in here). Returns the entry.
+  /// Writes `t` (logical layout) and adds a manifest entry built from `meta` (file fields, and
+  /// the statistics when `meta` has none, filled in here). Returns the entry.
   const DumpEntry& write_tensor(DumpEntry meta, const graph::Tensor& t);
-  /// Adds an entry without a file (statistics / hash captures).
+  /// Adds an entry without a file (statistics / hash captures). Returned references are valid
+  /// until the next write_tensor()/add_entry().
   const DumpEntry& add_entry(DumpEntry meta);
   /// Writes dump.json atomically (all entries so far).
   void write_manifest() const;

@@ -62,7 +62,7 @@ class FakeDevice : public Device {
     std::uint32_t kind = spec::kExcInvalid;  // ExcKindBit
     std::uint32_t op_id = 0, task_id = 0, core = 0, stream = 0, output = 0;
     std::uint64_t element = 0, cycle = 0;
-    std::optional<std::uint32_t> step;  // default: the kRegStep value
+    std::optional<std::uint32_t> step = std::nullopt;  // default: the kRegStep value
   };
   void latch_exception(const Exception& e);
   /// Produces a capture record (header fields op/task/step/rank/etc. as given; seq, sizes and

@@ -36,7 +36,7 @@ graph::Format format_of(const graph::Graph& g, const std::string& tensor) {
 struct Key {
   std::uint32_t op;
   int kind;  // ProbeKind
-  bool is_input;
+  bool is_output;  // input edges first
   std::uint16_t index;
   int serial;  // several breakpoints on one edge
   auto operator<=>(const Key&) const = default;
@@ -106,7 +106,7 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
       const graph::Op& op = g.op(e.op_id);
       const std::string& tensor = e.is_input ? op.inputs[e.index] : op.outputs[e.index];
       double rate = op.debug.sample_rate.value_or(wp.sample_rate);
-      Key k{e.op_id, static_cast<int>(ProbeKind::Capture), e.is_input, e.index, 0};
+      Key k{e.op_id, static_cast<int>(ProbeKind::Capture), !e.is_input, e.index, 0};
       auto [it, fresh] = sites.try_emplace(k);
       Pending& p = it->second;
       if (fresh) {
@@ -123,7 +123,7 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
       int serial = 0;
       for (const auto& c : wp.conditions) {
         if (std::find(c.actions.begin(), c.actions.end(), Action::Break) == c.actions.end()) continue;
-        Key bk{e.op_id, static_cast<int>(ProbeKind::Breakpoint), false, e.index, static_cast<int>(w) * 64 + serial++};
+        Key bk{e.op_id, static_cast<int>(ProbeKind::Breakpoint), true, e.index, static_cast<int>(w) * 64 + serial++};
         Pending& b = sites[bk];
         b.site = ProbeSite{ProbeKind::Breakpoint, ProbePosition::After, 0, "", op.id, op.name, tensor, e.index,
                            false, CaptureMode::Statistics, 1.0, {w}};
@@ -132,7 +132,7 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
         b.wp_ids = {wp.id};
       }
       if (serial == 0 && wp.halt_on_exception) {
-        Key bk{e.op_id, static_cast<int>(ProbeKind::Breakpoint), false, e.index, static_cast<int>(w) * 64};
+        Key bk{e.op_id, static_cast<int>(ProbeKind::Breakpoint), true, e.index, static_cast<int>(w) * 64};
         Pending& b = sites[bk];
         b.site = ProbeSite{ProbeKind::Breakpoint, ProbePosition::After, 0, "", op.id, op.name, tensor, e.index,
                            false, CaptureMode::Statistics, 1.0, {w}};
@@ -147,13 +147,13 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
       if (!is_collective_type(op.type)) continue;
       for (std::size_t i = 0; i < op.inputs.size(); ++i) {
         if (op.inputs[i].empty()) continue;
-        Key k{op.id, static_cast<int>(ProbeKind::Sync), true, static_cast<std::uint16_t>(i), 0};
+        Key k{op.id, static_cast<int>(ProbeKind::Sync), false, static_cast<std::uint16_t>(i), 0};
         sites[k] = Pending{ProbeSite{ProbeKind::Sync, ProbePosition::Before, 0, "", op.id, op.name, op.inputs[i],
                                      static_cast<std::uint16_t>(i), true, cfg.consistency.mode, 1.0, {}},
                            "", false, {"consistency"}};
       }
       for (std::size_t i = 0; i < op.outputs.size(); ++i) {
-        Key k{op.id, static_cast<int>(ProbeKind::Sync), false, static_cast<std::uint16_t>(i), 0};
+        Key k{op.id, static_cast<int>(ProbeKind::Sync), true, static_cast<std::uint16_t>(i), 0};
         sites[k] = Pending{ProbeSite{ProbeKind::Sync, ProbePosition::After, 0, "", op.id, op.name, op.outputs[i],
                                      static_cast<std::uint16_t>(i), false, cfg.consistency.mode, 1.0, {}},
                            "", false, {"consistency"}};
@@ -161,11 +161,13 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
     }
   }
 
+  std::map<std::pair<std::uint32_t, std::uint16_t>, int> breaks_on_edge;  // for unique names
   for (auto& [k, p] : sites) {
     ProbeSite& s = p.site;
     const char* kind = s.kind == ProbeKind::Capture ? "probe_capture" : s.kind == ProbeKind::Sync ? "probe_sync" : "probe_break";
     std::string name = fmt::format("{}/{}:{}{}", s.target_op, kind, s.is_input ? "in" : "out", s.index);
-    if (s.kind == ProbeKind::Breakpoint && k.serial) name += fmt::format("#{}", k.serial);
+    if (s.kind == ProbeKind::Breakpoint)
+      if (int n = breaks_on_edge[{s.target_op_id, s.index}]++; n > 0) name += fmt::format("#{}", n);
     graph::Op op;
     op.name = name;
     op.type = std::string(s.kind == ProbeKind::Capture ? kProbeCaptureType

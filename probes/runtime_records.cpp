@@ -62,7 +62,6 @@ std::string RuntimeState::dump_tensor(std::uint32_t op_id, bool is_input, std::u
   e.index = index;
   e.tensor = is_input ? (index < o.inputs.size() ? o.inputs[index] : "") : (index < o.outputs.size() ? o.outputs[index] : "");
   e.step = at_step;
-  e.stats = compute_stats(t);
   e.trigger = trigger;
   e.payload = "full";
   e.source_format = graph::parse_format(source_format).value_or(graph::Format::ND);

@@ -16,15 +16,6 @@
 
 namespace probelab::num {
 
-void BulkReport::raise(Flags f, std::int64_t index) noexcept {
-  flags |= f;
-  for (int k = 0; k < kFlagCount; ++k) {
-    if ((f.bits >> k) & 1u) {
-      if (first[k] < 0 || index < first[k]) first[k] = index;
-    }
-  }
-}
-
 void BulkReport::merge(const BulkReport& other, std::int64_t offset) noexcept {
   flags |= other.flags;
   for (int k = 0; k < kFlagCount; ++k) {

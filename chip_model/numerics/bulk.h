@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <span>
 
@@ -25,7 +26,13 @@ struct BulkReport {
 
   std::int64_t first_index(Flag f) const noexcept { return first[static_cast<int>(f)]; }
   // Records flags raised by element `index` (keeps the lowest index per flag).
-  void raise(Flags f, std::int64_t index) noexcept;
+  void raise(Flags f, std::int64_t index) noexcept {
+    flags |= f;
+    for (unsigned b = f.bits; b != 0; b &= b - 1) {
+      std::int64_t& slot = first[static_cast<std::size_t>(std::countr_zero(b))];
+      if (slot < 0 || index < slot) slot = index;
+    }
+  }
   // Merges a report whose indices are relative to `offset`.
   void merge(const BulkReport& other, std::int64_t offset = 0) noexcept;
 };

@@ -153,7 +153,7 @@ namespace {
 // returns the trace JSON.
 std::string traced_run() {
   pc::Trace trace(true);
-  pc::FakeCores* cores = nullptr;
+  FakeCores* cores = nullptr;
   pc::ChipOptions opts;
   opts.trace = &trace;
   opts.make_cores = fake_core_factory(&cores);

@@ -28,14 +28,14 @@ pc::ChipConfig cfg() {
 }
 
 struct Platform {
-  pc::FakeCores* cores = nullptr;
+  FakeCores* cores = nullptr;
   pc::Chip chip;
   TestHost host{chip};
   std::vector<std::uint32_t> irqs;
   explicit Platform(pc::ChipConfig c = cfg()) : chip("chip", c, make_opts(&cores)) {
     chip.set_irq_callback([this](std::uint32_t p) { irqs.push_back(p); });
   }
-  static pc::ChipOptions make_opts(pc::FakeCores** out) {
+  static pc::ChipOptions make_opts(FakeCores** out) {
     pc::ChipOptions o;
     o.make_cores = fake_core_factory(out);
     return o;

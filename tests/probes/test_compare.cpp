@@ -103,8 +103,10 @@ TEST(Verdict, MsprobeAccuracyRule) {
   EXPECT_TRUE(judge(compute_metrics(a5, g5, graph::DType::F16), graph::DType::F16, d).pass);
   std::vector<double> a6{1.0, 1.0}, g6{1.0, 1.0 + 0x1p-8};
   EXPECT_FALSE(judge(compute_metrics(a6, g6, graph::DType::F16), graph::DType::F16, d).pass);
-  d.max_ulp = 0;
-  EXPECT_FALSE(judge(compute_metrics(a5, g5, graph::DType::F16), graph::DType::F16, d).pass);
+  d.max_ulp = 0;  // one FP16 ulp apart: passes the relative bound, fails a zero-ulp bound
+  std::vector<double> a7{1.0, 1.0}, g7{1.0, 1.0 + 0x1p-10};
+  EXPECT_TRUE(judge(compute_metrics(a7, g7, graph::DType::F16), graph::DType::F16, CompareCriteria{}).pass);
+  EXPECT_FALSE(judge(compute_metrics(a7, g7, graph::DType::F16), graph::DType::F16, d).pass);
 }
 
 TEST(CompareOp, ReplayOnTheReferenceAndFirstDivergence) {

@@ -44,7 +44,7 @@ TEST(Dump, NpyFilesAndManifest) {
   auto dir = temp_dir("dump_plain");
   DumpWriter w(dir, {}, 2);
   auto t = f16({2, 3}, {1, -2, 3.5f, 0, 65504, -0.25f});
-  const auto& e = w.write_tensor(meta("layer1/fc1", 4), t);
+  const DumpEntry e = w.write_tensor(meta("layer1/fc1", 4), t);  // a copy: entries() grows
   EXPECT_EQ(e.file, "step4/layer1.fc1.out0.npy");
   EXPECT_EQ(e.rank, 2u);
   ASSERT_TRUE(e.stats);
@@ -127,8 +127,8 @@ TEST(Dump, Bf16IsStoredWidenedAndNamesNeverCollide) {
   DumpWriter w(dir, {}, 0);
   std::vector<float> v{1.0f, -2.5f, 3.0e38f, 0.0f};
   auto t = graph::Tensor::from_f32({4}, v, graph::DType::BF16);
-  const auto& e1 = w.write_tensor(meta("a", 0), t);
-  const auto& e2 = w.write_tensor(meta("a", 0), t);  // same edge, same step (e.g. capture + break dump)
+  const DumpEntry e1 = w.write_tensor(meta("a", 0), t);
+  const DumpEntry e2 = w.write_tensor(meta("a", 0), t);  // same edge, same step (e.g. capture + break dump)
   EXPECT_NE(e1.file, e2.file);
   EXPECT_EQ(e2.dtype, graph::DType::BF16);
   w.write_manifest();

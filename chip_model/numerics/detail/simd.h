@@ -72,8 +72,10 @@ inline int bf16_inexact(__m256 v) noexcept {
   return ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(low, _mm256_setzero_si256()))) & 0xFF;
 }
 
+// Records flag f for the lowest lane set in `mask`. Blocks are visited in increasing order, so a
+// flag whose first index is already known needs no work.
 inline void raise_mask(BulkReport& rep, Flag f, int mask, std::int64_t base) noexcept {
-  if (mask != 0) rep.raise(Flags(f), base + std::countr_zero(static_cast<unsigned>(mask)));
+  if (mask != 0 && rep.first_index(f) < 0) rep.raise(Flags(f), base + std::countr_zero(static_cast<unsigned>(mask)));
 }
 
 }  // namespace probelab::num::detail
