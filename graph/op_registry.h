@@ -2,17 +2,21 @@
 // gradient builders. One OpDef per op type; `probelab list` prints them.
 //
 // Naming. Where ONNX has the operator, its ONNX name is the canonical type and its semantics are
-// ONNX's (opset 13+; Gelu as opset 20): MatMul, Gemm, Conv, Add, Sub, Mul, Div, Relu, Gelu, Sigmoid,
-// Tanh, Softmax, LogSoftmax, LayerNormalization, BatchNormalization, MaxPool, AveragePool,
-// GlobalAveragePool, Reshape, Flatten, Transpose, Concat, Slice, ReduceSum, ReduceMean, Expand,
-// Gather, Identity, SoftmaxCrossEntropyLoss. Friendlier aliases resolve to the same definition:
+// ONNX's (opset 13+; Gelu as opset 20): MatMul, Gemm, Conv (1-3 spatial dims, NCHW for 2-D), Add,
+// Sub, Mul, Div, Relu, Gelu, Sigmoid, Tanh, Softmax, LogSoftmax, LayerNormalization,
+// BatchNormalization, MaxPool, AveragePool, GlobalAveragePool, Reshape, Flatten, Transpose, Concat,
+// Slice, ReduceSum, ReduceMean, Expand, Gather, Identity, SoftmaxCrossEntropyLoss. Friendlier
+// aliases resolve to the same definition:
 //   Conv2d -> Conv, LayerNorm -> LayerNormalization, BatchNorm -> BatchNormalization,
-//   AvgPool -> AveragePool, CrossEntropyLoss -> SoftmaxCrossEntropyLoss, Embedding -> Gather.
-// Ops ONNX lacks: MSELoss, Scale (y = alpha * x), SumToShape (sum a broadcast tensor back to a
-// shape; used by gradients of broadcasting ops), SgdUpdate, AdamUpdate, and the backward ops (OpDef::backward == true): MatMulGradA,
-// MatMulGradB, ConvGradInput, ConvGradWeight, ReluGrad, GeluGrad, SigmoidGrad, TanhGrad,
-// SoftmaxGrad, LogSoftmaxGrad, LayerNormalizationGrad, BatchNormalizationGrad, MaxPoolGrad,
-// AveragePoolGrad, SliceGrad, GatherGrad, SoftmaxCrossEntropyLossGrad, MSELossGrad.
+//   AvgPool -> AveragePool, CrossEntropyLoss -> SoftmaxCrossEntropyLoss, Embedding -> Gather,
+//   ReLU -> Relu, GELU -> Gelu.
+// Ops ONNX lacks: MSELoss, Scale (y = alpha * x), SumToShape (sums a broadcast tensor back to a
+// shape; used by gradients of broadcasting ops), SgdUpdate, AdamUpdate, and the backward ops
+// (OpDef::backward == true): MatMulGradA, MatMulGradB, ConvGradInput, ConvGradWeight, ReluGrad,
+// GeluGrad, SigmoidGrad, TanhGrad, SoftmaxGrad, LogSoftmaxGrad, LayerNormalizationGrad,
+// BatchNormalizationGrad, MaxPoolGrad, AveragePoolGrad, SliceGrad, GatherGrad,
+// SoftmaxCrossEntropyLossGrad, MSELossGrad. Backward ops take the forward shapes they need as
+// attributes (input_shape, weight_shape, a_shape, data_shape, ...), not as tensor inputs.
 // The definitions live in graph/ops/<family>.cpp (matmul, conv, elementwise, activation, softmax,
 // layer_norm, batch_norm, pool, shape_ops, reduce, loss, gather, optimizer).
 //
