@@ -109,8 +109,10 @@ BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mo
     if (detail::mask8(ok) != 0xFF) return false;
     const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     store8(out.data() + i, h);
-    detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
-                       static_cast<std::int64_t>(i));
+    if (rep.first_index(Flag::Inexact) < 0) {  // once the first inexact element is known, skip the check
+      detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
+                         static_cast<std::int64_t>(i));
+    }
     return true;
   });
 }

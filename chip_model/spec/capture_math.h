@@ -21,6 +21,10 @@
 #include <limits>
 #include <span>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 #include "chip_model/spec/capture_record.h"
 #include "chip_model/spec/kernel_args.h"
 #include "graph/dtype.h"
@@ -29,12 +33,16 @@ namespace probelab::spec {
 
 /// Exact value of an FP16 bit pattern as a double (NaN payloads not preserved).
 inline double f16_bits_to_double(std::uint16_t h) {
+#if defined(__F16C__)
+  return static_cast<double>(_cvtsh_ss(h));  // exact: every FP16 value is an FP32 value
+#else
   const int exp = (h >> 10) & 0x1F;
   const int frac = h & 0x3FF;
   const double sign = (h & 0x8000) ? -1.0 : 1.0;
   if (exp == 0x1F) return frac ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
   if (exp == 0) return sign * std::ldexp(static_cast<double>(frac), -24);
   return sign * std::ldexp(static_cast<double>(frac | 0x400), exp - 25);
+#endif
 }
 inline double bf16_bits_to_double(std::uint16_t b) {
   return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16));

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "chip_model/capture_unit.h"
+#include "chip_model/numerics/bf16.h"
+#include "chip_model/numerics/fp16.h"
 #include "chip_model/spec/capture_math.h"
 
 namespace spec = probelab::spec;
@@ -109,4 +111,15 @@ TEST(CaptureMath, PredicateAllAnyAndEmpty) {
 TEST(CaptureMath, Crc32IsIeee) {
   // CRC-32/ISO-HDLC check value.
   EXPECT_EQ(probelab::chip::crc32(bytes_of("123456789")), 0xCBF43926u);
+}
+
+TEST(CaptureMath, HalfDecodersMatchTheNumericsLayerForEveryPattern) {
+  for (std::uint32_t b = 0; b < 0x10000; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    const double h = spec::f16_bits_to_double(bits), bf = spec::bf16_bits_to_double(bits);
+    const float rh = probelab::num::to_float(probelab::num::f16{bits});
+    const float rb = probelab::num::to_float(probelab::num::bf16{bits});
+    if (std::isnan(rh)) EXPECT_TRUE(std::isnan(h)) << b; else EXPECT_EQ(h, static_cast<double>(rh)) << b;
+    if (std::isnan(rb)) EXPECT_TRUE(std::isnan(bf)) << b; else EXPECT_EQ(bf, static_cast<double>(rb)) << b;
+  }
 }

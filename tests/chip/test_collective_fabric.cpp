@@ -142,6 +142,7 @@ TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit)
     std::printf("DEBUG r%u ring %lx entries %u head %u tail %u completed %u busy %d t=%s pending=%zu\n", r,
                 (unsigned long)st.ring, st.entries, st.head, st.tail, st.completed, st.busy,
                 sc_core::sc_time_stamp().to_string().c_str(), rig.fabric->pending().size());
+    std::printf("DEBUG hist %zu completed %lu\n", rig.fabric->history().size(), (unsigned long)rig.fabric->engine(r).completed());
   }
 
   ASSERT_EQ(rig.fabric->history().size(), 1u);
