@@ -53,17 +53,30 @@ std::uint8_t classify(std::uint16_t b, InType type, const Mode& m, float& value)
   return 0;
 }
 
-// Lanes of 8 patterns that are not plain for the input type (classify() decides for them).
-int needs_classify(__m128i h, InType type) {
-  if (type == InType::F16) return special16(h, 0x7C00);
-  const __m128i e = _mm_srli_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7F80)), 7);
-  const __m128i bad = _mm_or_si128(_mm_cmpgt_epi16(_mm_set1_epi16(kBf16TameLo), e),
-                                   _mm_cmpgt_epi16(e, _mm_set1_epi16(kBf16TameHi)));
-  const __m128i zero = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7FFF)), _mm_setzero_si128());
-  return _mm_movemask_epi8(_mm_andnot_si128(zero, bad));
+// Lanes of 16 patterns that are not plain for the input type (classify() decides for them): FP16
+// NaN/Inf/subnormal; BF16 non-zero with a biased exponent outside the tame range.
+template <InType T>
+bool needs_classify(__m256i h) {
+  const __m256i mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+  const __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), _mm256_set1_epi16(-1));
+  __m256i bad;
+  if constexpr (T == InType::F16) {
+    const __m256i e = _mm256_and_si256(h, _mm256_set1_epi16(0x7C00));
+    bad = _mm256_or_si256(_mm256_cmpeq_epi16(e, _mm256_set1_epi16(0x7C00)),
+                          _mm256_and_si256(_mm256_cmpeq_epi16(e, _mm256_setzero_si256()), nonzero));
+  } else {
+    const __m256i e = _mm256_srli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F80)), 7);
+    bad = _mm256_and_si256(nonzero, _mm256_or_si256(_mm256_cmpgt_epi16(_mm256_set1_epi16(kBf16TameLo), e),
+                                                    _mm256_cmpgt_epi16(e, _mm256_set1_epi16(kBf16TameHi))));
+  }
+  return !_mm256_testz_si256(bad, bad);
 }
 
-__m256 widen8(__m128i h, InType type) { return type == InType::F16 ? _mm256_cvtph_ps(h) : bf16_to_ps(h); }
+template <InType T>
+__m256 widen8(__m128i h) {
+  if constexpr (T == InType::F16) return _mm256_cvtph_ps(h);
+  else return bf16_to_ps(h);
+}
 
 struct Packer {
   const GemmOperand& op;
@@ -80,20 +93,27 @@ struct Packer {
 
   // Converts storage row s (scols elements) into `v` (exact values), classifying as needed.
   void convert_row(std::int64_t s, std::int64_t scols, float* v) {
+    if (op.type == InType::F16) convert_row_t<InType::F16>(s, scols, v);
+    else convert_row_t<InType::BF16>(s, scols, v);
+  }
+
+  template <InType T>
+  void convert_row_t(std::int64_t s, std::int64_t scols, float* v) {
     const std::uint16_t* src = op.data + s * op.ld;
-    std::int64_t j = 0;
-    auto slow = [&](std::int64_t t) {
-      const std::uint8_t cls = classify(src[t], op.type, mode, v[t]);
-      if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
-    };
-    for (; j + 8 <= scols; j += 8) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
-      _mm256_storeu_ps(v + j, widen8(h, op.type));
-      if (needs_classify(h, op.type) != 0) {
-        for (std::int64_t t = j; t < j + 8; ++t) slow(t);
+    auto slow = [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t t = lo; t < hi; ++t) {
+        const std::uint8_t cls = classify(src[t], T, mode, v[t]);
+        if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
       }
+    };
+    std::int64_t j = 0;
+    for (; j + 16 <= scols; j += 16) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
+      _mm256_storeu_ps(v + j, widen8<T>(_mm256_castsi256_si128(h)));
+      _mm256_storeu_ps(v + j + 8, widen8<T>(_mm256_extracti128_si256(h, 1)));
+      if (needs_classify<T>(h)) slow(j, j + 16);
     }
-    for (; j < scols; ++j) slow(j);
+    slow(j, scols);
   }
 };
 
