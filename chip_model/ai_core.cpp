@@ -51,6 +51,7 @@ kernels::CoreTimingParams AiCore::timing_params(std::uint32_t cores) const {
   p.cube_k = c.cube_k;
   p.vector_bytes_per_cycle = c.vector_bytes_per_cycle;
   p.mte_bytes_per_cycle = c.mte_bytes_per_cycle;
+  p.l1_bytes = c.l1_bytes;
   p.l0a_bytes = c.l0a_bytes;
   p.l0b_bytes = c.l0b_bytes;
   p.l0c_bytes = c.l0c_bytes;

@@ -24,11 +24,11 @@ struct CoreState {
   std::uint64_t load_issue_free = 0, store_issue_free = 0;  // MTE ready for the next request
 
   std::size_t n() const { return steps->size(); }
-  std::uint64_t load_ready(std::uint64_t t0) const {
+  std::uint64_t load_ready(std::uint64_t t0, std::size_t depth) const {
     const std::size_t i = next_load;
-    if (i >= 2 && comp_end[i - 2] == kUnknown) return kUnknown;
+    if (i >= depth && comp_end[i - depth] == kUnknown) return kUnknown;
     std::uint64_t r = std::max(t0, load_issue_free);
-    if (i >= 2) r = std::max(r, comp_end[i - 2]);
+    if (i >= depth) r = std::max(r, comp_end[i - depth]);
     return r;
   }
   std::uint64_t store_ready() const {
@@ -142,7 +142,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
         }
       }
       if (s.next_load < s.n()) {
-        const std::uint64_t t = s.load_ready(t0);
+        const std::uint64_t t = s.load_ready(t0, std::max<std::uint32_t>(plan.depth, 2));
         if (t != kUnknown && (!found || t < best_t)) {
           best_t = t, best_core = c, best_store = false, found = true;
         }

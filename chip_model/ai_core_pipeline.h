@@ -1,8 +1,8 @@
 // Timing of one op's tile plan (kernels/tiling.h) on the granted AI cores: per core a
 // double-buffered pipeline MTE load -> Cube/Vector compute -> Vector epilogue -> MTE store.
 //
-// Per core, step i's load may start when the MTE finished loading step i-1 and the compute of
-// step i-2 freed its input buffer; compute of step i starts when its operands are loaded, the
+// Per core, step i's load may start when the MTE is free and the compute of step i-depth freed
+// its input buffer (plan.depth: 2 = double buffering, more when L1 stages several steps); compute of step i starts when its operands are loaded, the
 // previous step's compute is done and, for the first step of an output tile j, the store of
 // tile j-2 freed the output buffer (L0C/UB double buffering). After a tile's last step its
 // epilogue runs on the Vector pipe, then its store on the MTE. So in steady state a tile costs

@@ -16,7 +16,10 @@ function(probelab_add_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock Threads::Threads)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE PROBELAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  # TEST_PREFIX: CTest names start with the binary name (e.g. numerics_test_gemm.Gemm.X), so that
+  # `ctest -R <layer>` selects the tests of one layer.
   gtest_discover_tests(${name}
+    TEST_PREFIX "${name}."
     DISCOVERY_TIMEOUT 60
     PROPERTIES ENVIRONMENT "${PROBELAB_TEST_ENV}" TIMEOUT ${ARG_TIMEOUT}
     DISCOVERY_MODE PRE_TEST)

@@ -138,10 +138,14 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
   std::int64_t block_base = 0;
   std::int64_t total_tiles = 0;
   std::vector<CubeTiling> tilings;
+  std::uint64_t step_bytes = 1;
   for (const GemmWork& g : w.gemms) {
     tilings.push_back(choose_cube_tiling(g, p));
-    total_tiles += g.count * ceil_div(g.m, tilings.back().tm) * ceil_div(g.n, tilings.back().tn);
+    const CubeTiling& t = tilings.back();
+    total_tiles += g.count * ceil_div(g.m, t.tm) * ceil_div(g.n, t.tn);
+    step_bytes = std::max<std::uint64_t>(step_bytes, static_cast<std::uint64_t>((t.tm + t.tn) * t.tk) * g.in_bytes);
   }
+  plan.depth = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(p.l1_bytes / step_bytes, 2, 16));
   const auto nt_all = static_cast<std::uint64_t>(std::max<std::int64_t>(total_tiles, 1));
   for (std::size_t gi = 0; gi < w.gemms.size(); ++gi) {
     const GemmWork& g = w.gemms[gi];

@@ -6,6 +6,9 @@
 // each output tile into K steps of tk (an A block tm x tk fills at most half of L0A, a B block
 // tk x tn half of L0B: double buffering). One step = MTE loads of its A and B blocks, then
 // ceil(tm/cube_m) * ceil(tn/cube_n) * ceil(tk/cube_k) Cube cycles (FP32 operands: twice that).
+// The MTE stages operands in L1, so a core's loads may run up to `depth` steps ahead of its
+// Cube (depth = L1 bytes / bytes of one step, between 2 and 16; 2 is plain double buffering),
+// which hides the HBM latency and first-touch misses behind compute.
 // After a tile's last step, the Vector unit runs the tile's share of the epilogue, and the MTE
 // stores the tile's share of the op's output bytes. Tile sizes (multiples of 16) are chosen to
 // minimise an estimate of the makespan over the cores (waves of tiles x per-tile time), which
@@ -39,6 +42,7 @@ struct CoreTimingParams {
   std::uint32_t cube_m = 16, cube_n = 16, cube_k = 16;
   std::uint32_t vector_bytes_per_cycle = 256;
   std::uint32_t mte_bytes_per_cycle = 64;   // HBM <-> core port
+  std::uint64_t l1_bytes = 512 << 10;
   std::uint64_t l0a_bytes = 64 << 10, l0b_bytes = 64 << 10, l0c_bytes = 128 << 10, ub_bytes = 192 << 10;
   /// Chip L2 (Ascend 910B: 192 MB, public spec) and its per-core read port (estimate: 256
   /// bytes/cycle, enough to feed the Cube at full rate from 128 x 128 tiles with margin).
@@ -78,6 +82,7 @@ struct TilePlan {
   std::vector<std::vector<TileStep>> steps;  // per core (index into the granted cores)
   std::int64_t num_tiles = 0;
   std::int64_t num_blocks = 0;              // reuse keys used
+  std::uint32_t depth = 2;                  // input buffers per core (loads run that many steps ahead)
   bool reuse = true;                        // L2 holds the op's operands
   std::uint64_t out_elems = 0;              // logical output elements covered by the tiles
   /// Tile of output element e: GEMM layout (count x M x N row-major) when `gemm_layout`, else

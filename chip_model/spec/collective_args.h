@@ -30,7 +30,7 @@ inline constexpr int kMaxCollectiveRanks = 64;
 
 enum class CollectiveOp : std::uint8_t { AllReduce = 0, ReduceScatter = 1, AllGather = 2, Broadcast = 3 };
 
-/// Sum adds; Mean adds, then multiplies the sum by 1/N once, in the accumulation dtype.
+/// Sum adds; Mean adds, then divides the sum by N once, in the accumulation dtype.
 enum class ReduceOp : std::uint8_t { Sum = 0, Mean = 1 };
 
 /// Ring: reduce-scatter then all-gather around the group order, 2(N-1) steps of count/N.

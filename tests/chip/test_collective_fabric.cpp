@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -134,33 +136,38 @@ TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit)
   Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
   EXPECT_EQ(rig.fabric->config().topology, pc::Topology::FullMesh);
   const auto in = fill_inputs(rig, kCount);
-  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F32,
+  const std::uint64_t out32 = kOutBase + 0x1000000;
+  // FP16 data reduced in FP16, as HCCL does; then the same with FP32 partial sums on the wire.
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F16,
                          kInBase, kOutBase));
+  rig.collective(1, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F32,
+                         kInBase, out32));
   sc_core::sc_start();
-  for (std::uint32_t r = 0; r < 8; ++r) {
-    const auto& st = rig.chips[r]->streams().stream(0);
-    std::printf("DEBUG r%u ring %lx entries %u head %u tail %u completed %u busy %d t=%s pending=%zu\n", r,
-                (unsigned long)st.ring, st.entries, st.head, st.tail, st.completed, st.busy,
-                sc_core::sc_time_stamp().to_string().c_str(), rig.fabric->pending().size());
-    std::printf("DEBUG hist %zu completed %lu\n", rig.fabric->history().size(), (unsigned long)rig.fabric->engine(r).completed());
-  }
 
-  ASSERT_EQ(rig.fabric->history().size(), 1u);
-  const auto& rec = *rig.fabric->history()[0];
+  ASSERT_EQ(rig.fabric->history().size(), 2u);
   const double alpha = cfg.link_latency_ns * 1e-9, beta = 1.0 / (cfg.link_bandwidth_gbps * 1e9);
-  const double model = 2 * 7 * (alpha + static_cast<double>(kBytes) / 8 * beta);
-  const double t = collective_seconds(rec);
-  std::printf("ring allreduce 8 x 1 MiB: simulated %.3f us, alpha-beta model %.3f us\n", t * 1e6, model * 1e6);
-  EXPECT_NEAR(t / model, 1.0, 0.10);
+  const double s = static_cast<double>(kBytes);
+  const double model16 = 2 * 7 * (alpha + s / 8 * beta);
+  const double model32 = 7 * (alpha + 2 * s / 8 * beta) + 7 * (alpha + s / 8 * beta);  // FP32 reduce-scatter
+  const double t16 = collective_seconds(*rig.fabric->history()[0]);
+  const double t32 = collective_seconds(*rig.fabric->history()[1]);
+  std::printf("ring allreduce 8 x 1 MiB fp16: simulated %.3f us, alpha-beta model %.3f us\n", t16 * 1e6, model16 * 1e6);
+  std::printf("ring allreduce 8 x 1 MiB fp16 data, fp32 acc: simulated %.3f us, model %.3f us\n", t32 * 1e6,
+              model32 * 1e6);
+  EXPECT_NEAR(t16 / model16, 1.0, 0.10);
+  EXPECT_NEAR(t32 / model32, 1.0, 0.10);
 
   EXPECT_EQ(ranks_differing_from_0(rig, kBytes), 0);
+  const auto ref32 = rig.read(0, out32, kBytes);
+  for (std::uint32_t r = 1; r < 8; ++r) EXPECT_EQ(rig.read(r, out32, kBytes), ref32) << "r" << r;
+  EXPECT_NE(ref32, rig.read(0, kOutBase, kBytes));  // FP16 and FP32 accumulation differ
   // The bits are those of the reduction plan executed by the math layer.
   std::vector<std::span<const std::byte>> spans;
   for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
-  const auto expect = pc::execute_plan(rec.plan, spans);
+  const auto expect = pc::execute_plan(rig.fabric->history()[0]->plan, spans);
   EXPECT_EQ(rig.read(5, kOutBase, kBytes), expect.outputs[5]);
   for (std::uint32_t r = 0; r < 8; ++r) {
-    EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 1u);
+    EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 2u);
     EXPECT_NE(rig.chips[r]->irq().raw() & spec::kIrqCollective, 0u);
   }
 }
@@ -208,15 +215,19 @@ TEST(CollectiveFabric, EightChipDirectWithPerRankOrdersDisagrees) {
 /// An injector stand-in: per-rank overrides through the collective hook.
 class OrderHooks : public pc::FaultHooks {
  public:
+  explicit OrderHooks(std::uint64_t seed = 42) : seed_(seed) {}
   std::uint32_t sites() const override { return pc::kFaultCollective; }
   void on_collective(const pc::FaultSite& site, pc::CollectiveOverride& o) override {
     sites_seen.push_back(site.rank);
     o.algorithm = static_cast<std::uint32_t>(spec::CollectiveAlgo::Direct);
     o.acc_dtype = graph::DType::F16;
     o.arrival_jitter_ps = 5'000'000;  // up to 5 us per incoming transfer
-    o.jitter_seed = 42;
+    o.jitter_seed = seed_;
   }
   std::vector<std::uint32_t> sites_seen;
+
+ private:
+  std::uint64_t seed_;
 };
 
 TEST(CollectiveFabric, InjectedJitterReordersDirectArrivalsAndRanksDrift) {
@@ -358,6 +369,48 @@ TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("disagree on the algorithm"), std::string::npos) << e.what();
   }
+}
+
+/// Runs the jittered direct AllReduce of 8 chips in a child process (a fresh SystemC kernel) and
+/// returns the record's description followed by every rank's output bytes.
+std::string jittered_run(std::uint64_t seed) {
+  char path[] = "/tmp/probelab_collective_XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  const int status = run_in_child([&] {
+    const pc::ChipConfig cfg;
+    OrderHooks hooks(seed);
+    Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8), &hooks);
+    fill_inputs(rig, 1024);
+    rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, 1024, graph::DType::F32,
+                           kInBase, kOutBase));
+    sc_core::sc_start();
+    std::string out = rig.fabric->history().at(0)->describe();
+    for (std::uint32_t r = 0; r < 8; ++r) {
+      const auto b = rig.read(r, kOutBase, 2048);
+      out.append(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    FILE* f = std::fopen(path, "wb");
+    std::fwrite(out.data(), 1, out.size(), f);
+    std::fclose(f);
+  });
+  EXPECT_EQ(status, 0);
+  std::string got;
+  if (FILE* f = std::fopen(path, "rb")) {
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) got.append(buf, n);
+    std::fclose(f);
+  }
+  std::remove(path);
+  return got;
+}
+
+TEST(CollectiveFabric, SameJitterSeedGivesSameOrdersAndBitsAnotherSeedDoesNot) {
+  const std::string a = jittered_run(42), b = jittered_run(42), c = jittered_run(43);
+  ASSERT_GT(a.size(), 8u * 2048u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a.find("jitter seed 42"), std::string::npos);
 }
 
 }  // namespace

@@ -41,8 +41,7 @@ struct Point {
 };
 
 /// Runs the sweep in one design and returns the points in order.
-std::vector<Point> run_sweep(const std::vector<Shape3>& shapes) {
-  const pc::ChipConfig cfg = roofline_config();
+std::vector<Point> run_sweep(const std::vector<Shape3>& shapes, const pc::ChipConfig& cfg = roofline_config()) {
   AiCoreChip p(cfg);
   HbmPlacer hbm(p.chip.hbm(), 0x1000000);
   std::vector<ps::TaskDescriptor> tasks;
@@ -107,5 +106,16 @@ TEST(Roofline, SweepAcrossTheRidgeNeverBeatsTheRoofline) {
   for (const Point& p : pts) {
     EXPECT_GE(p.sim_cycles, p.roof_cycles * 0.999) << p.s.m << "x" << p.s.n << "x" << p.s.k;
     EXPECT_LE(p.sim_cycles, p.roof_cycles * 1.6) << p.s.m << "x" << p.s.n << "x" << p.s.k;
+  }
+}
+
+TEST(Roofline, Ascend910bPresetLandsOnItsRoofline) {
+  // The default config: 24 cores at 1.8 GHz, 1.6 TB/s HBM, 64 B/cycle MTE ports (ridge 221 FLOP/B).
+  const auto pts = run_sweep({{16, 4096, 4096}, {2048, 2048, 2048}}, pc::chip_preset("ascend910b"));
+  EXPECT_GT(pts[0].memory_cycles, 2 * pts[0].compute_cycles);
+  EXPECT_GT(pts[1].compute_cycles, 2 * pts[1].memory_cycles);
+  for (const Point& p : pts) {
+    EXPECT_GE(p.sim_cycles, p.roof_cycles * 0.999) << p.s.m << "x" << p.s.n << "x" << p.s.k;
+    EXPECT_LE(p.sim_cycles, p.roof_cycles * 1.10) << p.s.m << "x" << p.s.n << "x" << p.s.k;
   }
 }
