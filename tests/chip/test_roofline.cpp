@@ -73,6 +73,10 @@ std::vector<Point> run_sweep(const std::vector<Shape3>& shapes, const pc::ChipCo
                 static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
                 2.0 * s.m * s.n * s.k / (2.0 * (s.m * s.k + s.k * s.n + s.m * s.n)), pt.roof_cycles, pt.sim_cycles,
                 pt.sim_cycles / pt.roof_cycles);
+    std::printf("   cube busy/core %.0f  hbm read %llu  write %llu  l2 %llu  tiles %llu\n",
+                static_cast<double>(r.cube_cycles) / r.cores, static_cast<unsigned long long>(r.hbm_read_bytes),
+                static_cast<unsigned long long>(r.hbm_write_bytes), static_cast<unsigned long long>(r.l2_read_bytes),
+                static_cast<unsigned long long>(r.tiles));
     pts.push_back(pt);
   }
   return pts;
