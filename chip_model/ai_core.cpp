@@ -97,7 +97,6 @@ void AiCore::execute(TaskContext& ctx) {
   popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);
   popt.l2_gbps = gbps(params.l2_bytes_per_cycle, params.clock_mhz);
   popt.hbm_latency_ps = static_cast<std::uint64_t>(svc_.config->hbm_latency_ns) * 1000;
-  popt.quantum = sc_core::sc_time(static_cast<double>(svc_.config->quantum_ns), sc_core::SC_NS);
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
   const PipelineResult r = run_pipeline(plan, hbm, start, popt);
 

@@ -51,7 +51,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
                             const PipelineOptions& opt) {
   const ChipClock clock(opt.clock_mhz);
   const std::uint64_t t0 = ChipClock::to_ps(start);
-  const std::uint64_t quantum = ChipClock::to_ps(opt.quantum);
+  const std::uint64_t ahead = ChipClock::to_ps(opt.sync_ahead);
   PipelineResult res;
   res.start_ps = res.end_ps = t0;
   res.tile_done_ps.assign(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_tiles, 0)), t0);
@@ -151,7 +151,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     if (!found) break;
     // Let the rest of the system catch up before issuing far ahead of SystemC time.
     const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
-    if (best_t > now + quantum) sc_core::wait(ChipClock::from_ps(best_t - now));
+    if (best_t > now + ahead) sc_core::wait(ChipClock::from_ps(best_t - now));
 
     CoreState& s = cs[best_core];
     PipelineResult::CoreSpan& span = res.cores[best_core];

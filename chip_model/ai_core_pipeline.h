@@ -14,7 +14,9 @@
 // The MTEs keep requests in flight: a core's next load (store) may be issued once the previous
 // one has finished moving its bytes; the HBM latency only delays the data's arrival.
 // The simulation runs inside the calling SC_THREAD and wait()s whenever its next request lies
-// more than one quantum ahead of SystemC time, so other initiators interleave at quantum grain.
+// more than `sync_ahead` ahead of SystemC time (default 0: every request is made at its own
+// time), so the requests of concurrent ops and other initiators reach the HBM model in time
+// order and share its bandwidth fairly. A larger value trades that fairness for fewer waits.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +57,7 @@ struct PipelineOptions {
   double mte_gbps = 0;     // core MTE port, GB/s
   double l2_gbps = 0;      // core L2 read port, GB/s
   std::uint64_t hbm_latency_ps = 0;  // part of an HBM transfer's time that later requests overlap
-  sc_core::sc_time quantum = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time sync_ahead = sc_core::SC_ZERO_TIME;
   bool record_spans = false;
 };
 

@@ -50,7 +50,7 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
                           tlm_utils::tlm_quantumkeeper& qk, const FaultSite& site) {
   const std::uint64_t unpadded = sizeof(spec::CaptureRecordHeader) + payload.size();
   const std::uint64_t record_bytes = (unpadded + 7) & ~std::uint64_t{7};
-  ++counters_.produced;
+  const auto seq = static_cast<std::uint32_t>(counters_.produced++);  // unique even if we stall
   const bool enabled = (ctrl_ & spec::kCapEnable) != 0;
   if (!enabled || record_bytes > buf_size_) {
     if (enabled && !warned_oversize_) {
@@ -87,7 +87,7 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
 
   header.magic = spec::kCaptureMagic;
   header.record_bytes = static_cast<std::uint32_t>(record_bytes);
-  header.seq = static_cast<std::uint32_t>(counters_.produced - 1);
+  header.seq = seq;
   header.rank = rank_;
   header.cycle = clock_.cycle_at(qk.get_current_time());
   header.payload_bytes = static_cast<std::uint32_t>(payload.size());
@@ -173,7 +173,7 @@ void CaptureUnit::write_reg(std::uint32_t offset, std::uint32_t value, const sc_
       if (ping_pong() && !active_writable()) active_ = value;
       if (trace_ && trace_->enabled())
         trace_->instant(rank_, "capture", fmt::format("buffer {} released", value), "capture", ChipClock::to_ps(now));
-      released_.notify(sc_core::SC_ZERO_TIME);
+      released_.notify(now > sc_core::sc_time_stamp() ? now - sc_core::sc_time_stamp() : sc_core::SC_ZERO_TIME);
       break;
     }
     case kRegCapFlush:

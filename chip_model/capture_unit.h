@@ -14,7 +14,8 @@
 //    discards the record (counted). A record larger than a whole buffer, or a record produced
 //    while kCapEnable is 0, is dropped under either policy.
 //  Invariant: produced = drained + dropped + buffered (records in active or ready buffers).
-//  seq numbers count produced records, dropped ones included (gaps in a drain = drops).
+//  seq numbers count produced records in the order they were offered, dropped ones included
+//  (gaps in a drain = drops; producers stalled together may land slightly out of seq order).
 // Record bytes go to HBM through the HBM bandwidth model (client Capture), so capture traffic
 // contends with compute traffic. Changing the buffer registers while enabled is not supported.
 #pragma once

@@ -133,7 +133,7 @@ void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::s
   } else if (offset < 0x500) {
     capture_->write_reg(offset, value, now);
   } else if (offset >= kRegStreamBase) {
-    streams_->write_reg(offset, value);
+    streams_->write_reg(offset, value, now);
   }
 }
 

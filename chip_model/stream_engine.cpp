@@ -43,6 +43,12 @@ std::uint64_t StreamEngine::event_count(std::uint32_t id) const {
   return it == events_.end() ? 0 : it->second;
 }
 
+bool StreamEngine::all_idle() const {
+  for (const auto& st : streams_)
+    if (!st.halted && (st.busy || st.head != st.tail)) return false;
+  return true;
+}
+
 std::uint32_t StreamEngine::read_reg(std::uint32_t offset) const {
   if (offset < spec::kRegStreamBase || offset >= spec::kRegStreamBase + spec::kNumStreams * spec::kStreamStride)
     return 0;
@@ -66,11 +72,12 @@ std::uint32_t StreamEngine::read_reg(std::uint32_t offset) const {
   }
 }
 
-void StreamEngine::write_reg(std::uint32_t offset, std::uint32_t value) {
+void StreamEngine::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now) {
   if (offset < spec::kRegStreamBase || offset >= spec::kRegStreamBase + spec::kNumStreams * spec::kStreamStride)
     return;
   const std::uint32_t s = (offset - spec::kRegStreamBase) / spec::kStreamStride;
   StreamState& st = streams_[s];
+  const sc_core::sc_time delay = now > sc_core::sc_time_stamp() ? now - sc_core::sc_time_stamp() : sc_core::SC_ZERO_TIME;
   switch ((offset - spec::kRegStreamBase) % spec::kStreamStride) {
     case spec::kStreamRingLo: st.ring = (st.ring & 0xFFFFFFFF00000000ull) | value; break;
     case spec::kStreamRingHi: st.ring = (st.ring & 0xFFFFFFFFull) | (std::uint64_t{value} << 32); break;
@@ -80,12 +87,12 @@ void StreamEngine::write_reg(std::uint32_t offset, std::uint32_t value) {
       break;
     case spec::kStreamTail:
       st.tail = st.entries ? value % st.entries : 0;
-      doorbell_[s].notify(sc_core::SC_ZERO_TIME);
+      doorbell_[s].notify(delay);
       break;
     case spec::kStreamResume:
       if ((value & 1u) && st.halted) {
         st.halted = false;
-        resume_[s].notify(sc_core::SC_ZERO_TIME);
+        resume_[s].notify(delay);
       }
       break;
     default: break;

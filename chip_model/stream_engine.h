@@ -18,7 +18,8 @@
 // After each task: Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
 // `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
 // ends sc_start with the error). Streams run concurrently; each has its own quantum keeper.
-// Writing Tail beyond RingEntries wraps (indices are taken modulo RingEntries).
+// Writing RingEntries resets Head and Tail to 0 (program it while the stream is idle); Tail
+// values are taken modulo RingEntries.
 #pragma once
 
 #include <array>
@@ -43,9 +44,10 @@ class StreamEngine : public sc_core::sc_module {
   void set_core_executor(CoreExecutor* exec) { executor_ = exec; }
   void set_collective_handler(CollectiveHandler* h) { collectives_ = h; }
 
-  /// MMIO of the stream block; other offsets: 0 / ignored.
+  /// MMIO of the stream block; other offsets: 0 / ignored. A doorbell or resume written at
+  /// absolute time `now` (the initiator's local time) wakes the stream at that time.
   std::uint32_t read_reg(std::uint32_t offset) const;
-  void write_reg(std::uint32_t offset, std::uint32_t value);
+  void write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now);
 
   /// Notified when any stream completes a task or halts.
   const sc_core::sc_event& progress_event() const { return progress_; }
@@ -59,6 +61,8 @@ class StreamEngine : public sc_core::sc_module {
     std::uint32_t halt_task = 0;
   };
   const StreamState& stream(std::uint32_t s) const { return streams_.at(s); }
+  /// True when every stream is idle (ring empty, nothing executing) or halted.
+  bool all_idle() const;
   /// Records currently available on event `id`.
   std::uint64_t event_count(std::uint32_t id) const;
 

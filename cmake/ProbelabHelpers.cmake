@@ -11,8 +11,13 @@ function(probelab_add_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  # Our own main() is compiled into the binary so that SystemC's library main() never wins.
-  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp)
+  # Our own main() is linked into the binary (as an object, compiled once for all tests) so that
+  # SystemC's library main() never wins.
+  if(NOT TARGET probelab_test_main)
+    add_library(probelab_test_main OBJECT ${PROJECT_SOURCE_DIR}/tests/support/test_main.cpp)
+    target_link_libraries(probelab_test_main PRIVATE GTest::gtest)
+  endif()
+  add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:probelab_test_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock Threads::Threads)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE PROBELAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

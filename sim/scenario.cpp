@@ -19,7 +19,7 @@ const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k = {
       "name",      "description", "chip",       "ranks",     "model",    "mode",
       "training",  "data",        "steps",      "seed",      "precision", "probes",
-      "injections", "variants",   "expectations"};
+      "injections", "variants",   "expectations", "campaign"};
   return k;
 }
 
@@ -354,6 +354,7 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
       s.expectations.push_back(std::move(e));
     }
   }
+  if (auto c = root.get("campaign")) s.campaign = parse_fault_model(*c);
   return s;
 }
 

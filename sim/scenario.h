@@ -26,6 +26,7 @@
 //   injections: [{kind: nan, ...}]      # fault descriptors, validated by the injector registry
 //   variants: [{name: single, set: {probes.capture.buffering: single}}]  # extra runs, see Variant
 //   expectations: [...]                 # see sim/expectation.h
+//   campaign: {faults: [...]}           # fault model of `probelab campaign`, see sim/campaign_model.h
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "graph/dtype.h"
+#include "sim/campaign_model.h"
 #include "sim/expectation.h"
 #include "sim/yaml_view.h"
 
@@ -142,6 +144,7 @@ struct Scenario {
   std::vector<InjectionSpec> injections;
   std::vector<Variant> variants;
   std::vector<Expectation> expectations;
+  std::optional<FaultModel> campaign;  // the `campaign:` section (probelab campaign)
   YAML::Node resolved;         // the document after --set overrides (for `probelab show`)
 
   bool has_probes() const { return probes.IsDefined() && !probes.IsNull(); }

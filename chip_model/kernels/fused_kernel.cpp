@@ -105,17 +105,19 @@ class FusedKernel final : public Kernel {
       const spec::FusedInner& f = a.fused_body[k];
       const InnerOp inner = make_inner(c, k, descs);
       const Kernel& kern = KernelRegistry::instance().get(f.type);
-      // Shapes only: placeholder tensors carry the descs the inner work() reads.
+      // Shapes only: op inputs as loaded, placeholder tensors for the intermediates' descs.
       std::vector<graph::Tensor> shapes;
       std::vector<const graph::Tensor*> ins;
       shapes.reserve(f.inputs.size());
       for (std::int32_t t : f.inputs) {
         if (t < 0) {
           ins.push_back(nullptr);
-          continue;
+        } else if (static_cast<std::size_t>(t) < a.inputs.size()) {
+          ins.push_back(c.inputs[static_cast<std::size_t>(t)]);
+        } else {
+          shapes.emplace_back(graph::TensorDesc{descs.at(t).dtype, descs.at(t).shape, graph::Format::ND});
+          ins.push_back(&shapes.back());
         }
-        shapes.emplace_back(graph::TensorDesc{descs.at(t).dtype, descs.at(t).shape, graph::Format::ND});
-        ins.push_back(&shapes.back());
       }
       const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum};
       const OpWork iw = kern.work(ic);

@@ -23,6 +23,14 @@ std::string body_tensor_name(const spec::OpArgs& a, std::int32_t index);
 /// "out<i>", and the fused body with tensors named by body_tensor_name().
 graph::Op op_from_args(const spec::OpArgs& a);
 
+/// The args block of graph op `op` (the inverse of op_from_args): type, name, attrs, operand
+/// refs (an omitted optional input needs dtype kAbsentTensor) and, for a fused op, its body with
+/// tensors numbered as in spec/op_args.h. Throws std::runtime_error naming the op when a body op
+/// reads a tensor that is neither an op input nor written by an earlier body op, or when the ref
+/// counts differ from the op's inputs/outputs.
+spec::OpArgs args_from_op(const graph::Op& op, std::vector<spec::TensorRef> inputs,
+                          std::vector<spec::TensorRef> outputs);
+
 /// Logical desc of a tensor reference (format ND/NCHW as the logical layout, dtype as stored).
 graph::TensorDesc logical_desc(const spec::TensorRef& t);
 /// Desc of the bytes at t.addr (dtype, logical shape, stored format).

@@ -41,8 +41,8 @@ std::uint64_t vector_cycles(const OpWork& w, const CoreTimingParams& p) {
 
 CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p) {
   const std::uint64_t in = std::max<std::uint32_t>(g.in_bytes, 1);
-  const bool reuse = g.a_unique_bytes + g.b_unique_bytes <= p.l2_bytes;
-  const double port = reuse ? p.l2_bytes_per_cycle : p.mte_bytes_per_cycle;
+  const std::uint64_t unique = g.a_unique_bytes + g.b_unique_bytes;
+  const bool reuse = unique <= p.l2_bytes;
   const std::int64_t fp32 = g.in_bytes == 4 ? 2 : 1;
   CubeTiling best;
   double best_est = -1;
@@ -59,7 +59,10 @@ CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p) {
       const std::int64_t waves = ceil_div(tiles, p.cores);
       const double cube = static_cast<double>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) *
                                               ceil_div(std::max<std::int64_t>(g.k, 1), p.cube_k) * fp32);
-      const double load = static_cast<double>(g.k) * static_cast<double>(tm + tn) * static_cast<double>(in) / port;
+      // Bytes a tile moves into the core; the first-touch share comes over the (slower) HBM port.
+      const double bytes = static_cast<double>(g.k) * static_cast<double>(tm + tn) * static_cast<double>(in);
+      const double miss = reuse ? std::min(1.0, static_cast<double>(unique) / (bytes * static_cast<double>(tiles))) : 1.0;
+      const double load = bytes * ((1 - miss) / p.l2_bytes_per_cycle + miss / p.mte_bytes_per_cycle);
       const double est = static_cast<double>(waves) * std::max(cube, load);
       const std::int64_t area = tm * tn;
       if (best_est < 0 || est < best_est * (1 - 1e-9) || (est <= best_est * (1 + 1e-9) && area > best_area)) {

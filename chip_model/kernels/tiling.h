@@ -11,8 +11,9 @@
 // which hides the HBM latency and first-touch misses behind compute.
 // After a tile's last step, the Vector unit runs the tile's share of the epilogue, and the MTE
 // stores the tile's share of the op's output bytes. Tile sizes (multiples of 16) are chosen to
-// minimise an estimate of the makespan over the cores (waves of tiles x per-tile time), which
-// keeps all cores busy on skinny GEMMs.
+// minimise an estimate of the makespan over the cores: waves of tiles x max(Cube cycles, load
+// cycles), loads at the L2 port rate except the first-touch share at the HBM port rate; this
+// keeps all cores busy on skinny GEMMs and the Cube fed on big ones.
 //
 // Vector ops stream: the op's bytes are cut into tiles of at most half the UB (double buffering),
 // at least one per core when the op is big enough (>= 4 KiB per tile), rounded up to a multiple

@@ -15,7 +15,7 @@ namespace {
 constexpr std::int64_t MR = kPanelA;
 constexpr std::int64_t NR = kPanelB;
 constexpr std::int64_t KC = 256;
-constexpr std::int64_t MC = 96;
+constexpr std::int64_t MC = 144;
 
 // c[6][16] (row stride ldc) = (first ? 0 : c) + sum over kc steps, one fma per k.
 // a: MR floats per k; b: NR floats per k (32-byte aligned).

@@ -16,5 +16,6 @@ Command add_run(CLI::App& app);
 Command add_list(CLI::App& app);
 Command add_show(CLI::App& app);
 Command add_compare(CLI::App& app);
+Command add_campaign(CLI::App& app);
 
 }  // namespace probelab::cli

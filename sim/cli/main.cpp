@@ -1,6 +1,6 @@
 // probelab: replay scenarios on the simulated accelerator, list what can be configured, show
-// models and scenarios, compare two runs. Exit codes: 0 success / all expectations held,
-// 1 an expectation failed, 2 bad input.
+// models and scenarios, compare two runs, run fault-injection campaigns. Exit codes: 0 success /
+// all expectations held, 1 an expectation failed, 2 bad input.
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   commands["list"] = probelab::cli::add_list(app);
   commands["show"] = probelab::cli::add_show(app);
   commands["compare"] = probelab::cli::add_compare(app);
+  commands["campaign"] = probelab::cli::add_campaign(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

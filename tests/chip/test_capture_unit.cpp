@@ -216,3 +216,35 @@ TEST(CaptureUnit, OversizedAndDisabledRecordsAreDropped) {
   EXPECT_EQ(cap.counters().buffered, 1u);
   EXPECT_EQ(irq.raw(), spec::kIrqCaptureFull);
 }
+
+TEST(CaptureUnit, PingPongFillsWhicheverBufferTheHostReturnsFirst) {
+  auto cfg = pc::chip_preset("tiny");
+  pc::Hbm hbm("hbm", cfg);
+  pc::InterruptController irq("irq", cfg);
+  pc::CaptureUnit cap("cap", cfg, hbm, irq);
+  spawn([&] {
+    tlm_utils::tlm_quantumkeeper qk;
+    qk.reset();
+    const auto t0 = sc_core::SC_ZERO_TIME;
+    cap.write_reg(spec::kRegCapBuf0Lo, kBuf0, t0);
+    cap.write_reg(spec::kRegCapBuf1Lo, kBuf1, t0);
+    cap.write_reg(spec::kRegCapBufSize, 2 * kRecordBytes, t0);
+    cap.write_reg(spec::kRegCapCtrl, spec::kCapEnable | spec::kCapPingPong | spec::kCapDropOnFull, t0);
+    std::vector<std::byte> payload(kPayload);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(cap.produce({}, payload, qk, {}));
+    EXPECT_EQ(cap.read_reg(spec::kRegCapActive), 1u);
+    EXPECT_FALSE(cap.produce({}, payload, qk, {}));  // closes buffer 1; none free: dropped
+    EXPECT_EQ(cap.read_reg(spec::kRegCapReady), 3u);
+    EXPECT_EQ(cap.read_reg(spec::kRegCapReadyBytes1), 2 * kRecordBytes);
+    cap.write_reg(spec::kRegCapRelease, 1, sc_core::sc_time_stamp());
+    EXPECT_EQ(cap.read_reg(spec::kRegCapActive), 1u);
+    EXPECT_TRUE(cap.produce({}, payload, qk, {}));
+    spec::CaptureRecordHeader h;
+    hbm.debug_read(kBuf1, std::as_writable_bytes(std::span(&h, 1)));
+    EXPECT_EQ(h.seq, 5u);
+    EXPECT_EQ(cap.counters().drained, 2u);
+    EXPECT_EQ(cap.counters().buffered, 3u);
+    EXPECT_EQ(cap.counters().dropped, 1u);
+  });
+  sc_core::sc_start();
+}

@@ -2,12 +2,14 @@
 // FP32 reference, private formats, fused ops.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 
 #include "chip_model/numerics/bf16.h"
 #include "chip_model/numerics/fp16.h"
 #include "chip_model/numerics/gemm.h"
 #include "graph/fused_ops.h"
+#include "chip_model/kernels/op_args_graph.h"
 #include "graph/op_registry.h"
 #include "tests/chip/kernel_test_util.h"
 
@@ -120,6 +122,37 @@ TEST(Kernels, BatchedBroadcastMatMulAndFp16AccumulationModes) {
             << "accum " << int(accum) << " batch " << i << " element " << j;
     }
   }
+}
+
+TEST(Kernels, Bf16AndFp32CubeOperands) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 19, K = 70, N = 23;
+  // BF16: numerics GEMM with BF16 inputs, FP32 accumulation, BF16 output through the Mode.
+  const pg::Tensor a = random_f16({M, K}, 80, -1.0f, 1.0f, pg::DType::BF16);
+  const pg::Tensor b = random_f16({K, N}, 81, -1.0f, 1.0f, pg::DType::BF16);
+  const auto ob = place.out(pg::DType::BF16, {M, N});
+  run_op(mem, op_args("MatMul", {place.put(a), place.put(b)}, {ob}));
+  std::vector<std::uint16_t> expect(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, num::GemmOperand{a.data<std::uint16_t>().data(), num::InType::BF16, K, false},
+            num::GemmOperand{b.data<std::uint16_t>().data(), num::InType::BF16, N, false},
+            num::GemmOutput{expect.data(), num::OutType::BF16, N});
+  EXPECT_EQ(bits(fetch(mem, ob)), expect);
+
+  // FP32: sequential K with fused multiply-add from +0.
+  const pg::Tensor af = random_f16({M, K}, 82, -1.0f, 1.0f, pg::DType::F32);
+  const pg::Tensor bf = random_f16({K, N}, 83, -1.0f, 1.0f, pg::DType::F32);
+  const auto of = place.out(pg::DType::F32, {M, N});
+  run_op(mem, op_args("MatMul", {place.put(af), place.put(bf)}, {of}));
+  const auto y = fetch(mem, of).data<float>();
+  const auto av = af.data<float>(), bv = bf.data<float>();
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      for (std::int64_t k = 0; k < K; ++k)
+        acc = std::fma(av[static_cast<std::size_t>(m * K + k)], bv[static_cast<std::size_t>(k * N + n)], acc);
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(y[static_cast<std::size_t>(m * N + n)]), std::bit_cast<std::uint32_t>(acc));
+    }
 }
 
 TEST(Kernels, GemmTransposesAlphaBetaBias) {
@@ -304,4 +337,53 @@ TEST(Kernels, UnknownOpTypeAndBadShapesAreErrors) {
   EXPECT_THROW(run_op(mem, op_args("NoSuchOp", {place.put(a)}, {place.out(pg::DType::F16, {4, 4})})),
                std::runtime_error);
   EXPECT_THROW(run_op(mem, op_args("Relu", {place.put(a)}, {place.out(pg::DType::F16, {5, 4})})), std::runtime_error);
+}
+
+TEST(Kernels, FusedConvBnReluIsCloserToFp32ThanTheUnfusedChain) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor x = random_f16({2, 8, 10, 10}, 90), w = random_f16({16, 8, 3, 3}, 91);
+  const pg::Tensor scale = random_f16({16}, 92, 2.0f, 6.0f), bias = random_f16({16}, 93);
+  const pg::Tensor mean = random_f16({16}, 94), var = random_f16({16}, 95, 0.05f, 0.3f);
+  const pg::Attrs pads{{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}};
+  pg::Op conv = graph_op("Conv", 2, pads), bn = graph_op("BatchNormalization", 5), relu = graph_op("Relu", 1);
+  conv.inputs = {"x", "w"};
+  conv.outputs = {"f/conv:0"};
+  bn.inputs = {"f/conv:0", "scale", "b", "mean", "var"};
+  bn.outputs = {"f/bn:0"};
+  relu.inputs = {"f/bn:0"};
+  relu.outputs = {"y"};
+  pg::Op fused;
+  fused.name = "f";
+  fused.type = "FusedConvBnRelu";
+  fused.inputs = {"x", "w", "scale", "b", "mean", "var"};
+  fused.outputs = {"y"};
+  fused.fused_body = {conv, bn, relu};
+  const pg::Shape ys{2, 16, 10, 10};
+  const std::vector<ps::TensorRef> in{place.put(x), place.put(w), place.put(scale), place.put(bias), place.put(mean),
+                                      place.put(var)};
+  const auto out = place.out(pg::DType::F16, ys);
+  run_op(mem, pc::kernels::args_from_op(fused, in, {out}));
+  const std::vector<float> got = fetch(mem, out).to_f32();
+
+  // The same chain unfused: every intermediate is rounded to FP16 in HBM.
+  const auto c16 = place.out(pg::DType::F16, ys), b16 = place.out(pg::DType::F16, ys), r16 = place.out(pg::DType::F16, ys);
+  run_op(mem, op_args("Conv", {in[0], in[1]}, {c16}, pads));
+  run_op(mem, op_args("BatchNormalization", {c16, in[2], in[3], in[4], in[5]}, {b16}));
+  run_op(mem, op_args("Relu", {b16}, {r16}));
+  const std::vector<float> unfused = fetch(mem, r16).to_f32();
+
+  std::vector<pg::Tensor> f32;
+  for (const pg::Tensor* t : {&x, &w, &scale, &bias, &mean, &var})
+    f32.push_back(pg::Tensor::from_f32(t->shape(), t->to_f32(), pg::DType::F32));
+  std::vector<const pg::Tensor*> ptrs;
+  for (const auto& t : f32) ptrs.push_back(&t);
+  const std::vector<float> ref = pg::run_fused_body(fused, ptrs, pg::RefPrecision::F32).at(0).to_f32();
+  double err_fused = 0, err_unfused = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(got[i], ref[i], 4e-3 + 2e-3 * std::fabs(ref[i])) << "element " << i;
+    err_fused += std::fabs(got[i] - ref[i]);
+    err_unfused += std::fabs(unfused[i] - ref[i]);
+  }
+  EXPECT_LT(err_fused, 0.8 * err_unfused);
 }

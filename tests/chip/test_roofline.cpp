@@ -123,3 +123,31 @@ TEST(Roofline, Ascend910bPresetLandsOnItsRoofline) {
     EXPECT_LE(p.sim_cycles, p.roof_cycles * 1.10) << p.s.m << "x" << p.s.n << "x" << p.s.k;
   }
 }
+
+TEST(Roofline, VectorOpsStreamAtHbmBandwidth) {
+  const pc::ChipConfig cfg = roofline_config();
+  AiCoreChip p(cfg);
+  HbmPlacer hbm(p.chip.hbm(), 0x1000000);
+  const pg::Shape s{2048, 1024};
+  const pg::Tensor x = random_f16(s, 1), y = random_f16(s, 2);
+  const auto add = hbm.kernel(1, op_args("Add", {hbm.put(x), hbm.put(y)}, {hbm.out(pg::DType::F16, s)}));
+  const auto relu = hbm.kernel(2, op_args("Relu", {hbm.put(x)}, {hbm.out(pg::DType::F16, s)}));
+  spawn([&] {
+    p.host.setup_stream(0);
+    p.host.submit(0, add);
+    p.host.submit(0, relu);
+    p.host.wait_stream(0);
+    sc_core::sc_stop();
+  });
+  sc_core::sc_start();
+  const double bw = cfg.hbm_bandwidth_gbps * 1e9 / (cfg.clock_mhz * 1e6);
+  const double elems = 2048.0 * 1024.0;
+  const double expect[] = {3 * 2 * elems / bw, 2 * 2 * elems / bw};  // bytes read + written
+  for (int i = 0; i < 2; ++i) {
+    const double sim = static_cast<double>(p.core->records().at(static_cast<std::size_t>(i)).cycles);
+    std::printf("%s: %.0f bytes/bandwidth cycles, simulated %.0f (%.3f)\n", i == 0 ? "Add" : "Relu", expect[i], sim,
+                sim / expect[i]);
+    EXPECT_GE(sim, expect[i] * 0.999);
+    EXPECT_LE(sim, expect[i] * 1.10);
+  }
+}

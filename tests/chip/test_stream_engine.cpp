@@ -76,6 +76,7 @@ TEST(StreamEngine, TasksRunInOrderAndCompletionIsCounted) {
     p.host.wait_stream(0);
     EXPECT_EQ(p.host.completed(0), 5u);
     EXPECT_EQ(p.host.rd(spec::stream_reg(0, spec::kStreamHead)), 5u);
+    EXPECT_TRUE(p.chip.streams().all_idle());
     // 5 tasks x (1000 cycles of compute + HBM + dispatch): at least 5 us.
     EXPECT_GE(sc_core::sc_time_stamp(), ns(5000));
   });
