@@ -149,7 +149,10 @@ void Chip::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay)
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  if (trans.get_data_length() != 4 || addr % 4 != 0 || trans.get_byte_enable_ptr() != nullptr) {
+  const unsigned len = trans.get_data_length();
+  // Reads may burst over consecutive registers (spec::kMmioMaxBurstBytes); writes are 32-bit.
+  const bool burst_ok = trans.is_read() && len % 4 == 0 && len <= spec::kMmioMaxBurstBytes && addr + len <= spec::kMmioSize;
+  if ((len != 4 && !burst_ok) || len == 0 || addr % 4 != 0 || trans.get_byte_enable_ptr() != nullptr) {
     trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
     return;
   }
@@ -157,8 +160,10 @@ void Chip::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay)
   const sc_core::sc_time now = sc_core::sc_time_stamp() + delay;
   std::uint32_t v = 0;
   if (trans.is_read()) {
-    v = read_reg(static_cast<std::uint32_t>(addr), now);
-    std::memcpy(trans.get_data_ptr(), &v, 4);
+    for (unsigned i = 0; i < len; i += 4) {
+      v = read_reg(static_cast<std::uint32_t>(addr + i), now);
+      std::memcpy(trans.get_data_ptr() + i, &v, 4);
+    }
   } else if (trans.is_write()) {
     std::memcpy(&v, trans.get_data_ptr(), 4);
     write_reg(static_cast<std::uint32_t>(addr), v, now);

@@ -79,7 +79,7 @@ std::unique_ptr<Injector> InjectorRegistry::create(const YAML::Node& desc, const
     if (desc[s.name]) {
       d[s.name] = yaml_to_json(desc[s.name]);
     } else if (!s.default_value.empty() && s.default_value != "-") {
-      d[s.name] = yaml_to_json(YAML::Load(s.default_value));
+      d[s.name] = yaml_to_json(s.default_node());
     }
   }
   d["seed"] = inj->seed();

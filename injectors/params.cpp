@@ -45,6 +45,15 @@ const ParamSpec& Params::spec(const std::string& key) const {
   throw std::logic_error("injector reads undeclared parameter '" + key + "'");
 }
 
+YAML::Node ParamSpec::default_node() const {
+  if (default_value.empty() || default_value == "-") return YAML::Node();
+  try {
+    return YAML::Load(default_value);
+  } catch (const YAML::Exception&) {
+    return YAML::Node(default_value);
+  }
+}
+
 bool Params::has(const std::string& key) const {
   spec(key);
   return static_cast<bool>(node_[key]);
@@ -53,8 +62,7 @@ bool Params::has(const std::string& key) const {
 YAML::Node Params::value(const std::string& key) const {
   const auto& s = spec(key);
   if (node_[key]) return node_[key];
-  if (s.default_value.empty() || s.default_value == "-") return YAML::Node();
-  return YAML::Load(s.default_value);
+  return s.default_node();
 }
 
 YAML::Node Params::node(const std::string& key) const { return value(key); }

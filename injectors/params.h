@@ -27,6 +27,9 @@ struct ParamSpec {
   std::string default_value;  // "" = required
   std::string doc;
   bool required() const { return default_value.empty(); }
+  /// The default as a YAML node (null when there is none); text that is not valid YAML, such
+  /// as the glob "*", stands for itself.
+  YAML::Node default_node() const;
 };
 
 /// Steps or ranks: a list of values and "a-b" ranges, or "all".

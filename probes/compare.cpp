@@ -63,6 +63,16 @@ std::vector<double> logical_f64(const graph::Tensor& t) {
   return t.to_f64();
 }
 
+double smallest_normal(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::F16: return 0x1p-14;
+    case graph::DType::BF16:
+    case graph::DType::F32: return 0x1p-126;
+    case graph::DType::F64: return 0x1p-1022;
+    default: return 0.0;
+  }
+}
+
 }  // namespace
 
 std::uint64_t ulp_distance(double a, double b, graph::DType dtype) {
@@ -83,6 +93,9 @@ Metrics compute_metrics(std::span<const double> a, std::span<const double> g, gr
   auto bg = bits_of(g, dtype, wg);
   double dot = 0, na = 0, ng = 0, sq = 0, rel_sum = 0, ulp_sum = 0;
   std::uint64_t finite = 0, w1 = 0, w5 = 0;
+  // Below the device dtype's normal range a value only has absolute precision (subnormal
+  // spacing), so relative errors there are taken against the smallest normal instead.
+  const double rel_floor = std::max(kRelEps, smallest_normal(dtype));
   for (std::size_t i = 0; i < a.size(); ++i) {
     double x = a[i], y = g[i];
     if (!std::isfinite(x) || !std::isfinite(y)) {
@@ -105,7 +118,7 @@ Metrics compute_metrics(std::span<const double> a, std::span<const double> g, gr
     ng += y * y;
     double e = std::fabs(x - y);
     sq += e * e;
-    double rel = e == 0 ? 0.0 : e / std::max(std::fabs(y), kRelEps);
+    double rel = e == 0 ? 0.0 : e / std::max(std::fabs(y), rel_floor);
     rel_sum += rel;
     if (rel <= 0.001) ++w1;
     if (rel <= 0.005) ++w5;

@@ -23,6 +23,12 @@ class Device {
   // ---- MMIO (BAR0, 32-bit registers of chip_model/spec/registers.h) ----
   virtual std::uint32_t read_reg(std::uint32_t offset) = 0;
   virtual void write_reg(std::uint32_t offset, std::uint32_t value) = 0;
+  /// Reads out.size() consecutive registers starting at `offset` (at most
+  /// spec::kMmioMaxBurstBytes / 4) in one bus transaction, so a block of status registers costs
+  /// one read round trip. The default reads them one by one.
+  virtual void read_regs(std::uint32_t offset, std::span<std::uint32_t> out) {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = read_reg(offset + static_cast<std::uint32_t>(4 * i));
+  }
 
   // ---- Device memory (HBM) ----
   /// Allocates `bytes` of HBM aligned to `align`; throws std::runtime_error when exhausted.

@@ -1,6 +1,7 @@
 #include "probes/exception_isr.h"
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -57,7 +58,12 @@ ExceptionIsr::ExceptionIsr(Device& dev, const graph::Graph& executed, const grap
 std::optional<AnomalyRecord> ExceptionIsr::handle() {
   using namespace spec;
   std::uint64_t now = dev_.cycles();
-  std::uint32_t status = dev_.read_reg(kRegExcStatus);
+  // The latch block kRegExcStatus..kRegExcOutput in one burst read.
+  constexpr std::uint32_t kWords = (kRegExcOutput - kRegExcStatus) / 4 + 1;
+  std::array<std::uint32_t, kWords> latch{};
+  dev_.read_regs(kRegExcStatus, latch);
+  auto reg = [&latch](std::uint32_t offset) { return latch[(offset - kRegExcStatus) / 4]; };
+  std::uint32_t status = reg(kRegExcStatus);
   if (!(status & 1u)) {
     dev_.write_reg(kRegIrqAck, kIrqException);
     log::debug("isr", "spurious exception interrupt (latch not valid)");
@@ -67,14 +73,14 @@ std::optional<AnomalyRecord> ExceptionIsr::handle() {
   std::uint32_t kind = (status >> 8) & 0xFF;
   a.kind = kind < kExcKindCount ? static_cast<AnomalyKind>(kind) : AnomalyKind::Invalid;
   a.more = (status >> 16) & 1u;
-  a.op_id = dev_.read_reg(kRegExcOpId);
-  a.task_id = dev_.read_reg(kRegExcTaskId);
-  a.core = dev_.read_reg(kRegExcCore);
-  a.stream = dev_.read_reg(kRegExcStream);
-  a.element = std::uint64_t{dev_.read_reg(kRegExcElemLo)} | std::uint64_t{dev_.read_reg(kRegExcElemHi)} << 32;
-  a.cycle = std::uint64_t{dev_.read_reg(kRegExcCycleLo)} | std::uint64_t{dev_.read_reg(kRegExcCycleHi)} << 32;
-  a.step = dev_.read_reg(kRegExcStep);
-  a.output_index = dev_.read_reg(kRegExcOutput);
+  a.op_id = reg(kRegExcOpId);
+  a.task_id = reg(kRegExcTaskId);
+  a.core = reg(kRegExcCore);
+  a.stream = reg(kRegExcStream);
+  a.element = std::uint64_t{reg(kRegExcElemLo)} | std::uint64_t{reg(kRegExcElemHi)} << 32;
+  a.cycle = std::uint64_t{reg(kRegExcCycleLo)} | std::uint64_t{reg(kRegExcCycleHi)} << 32;
+  a.step = reg(kRegExcStep);
+  a.output_index = reg(kRegExcOutput);
   a.float_status = dev_.read_reg(kRegFloatStatus);
   a.rank = dev_.rank();
   // acknowledge: line first, then re-arm the latch (a new anomaly then raises the line again)
@@ -105,10 +111,12 @@ std::optional<AnomalyRecord> ExceptionIsr::handle() {
 std::map<std::string, std::uint64_t> ExceptionIsr::read_counters() {
   using namespace spec;
   std::map<std::string, std::uint64_t> c;
-  c["overflow_count"] = dev_.read_reg(kRegExcCountBase + 4 * kExcOverflow);
-  c["underflow_count"] = dev_.read_reg(kRegExcCountBase + 4 * kExcUnderflow);
-  c["invalid_count"] = dev_.read_reg(kRegExcCountBase + 4 * kExcInvalid);
-  c["nan_input_count"] = dev_.read_reg(kRegExcCountBase + 4 * kExcNanInput);
+  std::array<std::uint32_t, kExcKindCount> n{};
+  dev_.read_regs(kRegExcCountBase, n);
+  c["overflow_count"] = n[kExcOverflow];
+  c["underflow_count"] = n[kExcUnderflow];
+  c["invalid_count"] = n[kExcInvalid];
+  c["nan_input_count"] = n[kExcNanInput];
   return c;
 }
 

@@ -110,8 +110,10 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
       auto [it, fresh] = sites.try_emplace(k);
       Pending& p = it->second;
       if (fresh) {
-        p.site = ProbeSite{ProbeKind::Capture, ProbePosition::After, 0, "", op.id, op.name, tensor, e.index,
-                           e.is_input, wp.mode, rate, {}};
+        // Inputs are captured before the op runs (an in-place op, such as an optimizer update
+        // whose output shares its parameter's buffer, overwrites them), outputs after.
+        const ProbePosition pos = e.is_input ? ProbePosition::Before : ProbePosition::After;
+        p.site = ProbeSite{ProbeKind::Capture, pos, 0, "", op.id, op.name, tensor, e.index, e.is_input, wp.mode, rate, {}};
       } else {
         if (detail(wp.mode) > detail(p.site.mode)) p.site.mode = wp.mode;
         p.site.sample_rate = std::max(p.site.sample_rate, rate);

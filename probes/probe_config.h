@@ -29,7 +29,7 @@
 //     rules:                        # over counters; "EXPR -> action[, action]" or a map
 //       - "overflow_count > 3 -> enable_verbose"
 //       - {when: "nan_input_count > 0", actions: [stop], ops: ["*"]}
-//     exceptions: {kinds: [overflow, underflow, invalid, nan_input]}
+//     exceptions: {kinds: [overflow, invalid, nan_input]}   # default; add underflow, or all
 //     capture: {buffer_bytes: 1048576, ping_pong: true, overrun: stall}   # stall | drop
 //     output: {dir: dump, compression: zstd, zstd_level: 1, delta: false, level: all}
 //             # compression: zstd | none (or true/false); level: all | triggered | none
@@ -48,6 +48,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "chip_model/spec/registers.h"
 
 #include "graph/dtype.h"
 #include "probes/expr.h"
@@ -179,7 +181,11 @@ struct CompareOptions {
 };
 
 struct ExceptionOptions {
-  std::uint32_t enable_mask = 0xF;  // 1 << spec::ExcKindBit for each latched kind
+  /// 1 << spec::ExcKind for each kind the latch reports. Default: overflow, invalid and NaN
+  /// input. Underflow is opt-in (`kinds: [..., underflow]` or `all`): gradual underflow is routine
+  /// in FP16 gradients, so reporting it by default would make every clean training run an alarm;
+  /// vanishing gradients are better caught by a condition such as `abs_mean < 1e-6`.
+  std::uint32_t enable_mask = (1u << spec::kExcOverflow) | (1u << spec::kExcInvalid) | (1u << spec::kExcNanInput);
 };
 
 struct ProbeConfig {

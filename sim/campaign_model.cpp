@@ -55,7 +55,7 @@ const std::vector<std::string>& campaign_keys() {
 
 const std::vector<std::string>& fault_entry_keys() {
   static const std::vector<std::string> k = {"kind",  "weight",  "ops",  "op_types", "tensor", "element", "steps",
-                                             "ranks", "targets", "bits", "flips",    "choose", "set"};
+                                             "ranks", "targets", "bits", "flips",    "cycle", "choose", "set"};
   return k;
 }
 
@@ -113,6 +113,7 @@ FaultEntry parse_fault_entry(const YamlView& v) {
     v["tensor"].fail("'tensor' only for the kinds nan, inf and value", "kind " + e.kind);
   if (v.has("targets") && e.kind != "bitflip") v["targets"].fail("'targets' only for kind bitflip", "kind " + e.kind);
   if (v.has("flips") && e.kind != "bitflip") v["flips"].fail("'flips' only for kind bitflip", "kind " + e.kind);
+  if (v.has("cycle") && e.kind != "bitflip") v["cycle"].fail("'cycle' only for kind bitflip", "kind " + e.kind);
   if (v.has("bits") && e.kind != "bitflip" && e.kind != "stuck_at")
     v["bits"].fail("'bits' only for the kinds bitflip and stuck_at", "kind " + e.kind);
 
@@ -145,6 +146,7 @@ FaultEntry parse_fault_entry(const YamlView& v) {
     if (e.bits.back() > 63) x->fail("bit positions in 0..63", fmt::format("{}", e.bits.back()));
   }
   if (auto x = v.get("flips")) e.flips = static_cast<int>(x->integer(1, 64));
+  if (auto x = v.get("cycle")) e.live_cycles = x->str_in({"live", "any"}) == "live";
   if (auto x = v.get("choose")) {
     for (const auto& key : x->keys()) {
       YamlView values = (*x)[key];

@@ -23,6 +23,7 @@
 //         targets: [l0c, hbm]     # bitflip: targets drawn from (hbm|l1|l0a|l0b|l0c|accumulator|ub)
 //         bits: ["0-15"]          # bitflip/stuck_at: bit positions drawn from (default: every bit)
 //         flips: 1                # bitflip: distinct bits flipped per trial
+//         cycle: live             # bitflip hbm: while the tensor is live (default) | any
 //         choose: {lane: ["0-15"]}   # any descriptor key: a value drawn from the list per trial
 //         set: {count: 1}         # any descriptor key: fixed for every trial
 #pragma once
@@ -52,6 +53,7 @@ struct FaultEntry {
   std::vector<std::string> targets;         // bitflip only; empty: [l0c]
   std::vector<std::uint64_t> bits;          // empty: every bit of the element (buffers: of the word)
   int flips = 1;
+  bool live_cycles = true;                  // cycle: live | any
   std::vector<std::pair<std::string, std::vector<YAML::Node>>> choose;  // in file order
   YAML::Node set;                           // a mapping (or undefined)
   std::string where;                        // "file:line:col: campaign.faults[i]" for messages

@@ -120,8 +120,9 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
         continue;
       }
       ++o.exceptions;
+      // The host learns of the latch when its ISR reads it: that moment, if after the fault.
       const std::uint64_t seen = a.value("cycle", std::uint64_t{0}) + a.value("latency_cycles", std::uint64_t{0});
-      if (!o.inject_cycle || a.value("cycle", std::uint64_t{0}) >= *o.inject_cycle)
+      if (!o.inject_cycle || seen >= *o.inject_cycle)
         o.detection_cycle = o.detection_cycle ? std::min(*o.detection_cycle, seen) : seen;
       sources.push_back(&a);
     }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -33,6 +34,7 @@ struct Campaign::Shared {
   unsigned timeout_s = 0;
   std::set<std::uint64_t> done;          // trials already in trials.jsonl (--resume)
   std::vector<TrialObservation> golden;  // fault-free runs
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;  // of the first one
 };
 
 namespace {
@@ -69,6 +71,22 @@ std::string status_of(const ChildStatus& st) {
 
 // A fault-free run still going after an hour is killed (the trials' timeout derives from it).
 constexpr unsigned kGoldenTimeoutSeconds = 3600;
+
+// Device-cycle windows [first start, last end] of every op's kernels, from a trace.json.
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kernel_windows(const fs::path& trace, double clock_mhz) {
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;
+  const json t = read_json_file(trace);
+  if (!t.is_object() || !t.contains("traceEvents")) return out;
+  for (const auto& e : t["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") != "kernel" || !e.contains("ts")) continue;
+    const double ts = e["ts"].get<double>(), dur = e.value("dur", 0.0);  // microseconds
+    const auto a = static_cast<std::uint64_t>(std::llround(ts * clock_mhz));
+    const auto b = static_cast<std::uint64_t>(std::llround((ts + dur) * clock_mhz));
+    auto [it, fresh] = out.emplace(e.value("name", ""), std::make_pair(a, b));
+    if (!fresh) it->second = {std::min(it->second.first, a), std::max(it->second.second, b)};
+  }
+  return out;
+}
 
 fs::path trial_log(const fs::path& out, std::uint64_t i) { return out / "logs" / fmt::format("trial-{:06}.log", i); }
 
@@ -110,7 +128,8 @@ json Campaign::identity() const {
   json faults = json::array();
   for (const auto& f : model_.faults) {
     json e = {{"kind", f.kind}, {"weight", f.weight}, {"ops", f.ops}, {"op_types", f.op_types}, {"tensor", f.tensors},
-              {"steps", f.steps}, {"ranks", f.ranks}, {"targets", f.targets}, {"bits", f.bits}, {"flips", f.flips}};
+              {"steps", f.steps}, {"ranks", f.ranks}, {"targets", f.targets}, {"bits", f.bits}, {"flips", f.flips},
+              {"cycle", f.live_cycles ? "live" : "any"}};
     e["element"] = f.element ? json(*f.element) : json("random");
     json choose = json::object();
     for (const auto& [k, vs] : f.choose) {
@@ -150,6 +169,7 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
       req.run = &run;
       req.out_dir = dir;
       req.save_outputs = true;
+      req.trace = k == 0;  // op timing: when a tensor is live (hbm flips)
       json res;
       try {
         res = simulate(req);
@@ -182,6 +202,7 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
     sh.golden.push_back(std::move(o));
   }
   sh.cycle_span = std::max<std::uint64_t>(1, results[0]["cycles"].value("total", std::uint64_t{1}));
+  sh.op_windows = kernel_windows(dirs[0] / "trace.json", static_cast<double>(base_.chip.clock_mhz));
   return sh;
 }
 
@@ -238,6 +259,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
               {"timeout_s", static_cast<unsigned>(std::ceil(timeout))}, {"done", json::array()}, {"golden", json::array()}};
     for (const auto& r : loaded.records) b["done"].push_back(r.index);
     for (const auto& g : sh.golden) b["golden"].push_back(g.to_json());
+    b["op_windows"] = sh.op_windows;
     blob = json::to_cbor(b);
   }
   blob = comm.broadcast(std::move(blob));
@@ -249,10 +271,11 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     sh.timeout_s = b["timeout_s"].get<unsigned>();
     for (const auto& i : b["done"]) sh.done.insert(i.get<std::uint64_t>());
     for (const auto& g : b["golden"]) sh.golden.push_back(TrialObservation::from_json(g));
+    sh.op_windows = b["op_windows"].get<decltype(sh.op_windows)>();
   }
 
   const TrialGenerator gen(model_, {&base_.workload.snapshots.fused, static_cast<std::uint32_t>(base_.scenario.steps),
-                                    static_cast<std::uint32_t>(base_.scenario.ranks), sh.cycle_span});
+                                    static_cast<std::uint32_t>(base_.scenario.ranks), sh.cycle_span, sh.op_windows});
   std::vector<TrialSpec> mine;
   for (std::uint64_t i = static_cast<std::uint64_t>(comm.rank()); i < trials_; i += static_cast<std::uint64_t>(comm.size()))
     if (!sh.done.count(i)) mine.push_back(gen.trial(seed_, i));

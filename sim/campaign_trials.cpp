@@ -196,6 +196,28 @@ std::vector<TrialSpec> TrialGenerator::trials(std::uint64_t seed, std::uint64_t 
   return out;
 }
 
+std::uint64_t TrialGenerator::live_cycle(std::mt19937_64& gen, const std::string& tensor, bool live) const {
+  const graph::Graph& g = *space_.executed;
+  const std::uint64_t span = std::max<std::uint64_t>(space_.cycle_span, 1);
+  auto window = [&](const graph::Op* op) -> const std::pair<std::uint64_t, std::uint64_t>* {
+    if (!op) return nullptr;
+    auto it = space_.op_windows.find(op->name);
+    return it == space_.op_windows.end() ? nullptr : &it->second;
+  };
+  const auto* p = window(g.producer(tensor));
+  if (!live || !p) return draw(gen, span);
+  std::uint64_t lo = p->second, hi = span;
+  const auto consumers = g.consumers(tensor);
+  if (!consumers.empty()) {
+    std::uint64_t last = 0;
+    for (const auto* c : consumers)
+      if (const auto* w = window(c)) last = std::max(last, w->first);
+    if (last > lo) hi = last;
+  }
+  if (hi <= lo) return draw(gen, span);
+  return lo + draw(gen, hi - lo);
+}
+
 void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const {
   const graph::Graph& g = *space_.executed;
   const FaultEntry& fe = *e.spec;
@@ -244,7 +266,7 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
       d["tensor"] = tensor.name;
       d["element"] = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), 1);
       d["bits"] = seq_of(draw_bits(gen, bit_pool(fe.bits, graph::dtype_size(tensor.desc.dtype) * 8), fe.flips));
-      d["cycle"] = draw(gen, std::max<std::uint64_t>(space_.cycle_span, 1));
+      d["cycle"] = live_cycle(gen, tensor.name, fe.live_cycles);
       d["rank"] = pick(gen, e.ranks);
       if (const auto* p = g.producer(tensor.name)) add_truth(*p, truth);
       for (const auto* c : g.consumers(tensor.name)) add_truth(*c, truth);

@@ -7,6 +7,9 @@
 // belongs to stratum i mod S (strata = the sorted distinct kinds, or op names), then an eligible
 // entry is picked by weight. Sites are then drawn uniformly: op (among the entry's resolved ops,
 // sorted by name), step, rank, tensor side and slot, element, bits, target, `choose` values.
+// An hbm flip's cycle is drawn from the flipped tensor's live window in the fault-free run (after
+// its producer, before its last consumer starts; to the end for outputs) with `cycle: live`, or
+// from the whole run with `cycle: any`.
 //
 // Each trial is one replayable injection descriptor (kind first, explicit seed), appended to the
 // scenario's injections. Its ground truth is the op it corrupts (with the ops a fused op replaced);
@@ -14,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,6 +48,9 @@ struct TrialSpace {
   std::uint32_t steps = 1;
   std::uint32_t ranks = 1;
   std::uint64_t cycle_span = 1;            // device cycles of the fault-free run (hbm flip cycles)
+  /// Device cycles [first start, last end] of each op's kernel tasks in the fault-free run; an
+  /// hbm flip (cycle: live) lands between its tensor's producer and last consumer.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;
 };
 
 class TrialGenerator {
@@ -65,6 +73,7 @@ class TrialGenerator {
   };
   std::size_t pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const;
   void fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const;
+  std::uint64_t live_cycle(std::mt19937_64& gen, const std::string& tensor, bool live) const;
 
   FaultModel model_;
   TrialSpace space_;

@@ -99,6 +99,13 @@ const json& field(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? j[key] : kNull;
 }
 
+// The array under `key`, or an empty array (a reference either way: nothing is copied).
+const json& items(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = field(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+
 ExpectationResult eval(const DetectionExpect& e, const json& r) {
   ExpectationResult res;
   res.expected = fmt::format("detection of {}", e.kind);
@@ -109,7 +116,7 @@ ExpectationResult eval(const DetectionExpect& e, const json& r) {
   if (e.max_latency_cycles) res.expected += fmt::format(" within {} cycles", *e.max_latency_cycles);
   const json& an = field(r, "anomalies");
   bool site_found = false;
-  for (const auto& a : an.is_array() ? an : json::array()) {
+  for (const auto& a : items(r, "anomalies")) {
     if (!kind_matches(e.kind, a) || !matches(e.op, field(a, "op")) ||
         !matches_int(e.element, field(a, "element")) || !matches_int(e.step, field(a, "step")) ||
         !matches_int(e.rank, field(a, "rank")))
@@ -133,11 +140,11 @@ ExpectationResult eval(const NoDetectionExpect& e, const json& r) {
   if (e.kind) res.expected += " of " + *e.kind;
   if (e.op) res.expected += " at op " + *e.op;
   json hits = json::array();
-  for (const auto& a : field(r, "anomalies").is_array() ? field(r, "anomalies") : json::array())
+  for (const auto& a : items(r, "anomalies"))
     if ((!e.kind || kind_matches(*e.kind, a)) && matches(e.op, field(a, "op"))) hits.push_back(a);
   json failed = json::array();
   if (e.comparisons && !e.kind && !e.op)
-    for (const auto& c : field(r, "comparisons").is_array() ? field(r, "comparisons") : json::array())
+    for (const auto& c : items(r, "comparisons"))
       if (!c.value("passed", true)) failed.push_back(c);
   res.passed = hits.empty() && failed.empty();
   if (res.passed) {
@@ -157,7 +164,7 @@ ExpectationResult eval(const ComparisonExpect& e, const json& r) {
   if (e.inner_op) res.expected += ", decomposition blames inner op " + *e.inner_op;
   if (e.first) res.expected += ", first failing op";
   json mine = json::array();
-  for (const auto& c : field(r, "comparisons").is_array() ? field(r, "comparisons") : json::array())
+  for (const auto& c : items(r, "comparisons"))
     if (matches(e.op, field(c, "op")) && matches_int(e.step, field(c, "step")) &&
         matches_int(e.rank, field(c, "rank")))
       mine.push_back(c);
@@ -230,7 +237,7 @@ ExpectationResult eval(const ConsistencyExpect& e, const json& r) {
     // The first divergent op may differ only slightly at its first step; the bound applies to the
     // largest divergence reported for that op over the run.
     double best = diff;
-    for (const auto& s : field(c, "per_step").is_array() ? c["per_step"] : json::array())
+    for (const auto& s : items(c, "per_step"))
       best = std::max(best, s.value("max_abs_diff", 0.0));
     ok = ok && best > *e.min_divergence;
     res.actual += fmt::format(", max {:.3g}", best);
@@ -240,7 +247,7 @@ ExpectationResult eval(const ConsistencyExpect& e, const json& r) {
     bool grows = ps.is_array() && ps.size() >= 2 &&
                  ps.back().value("max_abs_diff", 0.0) > ps.front().value("max_abs_diff", 0.0);
     std::string trend;
-    for (const auto& s : ps.is_array() ? ps : json::array())
+    for (const auto& s : items(c, "per_step"))
       trend += fmt::format("{}{:.3g}", trend.empty() ? "" : " -> ", s.value("max_abs_diff", 0.0));
     res.actual += ", per step " + (trend.empty() ? std::string("none") : trend);
     ok = ok && grows;
@@ -275,8 +282,10 @@ ExpectationResult eval(const CaptureExpect& e, const json& r) {
   std::string where;
   if (e.variant) {
     cap = nullptr;
-    for (const auto& v : field(r, "variants").is_array() ? r["variants"] : json::array())
-      if (v.value("name", "") == *e.variant) cap = &field(v, "capture");
+    const json& variants = field(r, "variants");
+    if (variants.is_array())
+      for (const auto& v : variants)
+        if (v.value("name", "") == *e.variant) cap = &field(v, "capture");
     where = " of variant " + *e.variant;
   }
   std::vector<std::string> exp, act;

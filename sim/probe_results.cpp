@@ -1,5 +1,7 @@
 #include "sim/probe_results.h"
 
+#include <map>
+
 #include <cmath>
 
 #include "probes/anomaly.h"
@@ -84,7 +86,7 @@ json consistency(const probes::ConsistencyResult& r) {
 void merge_probe_results(json& res, const probes::JobReport& job, const graph::Graph& executed) {
   json anomalies = json::array(), conditions = json::array(), breakpoints = json::array(), rules = json::array();
   json comparisons = json::array(), warnings = json::array();
-  std::uint64_t skipped = 0;
+  std::map<std::string, std::uint64_t> skipped;  // reason -> count
   const probes::OpComparison* first = nullptr;
   std::vector<probes::OpComparison> all_cmp;
   json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
@@ -100,7 +102,9 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
     for (const auto& e : rr.rules_fired) rules.push_back(probes::to_json(e));
     for (const auto& c : rr.comparisons) {
       if (!c.skipped.empty()) {
-        ++skipped;
+        // Aggregate by the kind of reason ("inputs not captured at step 2: x" -> "inputs not captured").
+        std::string why = c.skipped.substr(0, std::min(c.skipped.find(':'), c.skipped.find(" at step")));
+        ++skipped[why];
         continue;
       }
       comparisons.push_back(comparison(c));
@@ -128,7 +132,9 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   res["breakpoints"] = breakpoints;
   res["rules_fired"] = rules;
   res["comparisons"] = comparisons;
-  res["comparisons_skipped"] = skipped;
+  json skipped_json = json::array();
+  for (const auto& [reason, n] : skipped) skipped_json.push_back({{"reason", reason}, {"count", n}});
+  res["comparisons_skipped"] = skipped_json;
   res["first_failing_op"] = first ? json(first->op) : json(nullptr);
   res["consistency"] = consistency(job.consistency);
   res["diagnosis"] = diagnosis;

@@ -71,19 +71,33 @@ void SimDevice::transport(tlm::tlm_command cmd, std::uint64_t bus_addr, std::byt
                                          bus_addr, len, t.get_response_string()));
 }
 
-std::uint32_t SimDevice::read_reg_now(std::uint32_t offset) {
+void SimDevice::read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out) {
+  if (out.empty()) return;
+  if (out.size() * 4 > spec::kMmioMaxBurstBytes)
+    throw std::invalid_argument(fmt::format("rank {}: MMIO burst of {} registers exceeds {} bytes", rank_, out.size(),
+                                            spec::kMmioMaxBurstBytes));
   auto& q = qk();
   q.inc(ns(cfg_.pcie_latency_ns));  // request travels to the chip
   q.sync();
   // PCIe ordering: a read does not pass posted writes that reached the chip at the same time.
   while (!posted_.empty() && posted_.front().at <= sc_core::sc_time_stamp()) sc_core::wait(posted_drained_ev_);
-  std::uint32_t v = 0;
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(&v), 4, delay, "MMIO read");
-  q.set(delay + ns(cfg_.pcie_latency_ns));  // chip-side latency, completion travels back
+  transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(out.data()), out.size() * 4, delay, "MMIO read");
+  // chip-side latency; the completion (with its payload) travels back
+  q.set(delay + ns(cfg_.pcie_latency_ns) + ns(static_cast<double>(out.size() * 4) / cfg_.pcie_bandwidth_gbps));
   q.sync();
   ++stats_.mmio_reads;
+}
+
+std::uint32_t SimDevice::read_reg_now(std::uint32_t offset) {
+  std::uint32_t v = 0;
+  read_regs_now(offset, {&v, 1});
   return v;
+}
+
+void SimDevice::read_regs(std::uint32_t offset, std::span<std::uint32_t> out) {
+  charge_call();
+  read_regs_now(offset, out);
 }
 
 std::uint32_t SimDevice::read_reg(std::uint32_t offset) {

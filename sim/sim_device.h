@@ -54,6 +54,7 @@ class SimDevice final : public probes::Device {
 
   std::uint32_t rank() const override { return rank_; }
   std::uint32_t read_reg(std::uint32_t offset) override;
+  void read_regs(std::uint32_t offset, std::span<std::uint32_t> out) override;
   void write_reg(std::uint32_t offset, std::uint32_t value) override;
   std::uint64_t alloc(std::size_t bytes, std::size_t align = 64) override;
   void free(std::uint64_t addr) override;
@@ -100,6 +101,7 @@ class SimDevice final : public probes::Device {
                  sc_core::sc_time& delay, const char* what);
   void ensure_ring(std::uint32_t stream);
   std::uint32_t read_reg_now(std::uint32_t offset);
+  void read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out);  // one non-posted read
 
   std::uint32_t rank_;
   const chip::ChipConfig cfg_;

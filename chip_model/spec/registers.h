@@ -117,5 +117,8 @@ enum StreamStatusBits : std::uint32_t {
 };
 
 inline constexpr std::uint32_t kMmioSize = 0x2000;
+/// Largest MMIO read in one bus transaction (a burst of consecutive registers, one PCIe read
+/// request on silicon). Writes are always single 32-bit registers.
+inline constexpr std::uint32_t kMmioMaxBurstBytes = 128;
 
 }  // namespace probelab::spec

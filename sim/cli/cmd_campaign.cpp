@@ -109,6 +109,7 @@ int campaign(const CampaignArgs& a) {
     std::fflush(stderr);
     comm->abort(code);
   }
+  return 1;  // not reached: abort() ends the job
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST_F(Fixture, HbmBitflipSchedulesTheElementsWordAndFlipsTheBit) {
   EXPECT_EQ(pts[0].addr, 0x1008u);  // element 5 of FP16 at 0x100A lies in the word at 0x1008
   std::uint64_t word = 0x3C003C003C003C00ull;
   inj->on_hbm_word(site(1), 0x1008, word);
-  EXPECT_EQ(word, 0x3C007C003C003C00ull);  // element 5 = bits 16..31 of the word: 0x3C00 -> 0x7C00
+  EXPECT_EQ(word, 0x3C003C007C003C00ull);  // element 5 = bits 16..31 of the word: 0x3C00 -> 0x7C00
   EXPECT_EQ(inj->proof()[0].before, "0x3c00");
   EXPECT_EQ(inj->proof()[0].after, "0x7c00");
 }

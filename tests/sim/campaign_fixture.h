@@ -28,7 +28,7 @@ chip: tiny
 seed: 3
 steps: 1
 probes:
-  mode: statistics
+  mode: full
   watch_points: ["*"]
   compare: {enabled: true}
 campaign:
