@@ -119,8 +119,11 @@ void Campaign::prepare() {
   base_ = prepare_run(s);
   out_ = opts_.out.empty() ? fs::path("out") / "campaign" / base_.scenario.name : opts_.out;
   // Resolve the fault model now so that a bad glob is bad input, before anything runs.
-  TrialGenerator check(model_, {&base_.workload.snapshots.fused, static_cast<std::uint32_t>(base_.scenario.steps),
-                                static_cast<std::uint32_t>(base_.scenario.ranks), 1});
+  TrialSpace space;
+  space.executed = &base_.workload.snapshots.fused;
+  space.steps = static_cast<std::uint32_t>(base_.scenario.steps);
+  space.ranks = static_cast<std::uint32_t>(base_.scenario.ranks);
+  const TrialGenerator check(model_, space);
   (void)check;
 }
 

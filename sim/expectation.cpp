@@ -110,6 +110,7 @@ ExpectationResult eval(const DetectionExpect& e, const json& r) {
   ExpectationResult res;
   res.expected = fmt::format("detection of {}", e.kind);
   if (e.op) res.expected += " at op " + *e.op;
+  if (e.tensor) res.expected += " on tensor " + *e.tensor;
   if (e.element) res.expected += fmt::format(" element {}", *e.element);
   if (e.step) res.expected += fmt::format(" step {}", *e.step);
   if (e.rank) res.expected += fmt::format(" rank {}", *e.rank);
@@ -117,7 +118,7 @@ ExpectationResult eval(const DetectionExpect& e, const json& r) {
   const json& an = field(r, "anomalies");
   bool site_found = false;
   for (const auto& a : items(r, "anomalies")) {
-    if (!kind_matches(e.kind, a) || !matches(e.op, field(a, "op")) ||
+    if (!kind_matches(e.kind, a) || !matches(e.op, field(a, "op")) || !matches(e.tensor, field(a, "tensor")) ||
         !matches_int(e.element, field(a, "element")) || !matches_int(e.step, field(a, "step")) ||
         !matches_int(e.rank, field(a, "rank")))
       continue;
@@ -258,20 +259,23 @@ ExpectationResult eval(const ConsistencyExpect& e, const json& r) {
 
 ExpectationResult eval(const DiagnosisExpect& e, const json& r) {
   ExpectationResult res;
-  res.expected = fmt::format("diagnosis top-{} includes {} as {}", e.top, e.op, e.cause);
+  res.expected = fmt::format("diagnosis top-{} includes {}{} as {}", e.top, e.op,
+                             e.tensor ? " (tensor " + *e.tensor + ")" : std::string(), e.cause);
   if (e.exclusive) res.expected += " (no other op blamed as " + e.cause + ")";
   const json& d = field(r, "diagnosis");
   auto cand_str = [](const json& c) {
-    return fmt::format("{} ({})", c.value("op", "?"), c.value("cause", "?"));
+    const std::string t = c.value("tensor", "");
+    return fmt::format("{}{} ({})", c.value("op", "?"), t.empty() ? "" : " [" + t + "]", c.value("cause", "?"));
   };
   res.actual = "candidates: " + list_str(d, cand_str, 5);
   if (!d.is_array()) return res;
+  auto blamed = [&e](const json& c) { return matches(e.op, field(c, "op")) && matches(e.tensor, field(c, "tensor")); };
   bool hit = false;
   for (std::size_t i = 0; i < d.size() && i < static_cast<std::size_t>(e.top); ++i)
-    hit = hit || (matches(e.op, field(d[i], "op")) && d[i].value("cause", "") == e.cause);
+    hit = hit || (blamed(d[i]) && d[i].value("cause", "") == e.cause);
   if (hit && e.exclusive)
     for (const auto& c : d)
-      if (c.value("cause", "") == e.cause && !matches(e.op, field(c, "op"))) hit = false;
+      if (c.value("cause", "") == e.cause && !blamed(c)) hit = false;
   res.passed = hit;
   return res;
 }
@@ -368,10 +372,11 @@ Expectation parse_expectation(const YamlView& entry) {
     return ex;
   }
   if (ex.kind == "detection") {
-    body.expect_keys({"kind", "op", "element", "step", "rank", "max_latency_cycles"});
+    body.expect_keys({"kind", "op", "tensor", "element", "step", "rank", "max_latency_cycles"});
     DetectionExpect d;
     d.kind = body["kind"].str_in(detection_kinds());
     d.op = opt_glob(body, "op");
+    d.tensor = opt_glob(body, "tensor");
     d.element = opt_int(body, "element");
     d.step = opt_int(body, "step");
     d.rank = opt_int(body, "rank");
@@ -410,9 +415,11 @@ Expectation parse_expectation(const YamlView& entry) {
       body.fail("consistent: true, or at least one of op, step, min_divergence, growing");
     ex.body = c;
   } else if (ex.kind == "diagnosis") {
-    body.expect_keys({"op", "cause", "top", "exclusive"});
+    body.expect_keys({"op", "tensor", "cause", "top", "exclusive"});
     DiagnosisExpect d;
-    d.op = glob_checked(body["op"]);
+    if (!body.get("op") && !body.get("tensor")) body.fail("an op or a tensor glob (the blamed place)");
+    if (body.get("op")) d.op = glob_checked(body["op"]);
+    d.tensor = opt_glob(body, "tensor");
     d.cause = body["cause"].str();
     d.top = static_cast<int>(body.int_or("top", 1, 1, 10));
     d.exclusive = body.bool_or("exclusive", false);

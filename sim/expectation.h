@@ -2,7 +2,8 @@
 // schema in sim/report.h). Each list entry of `expectations:` is a one-key mapping naming its kind:
 //
 //   - detection: {kind: nan, op: "attn/softmax*", element: 17, step: 2, rank: 0, max_latency_cycles: 5000}
-//       some anomaly matches every given field (only `kind` is required; `op` is a glob);
+//       some anomaly matches every given field (only `kind` is required; `op` and `tensor` are
+//       globs over the op and the tensor concerned, e.g. tensor: "conv15/gradient");
 //       kinds: overflow, underflow, invalid, nan_input, nan (= invalid or nan_input), condition
 //       (a probe condition fired), any. The latency bound applies to the matching anomaly.
 //   - no_detection: {}            nothing flagged: no anomaly, no condition fired and (unless
@@ -17,8 +18,9 @@
 //       `growing`: the per-step maximum divergence grows from the first to the last step.
 //     consistency: {consistent: true}   every rank agrees with the reference rank
 //   - diagnosis: {op: "conv15*", cause: underflow, top: 1, exclusive: true}
-//       a candidate among the top `top` (default 1) is op X with cause class C; `exclusive`: no
-//       other candidate has cause C
+//       a candidate among the top `top` (default 1) is op X (and/or concerns tensor T: `tensor`
+//       glob; one of op and tensor is required) with cause class C; `exclusive`: no other
+//       candidate has cause C
 //   - capture: {overhead_below_percent: 3, dropped: 0, variant: single}
 //       capture overhead (simulated cycles, against the same run without probes) below P %;
 //       `dropped`: exact count N, or ">= N" / "<= N" / "> N" / "< N"; `variant` picks a variant run
@@ -39,6 +41,7 @@ namespace probelab::sim {
 struct DetectionExpect {
   std::string kind;
   std::optional<std::string> op;
+  std::optional<std::string> tensor;
   std::optional<std::int64_t> element, step, rank;
   std::optional<std::uint64_t> max_latency_cycles;
 };
@@ -66,7 +69,8 @@ struct ConsistencyExpect {
 };
 
 struct DiagnosisExpect {
-  std::string op;
+  std::string op = "*";
+  std::optional<std::string> tensor;
   std::string cause;
   int top = 1;
   bool exclusive = false;

@@ -24,8 +24,12 @@ PreparedRun prepare(const TempDir& dir, const std::string& text) {
 }
 
 TrialSpace space_of(const PreparedRun& run, std::uint64_t cycles = 100000) {
-  return {&run.workload.snapshots.fused, static_cast<std::uint32_t>(run.scenario.steps),
-          static_cast<std::uint32_t>(run.scenario.ranks), cycles};
+  TrialSpace s;
+  s.executed = &run.workload.snapshots.fused;
+  s.steps = static_cast<std::uint32_t>(run.scenario.steps);
+  s.ranks = static_cast<std::uint32_t>(run.scenario.ranks);
+  s.cycle_span = cycles;
+  return s;
 }
 
 std::vector<std::string> dumps(const std::vector<TrialSpec>& ts) {
@@ -149,10 +153,10 @@ TEST(CampaignTrials, BadFaultModelsAreErrorsNamingFileLineAndKey) {
   EXPECT_NE(e.find("targets"), std::string::npos) << e;
   e = error_of(head + "  faults:\n    - {kind: nann}\n");
   EXPECT_NE(e.find("campaign.faults[0].kind"), std::string::npos) << e;
-  e = error_of(head + "  faults:\n    - {kind: nan, ops: [\"nosuchop*\"]}\n");
-  EXPECT_NE(e.find("bad.yaml:6:"), std::string::npos) << e;
+  e = error_of(head + "  trials: 3\n  faults:\n    - {kind: nan, ops: [\"nosuchop*\"]}\n");
+  EXPECT_NE(e.find("bad.yaml:7:"), std::string::npos) << e;
   EXPECT_NE(e.find("nosuchop*"), std::string::npos) << e;
-  e = error_of(head + "  faults:\n    - {kind: nan, steps: [3]}\n");
+  e = error_of(head + "  trials: 3\n  faults:\n    - {kind: nan, steps: [3]}\n");
   EXPECT_NE(e.find("steps below 1"), std::string::npos) << e;
   e = error_of(head + "  faults:\n    - {kind: nan, set: {colour: red}}\n");
   EXPECT_NE(e.find("colour"), std::string::npos) << e;
