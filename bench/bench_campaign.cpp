@@ -51,8 +51,8 @@ void BM_CampaignTrialsPerMinute(benchmark::State& state) {
   state.counters["jobs"] = jobs;
 }
 BENCHMARK(BM_CampaignTrialsPerMinute)
-    ->Args({24, 1})
-    ->Args({24, 2})
+    ->Args({96, 1})
+    ->Args({96, 2})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);
@@ -70,6 +70,6 @@ void BM_CampaignScaling1To2(benchmark::State& state) {
   state.counters["trials_per_min_2"] = static_cast<double>(trials) / two * 60.0;
   state.counters["speedup"] = one / two;
 }
-BENCHMARK(BM_CampaignScaling1To2)->Arg(24)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK(BM_CampaignScaling1To2)->Arg(96)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 
 }  // namespace

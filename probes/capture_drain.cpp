@@ -1,5 +1,7 @@
 #include "probes/capture_drain.h"
 
+#include <array>
+
 #include <algorithm>
 #include <cstring>
 
@@ -17,11 +19,7 @@ namespace {
 constexpr std::size_t kHeader = sizeof(spec::CaptureRecordHeader);
 constexpr std::size_t kMaxErrors = 16;
 
-std::uint64_t reg64(Device& dev, std::uint32_t lo, std::uint32_t hi) {
-  std::uint64_t l = dev.read_reg(lo);
-  std::uint64_t h = dev.read_reg(hi);
-  return (h << 32) | l;
-}
+std::uint64_t u64(std::uint32_t lo, std::uint32_t hi) { return (std::uint64_t{hi} << 32) | lo; }
 }  // namespace
 
 std::uint32_t crc32(std::span<const std::byte> bytes) {
@@ -171,8 +169,7 @@ void CaptureDrain::program() {
              opts_.drop_on_full ? "drop" : "stall");
 }
 
-void CaptureDrain::drain_buffer(std::uint32_t i) {
-  std::uint32_t bytes = dev_.read_reg(i == 0 ? spec::kRegCapReadyBytes0 : spec::kRegCapReadyBytes1);
+void CaptureDrain::drain_buffer(std::uint32_t i, std::uint32_t bytes) {
   if (bytes > opts_.buffer_bytes) {
     acc_.errors.push_back(fmt::format("buffer {} reports {} ready bytes > size {}", i, bytes, opts_.buffer_bytes));
     bytes = opts_.buffer_bytes;
@@ -212,7 +209,11 @@ void CaptureDrain::drain() {
   draining_ = true;
   do {
     pending_ = false;
-    std::uint32_t ready = dev_.read_reg(spec::kRegCapReady) & (opts_.ping_pong ? 3u : 1u);
+    // Ready bits and both ready byte counts (kRegCapReady..kRegCapReadyBytes1) in one burst.
+    std::array<std::uint32_t, 3> st{};
+    dev_.read_regs(spec::kRegCapReady, st);
+    const std::uint32_t ready = st[0] & (opts_.ping_pong ? 3u : 1u);
+    const std::uint32_t ready_bytes[2] = {st[1], st[2]};
     if (ready == 3) {
       // Both full: drain the one the device filled first. The active index names the buffer it
       // switched to last, so the other one is older... unless it has none left: peek seq numbers.
@@ -223,11 +224,11 @@ void CaptureDrain::drain() {
       dev_.dma_read(buf_[1], tmp);
       std::memcpy(&h1, tmp.data(), tmp.size());
       bool first0 = h0.magic != spec::kCaptureMagic || h1.magic != spec::kCaptureMagic || h0.seq <= h1.seq;
-      drain_buffer(first0 ? 0 : 1);
-      drain_buffer(first0 ? 1 : 0);
+      drain_buffer(first0 ? 0 : 1, ready_bytes[first0 ? 0 : 1]);
+      drain_buffer(first0 ? 1 : 0, ready_bytes[first0 ? 1 : 0]);
       pending_ = true;  // releasing may have let the producer fill another
     } else if (ready) {
-      drain_buffer(ready == 1 ? 0 : 1);
+      drain_buffer(ready == 1 ? 0 : 1, ready_bytes[ready == 1 ? 0 : 1]);
       pending_ = true;
     }
     if (!ready) break;
@@ -243,10 +244,14 @@ void CaptureDrain::flush() {
 }
 
 void CaptureDrain::read_counters() {
-  acc_.produced = dev_.read_reg(spec::kRegCapRecords);
-  acc_.dropped = dev_.read_reg(spec::kRegCapDropped);
-  acc_.device_bytes = reg64(dev_, spec::kRegCapBytesLo, spec::kRegCapBytesHi);
-  acc_.stall_cycles = reg64(dev_, spec::kRegCapStallLo, spec::kRegCapStallHi);
+  // kRegCapRecords..kRegCapStallHi in one burst
+  std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapRecords) / 4 + 1> c{};
+  dev_.read_regs(spec::kRegCapRecords, c);
+  auto at = [&c](std::uint32_t reg) { return c[(reg - spec::kRegCapRecords) / 4]; };
+  acc_.produced = at(spec::kRegCapRecords);
+  acc_.dropped = at(spec::kRegCapDropped);
+  acc_.device_bytes = u64(at(spec::kRegCapBytesLo), at(spec::kRegCapBytesHi));
+  acc_.stall_cycles = u64(at(spec::kRegCapStallLo), at(spec::kRegCapStallHi));
 }
 
 }  // namespace probelab::probes

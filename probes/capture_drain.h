@@ -81,7 +81,7 @@ class CaptureDrain {
   bool programmed() const { return programmed_; }
 
  private:
-  void drain_buffer(std::uint32_t index);
+  void drain_buffer(std::uint32_t index, std::uint32_t ready_bytes);
   Device& dev_;
   CaptureUnitOptions opts_;
   Sink sink_;

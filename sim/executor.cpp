@@ -219,18 +219,22 @@ void Executor::submit_probe(std::uint32_t probe_op_id, std::uint32_t step) {
     submit_task(b);
   }
   const std::vector<std::byte> bytes = planned->args_bytes();
-  auto it = probe_args_.find(probe_op_id);
-  if (it == probe_args_.end() || it->second.second < bytes.size()) {
-    const std::uint64_t addr = dev_.alloc(bytes.size(), 64);
+  ProbeArgsBlock& blk = probe_args_[probe_op_id];
+  if (blk.capacity < bytes.size()) {
+    blk.addr = dev_.alloc(bytes.size(), 64);
+    blk.capacity = static_cast<std::uint32_t>(bytes.size());
+    blk.written.clear();
     res_.hbm_bytes += bytes.size();
-    it = probe_args_.insert_or_assign(probe_op_id, std::make_pair(addr, static_cast<std::uint32_t>(bytes.size()))).first;
   }
-  dev_.dma_write(it->second.first, bytes);
+  if (blk.written != bytes) {  // the same probe usually plans the same arguments step after step
+    dev_.dma_write(blk.addr, bytes);
+    blk.written = bytes;
+  }
   spec::TaskDescriptor t;
   t.task_id = task_id;
   t.op_id = planned->target_op_id;
   t.kind = planned->kind;
-  t.args_addr = it->second.first;
+  t.args_addr = blk.addr;
   t.args_size = static_cast<std::uint32_t>(bytes.size());
   t.step = step;
   submit_task(t);

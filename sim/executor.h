@@ -99,7 +99,12 @@ class Executor {
   std::map<std::string, std::uint64_t> addr_;  // tensor -> HBM address
   std::vector<std::uint32_t> order_;           // non-probe op ids, topological
   std::map<std::uint32_t, Compiled> compiled_;
-  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> probe_args_;  // probe op -> block
+  struct ProbeArgsBlock {
+    std::uint64_t addr = 0;
+    std::uint32_t capacity = 0;
+    std::vector<std::byte> written;  // what the block holds (rewritten only when it changes)
+  };
+  std::map<std::uint32_t, ProbeArgsBlock> probe_args_;  // probe op -> its argument block
   std::uint32_t next_task_id_ = 1;
   std::uint32_t step_ = 0;
   bool planned_ = false;

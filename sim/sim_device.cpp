@@ -42,10 +42,12 @@ void SimDevice::sync() { qk().sync(); }
 
 void SimDevice::charge_call() { qk().inc(ns(costs_.host_call_ns)); }
 
-sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what) {
-  const sc_core::sc_time start = std::max(ready, pcie_free_);
+sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what,
+                                          LinkDir dir) {
+  sc_core::sc_time& free_at = pcie_free_[static_cast<std::size_t>(dir)];
+  const sc_core::sc_time start = std::max(ready, free_at);
   const sc_core::sc_time xfer = ns(static_cast<double>(bytes) / cfg_.pcie_bandwidth_gbps);
-  pcie_free_ = start + xfer;
+  free_at = start + xfer;
   stats_.pcie_busy_ps += ps(xfer);
   const sc_core::sc_time arrive = start + ns(cfg_.pcie_latency_ns) + xfer;
   if (trace_ && trace_->enabled() && bytes > 64)
@@ -141,11 +143,14 @@ void SimDevice::dma_write(std::uint64_t hbm_addr, std::span<const std::byte> src
   if (src.empty()) return;
   charge_call();
   auto& q = qk();
+  // Host-to-device writes are posted: the CPU hands the data to the link and goes on; the link is
+  // busy for the transfer (later transfers queue behind it, so a descriptor submitted after this
+  // write still arrives after it) and later MMIO reads do not pass it.
   const sc_core::sc_time arrive = pcie_transfer(local_now(), src.size(), "dma_write");
   sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
   transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, const_cast<std::byte*>(src.data()),
             src.size(), delay, "DMA write");
-  q.set(delay);
+  last_posted_at_ = std::max(last_posted_at_, arrive);
   if (q.need_sync()) q.sync();
   ++stats_.dma_writes;
   stats_.dma_bytes_written += src.size();
@@ -156,7 +161,7 @@ void SimDevice::dma_read(std::uint64_t hbm_addr, std::span<std::byte> dst) {
   charge_call();
   auto& q = qk();
   q.sync();  // read what the device holds now, not what it will hold
-  const sc_core::sc_time arrive = pcie_transfer(local_now(), dst.size(), "dma_read");
+  const sc_core::sc_time arrive = pcie_transfer(local_now(), dst.size(), "dma_read", LinkDir::ToHost);
   sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
   transport(tlm::TLM_READ_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, dst.data(), dst.size(), delay, "DMA read");
   q.set(delay);

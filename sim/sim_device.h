@@ -20,6 +20,7 @@
 // installed handler runs there, so it keeps running while the main thread blocks in synchronize().
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -96,7 +97,10 @@ class SimDevice final : public probes::Device {
   void charge_call();
   /// Reserves the PCIe link for `bytes` starting no earlier than `ready`; returns when the last
   /// byte arrives (absolute).
-  sc_core::sc_time pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what);
+  /// Occupies one direction of the (full-duplex) host link for `bytes`; returns the arrival time.
+  enum class LinkDir { ToDevice, ToHost };
+  sc_core::sc_time pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what,
+                                 LinkDir dir = LinkDir::ToDevice);
   void transport(tlm::tlm_command cmd, std::uint64_t bus_addr, std::byte* data, std::size_t len,
                  sc_core::sc_time& delay, const char* what);
   void ensure_ring(std::uint32_t stream);
@@ -111,7 +115,7 @@ class SimDevice final : public probes::Device {
   HbmAllocator alloc_;
   IrqHandler handler_;
   std::map<const void*, std::unique_ptr<tlm_utils::tlm_quantumkeeper>> qks_;
-  sc_core::sc_time pcie_free_ = sc_core::SC_ZERO_TIME;
+  std::array<sc_core::sc_time, 2> pcie_free_{};  // per LinkDir
   std::deque<Posted> posted_;
   sc_core::sc_time last_posted_at_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_event posted_ev_, posted_drained_ev_, serviced_ev_;
