@@ -44,6 +44,7 @@ enum FaultSiteBits : std::uint32_t {
   kFaultCoreBuffer = 1u << 7,
   kFaultRegisterRead = 1u << 8,
   kFaultCollective = 1u << 9,
+  kFaultFusedInner = 1u << 10,
 };
 
 /// How a Cube GEMM accumulates. The core fills it from the op's arguments and passes it to
@@ -106,6 +107,10 @@ class FaultHooks {
                             std::uint64_t /*elem_offset*/, std::span<std::byte> /*bytes*/) {}
   /// Accumulation of a Cube GEMM (MatMul, Conv via im2col, ...) of the op at `site`.
   virtual void on_gemm_accumulation(const FaultSite&, AccumulationMode&) {}
+  /// Inside a fused kernel: the FP32 result of inner op `inner_index` (named `inner_name` in the
+  /// fused body), before the next inner op reads it. Values are logical row-major.
+  virtual void on_fused_inner(const FaultSite&, std::uint32_t /*inner_index*/, const std::string& /*inner_name*/,
+                              std::span<float> /*values*/) {}
   /// Called by the vector unit with a result block: element i of `bytes` went through lane
   /// (elem_offset + i) % lanes. A stuck-at fault forces bits on one lane.
   virtual void on_vector_lanes(const FaultSite&, const graph::TensorDesc&,

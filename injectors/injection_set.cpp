@@ -32,6 +32,11 @@ void InjectionSet::on_op_output(const chip::FaultSite& s, std::uint16_t idx, con
                                 std::uint64_t off, std::span<std::byte> b) {
   each(chip::kFaultOpOutput, [&](Injector& i) { i.on_op_output(s, idx, d, off, b); });
 }
+void InjectionSet::on_fused_inner(const chip::FaultSite& s, std::uint32_t k, const std::string& name,
+                                  std::span<float> values) {
+  each(chip::kFaultFusedInner, [&](Injector& i) { i.on_fused_inner(s, k, name, values); });
+}
+
 void InjectionSet::on_gemm_accumulation(const chip::FaultSite& s, chip::AccumulationMode& m) {
   each(chip::kFaultGemmAccumulation, [&](Injector& i) { i.on_gemm_accumulation(s, m); });
 }

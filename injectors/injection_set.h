@@ -30,6 +30,7 @@ class InjectionSet final : public chip::FaultHooks {
   void on_op_output(const chip::FaultSite&, std::uint16_t, const graph::TensorDesc&, std::uint64_t,
                     std::span<std::byte>) override;
   void on_gemm_accumulation(const chip::FaultSite&, chip::AccumulationMode&) override;
+  void on_fused_inner(const chip::FaultSite&, std::uint32_t, const std::string&, std::span<float>) override;
   void on_vector_lanes(const chip::FaultSite&, const graph::TensorDesc&, std::uint64_t, std::uint32_t,
                        std::span<std::byte>) override;
   void on_core_buffer(const chip::FaultSite&, chip::CoreBuffer, std::span<std::byte>) override;

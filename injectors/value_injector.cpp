@@ -34,6 +34,17 @@ class ValueInjector final : public Injector {
         value_ = p.number("value");
       }
     }
+    if (p.has("inner")) {
+      inner_ = p.str("inner");
+      if (target_ != Target::Output) p.fail("inner", "corrupts an intermediate of a fused op: use it with tensor: output");
+      for (auto id : site_.op_ids) {
+        const auto& op = env.executed->op(id);
+        bool found = false;
+        for (const auto& in : op.fused_body) found = found || graph::glob_match(*inner_, in.name);
+        if (!found)
+          p.fail("inner", fmt::format("op '{}' is not a fused op with an inner op matching '{}'", op.name, *inner_));
+      }
+    }
     // Resolve the element per matched op and check it exists in every matched tensor.
     const auto el = p.node("element");
     for (auto id : site_.op_ids) {
@@ -68,7 +79,15 @@ class ValueInjector final : public Injector {
   }
 
   std::uint32_t sites() const override {
+    if (inner_) return chip::kFaultFusedInner;
     return target_ == Target::Output ? chip::kFaultOpOutput : chip::kFaultOpInput;
+  }
+
+  void on_fused_inner(const chip::FaultSite& s, std::uint32_t /*inner_index*/, const std::string& inner_name,
+                      std::span<float> values) override {
+    if (!graph::glob_match(*inner_, inner_name)) return;
+    const graph::TensorDesc d{graph::DType::F32, {static_cast<std::int64_t>(values.size())}};
+    apply(s, d, 0, std::as_writable_bytes(values), ("intermediate of inner op " + inner_name).c_str());
   }
 
   void on_op_output(const chip::FaultSite& s, std::uint16_t index, const graph::TensorDesc& d,
@@ -108,6 +127,7 @@ class ValueInjector final : public Injector {
 
   SiteFilter site_;
   Target target_ = Target::Output;
+  std::optional<std::string> inner_;  // glob over the inner ops of a fused op
   std::uint16_t slot_ = 0;
   std::uint64_t count_ = 1;
   double value_ = 0;
@@ -119,6 +139,8 @@ class ValueInjector final : public Injector {
 std::vector<ParamSpec> value_params(const std::string& kind) {
   auto ps = site_params("");
   ps.push_back({"tensor", "output|input", "output", "which side of the op is corrupted"});
+  ps.push_back({"inner", "glob", "-",
+                "fused ops: corrupt the result of the inner op matching this glob inside the kernel (before the next inner op reads it)"});
   ps.push_back({"index", "int", "0", "output (or input) slot of the op"});
   ps.push_back({"element", "int | [coords] | random", "0",
                 "first corrupted element: row-major linear index, a coordinate, or a seeded random draw"});

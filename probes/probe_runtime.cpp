@@ -263,6 +263,14 @@ std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std
 
 bool ProbeRuntime::stop_requested() const { return impl_->stop; }
 
+bool ProbeRuntime::wants_partial_dumps(const graph::Op& op) const {
+  const auto& c = impl_->cfg;
+  if (!c.enabled || !c.compare.enabled || !c.compare.decompose_fused || op.fused_body.empty()) return false;
+  for (const auto& g : c.compare.ops)
+    if (graph::glob_match(g, op.name)) return true;
+  return false;
+}
+
 void ProbeRuntime::add_partial_dump(std::uint32_t step, const std::string& tensor, graph::Tensor value) {
   impl_->partials[step][tensor] = std::move(value);
 }

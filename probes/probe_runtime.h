@@ -146,6 +146,10 @@ class ProbeRuntime {
   /// Partial dumps of a fused op's inner tensors ("<fused>/<inner>:<i>" -> value) captured at
   /// `step`, used by the fused-op decomposition in finish().
   void add_partial_dump(std::uint32_t step, const std::string& tensor, graph::Tensor value);
+  /// Whether the decomposition of fused op `op` wants partial dumps of its inner tensors (the
+  /// reference comparison covers it and `compare.decompose_fused` is on): the graph engine then
+  /// builds the kernel with partial outputs and hands them to add_partial_dump after each step.
+  bool wants_partial_dumps(const graph::Op& op) const;
 
   /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
   std::vector<SyncSample> sync_samples() const;

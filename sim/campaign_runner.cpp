@@ -209,13 +209,13 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
   return sh;
 }
 
-int Campaign::run_trial(const TrialSpec& t, const Shared& sh, const fs::path& work) const {
+int Campaign::run_trial(const TrialSpec& t, const Shared& sh, const fs::path& work, const fs::path& scratch) const {
   enter_worker(trial_log(work, t.index), sh.timeout_s);
   PreparedRun run = base_;
   const std::string file = fmt::format("campaign trial {}", t.index);
   run.scenario.injections.push_back(
       {t.kind, t.descriptor, YamlView(t.descriptor, file, fmt::format("injections[{}]", run.scenario.injections.size()))});
-  const fs::path dir = work / "work" / fmt::format("trial-{:06}", t.index);
+  const fs::path dir = scratch / fmt::format("trial-{:06}", t.index);
   SimRequest req;
   req.run = &run;
   req.out_dir = dir;
@@ -251,8 +251,10 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
       loaded = load_trials(jsonl);
     } else {
       std::error_code ec;
-      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.txt", "logs", "work", "golden"})
+      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.txt", "logs", "golden"})
         fs::remove_all(out_ / f, ec);
+      for (const auto& e : fs::directory_iterator(out_))  // scratch of earlier runs
+        if (e.path().filename().string().rfind("work.", 0) == 0) fs::remove_all(e.path(), ec);
     }
     write_text_atomic(out_ / "campaign.json", id.dump(2) + "\n");
     double wall = 0;
@@ -299,8 +301,10 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     }
   }
 
-  // Each rank keeps its workers' scratch files apart (ranks may share the directory).
+  // Each rank keeps its workers' scratch files apart (ranks may share the directory), and so does
+  // each run (workers orphaned by a killed run may still be writing theirs).
   const fs::path work = comm.size() > 1 ? out_ / fmt::format("rank{}", comm.rank()) : out_;
+  const fs::path scratch = work / fmt::format("work.{}", ::getpid());
   std::unique_ptr<TrialLog> log;
   CampaignProgress prog;
   prog.total = trials_;
@@ -318,10 +322,10 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   };
 
   ProcessPool pool(opts_.jobs);
-  for (const auto& t : mine) pool.submit([this, &t, &sh, work]() { return run_trial(t, sh, work); });
+  for (const auto& t : mine) pool.submit([this, &t, &sh, work, scratch]() { return run_trial(t, sh, work, scratch); });
   pool.run([&](std::size_t k, const ChildStatus& st) {
     const TrialSpec& t = mine[k];
-    const fs::path dir = work / "work" / fmt::format("trial-{:06}", t.index);
+    const fs::path dir = scratch / fmt::format("trial-{:06}", t.index);
     const json oj = read_json_file(dir / "observation.json");
     TrialObservation obs;
     if (oj.is_null()) {
@@ -345,7 +349,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     }
   });
   std::error_code ec;
-  fs::remove_all(work / "work", ec);
+  fs::remove_all(scratch, ec);
   if (!root) {
     comm.finish();
     return nullptr;

@@ -66,7 +66,8 @@ class Campaign {
  private:
   struct Shared;  // what rank 0 broadcasts
   Shared golden(double& wall_seconds);
-  int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work) const;
+  int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work,
+                const std::filesystem::path& scratch) const;
   nlohmann::json identity() const;
 
   CampaignOptions opts_;

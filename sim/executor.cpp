@@ -10,6 +10,7 @@
 #include "chip_model/spec/irq.h"
 #include "chip_model/spec/registers.h"
 #include "graph/format.h"
+#include "graph/op_registry.h"
 #include "probes/insertion_pass.h"
 
 namespace probelab::sim {
@@ -140,6 +141,8 @@ std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t 
       a.fused_body.push_back(std::move(f));
     }
     a.num_internal = static_cast<std::uint32_t>(next - static_cast<std::int32_t>(op.inputs.size() + op.outputs.size()));
+    if (auto it = partials_.find(op.id); it != partials_.end())
+      for (const auto& [name, ref] : it->second) a.partial_outputs.push_back(ref);
   }
   return spec::encode_op_args(a);
 }
@@ -168,9 +171,55 @@ std::vector<std::byte> Executor::collective_args(const graph::Op& op) const {
   return pod_bytes(a);
 }
 
+void Executor::plan_partial_dumps(const graph::Op& op) {
+  // Descs of the body tensors: the op's own, then each inner op's inferred outputs.
+  std::map<std::string, graph::TensorDesc> descs;
+  for (const auto& t : op.inputs)
+    if (!t.empty()) descs[t] = g_.tensor(t).desc;
+  for (const auto& t : op.outputs) descs[t] = g_.tensor(t).desc;
+  const graph::DType dtype = g_.tensor(op.outputs.at(0)).desc.dtype;
+  std::vector<std::pair<std::string, spec::TensorRef>> out;
+  for (const graph::Op& inner : op.fused_body) {
+    std::vector<graph::TensorDesc> in;
+    for (const auto& t : inner.inputs) in.push_back(t.empty() ? graph::TensorDesc{} : descs.at(t));
+    const auto inferred = graph::OpRegistry::instance().get(inner.type).infer(inner, in);
+    for (std::size_t k = 0; k < inner.outputs.size(); ++k) {
+      const std::string& t = inner.outputs[k];
+      if (descs.count(t)) continue;  // an op output, not an intermediate
+      graph::TensorDesc d = inferred.at(k);
+      d.format = graph::Format::ND;
+      spec::TensorRef ref;
+      ref.dtype = spec::kAbsentTensor;
+      if (graph::is_float(d.dtype)) {
+        d.dtype = dtype;  // dumped in the op's output dtype, as a device-side dump would hold it
+        const std::size_t bytes = std::max<std::size_t>(64, graph::physical_nbytes(d));
+        ref = spec::make_tensor_ref(dev_.alloc(bytes, 512), static_cast<std::uint8_t>(d.dtype),
+                                    static_cast<std::uint8_t>(d.format), d.shape);
+        res_.hbm_bytes += bytes;
+      }
+      descs[t] = d;
+      out.emplace_back(t, ref);
+    }
+  }
+  partials_[op.id] = std::move(out);
+}
+
+void Executor::read_partial_dumps(std::uint32_t step) {
+  for (const auto& [id, list] : partials_)
+    for (const auto& [name, ref] : list) {
+      if (ref.dtype == spec::kAbsentTensor) continue;
+      graph::TensorDesc d{static_cast<graph::DType>(ref.dtype), {}};
+      for (std::uint32_t i = 0; i < ref.rank; ++i) d.shape.push_back(ref.dims[i]);
+      std::vector<std::byte> bytes(graph::physical_nbytes(d));
+      dev_.dma_read(ref.addr, bytes);
+      rt_->add_partial_dump(step, name, graph::Tensor(d, std::move(bytes)));
+    }
+}
+
 void Executor::compile() {
   for (std::uint32_t id : order_) {
     const graph::Op& op = g_.op(id);
+    if (rt_ && rt_->wants_partial_dumps(op)) plan_partial_dumps(op);
     Compiled c;
     c.op_id = id;
     std::vector<std::byte> bytes;
@@ -303,6 +352,7 @@ ExecutorResult Executor::run() {
         for (std::uint32_t p : rt_->insertion().after(id)) submit_probe(p, s);
     }
     synchronize();
+    if (rt_) read_partial_dumps(s);
     if (rt_) rt_->end_step(s);
     std::map<std::string, graph::Tensor> got;
     for (const auto& name : cfg_.fetch_each_step) got.emplace(name, read_tensor(name));

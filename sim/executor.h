@@ -81,6 +81,8 @@ class Executor {
     bool per_step_args = false;  // args re-encoded every step (AdamUpdate's step)
   };
   void plan_memory();
+  void plan_partial_dumps(const graph::Op& op);
+  void read_partial_dumps(std::uint32_t step);
   void upload_initializers();
   void compile();
   std::vector<std::byte> kernel_args(const graph::Op& op, std::uint32_t step) const;
@@ -105,6 +107,9 @@ class Executor {
     std::vector<std::byte> written;  // what the block holds (rewritten only when it changes)
   };
   std::map<std::uint32_t, ProbeArgsBlock> probe_args_;  // probe op -> its argument block
+  /// Fused op -> (inner tensor name, HBM buffer) per intermediate, in body order: the partial
+  /// dumps the probe runtime's decomposition asked for (absent dtype: not dumped).
+  std::map<std::uint32_t, std::vector<std::pair<std::string, spec::TensorRef>>> partials_;
   std::uint32_t next_task_id_ = 1;
   std::uint32_t step_ = 0;
   bool planned_ = false;

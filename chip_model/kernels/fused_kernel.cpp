@@ -82,10 +82,20 @@ class FusedKernel final : public Kernel {
       } else {
         results = run_vector(inner.op, ins, c.mode);
       }
+      if (c.hooks && c.site && (c.hooks->sites() & kFaultFusedInner) && !results.empty() &&
+          results[0].dtype() == graph::DType::F32)
+        c.hooks->on_fused_inner(*c.site, static_cast<std::uint32_t>(k), f.name, results[0].data<float>());
       for (std::size_t o = 0; o < f.outputs.size() && o < results.size(); ++o) {
         descs[f.outputs[o]] = results[o].desc();
         values[f.outputs[o]] = std::move(results[o]);
       }
+    }
+    if (!a.partial_outputs.empty()) {
+      out.intermediates.resize(a.num_internal);
+      for (std::size_t i = 0; i < a.num_internal; ++i)
+        if (a.partial_outputs[i].dtype != spec::kAbsentTensor)
+          if (auto it = values.find(static_cast<std::int32_t>(n_in + n_out + i)); it != values.end())
+            out.intermediates[i] = f32_values(it->second);
     }
     for (std::size_t o = 0; o < n_out; ++o) {
       auto it = values.find(static_cast<std::int32_t>(n_in + o));

@@ -55,6 +55,9 @@ struct KernelCall {
   num::Mode mode;
   /// Cube accumulation after the fault hook (filled from args.accum / split_k_chunk).
   AccumulationMode accum;
+  /// Fault hooks and site of this execution (fused kernels call on_fused_inner); may be null.
+  FaultHooks* hooks = nullptr;
+  const FaultSite* site = nullptr;
 };
 
 /// Results before the output conversion: exact FP32 values (an FP16-accumulated GEMM result is
@@ -63,6 +66,9 @@ struct KernelCall {
 struct Computed {
   std::vector<std::vector<float>> values;
   std::vector<num::BulkReport> flags;
+  /// Fused kernels with partial outputs requested: FP32 value of each intermediate (index i is
+  /// body tensor n_in + n_out + i), empty where none was requested.
+  std::vector<std::vector<float>> intermediates;
 };
 
 /// One batch of identical GEMMs on the Cube, for the timing model.

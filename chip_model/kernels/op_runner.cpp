@@ -153,7 +153,7 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
   if (accum_.acc_dtype != graph::DType::F32 && accum_.acc_dtype != graph::DType::F16)
     throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
                                          graph::dtype_name(accum_.acc_dtype)));
-  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_};
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site};
   computed_ = kernel_->compute(call);
   if (computed_.values.size() != out_descs_.size())
     throw std::runtime_error(fmt::format("{}: kernel produced {} outputs, the args name {}", op_label(args_),
@@ -279,6 +279,18 @@ void OpRunner::store(KernelMemory& mem) const {
     graph::convert_layout(t.bytes(), graph::Format::ND, dst, stored.format, stored.shape,
                           graph::dtype_size(stored.dtype));
     mem.write(args_.outputs[o].addr, dst);
+  }
+  // Debug partial dumps of a fused op: each requested intermediate, rounded to the ref's dtype.
+  for (std::size_t i = 0; i < args_.partial_outputs.size() && i < computed_.intermediates.size(); ++i) {
+    const spec::TensorRef& ref = args_.partial_outputs[i];
+    if (ref.dtype == spec::kAbsentTensor || computed_.intermediates[i].empty()) continue;
+    const graph::TensorDesc d = stored_desc(ref);
+    std::vector<double> v(computed_.intermediates[i].begin(), computed_.intermediates[i].end());
+    if (static_cast<std::int64_t>(v.size()) != graph::numel(d.shape))
+      throw std::runtime_error(fmt::format("{}: partial output {} has {} elements, its ref says {}", op_label(args_), i,
+                                           v.size(), graph::shape_str(d.shape)));
+    const graph::Tensor t = graph::Tensor::from_f64(d.shape, v, d.dtype);
+    mem.write(ref.addr, t.bytes());
   }
 }
 

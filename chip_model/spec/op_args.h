@@ -10,6 +10,9 @@
 //   attrs | u32 n_in, n_in x TensorRef (64 raw bytes) | u32 n_out, n_out x TensorRef
 //   u32 n_internal | u32 n_body, n_body x { str type | str name | attrs |
 //                                            u32 n, n x i32 inputs | u32 n, n x i32 outputs }
+//   u32 n_partial (0 or n_internal), n_partial x TensorRef: debug partial dumps of a fused op —
+//   intermediate i is also stored (rounded to the ref's dtype) at partial_outputs[i] unless that
+//   ref's dtype is kAbsentTensor
 //   str   = u32 length + bytes;  attrs = u32 count, count x { str key | u8 tag | value },
 //   tag 0 i64, 1 f64, 2 str, 3 u32 n + n x i64, 4 u32 n + n x f64, 5 u32 n + n x str;
 //   attribute keys strictly increasing (std::map order).
@@ -85,6 +88,7 @@ struct OpArgs {
   std::uint32_t split_k_chunk = 0;
   std::uint32_t num_internal = 0;    // intermediates of the fused body
   std::vector<FusedInner> fused_body;  // empty for a plain op
+  std::vector<TensorRef> partial_outputs;  // empty, or one per intermediate (debug partial dumps)
 
   bool is_fused() const { return !fused_body.empty(); }
   bool operator==(const OpArgs& o) const {
@@ -94,7 +98,8 @@ struct OpArgs {
     };
     return op_type == o.op_type && op_name == o.op_name && attrs == o.attrs &&
            refs_eq(inputs, o.inputs) && refs_eq(outputs, o.outputs) && accum == o.accum &&
-           split_k_chunk == o.split_k_chunk && num_internal == o.num_internal && fused_body == o.fused_body;
+           split_k_chunk == o.split_k_chunk && num_internal == o.num_internal && fused_body == o.fused_body &&
+           refs_eq(partial_outputs, o.partial_outputs);
   }
 };
 
@@ -264,6 +269,11 @@ inline void validate_op_args(const OpArgs& a) {
     detail::validate_ref(a.inputs[i], who + " input " + std::to_string(i), true);
   for (std::size_t i = 0; i < a.outputs.size(); ++i)
     detail::validate_ref(a.outputs[i], who + " output " + std::to_string(i), false);
+  if (!a.partial_outputs.empty() && a.partial_outputs.size() != a.num_internal)
+    throw OpArgsError("op args: " + who + " has " + std::to_string(a.partial_outputs.size()) +
+                      " partial outputs (expected none or one per intermediate: " + std::to_string(a.num_internal) + ")");
+  for (std::size_t i = 0; i < a.partial_outputs.size(); ++i)
+    detail::validate_ref(a.partial_outputs[i], who + " partial output " + std::to_string(i), true);
   if (a.fused_body.empty()) {
     if (a.num_internal != 0)
       throw OpArgsError("op args: " + who + " declares intermediates but has no fused body");
@@ -331,6 +341,8 @@ inline std::vector<std::byte> encode_op_args(const OpArgs& a) {
     w.u32(f.outputs.size());
     for (auto i : f.outputs) w.pod(i);
   }
+  w.u32(a.partial_outputs.size());
+  for (const auto& t : a.partial_outputs) w.pod(t);
   const auto total = static_cast<std::uint32_t>(w.bytes.size());
   std::memcpy(w.bytes.data() + 8, &total, sizeof(total));
   return std::move(w.bytes);
@@ -376,6 +388,8 @@ inline OpArgs decode_op_args(const std::byte* data, std::size_t size) {
     f.inputs = body.list<std::int32_t>("body op inputs");
     f.outputs = body.list<std::int32_t>("body op outputs");
   }
+  a.partial_outputs.resize(body.count("partial output count", sizeof(TensorRef)));
+  for (auto& t : a.partial_outputs) t = body.pod<TensorRef>("partial output tensor");
   if (body.remaining() != 0)
     body.fail(std::to_string(body.remaining()) + " trailing bytes after the last field");
   validate_op_args(a);
