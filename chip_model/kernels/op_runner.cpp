@@ -114,6 +114,16 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
     std::vector<std::byte> bytes(graph::physical_nbytes(stored));
     mem.read(ref.addr, bytes);
     if (fault_wanted(hooks, kFaultOpInput)) hooks->on_op_input(site, static_cast<std::uint16_t>(i), stored, bytes);
+    if (fault_wanted(hooks, kFaultCoreBuffer)) {
+      // Where the operand sits on the core: Cube operands are staged in L1, then A in L0A and B
+      // in L0B; vector operands in the Unified Buffer.
+      if (kernel_->uses_cube(args_)) {
+        hooks->on_core_buffer(site, CoreBuffer::L1, bytes);
+        if (i < 2) hooks->on_core_buffer(site, i == 0 ? CoreBuffer::L0A : CoreBuffer::L0B, bytes);
+      } else {
+        hooks->on_core_buffer(site, CoreBuffer::UB, bytes);
+      }
+    }
     graph::Tensor t(stored, std::move(bytes));
     inputs_.push_back(is_plain_layout(stored.format) ? std::move(t) : graph::to_logical(t));
   }
@@ -155,6 +165,9 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
                                          graph::dtype_name(accum_.acc_dtype)));
   KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site};
   computed_ = kernel_->compute(call);
+  // Cube results sit in the L0C accumulator (FP32) until the output conversion.
+  if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultCoreBuffer))
+    for (auto& v : computed_.values) hooks->on_core_buffer(site, CoreBuffer::L0C, std::as_writable_bytes(std::span(v)));
   if (computed_.values.size() != out_descs_.size())
     throw std::runtime_error(fmt::format("{}: kernel produced {} outputs, the args name {}", op_label(args_),
                                          computed_.values.size(), out_descs_.size()));

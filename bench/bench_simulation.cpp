@@ -1,0 +1,198 @@
+// Cost of simulating, and cost of probing, measured on bundled models:
+//  - BM_SimulatedStep/<model>: host CPU seconds of one simulated step (a forked child runs the
+//    scenario; its CPU time covers elaboration, the host program and every task) against the same
+//    graph on the FP32 CPU reference (graph::run_graph_reference, same process as the parent);
+//    counters: simulated cycles per host second and ratio_vs_reference (target <= 2x with all
+//    detection on);
+//  - BM_CaptureOverhead/<case>: simulated-cycle overhead of capture against the same run without
+//    probes, for statistics on every op and full capture at sample rate 0.1 with ping-pong and
+//    with a single buffer (targets: <= 1 %, <= 3 %, single shown beside), and the host CPU cost
+//    of probes (statistics on every op) against probes off (target <= 1.3x).
+// Simulated cycles are deterministic; host times are best-of-N thread/process CPU times, so
+// load from other processes on the machine barely moves them. Run from the repository root (or
+// set PROBELAB_SOURCE_DIR).
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "graph/op_registry.h"
+#include "sim/data_gen.h"
+#include "sim/prepared_run.h"
+#include "sim/process_pool.h"
+#include "sim/simulation.h"
+#include "sim/source_root.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace probelab;
+
+double cpu_seconds(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+fs::path scratch(const std::string& what) {
+  return fs::temp_directory_path() / fmt::format("probelab_bench_{}_{}", what, ::getpid());
+}
+
+sim::PreparedRun prepare(const std::string& scenario_yaml) {
+  sim::LoadOptions o;
+  o.source_root = sim::find_source_root();
+  const fs::path dir = scratch("scenario");
+  fs::create_directories(dir);
+  const fs::path file = dir / "bench.yaml";
+  std::ofstream(file) << scenario_yaml;
+  return sim::prepare_run(sim::load_scenario(file, o));
+}
+
+struct SimResult {
+  std::uint64_t cycles = 0;
+  double cpu_s = 0;  // CPU time of the child's simulate() call
+};
+
+// One simulation in a forked child (SystemC elaborates once per process).
+SimResult simulate_in_child(const sim::PreparedRun& run, bool probes) {
+  const fs::path out = scratch("run");
+  const fs::path result = out / "result.json";
+  fs::create_directories(out);
+  sim::ProcessPool pool(1);
+  pool.submit([&]() -> int {
+    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    const double t0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    sim::SimRequest req;
+    req.run = &run;
+    req.probes = probes;
+    req.out_dir = out;
+    const json r = sim::simulate(req);
+    const double t1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    std::ofstream(result) << json{{"cycles", r["cycles"]["total"]}, {"cpu_s", t1 - t0}, {"status", r["status"]}}.dump();
+    return 0;
+  });
+  bool ok = true;
+  pool.run([&](std::size_t, const sim::ChildStatus& st) { ok = st.ok(); });
+  std::ifstream in(result);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::error_code ec;
+  fs::remove_all(out, ec);
+  if (!ok || ss.str().empty()) throw std::runtime_error("simulation child failed");
+  const json j = json::parse(ss.str());
+  return {j["cycles"].get<std::uint64_t>(), j["cpu_s"].get<double>()};
+}
+
+// Host CPU seconds of the FP32 CPU reference of one step of the run's workload.
+double reference_seconds(const sim::PreparedRun& run) {
+  const sim::DataGenerator gen(run.scenario.data);
+  std::map<std::string, graph::Tensor> feeds;
+  for (const auto& name : run.workload.data_inputs) {
+    const graph::TensorDesc d = run.workload.reference.tensor(name).desc;
+    auto it = run.workload.input_inits.find(name);
+    feeds.emplace(name, gen.make_input(name, d, 0, 0, it == run.workload.input_inits.end() ? nullptr : &it->second));
+  }
+  double best = std::numeric_limits<double>::max();
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+    auto out = graph::run_graph_reference(run.workload.reference, feeds, graph::RefPrecision::F32);
+    benchmark::DoNotOptimize(out);
+    best = std::min(best, cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - t0);
+  }
+  return best;
+}
+
+SimResult best_of(const sim::PreparedRun& run, bool probes, int n) {
+  SimResult best{0, std::numeric_limits<double>::max()};
+  for (int i = 0; i < n; ++i) {
+    SimResult r = simulate_in_child(run, probes);
+    best.cycles = r.cycles;
+    best.cpu_s = std::min(best.cpu_s, r.cpu_s);
+  }
+  return best;
+}
+
+// A GEMM-heavy inference step with every detection circuit and the exception ISR on.
+std::string step_scenario(const std::string& model) {
+  return fmt::format(R"(name: bench_step
+model: {}
+mode: inference
+steps: 1
+seed: 1
+probes:
+  watch_points: []
+  exceptions: {{kinds: all}}
+)",
+                     model);
+}
+
+void BM_SimulatedStep(benchmark::State& state, const std::string& model) {
+  const sim::PreparedRun run = prepare(step_scenario(model));
+  for (auto _ : state) {
+    const SimResult r = best_of(run, true, 3);
+    const double ref = reference_seconds(run);
+    state.SetIterationTime(r.cpu_s);
+    state.counters["sim_cycles"] = static_cast<double>(r.cycles);
+    state.counters["cycles_per_host_s"] = static_cast<double>(r.cycles) / r.cpu_s;
+    state.counters["reference_ms"] = ref * 1e3;
+    state.counters["ratio_vs_reference"] = r.cpu_s / ref;
+    fmt::print(stderr, "[simulated step] {}: {} cycles in {:.1f} ms host CPU ({:.3g} cycles/s), CPU reference {:.2f} ms, ratio {:.2f}x\n",
+               model, r.cycles, r.cpu_s * 1e3, static_cast<double>(r.cycles) / r.cpu_s, ref * 1e3, r.cpu_s / ref);
+  }
+}
+BENCHMARK_CAPTURE(BM_SimulatedStep, transformer_wide, std::string("transformer_wide"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulatedStep, large_k_matmul, std::string("large_k_matmul"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The capture cases of scenarios/06_capture_overhead.yaml on the wide transformer block.
+std::string capture_scenario(const std::string& probes) {
+  return fmt::format(R"(name: bench_capture
+model: transformer_wide
+mode: inference
+steps: 4
+seed: 9
+probes:
+{}
+)",
+                     probes);
+}
+
+void BM_CaptureOverhead(benchmark::State& state, const std::string& label, const std::string& probes) {
+  const sim::PreparedRun run = prepare(capture_scenario(probes));
+  for (auto _ : state) {
+    const SimResult off = best_of(run, false, 3);
+    const SimResult on = best_of(run, true, 3);
+    const double overhead = 100.0 * (static_cast<double>(on.cycles) - static_cast<double>(off.cycles)) /
+                            static_cast<double>(off.cycles);
+    state.SetIterationTime(on.cpu_s);
+    state.counters["cycles_off"] = static_cast<double>(off.cycles);
+    state.counters["cycles_on"] = static_cast<double>(on.cycles);
+    state.counters["overhead_pct"] = overhead;
+    state.counters["host_cost_x"] = on.cpu_s / off.cpu_s;
+    fmt::print(stderr, "[capture overhead] {}: {:.2f}% simulated cycles, host CPU {:.2f}x\n", label, overhead,
+               on.cpu_s / off.cpu_s);
+  }
+}
+BENCHMARK_CAPTURE(BM_CaptureOverhead, stats_every_op, std::string("stats_every_op"),
+                  std::string("  mode: statistics\n  watch_points: [\"*\"]\n"
+                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall}"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CaptureOverhead, full_0_1_ping_pong, std::string("full_0_1_ping_pong"),
+                  std::string("  mode: full\n  sample_rate: 0.1\n  watch_points: [\"*\"]\n"
+                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall}"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CaptureOverhead, full_0_1_single, std::string("full_0_1_single"),
+                  std::string("  mode: full\n  sample_rate: 0.1\n  watch_points: [\"*\"]\n"
+                              "  capture: {buffer_bytes: 196608, ping_pong: false, overrun: stall}"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
