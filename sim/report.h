@@ -22,8 +22,8 @@
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,
-//                   inner: [...]}]; comparisons_skipped: [{reason, count}] (op type: why no
-//                   reference replay was possible)
+//                   inner: [...]}]; comparisons_skipped: [{reason, count}] (why no
+//                   reference replay was possible, e.g. "inputs not captured")
 //   first_failing_op  the first op (step, then executed order) failing its comparison, or null
 //   consistency   {checked, consistent, reference_rank, first_divergence: {op, step, ranks,
 //                  tensor, max_abs_diff, basis} | null, per_step: [{step, max_abs_diff}],
