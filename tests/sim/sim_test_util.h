@@ -1,9 +1,13 @@
 // Helpers of the sim tests: temporary directories and scenario text.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -36,5 +40,31 @@ class TempDir {
 };
 
 inline std::filesystem::path source_root() { return PROBELAB_SOURCE_DIR; }
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Exit code and captured output of a shell command.
+struct CmdResult {
+  int code = -1;
+  std::string out, err;
+};
+
+/// Runs `cmdline` through the shell in `dir` (with the repository as PROBELAB_SOURCE_DIR).
+inline CmdResult shell(const std::string& cmdline, const TempDir& dir) {
+  const auto out = dir.path() / "stdout.txt", err = dir.path() / "stderr.txt";
+  const std::string cmd = "cd '" + dir.path().string() + "' && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 PROBELAB_SOURCE_DIR='" +
+                          source_root().string() + "' " + cmdline + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int st = std::system(cmd.c_str());
+  CmdResult r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 }  // namespace probelab::sim::test

@@ -16,36 +16,13 @@ namespace {
 
 using test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result sh(const std::string& cmdline, const TempDir& dir) {
-  const auto out = dir.path() / "stdout.txt", err = dir.path() / "stderr.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 PROBELAB_SOURCE_DIR='" +
-                          test::source_root().string() + "' " + cmdline + " >'" + out.string() + "' 2>'" +
-                          err.string() + "'";
-  const int st = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+test::CmdResult sh(const std::string& cmdline, const TempDir& dir) { return test::shell(cmdline, dir); }
 
 std::string probelab(const std::string& args) { return std::string("'") + PROBELAB_BINARY + "' " + args; }
 
 TEST(CampaignCli, HelpAndBadInput) {
   TempDir dir;
-  Result r = sh(probelab("campaign --help"), dir);
+  test::CmdResult r = sh(probelab("campaign --help"), dir);
   EXPECT_EQ(r.code, 0) << r.err;
   for (const char* opt : {"--trials", "--jobs", "--seed", "--out", "--resume", "--fault"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
@@ -66,19 +43,19 @@ TEST(CampaignCli, MpiRanksGiveTheSameSummaryAsOneProcess) {
   TempDir dir;
   test::write_campaign(dir);
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed";
-  Result one = sh(probelab("campaign camp.yaml --trials 6 --out one"), dir);
+  test::CmdResult one = sh(probelab("campaign camp.yaml --trials 6 --out one"), dir);
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("coverage"), std::string::npos) << one.out;
   EXPECT_NE(one.err.find("6/6 trials"), std::string::npos) << one.err;
-  Result mpi = sh("mpirun --oversubscribe --allow-run-as-root -np 2 " +
+  test::CmdResult mpi = sh("mpirun --oversubscribe --allow-run-as-root -np 2 " +
                       probelab("campaign camp.yaml --trials 6 --out mpi"),
                   dir);
   ASSERT_EQ(mpi.code, 0) << mpi.err << mpi.out;
   EXPECT_NE(mpi.err.find("2 MPI ranks"), std::string::npos) << mpi.err;
-  const std::string a = slurp(dir.path() / "one" / "summary.json"), b = slurp(dir.path() / "mpi" / "summary.json");
+  const std::string a = test::slurp(dir.path() / "one" / "summary.json"), b = test::slurp(dir.path() / "mpi" / "summary.json");
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, b);
-  EXPECT_EQ(slurp(dir.path() / "one" / "trials.csv"), slurp(dir.path() / "mpi" / "trials.csv"));
+  EXPECT_EQ(test::slurp(dir.path() / "one" / "trials.csv"), test::slurp(dir.path() / "mpi" / "trials.csv"));
   // Rank 1 ran the odd trials: both ranks contributed.
   EXPECT_EQ(nlohmann::json::parse(b)["trials_done"], 6);
 }

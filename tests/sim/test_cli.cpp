@@ -16,29 +16,8 @@ namespace {
 
 using test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result run(const std::string& args, const TempDir& dir) {
-  const auto out = dir.path() / "stdout.txt", err = dir.path() / "stderr.txt";
-  const std::string cmd = "cd '" + dir.path().string() + "' && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 PROBELAB_SOURCE_DIR='" +
-                          test::source_root().string() + "' '" + PROBELAB_BINARY + "' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "'";
-  const int st = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+test::CmdResult run(const std::string& args, const TempDir& dir) {
+  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
 }
 
 // A tiny classifier without a loss (so its logits are an output), on the tiny chip.
@@ -67,7 +46,7 @@ const char* kProbes = R"(probes:
 TEST(Cli, HelpOnEverySubcommand) {
   TempDir dir;
   for (const char* sub : {"", "run", "list", "show", "compare"}) {
-    const Result r = run(std::string(sub) + " --help", dir);
+    const test::CmdResult r = run(std::string(sub) + " --help", dir);
     EXPECT_EQ(r.code, 0) << sub << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << ": " << r.out;
   }
@@ -77,7 +56,7 @@ TEST(Cli, BadInputExitsWithTwo) {
   TempDir dir;
   dir.write("tinynet.yaml", kModel);
   dir.write("unknown_key.yaml", scenario("a", "stepz: 4\n"));
-  Result r = run("run unknown_key.yaml", dir);
+  test::CmdResult r = run("run unknown_key.yaml", dir);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("unknown_key.yaml:6:1: key 'stepz'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "out" / "a")) << "nothing runs on bad input";
@@ -108,7 +87,7 @@ TEST(Cli, BadInputExitsWithTwo) {
 
 TEST(Cli, ListShowsEverySection) {
   TempDir dir;
-  const Result r = run("list", dir);
+  const test::CmdResult r = run("list", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* s : {"== chips ==", "ascend910b", "tiny", "clock_mhz", "== ops ==", "MatMul", "Conv",
                         "== injectors ==", "nan", "== probe options", "watch_points", "== expectation kinds",
@@ -119,7 +98,7 @@ TEST(Cli, ListShowsEverySection) {
 
 TEST(Cli, ShowPrintsSnapshotsAndResolvedScenario) {
   TempDir dir;
-  Result r = run("show mlp", dir);
+  test::CmdResult r = run("show mlp", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("fused"), std::string::npos);
   EXPECT_NE(r.out.find("FusedLayerNormRelu"), std::string::npos) << r.out;
@@ -137,7 +116,7 @@ TEST(Cli, RunExitCodesFollowExpectations) {
   dir.write("pass.yaml", scenario("pass", std::string(kProbes) + "expectations:\n  - no_detection: {}\n  - capture: {dropped: 0}\n"));
   dir.write("fail.yaml", scenario("fail", std::string(kProbes) +
                                               "expectations:\n  - detection: {kind: nan, op: fc2}\n  - capture: {dropped: 0}\n"));
-  Result r = run("run pass.yaml", dir);
+  test::CmdResult r = run("run pass.yaml", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
   for (const char* f : {"report.json", "summary.txt", "trace.json", "outputs/rank0/fc2.npy"})
@@ -146,7 +125,7 @@ TEST(Cli, RunExitCodesFollowExpectations) {
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("expected: detection of nan at op fc2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("actual:"), std::string::npos) << r.out;
-  const auto rep = nlohmann::json::parse(slurp(dir.path() / "runs/fail/report.json"));
+  const auto rep = nlohmann::json::parse(test::slurp(dir.path() / "runs/fail/report.json"));
   EXPECT_FALSE(rep["passed"].get<bool>());
   EXPECT_TRUE(rep["expectations"][1]["passed"].get<bool>());
   // --json prints the machine-readable result.
@@ -165,9 +144,9 @@ TEST(Cli, SameSeedGivesIdenticalReportsAndCompareFindsTheInjection) {
                                                   "injections:\n  - {kind: nan, op: relu, element: 5, step: 1}\n"));
   ASSERT_EQ(run("run clean.yaml --out a --jobs 2", dir).code, 0);
   ASSERT_EQ(run("run clean.yaml --out b", dir).code, 0);
-  EXPECT_EQ(slurp(dir.path() / "a/clean/report.json"), slurp(dir.path() / "b/clean/report.json"));
-  EXPECT_EQ(slurp(dir.path() / "a/clean/trace.json"), slurp(dir.path() / "b/clean/trace.json"));
-  Result r = run("compare a/clean b/clean", dir);
+  EXPECT_EQ(test::slurp(dir.path() / "a/clean/report.json"), test::slurp(dir.path() / "b/clean/report.json"));
+  EXPECT_EQ(test::slurp(dir.path() / "a/clean/trace.json"), test::slurp(dir.path() / "b/clean/trace.json"));
+  test::CmdResult r = run("compare a/clean b/clean", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("no divergence"), std::string::npos) << r.out;
   ASSERT_EQ(run("run faulty.yaml --out a", dir).code, 0);
@@ -176,7 +155,7 @@ TEST(Cli, SameSeedGivesIdenticalReportsAndCompareFindsTheInjection) {
   EXPECT_NE(r.out.find("first divergent op: relu (step 1"), std::string::npos) << r.out;
   // A different seed changes the data and therefore the report.
   ASSERT_EQ(run("run clean.yaml --out c --seed 99", dir).code, 0);
-  EXPECT_NE(slurp(dir.path() / "a/clean/report.json"), slurp(dir.path() / "c/clean/report.json"));
+  EXPECT_NE(test::slurp(dir.path() / "a/clean/report.json"), test::slurp(dir.path() / "c/clean/report.json"));
 }
 
 }  // namespace

@@ -176,7 +176,7 @@ model: swamp.yaml
 chip: tiny
 seed: 3
 data: {generator: ones}
-probes: {mode: full, watch_points: ["*"], compare: {enabled: true}}
+probes: {mode: full, data_mode: [input, output], watch_points: ["*"], compare: {enabled: true}}
 )" + injections;
 }
 
@@ -260,11 +260,14 @@ TEST(InjectorsOnChip, PerRankReductionOrdersSplitEightRanksInFp16Only) {
 
   const json& c32 = runs.at("dp_fp32").report.at("consistency");
   ASSERT_TRUE(c32.at("checked").get<bool>()) << c32.dump(2);
+  EXPECT_GT(c32.at("comparisons").get<std::uint64_t>(), 0u);
+  // Consistent at tolerance 1e-3: no rank differs from rank 0 by more than 1e-3 at any step.
   EXPECT_TRUE(c32.at("consistent").get<bool>()) << c32.dump(2);
+  EXPECT_TRUE(c32.at("divergences").empty()) << c32.dump(2);
   for (const auto& s : c32.at("per_step")) EXPECT_LT(s.at("max_abs_diff").get<double>(), 1e-3) << c32.dump(2);
 }
 
-// Weights of 1.0 (FP16 0x3c00): flipping bit 14 makes one of them +Inf (0x7c00).
+// Weights of 1.0 (FP16 0x3c00): flipping bit 14 makes one +Inf (0x7c00), bits 14 and 0 a NaN (0x7c01).
 const char* kOnes = R"(name: onesnet
 seed: 5
 inputs:
@@ -277,27 +280,75 @@ ops:
 outputs: [fc2]
 )";
 
-TEST(InjectorsOnChip, HbmBitflipInAWeightIsReportedAtTheConsumingOp) {
-  TempDir dir;
-  dir.write("onesnet.yaml", kOnes);
-  dir.write("flip.yaml", R"(name: hbm_flip
+std::string hbm_scenario(const std::string& name, const std::string& bits) {
+  return "name: " + name + R"(
 model: onesnet.yaml
 chip: tiny
 seed: 3
-steps: 2
+steps: 3
 probes: {mode: statistics, watch_points: ["*"]}
 injections:
-  - {kind: bitflip, target: hbm, tensor: fc1/weight, element: 3, bits: [14], cycle: CYCLE}
-)");
-  const auto runs = test::run_scenarios(dir, {"flip.yaml"});
-  const auto& o = runs.at("hbm_flip");
-  ASSERT_EQ(o.report.at("status"), "ok") << o.report.dump(2);
-  const json& inj = test::injection(o);
-  ASSERT_EQ(inj.at("applications"), 1u) << inj.dump(2);
-  const json& proof = inj.at("proof").at(0);
-  EXPECT_EQ(test::bits_of(proof.at("before")), 0x3C00u);
-  EXPECT_EQ(test::bits_of(proof.at("after")), 0x7C00u);
-  EXPECT_NE(proof.at("location").get<std::string>().find("tensor fc1/weight element 3 bits [14]"), std::string::npos);
+  - {kind: bitflip, target: hbm, tensor: fc1/weight, element: 3, bits: )" + bits + ", cycle: 30000}\n";
+}
+
+/// Captured statistic `key` of fc1's output per step.
+std::vector<std::uint64_t> fc1_counts(const ScenarioOutcome& o, const char* key) {
+  std::vector<std::uint64_t> v(3, 99);
+  for (const auto& e : test::dump_manifest(o).at("entries"))
+    if (e.at("op") == "fc1" && e.at("edge") == "out0") v.at(e.at("step").get<std::size_t>()) = e.at("statistics").at(key);
+  return v;
+}
+
+// A flip at cycle 30000 of a three-step inference: the steps before it are clean, the steps after
+// it read the flipped weight: column 3 of fc1's output (4 rows) is then +-Inf (x * Inf) or NaN.
+TEST(InjectorsOnChip, HbmBitflipInAWeightReachesTheProbes) {
+  TempDir dir;
+  dir.write("onesnet.yaml", kOnes);
+  dir.write("inf.yaml", hbm_scenario("hbm_inf", "[14]"));
+  dir.write("nan.yaml", hbm_scenario("hbm_nan", "[14, 0]"));
+  const auto runs = test::run_scenarios(dir, {"inf.yaml", "nan.yaml"});
+  struct Case {
+    const char* name;
+    std::uint64_t after;
+    const char* count_key;
+    const char* bits;
+  };
+  for (const Case& k : {Case{"hbm_inf", 0x7C00, "inf_count", "[14]"}, Case{"hbm_nan", 0x7C01, "nan_count", "[14, 0]"}}) {
+    SCOPED_TRACE(k.name);
+    const auto& o = runs.at(k.name);
+    ASSERT_EQ(o.report.at("status"), "ok") << o.report.dump(2);
+    const json& inj = test::injection(o);
+    ASSERT_EQ(inj.at("applications"), 1u) << inj.dump(2);
+    const json& proof = inj.at("proof").at(0);
+    EXPECT_EQ(test::bits_of(proof.at("before")), 0x3C00u);
+    EXPECT_EQ(test::bits_of(proof.at("after")), k.after);
+    EXPECT_EQ(proof.at("cycle"), 30000u);
+    EXPECT_NE(proof.at("location").get<std::string>().find(std::string("tensor fc1/weight element 3 bits ") + k.bits),
+              std::string::npos)
+        << proof.dump();
+    const auto flip_step = proof.at("step").get<std::uint32_t>();
+    ASSERT_LT(flip_step, 2u) << "the flip must land before the last step";
+    const auto counts = fc1_counts(o, k.count_key);
+    for (std::uint32_t s = 0; s < 3; ++s) {
+      if (s < flip_step) EXPECT_EQ(counts[s], 0u) << "step " << s;
+      if (s > flip_step) EXPECT_EQ(counts[s], 4u) << "step " << s;
+      if (s == flip_step) EXPECT_TRUE(counts[s] == 0 || counts[s] == 4) << counts[s];
+    }
+  }
+  // An Inf weight is no exception: x * Inf is exact, so nothing latches, and the run reports the
+  // fired flip with no anomaly (only the statistics show the Inf). A NaN weight latches
+  // nan_input at fc1 in every step that read it, naming the weight element.
+  EXPECT_TRUE(runs.at("hbm_inf").report.at("anomalies").empty()) << runs.at("hbm_inf").report.at("anomalies").dump(2);
+  const auto& nan = runs.at("hbm_nan");
+  const auto counts = fc1_counts(nan, "nan_count");
+  std::vector<std::uint64_t> latched(3, 0);
+  for (const auto& a : nan.report.at("anomalies")) {
+    EXPECT_EQ(a.at("kind"), "nan_input") << a.dump();
+    EXPECT_EQ(a.at("op"), "fc1") << a.dump();
+    EXPECT_EQ(a.at("element"), 3) << a.dump();
+    ++latched.at(a.at("step").get<std::size_t>());
+  }
+  for (std::size_t s = 0; s < 3; ++s) EXPECT_EQ(latched[s], counts[s] ? 1u : 0u) << "step " << s;
 }
 
 }  // namespace
