@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "chip_model/spec/registers.h"
 #include "probes/anomaly.h"
 #include "probes/compare.h"
 #include "probes/diagnosis.h"
@@ -15,6 +16,17 @@ using nlohmann::json;
 namespace {
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Names of the set kRegFloatStatus bits (spec::FloatStatusBits), lowest bit first.
+json float_status_names(std::uint32_t bits) {
+  static const std::pair<std::uint32_t, const char*> kNames[] = {
+      {spec::kFsOverflow, "overflow"}, {spec::kFsUnderflow, "underflow"}, {spec::kFsInvalid, "invalid"},
+      {spec::kFsNanInput, "nan_input"}, {spec::kFsDenormal, "denormal"},  {spec::kFsDivByZero, "div_by_zero"}};
+  json names = json::array();
+  for (const auto& [bit, name] : kNames)
+    if (bits & bit) names.push_back(name);
+  return names;
+}
 
 json anomaly(const probes::AnomalyRecord& a) {
   return {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
@@ -31,7 +43,8 @@ json anomaly(const probes::AnomalyRecord& a) {
           {"source_op", a.source_op},
           {"propagation_path", a.propagation_path},
           {"call_stack", a.call_stack},
-          {"fused_from", a.fused_from}};
+          {"fused_from", a.fused_from},
+          {"float_status", float_status_names(a.float_status)}};
 }
 
 json condition(const probes::TriggerEvent& t) {
@@ -92,6 +105,12 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
               {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0}};
   auto add = [&cap](const char* k, std::uint64_t v) { cap[k] = cap[k].get<std::uint64_t>() + v; };
+  json float_status = json::array();
+  for (const auto& rr : job.ranks)
+    for (const auto& st : rr.steps)
+      if (st.float_status)
+        float_status.push_back({{"rank", rr.rank}, {"step", st.step}, {"flags", float_status_names(st.float_status)}});
+  res["float_status"] = float_status;
   for (const auto& rr : job.ranks) {
     for (const auto& a : rr.anomalies) anomalies.push_back(anomaly(a));
     for (const auto& t : rr.triggers) conditions.push_back(condition(t));

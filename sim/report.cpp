@@ -75,7 +75,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"master_weights", s.precision.master_fp32 ? "fp32" : "none"},
                     {"accumulation", s.precision.accumulation},
                     {"overflow_mode", s.precision.overflow_mode}};
-  for (const char* key : {"ops", "tasks", "anomalies", "breakpoints", "rules_fired", "injections", "comparisons",
+  for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "losses", "warnings"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }

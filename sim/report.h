@@ -16,9 +16,13 @@
 //   tasks         {kernel, collective, probe, barrier} counts summed over ranks
 //   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
 //                   latency_cycles, role (source|propagation), source_op, propagation_path,
-//                   call_stack, fused_from}]  exception latches, then
+//                   call_stack, fused_from, float_status: [flag names at ISR time]}]
+//                 exception latches, then
 //                 [{kind: "condition", op, tensor, step, rank, condition, watch_point, actions,
 //                   origin}] probe conditions that held
+//   float_status  [{rank, step, flags: [overflow|underflow|invalid|nan_input|denormal|div_by_zero]}]
+//                 the sticky float-status register read (then cleared) at the end of each step
+//                 where it was not zero
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,

@@ -5,10 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,13 +39,6 @@ inline std::map<std::string, ScenarioOutcome> run_scenarios(const TempDir& dir, 
   std::map<std::string, ScenarioOutcome> by_name;
   for (auto& r : runner.run()) by_name.emplace(r.name, std::move(r));
   return by_name;
-}
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 /// The device values of a saved output (outputs/rank<r>/<tensor>.npy), as doubles.

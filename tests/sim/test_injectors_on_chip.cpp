@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "injector_chip_util.h"
@@ -17,7 +19,7 @@ using test::TempDir;
 using nlohmann::json;
 
 // A small DAG: p -> q -> r -> t depends on p; s and u do not.
-const char* kDag = R"(name: dag
+const char* kDag = R"yaml(name: dag
 seed: 2
 inputs:
   - {name: x, shape: [4, 8]}
@@ -29,7 +31,7 @@ ops:
   - {name: t, type: Add, inputs: [r, s]}
   - {name: u, type: Sigmoid, inputs: [s]}
 outputs: [t, u]
-)";
+)yaml";
 
 bool is_f16_nan(std::uint64_t bits) { return (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF) != 0; }
 
@@ -64,7 +66,8 @@ injections:
   // row 0 of p: q keeps it in place, the MatMul r spreads it over row 0 (8 columns), t adds r.
   const std::map<std::string, std::uint64_t> want = {{"p", 1}, {"q", 1}, {"r", 8}, {"s", 0}, {"t", 8}, {"u", 0}};
   std::map<std::string, std::uint64_t> got;
-  for (const auto& e : test::dump_manifest(o).at("entries"))
+  const json manifest = test::dump_manifest(o);
+  for (const auto& e : manifest.at("entries"))
     if (e.at("edge") == "out0" && e.contains("statistics")) got[e.at("op")] = e.at("statistics").at("nan_count");
   EXPECT_EQ(got, want);
 
@@ -88,7 +91,7 @@ injections:
 
 // K = 1024; the weight is +200 in its first half of rows and -200 in the second, inputs are in
 // [0.5, 1.5): running sums pass 65504 half-way through K although the result is small.
-const char* kLargeK = R"(name: large_k
+const char* kLargeK = R"yaml(name: large_k
 seed: 5
 inputs:
   - {name: x, shape: [8, 1024]}
@@ -100,7 +103,7 @@ ops:
   - {name: down_proj, type: MatMul, inputs: [x, proj_weight]}
   - {name: act, type: Relu}
 outputs: [act]
-)";
+)yaml";
 
 std::string large_k_scenario(const std::string& name, const std::string& injections) {
   return "name: " + name + R"(
@@ -157,7 +160,7 @@ TEST(InjectorsOnChip, Fp16AccumulationOverflowsWhereFp32DoesNot) {
 
 // One large product followed by 1023 small ones: 2048 + 1023 * 0.25 = 2303.75. An FP16 accumulator
 // (ulp 2 at 2048) drops every 0.25: the result is 2048, with no exception of any kind.
-const char* kSwamp = R"(name: swamp
+const char* kSwamp = R"yaml(name: swamp
 seed: 1
 inputs:
   - {name: x, shape: [8, 1024]}
@@ -168,7 +171,7 @@ ops:
   - {name: w, type: Concat, inputs: [w_big, w_small], attrs: {axis: 0}}
   - {name: total, type: MatMul, inputs: [x, w]}
 outputs: [total]
-)";
+)yaml";
 
 std::string swamp_scenario(const std::string& name, const std::string& injections) {
   return "name: " + name + R"(
@@ -240,9 +243,10 @@ TEST(InjectorsOnChip, PerRankReductionOrdersSplitEightRanksInFp16Only) {
     EXPECT_EQ(inj.at("applications").get<std::uint64_t>() % (8 * 3), 0u) << name;
     for (const auto& p : inj.at("proof")) {
       const auto r = p.at("rank").get<std::uint32_t>();
-      std::string order;
-      for (std::uint32_t i = 0; i < 8; ++i) order += (i ? "," : "") + std::to_string((r + i) % 8);
-      EXPECT_NE(p.at("after").get<std::string>().find("order=[" + order + "]"), std::string::npos) << p.dump();
+      std::vector<std::uint32_t> order;
+      for (std::uint32_t i = 0; i < 8; ++i) order.push_back((r + i) % 8);
+      EXPECT_NE(p.at("after").get<std::string>().find(fmt::format("order=[{}]", fmt::join(order, ","))), std::string::npos)
+          << p.dump();
     }
   }
   const json& c16 = runs.at("dp_fp16").report.at("consistency");
@@ -268,7 +272,7 @@ TEST(InjectorsOnChip, PerRankReductionOrdersSplitEightRanksInFp16Only) {
 }
 
 // Weights of 1.0 (FP16 0x3c00): flipping bit 14 makes one +Inf (0x7c00), bits 14 and 0 a NaN (0x7c01).
-const char* kOnes = R"(name: onesnet
+const char* kOnes = R"yaml(name: onesnet
 seed: 5
 inputs:
   - {name: x, shape: [4, 8]}
@@ -278,7 +282,7 @@ ops:
   - {name: relu, type: Relu}
   - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
 outputs: [fc2]
-)";
+)yaml";
 
 std::string hbm_scenario(const std::string& name, const std::string& bits) {
   return "name: " + name + R"(
@@ -294,7 +298,8 @@ injections:
 /// Captured statistic `key` of fc1's output per step.
 std::vector<std::uint64_t> fc1_counts(const ScenarioOutcome& o, const char* key) {
   std::vector<std::uint64_t> v(3, 99);
-  for (const auto& e : test::dump_manifest(o).at("entries"))
+  const json manifest = test::dump_manifest(o);
+  for (const auto& e : manifest.at("entries"))
     if (e.at("op") == "fc1" && e.at("edge") == "out0") v.at(e.at("step").get<std::size_t>()) = e.at("statistics").at(key);
   return v;
 }
@@ -330,9 +335,13 @@ TEST(InjectorsOnChip, HbmBitflipInAWeightReachesTheProbes) {
     ASSERT_LT(flip_step, 2u) << "the flip must land before the last step";
     const auto counts = fc1_counts(o, k.count_key);
     for (std::uint32_t s = 0; s < 3; ++s) {
-      if (s < flip_step) EXPECT_EQ(counts[s], 0u) << "step " << s;
-      if (s > flip_step) EXPECT_EQ(counts[s], 4u) << "step " << s;
-      if (s == flip_step) EXPECT_TRUE(counts[s] == 0 || counts[s] == 4) << counts[s];
+      if (s < flip_step) {
+        EXPECT_EQ(counts[s], 0u) << "step " << s;
+      } else if (s > flip_step) {
+        EXPECT_EQ(counts[s], 4u) << "step " << s;
+      } else {
+        EXPECT_TRUE(counts[s] == 0 || counts[s] == 4) << counts[s];
+      }
     }
   }
   // An Inf weight is no exception: x * Inf is exact, so nothing latches, and the run reports the

@@ -15,7 +15,7 @@ namespace {
 using test::TempDir;
 using nlohmann::json;
 
-const char* kModel = R"(name: tinynet
+const char* kModel = R"yaml(name: tinynet
 seed: 5
 inputs:
   - {name: x, shape: [8, 8]}
@@ -25,7 +25,7 @@ ops:
   - {name: relu, type: Relu}
   - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
 outputs: [fc2]
-)";
+)yaml";
 
 std::string scenario(const std::string& name, const std::string& probes, const std::string& injections,
                      int steps = 1) {
@@ -38,7 +38,8 @@ const std::string kStats = "probes: {mode: statistics, watch_points: [\"*\"]}\n"
 
 /// Raw element bits of the full dump of `op`'s output 0 at `step` (rank 0).
 std::vector<std::uint16_t> dumped_bits(const ScenarioOutcome& o, const std::string& op, std::uint32_t step) {
-  for (const auto& e : test::dump_manifest(o).at("entries")) {
+  const json manifest = test::dump_manifest(o);
+  for (const auto& e : manifest.at("entries")) {
     if (e.at("op") != op || e.at("edge") != "out0" || e.at("step") != step || !e.contains("file")) continue;
     EXPECT_EQ(e.at("encoding"), "raw");
     EXPECT_EQ(e.at("compression"), "none");
@@ -126,6 +127,7 @@ TEST(InjectorsOnChipDevice, StuckAtForcesOneBitOnEveryElementOfOneLane) {
   const auto got = dumped_bits(o, "fc1_bias", 0);
   const auto want = dumped_bits(runs.at("clean"), "fc1_bias", 0);
   ASSERT_EQ(got.size(), want.size());
+  ASSERT_GT(got.size(), first);
   std::size_t expect_changed = 0, expect_first = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (i % lanes == 3) {
@@ -172,7 +174,7 @@ TEST(InjectorsOnChipDevice, DroppedOrDelayedExceptionInterruptMakesTheAnomalyArr
   const auto& late = delay.report.at("anomalies");
   ASSERT_EQ(late.size(), 1u) << late.dump(2);
   for (const char* key : {"op", "kind", "element", "cycle", "step"}) EXPECT_EQ(late[0].at(key), base[0].at(key)) << key;
-  const double mhz = delay.report.at("chip").at("params").at("clock_mhz").get<double>();
+  const double mhz = std::stod(delay.report.at("chip").at("params").at("clock_mhz").get<std::string>());
   const auto delay_cycles = static_cast<std::int64_t>(1000000.0 * mhz / 1e6);
   EXPECT_EQ(late[0].at("latency_cycles").get<std::int64_t>() - base_latency, delay_cycles) << late[0].dump();
 
@@ -271,7 +273,7 @@ TEST(InjectorsOnChipDevice, DescriptorsThatNeverFireAreReportedAsSuch) {
     prepare_run(load_scenario(dir.path() / "beyond.yaml", lo));
     ADD_FAILURE() << "a step beyond the run was accepted";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("never reached"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("injections[0].step"), std::string::npos) << e.what();
   }
 }
 
