@@ -95,8 +95,10 @@ std::optional<AnomalyRecord> ExceptionIsr::handle() {
     a.op_type = op.type;
     a.scope = op.scope;
     a.fused_from = op.fused_from;
-    if (a.output_index < op.outputs.size()) {
-      a.tensor = op.outputs[a.output_index];
+    // For a NaN input the latch's output-index register holds the index of the input.
+    const auto& slots = a.kind == AnomalyKind::NanInput ? op.inputs : op.outputs;
+    if (a.output_index < slots.size() && !slots[a.output_index].empty()) {
+      a.tensor = slots[a.output_index];
       if (const auto* t = g_.find_tensor(a.tensor)) a.coordinate = unravel_index(a.element, t->desc.shape);
     }
     a.call_stack = call_stack(op, original_);
@@ -210,7 +212,13 @@ void PropagationTracker::classify(AnomalyRecord& a) {
   bool upstream = upstream_flagged(a.op_id);
   a.is_source = !reads_nan && !upstream;
   std::uint32_t src = upstream ? source_of(a.op_id) : a.op_id;
-  if (reads_nan && !upstream) {
+  const bool from_memory = a.kind == AnomalyKind::NanInput && !a.tensor.empty() && g_.find_tensor(a.tensor) &&
+                           !g_.producer(a.tensor);
+  if (reads_nan && !upstream && from_memory) {
+    // no op produced it: the NaN entered from memory (a weight, an input, corrupted data), so
+    // this op is where it first shows
+    a.is_source = true;
+  } else if (reads_nan && !upstream) {
     // the NaN came from outside the flagged set: name the producer of the first input
     for (const auto& in : g_.op(a.op_id).inputs)
       if (!in.empty())
