@@ -54,7 +54,10 @@ sim::PreparedRun prepare(const std::string& scenario_yaml) {
   fs::create_directories(dir);
   const fs::path file = dir / "bench.yaml";
   std::ofstream(file) << scenario_yaml;
-  return sim::prepare_run(sim::load_scenario(file, o));
+  sim::PreparedRun run = sim::prepare_run(sim::load_scenario(file, o));  // bundled models only
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return run;
 }
 
 struct SimResult {

@@ -89,6 +89,51 @@ graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode) {
   }
 }
 
+// Writes the FP32 results `pre` into `out` in its dtype through the output conversion of the
+// Mode (rounding, overflow mode, FTZ) and returns the flags the conversion raised.
+static num::BulkReport deliver(const std::vector<float>& pre, graph::Tensor& out, const num::Mode& mode) {
+  num::BulkReport conv;
+  switch (out.dtype()) {
+    case graph::DType::F16: {
+      auto raw = out.data<std::uint16_t>();
+      conv = num::convert(pre, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode);
+      break;
+    }
+    case graph::DType::BF16: {
+      auto raw = out.data<std::uint16_t>();
+      conv = num::convert(pre, std::span<num::bf16>(reinterpret_cast<num::bf16*>(raw.data()), raw.size()), mode);
+      break;
+    }
+    case graph::DType::F32: {
+      auto dst = out.data<float>();
+      for (std::size_t i = 0; i < pre.size(); ++i) {
+        const num::Result<float> r = num::deliver(pre[i], mode);
+        dst[i] = r.value;
+        if (r.flags.any()) conv.raise(r.flags, static_cast<std::int64_t>(i));
+      }
+      break;
+    }
+    case graph::DType::I32: {
+      auto dst = out.data<std::int32_t>();
+      for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int32_t>(pre[i]);
+      break;
+    }
+    case graph::DType::I64: {
+      auto dst = out.data<std::int64_t>();
+      for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int64_t>(pre[i]);
+      break;
+    }
+    case graph::DType::Bool: {
+      auto dst = out.data<std::uint8_t>();
+      for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = pre[i] != 0.0f ? 1 : 0;
+      break;
+    }
+    case graph::DType::F64:
+      break;  // not a device dtype; callers reject it
+  }
+  return conv;
+}
+
 OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
     : args_(std::move(args)), mode_(mode), op_(op_from_args(args_)),
       kernel_(&KernelRegistry::instance().get(args_)) {
@@ -186,47 +231,11 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   for (std::size_t o = 0; o < out_descs_.size(); ++o) {
     const graph::TensorDesc& d = out_descs_[o];
     const std::vector<float>& pre = computed_.values[o];
+    if (d.dtype == graph::DType::F64)
+      throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
+                                           op_label(args_), o));
     graph::Tensor out(d);
-    num::BulkReport conv;
-    switch (d.dtype) {
-      case graph::DType::F16: {
-        auto raw = out.data<std::uint16_t>();
-        conv = num::convert(pre, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode_);
-        break;
-      }
-      case graph::DType::BF16: {
-        auto raw = out.data<std::uint16_t>();
-        conv = num::convert(pre, std::span<num::bf16>(reinterpret_cast<num::bf16*>(raw.data()), raw.size()), mode_);
-        break;
-      }
-      case graph::DType::F32: {
-        auto dst = out.data<float>();
-        for (std::size_t i = 0; i < pre.size(); ++i) {
-          const num::Result<float> r = num::deliver(pre[i], mode_);
-          dst[i] = r.value;
-          if (r.flags.any()) conv.raise(r.flags, static_cast<std::int64_t>(i));
-        }
-        break;
-      }
-      case graph::DType::I32: {
-        auto dst = out.data<std::int32_t>();
-        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int32_t>(pre[i]);
-        break;
-      }
-      case graph::DType::I64: {
-        auto dst = out.data<std::int64_t>();
-        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int64_t>(pre[i]);
-        break;
-      }
-      case graph::DType::Bool: {
-        auto dst = out.data<std::uint8_t>();
-        for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = pre[i] != 0.0f ? 1 : 0;
-        break;
-      }
-      case graph::DType::F64:
-        throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
-                                             op_label(args_), o));
-    }
+    const num::BulkReport conv = deliver(pre, out, mode_);
     if (lanes) hooks->on_vector_lanes(site, d, 0, vector_lanes, out.bytes());
     if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
     outputs_.push_back(std::move(out));
@@ -298,11 +307,12 @@ void OpRunner::store(KernelMemory& mem) const {
     const spec::TensorRef& ref = args_.partial_outputs[i];
     if (ref.dtype == spec::kAbsentTensor || computed_.intermediates[i].empty()) continue;
     const graph::TensorDesc d = stored_desc(ref);
-    std::vector<double> v(computed_.intermediates[i].begin(), computed_.intermediates[i].end());
-    if (static_cast<std::int64_t>(v.size()) != graph::numel(d.shape))
-      throw std::runtime_error(fmt::format("{}: partial output {} has {} elements, its ref says {}", op_label(args_), i,
-                                           v.size(), graph::shape_str(d.shape)));
-    const graph::Tensor t = graph::Tensor::from_f64(d.shape, v, d.dtype);
+    const std::vector<float>& v = computed_.intermediates[i];
+    if (static_cast<std::int64_t>(v.size()) != graph::numel(d.shape) || d.dtype == graph::DType::F64)
+      throw std::runtime_error(fmt::format("{}: partial output {} has {} elements, its ref says {} {}", op_label(args_),
+                                           i, v.size(), graph::shape_str(d.shape), graph::dtype_name(d.dtype)));
+    graph::Tensor t(d);
+    deliver(v, t, mode_);  // the same output conversion as the op's outputs
     mem.write(ref.addr, t.bytes());
   }
 }

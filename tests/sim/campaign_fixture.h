@@ -1,4 +1,4 @@
-// A tiny campaign for the campaign tests: a small MLP (MatMul, Add, Relu, MatMul) on the tiny
+// A tiny campaign for the campaign tests: test::kTinyNet (MatMul, Add, Relu, MatMul) on the tiny
 // chip, probes with reference comparison, NaN and bit-flip faults.
 #pragma once
 
@@ -7,18 +7,6 @@
 #include "sim_test_util.h"
 
 namespace probelab::sim::test {
-
-inline const char* kCampaignModel = R"(name: tinynet
-seed: 5
-inputs:
-  - {name: x, shape: [4, 8]}
-ops:
-  - {name: fc1, type: MatMul, inputs: [x], weights: {weight: [8, 16]}}
-  - {name: fc1_bias, type: Add, weights: {b: [16]}}
-  - {name: relu, type: Relu}
-  - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
-outputs: [fc2]
-)";
 
 /// A scenario with a campaign section; `campaign_extra` is appended inside `campaign:`.
 inline std::string campaign_scenario(const std::string& campaign_extra = "") {
@@ -44,7 +32,7 @@ campaign:
 
 /// Writes the model and the scenario into `dir`; returns the scenario path.
 inline std::filesystem::path write_campaign(const TempDir& dir, const std::string& scenario = campaign_scenario()) {
-  dir.write("tinynet.yaml", kCampaignModel);
+  dir.write("tinynet.yaml", kTinyNet);
   return dir.write("camp.yaml", scenario);
 }
 

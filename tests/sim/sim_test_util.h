@@ -41,6 +41,20 @@ class TempDir {
 
 inline std::filesystem::path source_root() { return PROBELAB_SOURCE_DIR; }
 
+/// A tiny classifier (MatMul, Add, Relu, MatMul) without a loss, so its logits are an output;
+/// write it as "tinynet.yaml" next to a scenario.
+inline const char* kTinyNet = R"(name: tinynet
+seed: 5
+inputs:
+  - {name: x, shape: [4, 8]}
+ops:
+  - {name: fc1, type: MatMul, inputs: [x], weights: {weight: [8, 16]}}
+  - {name: fc1_bias, type: Add, weights: {b: [16]}}
+  - {name: relu, type: Relu}
+  - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
+outputs: [fc2]
+)";
+
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;

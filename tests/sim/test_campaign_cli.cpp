@@ -26,7 +26,7 @@ TEST(CampaignCli, HelpAndBadInput) {
   EXPECT_EQ(r.code, 0) << r.err;
   for (const char* opt : {"--trials", "--jobs", "--seed", "--out", "--resume", "--fault"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
-  dir.write("tinynet.yaml", test::kCampaignModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("plain.yaml", "name: plain\nmodel: tinynet.yaml\nchip: tiny\n");
   r = sh(probelab("campaign plain.yaml --trials 3"), dir);
   EXPECT_EQ(r.code, 2) << r.err;

@@ -131,7 +131,7 @@ TEST(CampaignTrials, StratifiedSamplingCyclesThroughStrata) {
 
 TEST(CampaignTrials, BadFaultModelsAreErrorsNamingFileLineAndKey) {
   TempDir dir;
-  dir.write("tinynet.yaml", test::kCampaignModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   LoadOptions o;
   o.source_root = test::source_root();
   auto error_of = [&](const std::string& text) -> std::string {

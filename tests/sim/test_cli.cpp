@@ -20,18 +20,6 @@ test::CmdResult run(const std::string& args, const TempDir& dir) {
   return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
 }
 
-// A tiny classifier without a loss (so its logits are an output), on the tiny chip.
-const char* kModel = R"(name: tinynet
-seed: 5
-inputs:
-  - {name: x, shape: [4, 8]}
-ops:
-  - {name: fc1, type: MatMul, inputs: [x], weights: {weight: [8, 16]}}
-  - {name: fc1_bias, type: Add, weights: {b: [16]}}
-  - {name: relu, type: Relu}
-  - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
-outputs: [fc2]
-)";
 
 std::string scenario(const std::string& name, const std::string& extra) {
   return "name: " + name + "\nmodel: tinynet.yaml\nchip: tiny\nseed: 3\nsteps: 2\n" + extra;
@@ -54,7 +42,7 @@ TEST(Cli, HelpOnEverySubcommand) {
 
 TEST(Cli, BadInputExitsWithTwo) {
   TempDir dir;
-  dir.write("tinynet.yaml", kModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("unknown_key.yaml", scenario("a", "stepz: 4\n"));
   test::CmdResult r = run("run unknown_key.yaml", dir);
   EXPECT_EQ(r.code, 2);
@@ -102,7 +90,7 @@ TEST(Cli, ShowPrintsSnapshotsAndResolvedScenario) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("fused"), std::string::npos);
   EXPECT_NE(r.out.find("FusedLayerNormRelu"), std::string::npos) << r.out;
-  dir.write("tinynet.yaml", kModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("s.yaml", scenario("s", kProbes));
   r = run("show s.yaml --set steps=4", dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -112,7 +100,7 @@ TEST(Cli, ShowPrintsSnapshotsAndResolvedScenario) {
 
 TEST(Cli, RunExitCodesFollowExpectations) {
   TempDir dir;
-  dir.write("tinynet.yaml", kModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("pass.yaml", scenario("pass", std::string(kProbes) + "expectations:\n  - no_detection: {}\n  - capture: {dropped: 0}\n"));
   dir.write("fail.yaml", scenario("fail", std::string(kProbes) +
                                               "expectations:\n  - detection: {kind: nan, op: fc2}\n  - capture: {dropped: 0}\n"));
@@ -138,7 +126,7 @@ TEST(Cli, RunExitCodesFollowExpectations) {
 
 TEST(Cli, SameSeedGivesIdenticalReportsAndCompareFindsTheInjection) {
   TempDir dir;
-  dir.write("tinynet.yaml", kModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("clean.yaml", scenario("clean", kProbes));
   dir.write("faulty.yaml", scenario("faulty", std::string(kProbes) +
                                                   "injections:\n  - {kind: nan, op: relu, element: 5, step: 1}\n"));

@@ -17,17 +17,6 @@ namespace {
 
 using test::TempDir;
 
-const char* kModel = R"(name: tinynet
-seed: 5
-inputs:
-  - {name: x, shape: [4, 8]}
-ops:
-  - {name: fc1, type: MatMul, inputs: [x], weights: {weight: [8, 16]}}
-  - {name: fc1_bias, type: Add, weights: {b: [16]}}
-  - {name: relu, type: Relu}
-  - {name: fc2, type: MatMul, weights: {weight: [16, 4]}}
-outputs: [fc2]
-)";
 
 PreparedRun prepare(const TempDir& dir, const std::string& text) {
   LoadOptions o;
@@ -49,7 +38,7 @@ std::map<std::string, graph::Tensor> reference_feeds(const PreparedRun& run, std
 
 TEST(EndToEnd, InferenceMatchesTheFp32Reference) {
   TempDir dir;
-  dir.write("tinynet.yaml", kModel);
+  dir.write("tinynet.yaml", test::kTinyNet);
   const PreparedRun run = prepare(dir, "name: e2e\nmodel: tinynet.yaml\nchip: tiny\nseed: 11\n");
   SimRequest req;
   req.run = &run;
