@@ -5,10 +5,12 @@
 //    elaboration and setup (weights uploaded once) are left out; `setup_ms` reports them.
 //    Counters: simulated cycles per host second and ratio_vs_reference (target <= 2x with all
 //    detection on);
-//  - BM_CaptureOverhead/<case>: simulated-cycle overhead of capture against the same run without
-//    probes, for statistics on every op and full capture at sample rate 0.1 with ping-pong and
-//    with a single buffer (targets: <= 1 %, <= 3 %, single shown beside), and the host CPU cost
-//    of probes (statistics on every op) against probes off (target <= 1.3x).
+//  - BM_CaptureOverhead/<case>: simulated step-cycle overhead of capture against the same run
+//    without probes (sum of the step times: setup and the end-of-run drain excluded), for
+//    statistics on every op (in-kernel, and as separate capture tasks drained every step for
+//    comparison) and full capture at sample rate 0.1 with ping-pong and with a single buffer
+//    (targets: <= 1 %, <= 3 %, single shown beside), and the host CPU cost of probes against
+//    probes off (target <= 1.3x for statistics on every op).
 // Simulated cycles are deterministic; host times are best-of-N thread/process CPU times, so
 // load from other processes on the machine barely moves them. Run from the repository root (or
 // set PROBELAB_SOURCE_DIR).
@@ -80,7 +82,9 @@ SimResult simulate_in_child(const sim::PreparedRun& run, bool probes) {
     req.out_dir = out;
     const json r = sim::simulate(req);
     const double t1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    std::ofstream(result) << json{{"cycles", r["cycles"]["total"]}, {"cpu_s", t1 - t0}, {"status", r["status"]}}.dump();
+    std::uint64_t steps = 0;  // step cycles: what a step costs more, without setup and end-of-run drain
+    for (const auto& c : r["cycles"]["per_step"].at(0)) steps += c.get<std::uint64_t>();
+    std::ofstream(result) << json{{"cycles", steps}, {"cpu_s", t1 - t0}, {"status", r["status"]}}.dump();
     return 0;
   });
   bool ok = true;
@@ -197,6 +201,11 @@ void BM_CaptureOverhead(benchmark::State& state, const std::string& label, const
 BENCHMARK_CAPTURE(BM_CaptureOverhead, stats_every_op, std::string("stats_every_op"),
                   std::string("  mode: statistics\n  watch_points: [\"*\"]\n"
                               "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall}"))
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_CaptureOverhead, stats_every_op_as_tasks_step_drain, std::string("stats_every_op_as_tasks_step_drain"),
+                  std::string("  mode: statistics\n  watch_points: [\"*\"]\n"
+                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall,\n"
+                              "            in_kernel_statistics: false, drain: step}"))
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CaptureOverhead, full_0_1_ping_pong, std::string("full_0_1_ping_pong"),
                   std::string("  mode: full\n  sample_rate: 0.1\n  watch_points: [\"*\"]\n"

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "chip_model/capture_unit.h"
 #include "chip_model/hbm.h"
 #include "chip_model/kernels/op_runner.h"
+#include "chip_model/spec/capture_math.h"
 #include "chip_model/trace.h"
 #include "graph/dtype.h"
 
@@ -34,6 +36,32 @@ num::Mode mode_of(std::uint32_t fp_mode) {
 
 double gbps(std::uint64_t bytes_per_cycle, std::uint32_t mhz) {
   return static_cast<double>(bytes_per_cycle) * mhz / 1000.0;
+}
+
+/// Bytes of the tensors the task asks in-kernel statistics of; throws on a bit naming no tensor.
+std::uint64_t stats_bytes(const spec::TaskDescriptor& task, const spec::OpArgs& args) {
+  std::uint64_t bytes = 0;
+  auto add = [&](std::uint16_t mask, const std::vector<spec::TensorRef>& refs, const char* what) {
+    for (std::uint32_t i = 0; i < 16; ++i) {
+      if (!(mask & (1u << i))) continue;
+      if (i >= refs.size() || refs[i].dtype == spec::kAbsentTensor)
+        throw std::runtime_error(fmt::format("task {} (op {}): in-kernel statistics of {} {}, which the op does not have",
+                                             task.task_id, task.op_id, what, i));
+      bytes += static_cast<std::uint64_t>(spec::tensor_numel(refs[i])) * spec::element_bytes(refs[i].dtype);
+    }
+  };
+  add(task.stats_inputs, args.inputs, "input");
+  add(task.stats_outputs, args.outputs, "output");
+  return bytes;
+}
+
+/// Merge of the per-core partial statistics on the lead core, on the critical path after the
+/// last core's last tile (estimate): the partials of cores that finished earlier are combined
+/// while the others still run, so what remains is reading the last 64-byte partial over the L2
+/// port, one Vector combine, and 16 cycles for the completion handshake.
+std::uint64_t stats_merge_cycles(std::uint32_t l2_bytes_per_cycle) {
+  const std::uint64_t port = std::max<std::uint32_t>(l2_bytes_per_cycle, 1);
+  return (64 + port - 1) / port + 1 + 16;
 }
 
 }  // namespace
@@ -89,7 +117,8 @@ void AiCore::execute(TaskContext& ctx) {
 
   const auto ncores = static_cast<std::uint32_t>(ctx.cores.size());
   const kernels::CoreTimingParams params = timing_params(ncores);
-  const kernels::OpWork work = run.work();
+  kernels::OpWork work = run.work();
+  work.stats_bytes = stats_bytes(task, run.args());
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
   const kernels::TilePlan plan = kernels::plan_tiles(work, params, ncores, out_elems);
   PipelineOptions popt;
@@ -141,6 +170,7 @@ void AiCore::execute(TaskContext& ctx) {
 
   run.store(mem);
   ctx.qk.set(ChipClock::from_ps(r.end_ps) - sc_core::sc_time_stamp());
+  if (task.stats_inputs || task.stats_outputs) emit_statistics(ctx, run);
 
   OpRecord rec;
   rec.op_id = task.op_id;
@@ -162,6 +192,26 @@ void AiCore::execute(TaskContext& ctx) {
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
   records_.push_back(std::move(rec));
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
+}
+
+void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run) {
+  const sc_core::sc_time merge_start = ctx.now();
+  ctx.qk.inc(svc_.clock.cycles(stats_merge_cycles(opts_.l2_bytes_per_cycle)));
+  if (svc_.trace->enabled())
+    svc_.trace->complete(svc_.rank, TaskContext::core_track(ctx.cores.front(), "vector"), "stats merge", "debug",
+                         ChipClock::to_ps(merge_start), ChipClock::to_ps(ctx.now() - merge_start),
+                         {{"task_id", std::uint64_t{ctx.task.task_id}}});
+  auto emit = [&](const spec::TensorRef& ref, const graph::Tensor& t, std::uint16_t index, bool is_input) {
+    const spec::CaptureStats s =
+        spec::compute_stats(t.bytes(), ref.dtype, static_cast<std::size_t>(spec::tensor_numel(ref)));
+    const auto payload = std::as_bytes(std::span(&s, 1));
+    svc_.capture->produce(tensor_record_header(ctx.task, ref, spec::CapturePayload::Statistics, index, is_input),
+                          payload, ctx.qk, ctx.site(ctx.cores.front()));
+  };
+  for (std::uint16_t i = 0; i < 16; ++i)
+    if (ctx.task.stats_inputs & (1u << i)) emit(run.args().inputs[i], run.inputs()[i], i, true);
+  for (std::uint16_t o = 0; o < 16; ++o)
+    if (ctx.task.stats_outputs & (1u << o)) emit(run.args().outputs[o], run.outputs()[o], o, false);
 }
 
 void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {

@@ -15,7 +15,12 @@
 //     the detection circuit gets one report per anomalous tensor (NaN input: output_index = the
 //     input's index and the element is in that input; outputs: the output's index and element),
 //     each with the cycle at which the tile holding that element completed;
-//  5. the results are written to HBM, the task completes at the pipeline's end time.
+//  5. the results are written to HBM, the task completes at the pipeline's end time;
+//  6. in-kernel statistics (TaskDescriptor stats_outputs / stats_inputs): each tile's share is
+//     one extra Vector pass in its epilogue (OpWork::stats_bytes), then the lead core merges the
+//     per-core partials and hands one Statistics record per tensor to the capture unit (values:
+//     spec::compute_stats over the whole tensor, as a Capture task computes them); the task
+//     completes once the records are handed over (posted writes).
 // Moving the operand bytes (step 2 and 5) is functional and costs no time by itself: every
 // byte is charged by the pipeline's per-tile HBM transfers instead.
 //
@@ -34,6 +39,10 @@
 #include "chip_model/ai_core_pipeline.h"
 #include "chip_model/core_interface.h"
 #include "chip_model/kernels/tiling.h"
+
+namespace probelab::chip::kernels {
+class OpRunner;
+}
 
 namespace probelab::chip {
 
@@ -72,6 +81,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
  private:
   void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
+  void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run);
 
   const ChipServices& svc_;
   AiCoreOptions opts_;

@@ -11,6 +11,7 @@
 #include "chip_model/spec/irq.h"
 #include "chip_model/spec/registers.h"
 #include "chip_model/trace.h"
+#include "graph/format.h"
 
 namespace probelab::chip {
 
@@ -18,6 +19,24 @@ std::uint32_t crc32(std::span<const std::byte> bytes) {
   boost::crc_32_type crc;
   crc.process_bytes(bytes.data(), bytes.size());
   return crc.checksum();
+}
+
+spec::CaptureRecordHeader tensor_record_header(const spec::TaskDescriptor& task, const spec::TensorRef& t,
+                                               spec::CapturePayload payload, std::uint16_t index, bool is_input) {
+  spec::CaptureRecordHeader h;
+  h.op_id = task.op_id;
+  h.task_id = task.task_id;
+  h.step = task.step;
+  h.output_index = index;
+  h.payload = payload;
+  h.dtype = t.dtype;
+  const auto f = static_cast<graph::Format>(t.format);
+  h.format = static_cast<std::uint8_t>(f == graph::Format::ND || f == graph::Format::FRACTAL_NZ ? graph::Format::ND
+                                                                                                 : graph::Format::NCHW);
+  h.rank_dims = static_cast<std::uint8_t>(std::min<std::uint32_t>(t.rank, spec::kMaxDims));
+  h.is_input = is_input ? 1 : 0;
+  for (int i = 0; i < h.rank_dims; ++i) h.dims[i] = t.dims[i];
+  return h;
 }
 
 CaptureUnit::CaptureUnit(sc_core::sc_module_name name, const ChipConfig& cfg, Hbm& hbm, InterruptController& irq,

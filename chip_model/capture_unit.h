@@ -32,7 +32,9 @@
 #include "chip_model/clock.h"
 #include "chip_model/fault_hooks.h"
 #include "chip_model/spec/capture_record.h"
+#include "chip_model/spec/kernel_args.h"
 #include "chip_model/spec/registers.h"
+#include "chip_model/spec/task.h"
 
 namespace probelab::chip {
 
@@ -42,6 +44,12 @@ class Trace;
 
 /// CRC-32 (IEEE 802.3, as boost::crc_32_type) of the bytes.
 std::uint32_t crc32(std::span<const std::byte> bytes);
+
+/// Header of a record about tensor `t` (slot `index`, an input if `is_input`) produced for
+/// `task` (op id, task id and step from the descriptor). The payload format is the plain layout
+/// the device converts `t`'s format to: ND for ND and FRACTAL_NZ, NCHW otherwise.
+spec::CaptureRecordHeader tensor_record_header(const spec::TaskDescriptor& task, const spec::TensorRef& t,
+                                               spec::CapturePayload payload, std::uint16_t index, bool is_input);
 
 class CaptureUnit : public sc_core::sc_module {
  public:

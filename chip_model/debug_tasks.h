@@ -1,5 +1,5 @@
 // Capture and Breakpoint tasks, executed on the vector unit of one granted core
-// (ctx.cores[0]).
+// (ctx.cores[0]), and asynchronous full-tensor captures on the capture DMA engine.
 //
 // Both read their argument block (spec/kernel_args.h) from HBM, then load the tensor through
 // the core's MTE in blocks of half the UB (double-buffered: block b+1 loads while block b is
@@ -18,6 +18,11 @@
 namespace probelab::chip {
 
 void run_capture_task(TaskContext& ctx);
+/// An asynchronous full-tensor capture (kTaskFlagAsync) on the capture unit's DMA engine: the
+/// tensor is read at one MTE port's rate (HBM client Capture), its layout converted by strided
+/// DMA (no Vector pass), and the record produced. Runs in the engine's thread with its own qk.
+void run_capture_dma(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
+                     tlm_utils::tlm_quantumkeeper& qk);
 bool run_breakpoint_task(TaskContext& ctx);
 
 }  // namespace probelab::chip

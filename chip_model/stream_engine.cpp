@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include "chip_model/collective_handler.h"
+#include "chip_model/capture_dma.h"
+#include "chip_model/capture_unit.h"
 #include "chip_model/core_scheduler.h"
 #include "chip_model/debug_tasks.h"
+#include "chip_model/detection_circuit.h"
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
 #include "chip_model/spec/irq.h"
@@ -31,11 +34,20 @@ const char* kind_name(spec::TaskKind k) {
 }  // namespace
 
 StreamEngine::StreamEngine(sc_core::sc_module_name name, const ChipServices& services, CoreScheduler& sched)
-    : sc_module(name), svc_(services), sched_(sched) {
+    : sc_module(name), svc_(services), sched_(sched), capture_dma_(std::make_unique<CaptureDma>("capture_dma", services)) {
   for (std::uint32_t s = 0; s < spec::kNumStreams; ++s) {
     sc_core::sc_spawn_options opts;
     sc_core::sc_spawn([this, s] { stream_thread(s); }, sc_core::sc_gen_unique_name("stream"), &opts);
   }
+}
+
+StreamEngine::~StreamEngine() = default;
+
+void StreamEngine::wait_captures(std::uint32_t s, tlm_utils::tlm_quantumkeeper& qk) {
+  if (capture_dma_->outstanding(s) == 0) return;
+  qk.sync();
+  while (capture_dma_->outstanding(s) > 0) sc_core::wait(capture_dma_->done_event());
+  qk.reset();
 }
 
 std::uint64_t StreamEngine::event_count(std::uint32_t id) const {
@@ -44,8 +56,10 @@ std::uint64_t StreamEngine::event_count(std::uint32_t id) const {
 }
 
 bool StreamEngine::all_idle() const {
-  for (const auto& st : streams_)
-    if (!st.halted && (st.busy || st.head != st.tail)) return false;
+  for (std::uint32_t s = 0; s < spec::kNumStreams; ++s) {
+    const StreamState& st = streams_[s];
+    if (!st.halted && (st.busy || st.head != st.tail || capture_dma_->outstanding(s) > 0)) return false;
+  }
   return true;
 }
 
@@ -123,6 +137,7 @@ void StreamEngine::stream_thread(std::uint32_t s) {
     qk.inc(sc_core::sc_time(static_cast<double>(svc_.config->task_dispatch_ns), sc_core::SC_NS));
     const sc_core::sc_time start = qk.get_current_time();
     run_task(s, task, qk);
+    if (task.flags & spec::kTaskFlagStatusRecord) status_record(s, task, qk);
     const sc_core::sc_time end = qk.get_current_time();
     trace_task(s, task, start, end);
     ++st.completed;
@@ -147,6 +162,11 @@ void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, t
   auto make_ctx = [&](std::span<const std::uint32_t> cores) {
     return TaskContext{task, s, cores, modes.fp_mode, task.step, qk, svc_};
   };
+  if (task.kind == spec::TaskKind::Barrier || (task.flags & spec::kTaskFlagWaitCaptures)) wait_captures(s, qk);
+  if (task.kind == spec::TaskKind::Capture && (task.flags & spec::kTaskFlagAsync)) {
+    capture_dma_->enqueue(s, task, qk.get_current_time());
+    return;
+  }
   switch (task.kind) {
     case spec::TaskKind::Kernel: {
       if (!executor_)
@@ -201,6 +221,19 @@ void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, t
       throw std::runtime_error(fmt::format("{}: task {} has unknown kind {}", name(), task.task_id,
                                            static_cast<unsigned>(task.kind)));
   }
+}
+
+void StreamEngine::status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk) {
+  spec::StepStatus st;
+  st.float_status = svc_.detection->float_status();
+  if (st.float_status) svc_.detection->write_reg(spec::kRegFloatStatusClear, st.float_status);
+  spec::CaptureRecordHeader h;
+  h.op_id = task.op_id;
+  h.task_id = task.task_id;
+  h.step = task.step;
+  h.payload = spec::CapturePayload::StepStatus;
+  const FaultSite site{svc_.rank, task.step, task.op_id, task.task_id, 0, s, svc_.clock.cycle_at(qk.get_current_time())};
+  svc_.capture->produce(h, std::as_bytes(std::span(&st, 1)), qk, site);
 }
 
 void StreamEngine::trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,

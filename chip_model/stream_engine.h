@@ -7,15 +7,18 @@
 // model), advancing Head as it fetches, and executes them strictly in order, one at a time:
 //   Kernel      -> cores granted by the CoreScheduler, then CoreExecutor::execute
 //   Capture     -> one core's vector unit: stats / hash / full copy (debug_tasks.h) into the
-//                  capture unit
+//                  capture unit; with kTaskFlagAsync the capture DMA engine (capture_dma.h)
+//                  copies the full tensor while the stream goes on
 //   Breakpoint  -> one core's vector unit: stats + predicate; if it holds, the stream halts after
 //                  the task (Halted status, HaltTask = task id, kIrqBreakpoint) until the host
 //                  writes Resume
 //   EventRecord -> increments event `event_id` (a counting semaphore shared by all streams)
 //   EventWait   -> waits until event `event_id` has a record, then consumes one
-//   Barrier     -> no-op (tasks of one stream are already in order)
+//   Barrier     -> waits for the stream's asynchronous captures (so does any task flagged
+//                  kTaskFlagWaitCaptures, before it starts)
 //   Collective  -> CollectiveHandler::run, then kIrqCollective
-// After each task: Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
+// After each task: kTaskFlagStatusRecord makes a StepStatus capture record (float status
+// snapshot, then those bits cleared); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
 // `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
 // ends sc_start with the error). Streams run concurrently; each has its own quantum keeper.
 // Writing RingEntries resets Head and Tail to 0 (program it while the stream is idle); Tail
@@ -25,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 
 #include <systemc>
 #include <tlm_utils/tlm_quantumkeeper.h>
@@ -34,12 +38,14 @@
 
 namespace probelab::chip {
 
+class CaptureDma;
 class CollectiveHandler;
 class CoreScheduler;
 
 class StreamEngine : public sc_core::sc_module {
  public:
   StreamEngine(sc_core::sc_module_name name, const ChipServices& services, CoreScheduler& sched);
+  ~StreamEngine() override;
 
   void set_core_executor(CoreExecutor* exec) { executor_ = exec; }
   void set_collective_handler(CollectiveHandler* h) { collectives_ = h; }
@@ -69,6 +75,8 @@ class StreamEngine : public sc_core::sc_module {
  private:
   void stream_thread(std::uint32_t s);
   void run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
+  void wait_captures(std::uint32_t s, tlm_utils::tlm_quantumkeeper& qk);
+  void status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
   void trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,
                   const sc_core::sc_time& end) const;
 
@@ -76,6 +84,7 @@ class StreamEngine : public sc_core::sc_module {
   CoreScheduler& sched_;
   CoreExecutor* executor_ = nullptr;
   CollectiveHandler* collectives_ = nullptr;
+  std::unique_ptr<CaptureDma> capture_dma_;
   std::array<StreamState, spec::kNumStreams> streams_{};
   std::array<sc_core::sc_event, spec::kNumStreams> doorbell_;
   std::array<sc_core::sc_event, spec::kNumStreams> resume_;

@@ -60,6 +60,9 @@ std::string payload_problem(const spec::CaptureRecordHeader& h, std::span<const 
     case spec::CapturePayload::Statistics:
       if (h.payload_bytes != sizeof(spec::CaptureStats)) return fmt::format("statistics payload of {} bytes", h.payload_bytes);
       break;
+    case spec::CapturePayload::StepStatus:
+      if (h.payload_bytes != sizeof(spec::StepStatus)) return fmt::format("step status payload of {} bytes", h.payload_bytes);
+      return {};
     case spec::CapturePayload::Hash:
       if (h.payload_bytes != 8) return fmt::format("hash payload of {} bytes", h.payload_bytes);
       break;

@@ -246,7 +246,17 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
   }
 
   if (const auto& c = root["capture"]) {
-    r.check_keys(c, "capture", {"buffer_bytes", "ping_pong", "overrun"});
+    r.check_keys(c, "capture", {"buffer_bytes", "ping_pong", "overrun", "in_kernel_statistics", "async_full", "drain"});
+    if (c["async_full"]) cfg.capture.async_full = r.boolean(c["async_full"], "capture.async_full");
+    if (c["in_kernel_statistics"])
+      cfg.capture.in_kernel_statistics = r.boolean(c["in_kernel_statistics"], "capture.in_kernel_statistics");
+    if (c["drain"]) {
+      std::string d = r.str(c["drain"], "capture.drain");
+      if (d == "auto") cfg.capture.drain = DrainPolicy::Auto;
+      else if (d == "step") cfg.capture.drain = DrainPolicy::Step;
+      else if (d == "buffer_full") cfg.capture.drain = DrainPolicy::BufferFull;
+      else r.fail(c["drain"], "capture.drain", fmt::format("unknown drain policy '{}' (expected auto, step or buffer_full)", d));
+    }
     if (c["buffer_bytes"])
       cfg.capture.buffer_bytes = static_cast<std::uint32_t>(r.integer(c["buffer_bytes"], "capture.buffer_bytes", 4096, 1ll << 31));
     if (c["ping_pong"]) cfg.capture.ping_pong = r.boolean(c["ping_pong"], "capture.ping_pong");

@@ -50,6 +50,14 @@ class Device {
   /// raises an interrupt. The handler acknowledges through write_reg(kRegIrqAck, ...).
   using IrqHandler = std::function<void(std::uint32_t lines)>;
   virtual void set_irq_handler(IrqHandler handler) = 0;
+  /// Runs `work` outside interrupt context as soon as possible, as a driver's bottom half (work
+  /// queue): an ISR defers long work (draining capture buffers) so that other interrupts, e.g.
+  /// the stream completion a synchronize() waits for, are serviced meanwhile. Items run one at a
+  /// time, in order, concurrently with the caller's other threads (interleaving only inside Device
+  /// calls). Default: runs `work` at once.
+  virtual void defer(std::function<void()> work) { work(); }
+  /// Blocks until every deferred item has run (not callable from deferred work itself).
+  virtual void wait_deferred() {}
 
   // ---- Time ----
   /// Device cycle counter as the host reads it (kRegCycleLo/Hi), for latency measurements.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "chip_model/spec/irq.h"
+#include "chip_model/spec/op_args.h"
 #include "graph/format.h"
 #include "probes/capture_drain.h"
 #include "probes/expr.h"
@@ -312,10 +313,20 @@ void FakeDevice::run_queue(std::uint32_t stream) {
     switch (t.kind) {
       case TaskKind::Capture: run_capture(t); break;
       case TaskKind::Breakpoint: run_breakpoint(stream, t); break;
-      case TaskKind::Kernel:
-        if (on_kernel) on_kernel(stream, t);
-        break;
+      case TaskKind::Kernel: run_kernel(stream, t); break;
       default: break;
+    }
+    if (t.flags & kTaskFlagStatusRecord) {
+      StepStatus st;
+      st.float_status = float_status_;
+      float_status_ = 0;
+      CaptureRecordHeader h;
+      h.op_id = t.op_id;
+      h.task_id = t.task_id;
+      h.step = t.step;
+      h.rank = rank_;
+      h.payload = CapturePayload::StepStatus;
+      emit_record(h, std::as_bytes(std::span(&st, 1)));
     }
     regs_[stream_reg(stream, kStreamCompleted)]++;
     if (t.flags & kTaskFlagNotify) raise_irq(kIrqStreamDone);
@@ -328,24 +339,58 @@ bool FakeDevice::synchronize(std::uint32_t stream) {
   return !halted(stream);
 }
 
+void FakeDevice::run_kernel(std::uint32_t stream, const TaskDescriptor& t) {
+  if (!t.stats_inputs && !t.stats_outputs) {
+    if (on_kernel) on_kernel(stream, t);
+    return;
+  }
+  std::vector<std::byte> block(t.args_size);
+  dma_read(t.args_addr, block);
+  const spec::OpArgs args = spec::decode_op_args(block);
+  auto each = [&](std::uint16_t mask, const std::vector<TensorRef>& refs, bool is_input) {
+    for (std::uint16_t i = 0; i < 16; ++i)
+      if (mask & (1u << i)) {
+        if (i >= refs.size() || refs[i].dtype == kAbsentTensor)
+          throw std::logic_error(fmt::format("FakeDevice: task {} asks statistics of {} {}, which the op does not have",
+                                             t.task_id, is_input ? "input" : "output", i));
+        emit_stats(t, refs[i], i, is_input);
+      }
+  };
+  each(t.stats_inputs, args.inputs, true);
+  if (on_kernel) on_kernel(stream, t);
+  each(t.stats_outputs, args.outputs, false);
+}
+
+CaptureRecordHeader FakeDevice::tensor_header(const TaskDescriptor& t, const TensorRef& ref, CapturePayload payload,
+                                              std::uint16_t index, bool is_input) const {
+  CaptureRecordHeader h;
+  h.op_id = t.op_id;
+  h.task_id = t.task_id;
+  h.step = t.step;
+  h.rank = rank_;
+  h.output_index = index;
+  h.is_input = is_input ? 1 : 0;
+  h.payload = payload;
+  h.dtype = ref.dtype;
+  h.format = static_cast<std::uint8_t>(ref.rank == 4 ? graph::Format::NCHW : graph::Format::ND);
+  h.rank_dims = ref.rank;
+  for (int i = 0; i < ref.rank; ++i) h.dims[i] = ref.dims[i];
+  return h;
+}
+
+void FakeDevice::emit_stats(const TaskDescriptor& t, const TensorRef& ref, std::uint16_t index, bool is_input) {
+  const CaptureStats s = compute_stats(read_tensor(ref));
+  emit_record(tensor_header(t, ref, CapturePayload::Statistics, index, is_input), std::as_bytes(std::span(&s, 1)));
+}
+
 void FakeDevice::run_capture(const TaskDescriptor& t) {
   CaptureArgs a;
   std::vector<std::byte> raw(sizeof a);
   dma_read(t.args_addr, raw);
   std::memcpy(&a, raw.data(), sizeof a);
   graph::Tensor x = read_tensor(a.tensor);
-  CaptureRecordHeader h;
-  h.op_id = t.op_id;
-  h.task_id = t.task_id;
-  h.step = t.step;
-  h.rank = rank_;
-  h.output_index = a.output_index;
-  h.is_input = a.is_input;
-  h.payload = static_cast<CapturePayload>(a.payload);
-  h.dtype = a.tensor.dtype;
-  h.format = static_cast<std::uint8_t>(x.shape().size() == 4 ? graph::Format::NCHW : graph::Format::ND);
-  h.rank_dims = a.tensor.rank;
-  for (int i = 0; i < a.tensor.rank; ++i) h.dims[i] = a.tensor.dims[i];
+  const CaptureRecordHeader h =
+      tensor_header(t, a.tensor, static_cast<CapturePayload>(a.payload), a.output_index, a.is_input != 0);
   std::vector<std::byte> payload;
   switch (h.payload) {
     case CapturePayload::Statistics: {

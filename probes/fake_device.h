@@ -9,7 +9,10 @@
 //   - a scriptable exception latch (latch_exception) and float-status register;
 //   - interrupts delivered synchronously to the handler (a line raised while the handler runs is
 //     delivered after it returns), honouring the mask.
-// Kernel tasks are recorded but not executed: tests place tensor values with dma_write.
+// Kernel tasks are recorded but not executed: tests place tensor values with dma_write (or in
+// on_kernel). A Kernel task asking for in-kernel statistics (stats_inputs / stats_outputs) must
+// carry a spec::OpArgs block: input statistics are taken before on_kernel, output statistics
+// after it. kTaskFlagStatusRecord emits a StepStatus record (float status, then cleared).
 // The fake cannot block a producer: under the stall policy it delivers the buffer-full interrupt
 // (the handler drains and releases) and retries once; if still no buffer is free the record is
 // dropped and counted in kRegCapDropped (and in stall_fallback_drops()).
@@ -98,6 +101,10 @@ class FakeDevice : public Device {
   bool cap_handover();  // active buffer -> ready; switch to a free buffer; false if none free
   void run_queue(std::uint32_t stream);
   void run_capture(const spec::TaskDescriptor& t);
+  void run_kernel(std::uint32_t stream, const spec::TaskDescriptor& t);
+  void emit_stats(const spec::TaskDescriptor& t, const spec::TensorRef& ref, std::uint16_t index, bool is_input);
+  spec::CaptureRecordHeader tensor_header(const spec::TaskDescriptor& t, const spec::TensorRef& ref,
+                                          spec::CapturePayload payload, std::uint16_t index, bool is_input) const;
   void run_breakpoint(std::uint32_t stream, const spec::TaskDescriptor& t);
   graph::Tensor read_tensor(const spec::TensorRef& ref);
 

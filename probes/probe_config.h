@@ -30,7 +30,10 @@
 //       - "overflow_count > 3 -> enable_verbose"
 //       - {when: "nan_input_count > 0", actions: [stop], ops: ["*"]}
 //     exceptions: {kinds: [overflow, invalid, nan_input]}   # default; add underflow, or all
-//     capture: {buffer_bytes: 1048576, ping_pong: true, overrun: stall}   # stall | drop
+//     capture: {buffer_bytes: 1048576, ping_pong: true, overrun: stall,  # stall | drop
+//               in_kernel_statistics: true,  # statistics of kernel ops computed by the kernel
+//               async_full: true,            # full tensors copied by the capture DMA engine
+//               drain: auto}                 # step | buffer_full | auto (see CaptureUnitOptions)
 //     output: {dir: dump, compression: zstd, zstd_level: 1, delta: false, level: all}
 //             # compression: zstd | none (or true/false); level: all | triggered | none
 //     consistency: {enabled: false, reference_rank: 0, sync_at_collectives: true, mode: hash,
@@ -126,10 +129,27 @@ struct Rule {
   std::vector<std::string> ops;  // globs of ops whose probes enable_verbose switches; empty: all
 };
 
+/// When the host collects capture records.
+///  - Step: at every step end (flush + drain before the next step is submitted). Host conditions,
+///    rules and their actions (full_dump of the step's tensors, enable_verbose from the next step,
+///    stop) then act on the step just run; per-step float status is read from kRegFloatStatus.
+///  - BufferFull: only when a buffer fills (kIrqCaptureFull, drained while the device runs on)
+///    and at the end of the run; the step's last task carries kTaskFlagStatusRecord so the float
+///    status of each step still arrives, as a record. Nothing waits on the host between steps.
+///  - Auto: Step when any watch point has conditions or any rule exists, else BufferFull.
+enum class DrainPolicy : std::uint8_t { Auto, Step, BufferFull };
+
 struct CaptureUnitOptions {
   std::uint32_t buffer_bytes = 1u << 20;
   bool ping_pong = true;
   bool drop_on_full = false;  // overrun policy: false = stall the producer, true = drop records
+  /// Statistics probes on the edges of kernel ops are computed by the op's kernel (Kernel task
+  /// stats_outputs/stats_inputs) instead of a separate Capture task.
+  bool in_kernel_statistics = true;
+  /// Full-tensor captures run on the capture DMA engine (kTaskFlagAsync) instead of holding the
+  /// stream and a core while they copy.
+  bool async_full = true;
+  DrainPolicy drain = DrainPolicy::Auto;
 };
 
 enum class OutputLevel : std::uint8_t { None, Triggered, All };

@@ -47,6 +47,42 @@ void RuntimeState::warn(std::string msg) {
   if (rep.warnings.size() < 256) rep.warnings.push_back(std::move(msg));
 }
 
+void RuntimeState::flush_capture(const std::string& when) {
+  if (!drain->programmed()) return;
+  dev.wait_deferred();  // a drain started by an interrupt finishes first
+  drain->flush();
+  // a breakpoint or condition may have produced more records while draining: drain until quiet
+  for (int i = 0; i < 4 && !drain->accounting().balanced(); ++i) drain->flush();
+  const auto& acc = drain->accounting();
+  if (!acc.balanced())
+    warn(fmt::format("{}: {} capture record(s) neither drained nor reported dropped after flush", when,
+                     acc.unaccounted()));
+}
+
+bool RuntimeState::should_capture(const ProbeSite& site, std::uint32_t at_step) const {
+  if (!cfg.enabled) return false;
+  if (site.kind == ProbeKind::Sync) return cfg.consistency.steps.contains(at_step);
+  bool active = false;
+  for (std::size_t w : site.watch_points) {
+    const WatchPoint& wp = cfg.watch_points[w];
+    if (wp.steps.contains(at_step) && wp.ranks.contains(opts.rank)) active = true;
+  }
+  if (!active) return false;
+  if (site.kind == ProbeKind::Breakpoint) return true;
+  auto v = verbose_from.find(site.probe_op_id);
+  if (v != verbose_from.end() && at_step >= v->second) return true;
+  return sampled(seed, site.probe_op, at_step, opts.rank, site.sample_rate);
+}
+
+bool RuntimeState::in_kernel(const ProbeSite& site, std::uint32_t at_step) const {
+  if (!cfg.capture.in_kernel_statistics || site.kind != ProbeKind::Capture || site.mode != CaptureMode::Statistics)
+    return false;
+  if (site.index >= 16 || is_collective_type(op(site.target_op_id).type)) return false;
+  auto v = verbose_from.find(site.probe_op_id);
+  if (v != verbose_from.end() && at_step >= v->second) return false;  // captured in full
+  return should_capture(site, at_step);
+}
+
 }  // namespace detail
 
 std::vector<std::byte> ProbeTask::args_bytes() const {
@@ -99,6 +135,12 @@ const InsertionResult& ProbeRuntime::instrument(graph::Graph& g) {
   s.dumps = std::make_unique<DumpWriter>(s.opts.output_dir / s.cfg.output.dir / fmt::format("rank{}", s.opts.rank),
                                          s.cfg.output, s.opts.rank);
   s.drain = std::make_unique<CaptureDrain>(s.dev, s.cfg.capture, [&s](CaptureRecord&& r) { s.on_record(std::move(r)); });
+  s.drain_policy = s.cfg.capture.drain;
+  if (s.drain_policy == DrainPolicy::Auto) {
+    bool step_sync = !s.cfg.rules.empty();
+    for (const auto& wp : s.cfg.watch_points) step_sync = step_sync || !wp.conditions.empty();
+    s.drain_policy = step_sync ? DrainPolicy::Step : DrainPolicy::BufferFull;
+  }
   return s.ins;
 }
 
@@ -135,20 +177,26 @@ std::uint32_t ProbeRuntime::on_interrupt(std::uint32_t lines) {
     if (auto a = s.isr->handle()) {
       s.tracker->classify(*a);
       ++s.counters["anomaly_count"];
-      ++s.cur.anomalies;
+      ++s.summary(a->step).anomalies;
       s.rep.anomalies.push_back(std::move(*a));
     }
   }
   if (lines & spec::kIrqCaptureFull) {
     handled |= spec::kIrqCaptureFull;
     s.dev.write_reg(spec::kRegIrqAck, spec::kIrqCaptureFull);
-    s.drain->drain();
+    s.dev.defer([&s] {  // bottom half: the ISR returns at once
+      s.drain->drain();
+      if (!s.cfg.rules.empty()) {
+        s.refresh_counters();
+        s.evaluate_rules();
+      }
+    });
   }
   if (lines & spec::kIrqBreakpoint) {
     handled |= spec::kIrqBreakpoint;
     s.on_breakpoint();
   }
-  if (handled) {
+  if (handled & ~spec::kIrqCaptureFull) {  // a capture drain evaluates rules in its deferred work
     s.refresh_counters();
     s.evaluate_rules();
   }
@@ -159,8 +207,7 @@ void ProbeRuntime::begin_step(std::uint32_t step) {
   auto& s = *impl_;
   s.step = step;
   if (!s.first_step) s.first_step = step;
-  s.cur = StepSummary{};
-  s.cur.step = step;
+  s.summary(step);
   if (s.tracker) s.tracker->begin_step(step);
   s.dev.write_reg(spec::kRegStep, step);
 }
@@ -168,26 +215,29 @@ void ProbeRuntime::begin_step(std::uint32_t step) {
 void ProbeRuntime::end_step(std::uint32_t step) {
   auto& s = *impl_;
   if (!s.instrumented) return;
-  if (s.drain->programmed()) {
-    s.drain->flush();
-    // a breakpoint or condition may have produced more records while draining: drain until quiet
-    for (int i = 0; i < 4 && !s.drain->accounting().balanced(); ++i) s.drain->flush();
-    const auto& acc = s.drain->accounting();
-    if (!acc.balanced())
-      s.warn(fmt::format("step {}: {} capture record(s) neither drained nor reported dropped after flush", step,
-                         acc.unaccounted()));
-  }
-  s.cur.float_status = s.dev.read_reg(spec::kRegFloatStatus);
-  if (s.cur.float_status) s.dev.write_reg(spec::kRegFloatStatusClear, s.cur.float_status);
+  if (s.drain_policy != DrainPolicy::Step) return;  // records and the step's status arrive later
+  s.flush_capture(fmt::format("step {}", step));
+  StepSummary& sm = s.summary(step);
+  sm.float_status = s.dev.read_reg(spec::kRegFloatStatus);
+  if (sm.float_status) s.dev.write_reg(spec::kRegFloatStatusClear, sm.float_status);
   s.refresh_counters();
   s.evaluate_rules();
-  s.rep.steps.push_back(s.cur);
   if (s.cfg.output.level != OutputLevel::None) s.dumps->write_manifest();
 }
 
 void ProbeRuntime::finish() {
   auto& s = *impl_;
   if (!s.instrumented) return;
+  if (s.drain_policy != DrainPolicy::Step && s.configured) {
+    s.flush_capture("end of run");
+    // bits raised after the last step-status record (e.g. by tasks after it)
+    if (const std::uint32_t fs = s.dev.read_reg(spec::kRegFloatStatus)) {
+      s.summary(s.step).float_status |= fs;
+      s.dev.write_reg(spec::kRegFloatStatusClear, fs);
+    }
+    s.refresh_counters();
+    s.evaluate_rules();
+  }
   if (s.cfg.compare.enabled) s.run_comparisons();
   DiagnosisInput in;
   in.graph = &s.graph;
@@ -200,27 +250,37 @@ void ProbeRuntime::finish() {
 }
 
 bool ProbeRuntime::should_capture(const graph::Op& probe_op, std::uint32_t step) const {
+  const ProbeSite* site = impl_->ins.site(probe_op.id);
+  return site && impl_->should_capture(*site, step);
+}
+
+bool ProbeRuntime::in_kernel(const graph::Op& probe_op, std::uint32_t step) const {
+  const ProbeSite* site = impl_->ins.site(probe_op.id);
+  return site && impl_->in_kernel(*site, step);
+}
+
+void ProbeRuntime::plan_kernel(const graph::Op& op, std::uint32_t step, spec::TaskDescriptor& task) const {
   const auto& s = *impl_;
-  if (!s.cfg.enabled) return false;
-  const ProbeSite* site = s.ins.site(probe_op.id);
-  if (!site) return false;
-  if (site->kind == ProbeKind::Sync) return s.cfg.consistency.steps.contains(step);
-  bool active = false;
-  for (std::size_t w : site->watch_points) {
-    const WatchPoint& wp = s.cfg.watch_points[w];
-    if (wp.steps.contains(step) && wp.ranks.contains(s.opts.rank)) active = true;
-  }
-  if (!active) return false;
-  if (site->kind == ProbeKind::Breakpoint) return true;
-  auto v = s.verbose_from.find(probe_op.id);
-  if (v != s.verbose_from.end() && step >= v->second) return true;
-  return sampled(s.seed, site->probe_op, step, s.opts.rank, site->sample_rate);
+  if (!s.instrumented) return;
+  for (const std::vector<std::uint32_t>& ids : {s.ins.before(op.id), s.ins.after(op.id)})
+    for (std::uint32_t p : ids) {
+      const ProbeSite* site = s.ins.site(p);
+      if (!site || site->target_op_id != op.id || !s.in_kernel(*site, step)) continue;
+      (site->is_input ? task.stats_inputs : task.stats_outputs) |= static_cast<std::uint16_t>(1u << site->index);
+    }
+}
+
+DrainPolicy ProbeRuntime::drain_policy() const { return impl_->drain_policy; }
+
+bool ProbeRuntime::step_status_records() const {
+  const auto& s = *impl_;
+  return s.instrumented && s.cfg.enabled && s.drain_policy == DrainPolicy::BufferFull;
 }
 
 std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
                                                   std::uint32_t task_id) {
   auto& s = *impl_;
-  if (!should_capture(probe_op, step)) return std::nullopt;
+  if (!should_capture(probe_op, step) || in_kernel(probe_op, step)) return std::nullopt;
   const ProbeSite& site = *s.ins.site(probe_op.id);
   ProbeTask t;
   t.target_op_id = site.target_op_id;
@@ -255,6 +315,7 @@ std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std
     a.is_input = site.is_input ? 1 : 0;
     t.kind = spec::TaskKind::Capture;
     t.barrier_before = site.kind == ProbeKind::Sync;
+    if (mode == CaptureMode::Full && s.cfg.capture.async_full) t.flags |= spec::kTaskFlagAsync;
     t.args = a;
   }
   s.tasks[task_id] = probe_op.id;
@@ -280,6 +341,7 @@ std::vector<SyncSample> ProbeRuntime::sync_samples() const { return impl_->sync;
 RuntimeReport ProbeRuntime::report() const {
   const auto& s = *impl_;
   RuntimeReport r = s.rep;
+  for (const auto& [step, sm] : s.summaries) r.steps.push_back(sm);
   if (s.drain) r.capture = s.drain->accounting();
   r.counters = s.counters;
   if (s.dumps) {

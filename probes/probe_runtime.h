@@ -16,10 +16,12 @@
 //     rt.begin_step(s);
 //     for each op in the executor's order (graph::Graph::topo_order() of g, probe ops skipped):
 //       for p in ins.before(op.id): submit_probe(p)
-//       submit the op's kernel task (TaskDescriptor.op_id = op.id, .step = s)
+//       submit the op's kernel task (TaskDescriptor.op_id = op.id, .step = s), with
+//         rt.plan_kernel(op, s, desc) applied (in-kernel statistics masks; the step's last
+//         task also gets kTaskFlagStatusRecord when rt.step_status_records())
 //       for p in ins.after(op.id):  submit_probe(p)
 //     device.synchronize(stream);        // breakpoints are handled inside on_interrupt meanwhile
-//     rt.end_step(s);                    // flush + drain the capture unit, rules, manifest
+//     rt.end_step(s);                    // drain policy Step: flush + drain, rules, manifest
 //     if (rt.stop_requested()) break;
 //   rt.finish();                         // reference comparison, final manifest
 //   RuntimeReport rep = rt.report();     // or rt.report_json()
@@ -29,7 +31,8 @@
 //     if (auto t = rt.plan_probe(g.op(p.probe_op_id), s, ref, next_task_id)) {
 //       write t->args_bytes() to HBM (args block), then submit
 //       TaskDescriptor{.task_id = next_task_id, .op_id = t->target_op_id, .kind = t->kind,
-//                      .args_addr = ..., .args_size = ..., .step = s}
+//                      .flags = default | t->flags, .args_addr = ..., .args_size = ..., .step = s}
+//       (a kernel task that overwrites a tensor in place must then carry kTaskFlagWaitCaptures)
 //       (t->barrier_before: submit a Barrier task first, so that the capture sees every earlier
 //        task of the stream complete: used by sync probes at collectives)
 //     }
@@ -89,6 +92,9 @@ struct ProbeTask {
   spec::TaskKind kind = spec::TaskKind::Capture;  // Capture or Breakpoint
   std::uint32_t target_op_id = 0;                 // TaskDescriptor::op_id
   bool barrier_before = false;
+  /// TaskDescriptor flags the task needs (kTaskFlagAsync: a full-tensor capture the capture DMA
+  /// engine may run while the stream goes on).
+  std::uint16_t flags = 0;
   std::variant<spec::CaptureArgs, spec::BreakpointArgs> args;
   /// The argument block exactly as the device reads it (little endian, fixed layout).
   std::vector<std::byte> args_bytes() const;
@@ -126,10 +132,13 @@ class ProbeRuntime {
   std::uint32_t on_interrupt(std::uint32_t lines);
 
   void begin_step(std::uint32_t step);
-  /// After the step's tasks completed: flushes and drains the capture unit, checks accounting,
-  /// evaluates conditions and rules, writes dump files and the manifest.
+  /// After the step's tasks completed. Drain policy Step: flushes and drains the capture unit,
+  /// checks accounting, reads the float status, evaluates conditions and rules, writes dump
+  /// files and the manifest. Policy BufferFull: host bookkeeping only, no device access (records
+  /// arrive with buffer-full interrupts and at finish()).
   void end_step(std::uint32_t step);
-  /// End of run: reference comparisons of fully captured ops, final manifest.
+  /// End of run: drains what is left (policy BufferFull), reference comparisons of fully
+  /// captured ops, final manifest.
   void finish();
 
   /// Whether probe op `probe_op` produces a task at `step` on this rank (step/rank filters,
@@ -139,6 +148,18 @@ class ProbeRuntime {
   /// probe is inactive this step. Records task_id so breakpoint halts map back to the probe.
   std::optional<ProbeTask> plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
                                       std::uint32_t task_id);
+  /// Whether probe op `probe_op` is captured at `step` by its target op's kernel (a statistics
+  /// probe on a kernel op, capture.in_kernel_statistics on): plan_probe() then returns nullopt
+  /// and plan_kernel() sets the probe's bit in the kernel task. Pure.
+  bool in_kernel(const graph::Op& probe_op, std::uint32_t step) const;
+  /// Sets the in-kernel statistics masks (stats_outputs / stats_inputs) of `op`'s kernel task
+  /// at `step` for every probe in_kernel() there; leaves other fields alone.
+  void plan_kernel(const graph::Op& op, std::uint32_t step, spec::TaskDescriptor& task) const;
+  /// Drain policy in effect (capture.drain with Auto resolved; valid after instrument()).
+  DrainPolicy drain_policy() const;
+  /// True when the executor must set kTaskFlagStatusRecord on each step's last task (policy
+  /// BufferFull: per-step float status arrives as a record instead of a register read).
+  bool step_status_records() const;
 
   /// A `stop` action fired: the executor should stop after the current step.
   bool stop_requested() const;

@@ -28,8 +28,9 @@ struct BreakpointHit {
 
 struct StepSummary {
   std::uint32_t step = 0;
-  std::uint32_t float_status = 0;  // kRegFloatStatus at end of step (then cleared)
-  std::uint64_t records = 0;       // records drained in this step
+  std::uint32_t float_status = 0;  // float status bits raised during the step (kRegFloatStatus read
+                                   // at step end, or the step's StepStatus record)
+  std::uint64_t records = 0;       // capture records stamped with this step
   std::uint64_t anomalies = 0;
 };
 

@@ -75,7 +75,13 @@ std::string RuntimeState::dump_tensor(std::uint32_t op_id, bool is_input, std::u
 
 void RuntimeState::on_record(CaptureRecord&& rec) {
   const auto& h = rec.header;
-  ++cur.records;
+  ++summary(h.step).records;
+  if (h.payload == spec::CapturePayload::StepStatus) {
+    spec::StepStatus st;
+    std::memcpy(&st, rec.payload.data(), sizeof st);
+    summary(h.step).float_status |= st.float_status;
+    return;
+  }
   // which probe produced it: by task id, else by edge (capture probe first, then sync probe)
   const ProbeSite* site = nullptr;
   if (auto t = tasks.find(h.task_id); t != tasks.end()) site = ins.site(t->second);
@@ -105,6 +111,7 @@ void RuntimeState::on_record(CaptureRecord&& rec) {
       hash = d;
       break;
     }
+    case spec::CapturePayload::StepStatus: break;  // handled above
   }
   bool have_stats = h.payload != spec::CapturePayload::Hash;
   if (have_stats && (stats.nan_count > 0 || stats.inf_count > 0) && h.step == step && tracker)

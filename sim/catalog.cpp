@@ -74,7 +74,7 @@ const std::vector<std::pair<std::string, std::string>>& probe_options() {
       {"actions", "full_dump | stats_dump | break | enable_verbose | stop"},
       {"rules", "\"EXPR -> action[, action]\" over counters (overflow_count > 3 -> enable_verbose)"},
       {"exceptions.kinds", "overflow, underflow, invalid, nan_input: latched kinds"},
-      {"capture", "{buffer_bytes, ping_pong: true|false, overrun: stall|drop}"},
+      {"capture", "{buffer_bytes, ping_pong: true|false, overrun: stall|drop, in_kernel_statistics: true|false, async_full: true|false, drain: auto|step|buffer_full}"},
       {"output", "{dir, compression: zstd|none, zstd_level, delta, level: all|triggered|none}"},
       {"consistency", "{enabled, reference_rank, sync_at_collectives, mode: hash|statistics|full, tolerance, steps}"},
       {"compare", "{enabled, ops: [globs], decompose_fused, criteria: {...}}"},

@@ -1,6 +1,7 @@
 #include "sim/executor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -62,7 +63,10 @@ void Executor::plan_memory() {
     addr_[name] = dev_.alloc(bytes, 512);
     res_.hbm_bytes += bytes;
   }
-  for (const auto& name : aliases) addr_[name] = addr_.at(name.substr(0, name.size() - kUpdatedSuffix.size()));
+  for (const auto& name : aliases) {
+    addr_[name] = addr_.at(name.substr(0, name.size() - kUpdatedSuffix.size()));
+    in_place_.insert(name);
+  }
 }
 
 void Executor::write_tensor(const std::string& name, const graph::Tensor& value) {
@@ -229,6 +233,7 @@ void Executor::compile() {
     } else {
       c.kind = spec::TaskKind::Kernel;
       c.per_step_args = op.type == "AdamUpdate";
+      for (const auto& out : op.outputs) c.writes_in_place = c.writes_in_place || in_place_.count(out) > 0;
       bytes = kernel_args(op, 0);
     }
     c.args_size = static_cast<std::uint32_t>(bytes.size());
@@ -241,7 +246,10 @@ void Executor::compile() {
 
 void Executor::submit_task(spec::TaskDescriptor t) {
   switch (t.kind) {
-    case spec::TaskKind::Kernel: ++res_.kernel_tasks; break;
+    case spec::TaskKind::Kernel:
+      ++res_.kernel_tasks;
+      res_.in_kernel_statistics += static_cast<std::uint64_t>(std::popcount(t.stats_outputs) + std::popcount(t.stats_inputs));
+      break;
     case spec::TaskKind::Collective: ++res_.collective_tasks; break;
     case spec::TaskKind::Capture:
     case spec::TaskKind::Breakpoint: ++res_.probe_tasks; break;
@@ -283,6 +291,7 @@ void Executor::submit_probe(std::uint32_t probe_op_id, std::uint32_t step) {
   t.task_id = task_id;
   t.op_id = planned->target_op_id;
   t.kind = planned->kind;
+  t.flags |= planned->flags;
   t.args_addr = blk.addr;
   t.args_size = static_cast<std::uint32_t>(bytes.size());
   t.step = step;
@@ -317,6 +326,9 @@ void Executor::plan() {
 ExecutorResult Executor::run() {
   dev_.set_irq_handler([this](std::uint32_t lines) { on_interrupt(lines); });
   dev_.write_reg(spec::kRegFpMode, cfg_.fp_mode);
+  // Without a probe runtime nobody services exception interrupts: leave them off (the reset
+  // value enables every kind), as a driver without debug support would.
+  if (!rt_) dev_.write_reg(spec::kRegExcEnable, 0);
   plan();
   upload_initializers();
   compile();
@@ -347,6 +359,9 @@ ExecutorResult Executor::run() {
       t.args_addr = c.args_addr;
       t.args_size = c.args_size;
       t.step = s;
+      if (rt_ && c.kind == spec::TaskKind::Kernel) rt_->plan_kernel(g_.op(id), s, t);
+      if (c.writes_in_place) t.flags |= spec::kTaskFlagWaitCaptures;
+      if (rt_ && id == order_.back() && rt_->step_status_records()) t.flags |= spec::kTaskFlagStatusRecord;
       submit_task(t);
       if (rt_)
         for (std::uint32_t p : rt_->insertion().after(id)) submit_probe(p, s);

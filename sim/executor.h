@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct ExecutorResult {
   std::uint32_t steps_run = 0;
   bool stopped = false;  // the probe runtime asked to stop
   std::uint64_t kernel_tasks = 0, collective_tasks = 0, probe_tasks = 0, barrier_tasks = 0;
+  std::uint64_t in_kernel_statistics = 0;  // statistics records requested from kernel tasks
   std::uint64_t hbm_bytes = 0;  // bytes allocated for tensors and argument blocks
   std::vector<std::string> warnings;
 };
@@ -79,6 +81,7 @@ class Executor {
     std::uint64_t args_addr = 0;
     std::uint32_t args_size = 0;
     bool per_step_args = false;  // args re-encoded every step (AdamUpdate's step)
+    bool writes_in_place = false;  // an output aliases an input's memory: waits for async captures
   };
   void plan_memory();
   void plan_partial_dumps(const graph::Op& op);
@@ -99,6 +102,7 @@ class Executor {
   probes::ProbeRuntime* rt_;
   ExecutorConfig cfg_;
   std::map<std::string, std::uint64_t> addr_;  // tensor -> HBM address
+  std::set<std::string> in_place_;              // tensors sharing the memory of another (X/updated)
   std::vector<std::uint32_t> order_;           // non-probe op ids, topological
   std::map<std::uint32_t, Compiled> compiled_;
   struct ProbeArgsBlock {

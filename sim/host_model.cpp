@@ -17,6 +17,7 @@ HostModel::HostModel(sc_core::sc_module_name name, chip::Chip& chip, chip::Trace
   SC_THREAD(main_thread);
   SC_THREAD(isr_thread);
   SC_THREAD(posted_thread);
+  SC_THREAD(deferred_thread);
 }
 
 void HostModel::main_thread() {
@@ -47,5 +48,7 @@ void HostModel::isr_thread() {
 }
 
 void HostModel::posted_thread() { dev_->posted_write_loop(); }
+
+void HostModel::deferred_thread() { dev_->deferred_loop(); }
 
 }  // namespace probelab::sim

@@ -1,7 +1,7 @@
 // The host CPU of one rank, as SystemC processes: a main thread that runs the host program (the
 // graph executor and the probe runtime it drives), an ISR thread that services the chip's
-// interrupts through SimDevice::service_interrupt, and the posted-write process of the PCIe
-// model. The host reaches the chip only through its TLM initiator socket (bound to
+// interrupts through SimDevice::service_interrupt, a thread running the driver's deferred work
+// (SimDevice::defer), and the posted-write process of the PCIe model. The host reaches the chip only through its TLM initiator socket (bound to
 // chip::Chip::host_socket) and the chip's interrupt delivery.
 #pragma once
 
@@ -43,6 +43,7 @@ class HostModel : public sc_core::sc_module {
   void main_thread();
   void isr_thread();
   void posted_thread();
+  void deferred_thread();
 
   std::uint32_t rank_;
   std::unique_ptr<SimDevice> dev_;

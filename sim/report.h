@@ -13,7 +13,8 @@
 //                 device cycles from the start of the host program to its end (all ranks)
 //   ops           [{op, type, rank, tasks, cycles}] device cycles of each executed op's tasks,
 //                 per rank, in executed (topological) order
-//   tasks         {kernel, collective, probe, barrier} counts summed over ranks
+//   tasks         {kernel, collective, probe, barrier, in_kernel_statistics} counts summed over
+//                 ranks (in_kernel_statistics: statistics records computed by kernel tasks)
 //   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
 //                   latency_cycles, role (source|propagation), source_op, propagation_path,
 //                   call_stack, fused_from, float_status: [flag names at ISR time]}]
@@ -21,8 +22,8 @@
 //                 [{kind: "condition", op, tensor, step, rank, condition, watch_point, actions,
 //                   origin}] probe conditions that held
 //   float_status  [{rank, step, flags: [overflow|underflow|invalid|nan_input|denormal|div_by_zero]}]
-//                 the sticky float-status register read (then cleared) at the end of each step
-//                 where it was not zero
+//                 float-status bits raised during each step where any was (the register read
+//                 and cleared at step end, or the step's status record under drain buffer_full)
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,
@@ -36,7 +37,11 @@
 //                   suggestion}] best first
 //   capture       {records, drained, dropped, corrupt, bytes, device_bytes, stall_cycles, buffers,
 //                  dump_files, dump_bytes, cycles_with_probes, cycles_without_probes,
-//                  overhead_percent}   (overhead against the same run without probes)
+//                  overhead_percent, total_overhead_percent}
+//                 overhead against the same run without probes: overhead_percent over the step
+//                 cycles (per rank the sum of its steps, the slowest rank: what a training step
+//                 costs more), total_overhead_percent over the whole program (setup, the final
+//                 drain of the capture buffers and the end-of-run fetches included)
 //   variants      [{name, sets, status, cycles, capture}]
 //   losses        [[loss per step] per rank] (training)
 //   warnings      [..]

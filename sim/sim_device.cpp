@@ -1,6 +1,7 @@
 #include "sim/sim_device.h"
 
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,14 @@ sc_core::sc_time SimDevice::local_now() { return qk().get_current_time(); }
 void SimDevice::sync() { qk().sync(); }
 
 void SimDevice::charge_call() { qk().inc(ns(costs_.host_call_ns)); }
+
+sc_core::sc_time SimDevice::hbm_issue_delay() {
+  // The HBM model serves requests in simulation order, each no earlier than its start: a request
+  // dated at the end of a PCIe transfer would hold its channels against every earlier-dated
+  // request made after it. Host DMA is charged to HBM when issued (the link, at a thirtieth of
+  // HBM bandwidth, is its bottleneck); the data's arrival time is the link's (pcie_transfer).
+  return local_now() - sc_core::sc_time_stamp();
+}
 
 sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what,
                                           LinkDir dir) {
@@ -147,7 +156,7 @@ void SimDevice::dma_write(std::uint64_t hbm_addr, std::span<const std::byte> src
   // busy for the transfer (later transfers queue behind it, so a descriptor submitted after this
   // write still arrives after it) and later MMIO reads do not pass it.
   const sc_core::sc_time arrive = pcie_transfer(local_now(), src.size(), "dma_write");
-  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  sc_core::sc_time delay = hbm_issue_delay();
   transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, const_cast<std::byte*>(src.data()),
             src.size(), delay, "DMA write");
   last_posted_at_ = std::max(last_posted_at_, arrive);
@@ -162,9 +171,9 @@ void SimDevice::dma_read(std::uint64_t hbm_addr, std::span<std::byte> dst) {
   auto& q = qk();
   q.sync();  // read what the device holds now, not what it will hold
   const sc_core::sc_time arrive = pcie_transfer(local_now(), dst.size(), "dma_read", LinkDir::ToHost);
-  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  sc_core::sc_time delay = hbm_issue_delay();
   transport(tlm::TLM_READ_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, dst.data(), dst.size(), delay, "DMA read");
-  q.set(delay);
+  q.set(std::max(delay, arrive - sc_core::sc_time_stamp()));
   q.sync();
   ++stats_.dma_reads;
   stats_.dma_bytes_read += dst.size();
@@ -189,19 +198,20 @@ void SimDevice::submit(std::uint32_t stream, const spec::TaskDescriptor& task) {
   Ring& r = rings_.at(stream);
   const std::uint32_t n = costs_.ring_entries;
   while ((r.tail + n - r.known_head) % n == n - 1) {  // ring full: learn how far the device got
+    const std::uint64_t seen = serviced_count_;
     r.known_head = read_reg_now(spec::stream_reg(stream, spec::kStreamHead));
-    if ((r.tail + n - r.known_head) % n == n - 1) wait_for_interrupt(ns(costs_.poll_timeout_ns) / 10);
+    if ((r.tail + n - r.known_head) % n == n - 1) wait_for_interrupt(ns(costs_.poll_timeout_ns) / 10, seen);
   }
   // The descriptor is a posted write into the ring; the doorbell follows it (PCIe keeps order).
   spec::TaskDescriptor d = task;
   const sc_core::sc_time arrive = pcie_transfer(local_now(), sizeof d, "descriptor");
-  sc_core::sc_time delay = arrive - sc_core::sc_time_stamp();
+  sc_core::sc_time delay = hbm_issue_delay();
   transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + r.base + std::uint64_t{r.tail} * sizeof d,
             reinterpret_cast<std::byte*>(&d), sizeof d, delay, "descriptor write");
   r.tail = (r.tail + 1) % n;
   ++r.submitted;
   r.last_is_barrier = task.kind == spec::TaskKind::Barrier && (task.flags & spec::kTaskFlagNotify);
-  last_posted_at_ = std::max(last_posted_at_, sc_core::sc_time_stamp() + delay);
+  last_posted_at_ = std::max(last_posted_at_, arrive);
   write_reg(spec::stream_reg(stream, spec::kStreamTail), r.tail);
   ++stats_.submits;
 }
@@ -220,6 +230,7 @@ bool SimDevice::synchronize(std::uint32_t stream) {
   const std::uint32_t target = it->second.submitted;
   const sc_core::sc_time t0 = local_now();
   for (;;) {
+    const std::uint64_t seen = serviced_count_;  // an interrupt serviced during the reads below counts
     const std::uint32_t completed = read_reg_now(spec::stream_reg(stream, spec::kStreamCompleted));
     bool done = completed == target;
     bool halted = false;
@@ -230,14 +241,14 @@ bool SimDevice::synchronize(std::uint32_t stream) {
                          "host", ps(t0), ps(local_now() - t0), {{"stream", std::uint64_t{stream}}});
       return done;
     }
-    wait_for_interrupt(ns(costs_.poll_timeout_ns));
+    wait_for_interrupt(ns(costs_.poll_timeout_ns), seen);
   }
 }
 
-void SimDevice::wait_for_interrupt(const sc_core::sc_time& timeout) {
+void SimDevice::wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen) {
   auto& q = qk();
   q.sync();
-  sc_core::wait(timeout, serviced_ev_);
+  if (serviced_count_ == seen) sc_core::wait(timeout, serviced_ev_);
   q.reset();
 }
 
@@ -263,7 +274,41 @@ void SimDevice::service_interrupt(std::uint32_t lines) {
   if (trace_ && trace_->enabled())
     trace_->complete(chip::Trace::kHostPid + rank_, "isr", "isr", "host", ps(t0), ps(sc_core::sc_time_stamp() - t0),
                      {{"lines", std::uint64_t{lines}}});
+  ++serviced_count_;
   serviced_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void SimDevice::defer(std::function<void()> work) {
+  deferred_.push_back(std::move(work));
+  deferred_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void SimDevice::wait_deferred() {
+  auto& q = qk();
+  if (deferred_.empty() && !deferred_running_) return;
+  q.sync();
+  while (!deferred_.empty() || deferred_running_) sc_core::wait(deferred_done_ev_);
+  q.reset();
+  if (deferred_error_) std::rethrow_exception(std::exchange(deferred_error_, nullptr));
+}
+
+void SimDevice::deferred_loop() {
+  for (;;) {
+    while (deferred_.empty()) sc_core::wait(deferred_ev_);
+    auto work = std::move(deferred_.front());
+    deferred_.pop_front();
+    deferred_running_ = true;
+    auto& q = qk();
+    q.reset();
+    try {
+      work();
+    } catch (...) {
+      if (!deferred_error_) deferred_error_ = std::current_exception();
+    }
+    q.sync();
+    deferred_running_ = false;
+    deferred_done_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
 }
 
 }  // namespace probelab::sim

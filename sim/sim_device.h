@@ -18,11 +18,14 @@
 //    `poll_timeout_ns` fallback expires, then reads the stream's status and completed count.
 // Interrupts: HostModel calls service_interrupt() in its ISR thread with the delivered lines; the
 // installed handler runs there, so it keeps running while the main thread blocks in synchronize().
+// defer()red work runs in a third host thread (deferred_loop), so a long drain neither blocks the
+// ISR thread nor delays the stream completion the main thread waits for.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,12 +75,21 @@ class SimDevice final : public probes::Device {
   void service_interrupt(std::uint32_t lines);
   /// Body of the posted-write process: delivers queued MMIO writes at their arrival times.
   void posted_write_loop();
+  /// Body of the host's deferred-work thread (HostModel): runs defer()red items in order.
+  void deferred_loop();
+  void defer(std::function<void()> work) override;
+  void wait_deferred() override;
   /// The current host thread's local time (sc_time_stamp() + decoupled offset).
   sc_core::sc_time local_now();
   /// Synchronises the calling thread's quantum keeper with the kernel.
   void sync();
-  /// Sleeps until an interrupt was serviced or `timeout` passed (main-thread helper).
-  void wait_for_interrupt(const sc_core::sc_time& timeout);
+  /// Sleeps until an interrupt was serviced or `timeout` passed (main-thread helper). `seen`:
+  /// the interrupt_count() taken before the caller last read the device; an interrupt serviced
+  /// since then returns at once (no lost wake-up while the caller's register reads waited).
+  void wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen);
+  /// Delay at which host DMA touches HBM: the calling thread's local time (see the .cpp).
+  sc_core::sc_time hbm_issue_delay();
+  std::uint64_t interrupt_count() const { return serviced_count_; }
 
   struct Stats {
     std::uint64_t mmio_reads = 0, mmio_writes = 0, dma_writes = 0, dma_reads = 0;
@@ -119,6 +131,11 @@ class SimDevice final : public probes::Device {
   std::deque<Posted> posted_;
   sc_core::sc_time last_posted_at_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_event posted_ev_, posted_drained_ev_, serviced_ev_;
+  std::uint64_t serviced_count_ = 0;  // interrupts serviced so far
+  std::deque<std::function<void()>> deferred_;
+  bool deferred_running_ = false;
+  sc_core::sc_event deferred_ev_, deferred_done_ev_;
+  std::exception_ptr deferred_error_;
   struct Ring {
     std::uint64_t base = 0;
     std::uint32_t tail = 0;        // next slot to fill

@@ -95,6 +95,10 @@ struct OpWork {
   std::uint64_t in_addr = 0, out_addr = 0;
   std::uint64_t flops = 0;         // 2 * MACs of the Cube part (for the op record)
   std::uint32_t out_elem_bytes = 2;  // bytes per output element (Cube tile stores)
+  /// Bytes of the tensors whose statistics the kernel computes in-kernel (TaskDescriptor
+  /// stats_outputs / stats_inputs): one extra Vector pass over them, spread over the tiles'
+  /// epilogues. Set by the AI core, not by kernels.
+  std::uint64_t stats_bytes = 0;
 };
 
 class Kernel {

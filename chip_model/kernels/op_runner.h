@@ -93,6 +93,8 @@ class OpRunner {
   void store(KernelMemory& mem) const;
 
   const OpDetection& detection() const { return detection_; }
+  /// Loaded inputs (logical layout, stored dtype; empty desc where absent), valid after load().
+  const std::vector<graph::Tensor>& inputs() const { return inputs_; }
   /// Final outputs (logical layout, output dtype), valid after finish().
   const std::vector<graph::Tensor>& outputs() const { return outputs_; }
   const AccumulationMode& accumulation() const { return accum_; }

@@ -37,6 +37,12 @@ std::uint64_t vector_cycles(const OpWork& w, const CoreTimingParams& p) {
   return static_cast<std::uint64_t>(bytes / p.vector_bytes_per_cycle + 0.999999);
 }
 
+/// In-kernel statistics: one Vector pass over the tensors' bytes (as a capture task's scan).
+std::uint64_t stats_cycles(const OpWork& w, const CoreTimingParams& p) {
+  const std::uint64_t v = std::max<std::uint32_t>(p.vector_bytes_per_cycle, 1);
+  return (w.stats_bytes + v - 1) / v;
+}
+
 }  // namespace
 
 CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p) {
@@ -110,6 +116,7 @@ void plan_vector(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores
   tiles = std::max<std::int64_t>(tiles, std::min<std::int64_t>(cores, static_cast<std::int64_t>(bytes / 4096)));
   if (tiles > static_cast<std::int64_t>(cores)) tiles = ceil_div(tiles, cores) * cores;
   const std::uint64_t cycles = vector_cycles(w, p);
+  const std::uint64_t stats = stats_cycles(w, p);
   const auto n = static_cast<std::uint64_t>(tiles);
   for (std::uint64_t t = 0; t < n; ++t) {
     TileStep s;
@@ -118,6 +125,7 @@ void plan_vector(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores
     s.loads[0].addr = w.in_addr + prefix(w.in_bytes, t, n);
     s.cube = false;
     s.compute_cycles = share(cycles, t, n);
+    s.post_cycles = share(stats, t, n);
     s.tile_end = true;
     s.store_bytes = share(w.out_bytes, t, n);
     s.store_addr = w.out_addr + prefix(w.out_bytes, t, n);
@@ -135,7 +143,7 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
   }
   plan.reuse = unique + w.out_bytes <= p.l2_bytes;
   const std::uint64_t extra_in = w.in_bytes > unique ? w.in_bytes - unique : 0;  // bias, norm params, ...
-  const std::uint64_t epilogue = vector_cycles(w, p);
+  const std::uint64_t epilogue = vector_cycles(w, p) + stats_cycles(w, p);
   std::int64_t tile = 0;
   std::uint64_t elem = 0;
   std::int64_t block_base = 0;

@@ -9,7 +9,8 @@
 // The MTE stages operands in L1, so a core's loads may run up to `depth` steps ahead of its
 // Cube (depth = L1 bytes / bytes of one step, between 2 and 16; 2 is plain double buffering),
 // which hides the HBM latency and first-touch misses behind compute.
-// After a tile's last step, the Vector unit runs the tile's share of the epilogue, and the MTE
+// After a tile's last step, the Vector unit runs the tile's share of the epilogue (and of the
+// in-kernel statistics pass, OpWork::stats_bytes), and the MTE
 // stores the tile's share of the op's output bytes. Tile sizes (multiples of 16) are chosen to
 // minimise an estimate of the makespan over the cores: waves of tiles x max(Cube cycles, load
 // cycles), loads at the L2 port rate except the first-touch share at the HBM port rate; this
@@ -18,7 +19,8 @@
 // Vector ops stream: the op's bytes are cut into tiles of at most half the UB (double buffering),
 // at least one per core when the op is big enough (>= 4 KiB per tile), rounded up to a multiple
 // of the core count; each tile loads and stores its share of the op's bytes and spends its share
-// of the Vector cycles (elements * passes * 4 bytes / vector_bytes_per_cycle).
+// of the Vector cycles (elements * passes * 4 bytes / vector_bytes_per_cycle); the in-kernel
+// statistics pass, if any, follows as the tile's epilogue.
 //
 // Distribution: global tile t (in GEMM-instance, tile-row, tile-column order) runs on core
 // t % cores as that core's (t / cores)-th tile.

@@ -13,7 +13,16 @@ enum class CapturePayload : std::uint16_t {
   Statistics = 1,  // payload: CaptureStats
   FullTensor = 2,  // payload: the tensor's elements, converted to NCHW/ND by the device
   Hash = 3,        // payload: std::uint64_t digest (XXH64-style, seed 0) of the raw element bytes
+  StepStatus = 4,  // payload: StepStatus (kTaskFlagStatusRecord); op_id/task_id/step of that task
 };
+
+/// Float status raised since the previous StepStatus record (or since the host last cleared
+/// kRegFloatStatus): the bits are cleared when the record is made.
+struct StepStatus {
+  std::uint32_t float_status = 0;  // spec::FloatStatusBits
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(StepStatus) == 8);
 
 struct CaptureRecordHeader {
   std::uint32_t magic = kCaptureMagic;

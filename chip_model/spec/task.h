@@ -21,6 +21,16 @@ enum class TaskKind : std::uint16_t {
 enum TaskFlags : std::uint16_t {
   kTaskFlagNotify = 1u << 0,  // raise kIrqStreamDone on completion
   kTaskFlagCheckExceptions = 1u << 1,  // detection circuits armed for this task (default on)
+  /// After the task completes, the stream engine snapshots kRegFloatStatus into a StepStatus
+  /// capture record (capture_record.h) and clears the bits it recorded: a step-end marker that
+  /// gives the host per-step float status without a register round trip.
+  kTaskFlagStatusRecord = 1u << 2,
+  /// Capture tasks with a FullTensor payload: handed to the capture DMA engine (capture_dma.h);
+  /// the stream goes on once the job is queued (dispatch cost only).
+  kTaskFlagAsync = 1u << 3,
+  /// The task waits until the stream's asynchronous captures are done before it starts (set on
+  /// tasks that overwrite a tensor an earlier capture may still be reading; Barrier always waits).
+  kTaskFlagWaitCaptures = 1u << 4,
 };
 
 struct TaskDescriptor {
@@ -34,7 +44,13 @@ struct TaskDescriptor {
   std::uint32_t event_id = 0;   // EventRecord / EventWait
   std::uint32_t step = 0;       // training step, stamped on latches and captures
   std::uint32_t core_mask = 0;  // 0: scheduler chooses
-  std::uint8_t reserved[24] = {};
+  /// Kernel tasks: in-kernel statistics. Bit i of stats_outputs: the kernel computes the
+  /// statistics (capture_math.h) of output i on the Vector unit while each output tile is in the
+  /// UB before its store, merges the per-core partials and emits one Statistics capture record;
+  /// bit i of stats_inputs: the same for input i as loaded. No separate Capture task is needed.
+  std::uint16_t stats_outputs = 0;
+  std::uint16_t stats_inputs = 0;
+  std::uint8_t reserved[20] = {};
 };
 static_assert(sizeof(TaskDescriptor) == 64);
 static_assert(std::is_trivially_copyable_v<TaskDescriptor>);

@@ -56,7 +56,13 @@ struct RuntimeState {
 
   RuntimeReport rep;
   std::map<std::string, std::uint64_t> counters;
-  StepSummary cur;
+  std::map<std::uint32_t, StepSummary> summaries;  // by step; records and anomalies by their step
+  DrainPolicy drain_policy = DrainPolicy::Step;   // capture.drain with Auto resolved
+  StepSummary& summary(std::uint32_t at_step) {
+    StepSummary& sm = summaries[at_step];
+    sm.step = at_step;
+    return sm;
+  }
   std::map<EdgeKey, graph::Tensor> store;  // full tensors kept for the reference comparison
   std::uint64_t store_bytes = 0;
   std::map<std::uint32_t, std::map<std::string, graph::Tensor>> partials;  // step -> inner tensor -> value
@@ -67,6 +73,12 @@ struct RuntimeState {
   std::uint32_t topo(std::uint32_t id) const { return id < topo_pos.size() ? topo_pos[id] : id; }
   EvalContext context(std::uint32_t at_step) const;
   void warn(std::string msg);
+  /// Flushes and drains the capture unit until every produced record is accounted for; warns
+  /// (naming `when`) about records neither drained nor reported dropped.
+  void flush_capture(const std::string& when);
+  /// Statistics probe `site` captured by its target's kernel at `at_step`.
+  bool in_kernel(const ProbeSite& site, std::uint32_t at_step) const;
+  bool should_capture(const ProbeSite& site, std::uint32_t at_step) const;
 
   // runtime_records.cpp
   void on_record(CaptureRecord&& rec);

@@ -2,6 +2,7 @@
 // ProbeRuntime against FakeDevice the way sim/'s executor does (see probes/probe_runtime.h).
 #pragma once
 
+#include <bit>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chip_model/spec/op_args.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
 #include "probes/fake_device.h"
@@ -126,12 +128,42 @@ class MiniExecutor {
       k.task_id = next_task++;
       k.op_id = id;
       k.step = step;
+      rt->plan_kernel(op, step, k);
+      if (k.stats_inputs || k.stats_outputs) {  // the fake device finds the tensors in the args block
+        const auto bytes = spec::encode_op_args(kernel_args(op));
+        k.args_addr = dev.alloc(bytes.size());
+        k.args_size = static_cast<std::uint32_t>(bytes.size());
+        dev.dma_write(k.args_addr, bytes);
+        in_kernel += static_cast<std::uint64_t>(std::popcount(k.stats_inputs) + std::popcount(k.stats_outputs));
+      }
+      if (id == last_op() && rt->step_status_records()) k.flags |= spec::kTaskFlagStatusRecord;
       dev.submit(0, k);
       if (on_op) on_op(op);
       for (auto p : rt->insertion().after(id)) submit_probe(p, step);
     }
     dev.synchronize(0);
     rt->end_step(step);
+  }
+
+  spec::OpArgs kernel_args(const graph::Op& op) const {
+    spec::OpArgs a;
+    a.op_type = op.type;
+    a.op_name = op.name;
+    for (const auto& in : op.inputs) {
+      spec::TensorRef r;
+      if (in.empty()) r.dtype = spec::kAbsentTensor;
+      else r = refs.at(in);
+      a.inputs.push_back(r);
+    }
+    for (const auto& out : op.outputs) a.outputs.push_back(refs.at(out));
+    return a;
+  }
+
+  std::uint32_t last_op() const {
+    std::uint32_t last = 0;
+    for (std::uint32_t id : instrumented.topo_order())
+      if (!probes::is_probe_op(instrumented.op(id))) last = id;
+    return last;
   }
 
   void submit_probe(std::uint32_t probe_id, std::uint32_t step) {
@@ -153,6 +185,7 @@ class MiniExecutor {
     d.task_id = tid;
     d.op_id = t->target_op_id;
     d.kind = t->kind;
+    d.flags |= t->flags;
     d.args_addr = args;
     d.args_size = static_cast<std::uint32_t>(bytes.size());
     d.step = step;
@@ -167,6 +200,7 @@ class MiniExecutor {
   std::map<std::string, graph::Tensor> values;
   std::uint32_t next_task = 1;
   std::uint64_t probe_tasks = 0;
+  std::uint64_t in_kernel = 0;  // statistics records asked of kernel tasks
 };
 
 inline std::filesystem::path temp_dir(const std::string& name) {

@@ -1,3 +1,4 @@
+#include <array>
 // ProbeRuntime end to end on FakeDevice, driven by the minimal executor of probe_test_util.h.
 #include <cmath>
 #include <fstream>
@@ -42,9 +43,13 @@ TEST(Runtime, StatisticsOnEveryOpAreDrainedAccountedAndManifested) {
   }
   ex.rt->finish();
   auto rep = ex.rt->report();
-  EXPECT_EQ(ex.probe_tasks, 15u);
-  EXPECT_EQ(rep.capture.produced, 15u);
-  EXPECT_EQ(rep.capture.drained, 15u);
+  // computed by the kernels themselves; no condition or rule: drained when buffers fill and at the
+  // end, each step's float status arriving as a step-status record
+  EXPECT_EQ(ex.in_kernel, 15u);
+  EXPECT_EQ(ex.probe_tasks, 0u);
+  EXPECT_EQ(ex.rt->drain_policy(), probes::DrainPolicy::BufferFull);
+  EXPECT_EQ(rep.capture.produced, 18u);
+  EXPECT_EQ(rep.capture.drained, 18u);
   EXPECT_EQ(rep.capture.dropped, 0u);
   EXPECT_TRUE(rep.capture.balanced());
   EXPECT_TRUE(rep.anomalies.empty());
@@ -66,6 +71,62 @@ TEST(Runtime, StatisticsOnEveryOpAreDrainedAccountedAndManifested) {
   auto rj = ex.rt->report_json();
   EXPECT_EQ(rj["capture"]["balanced"], true);
   EXPECT_EQ(rj["rank"], 0);
+}
+
+TEST(Runtime, StatisticsAsTasksAndPerStepDrainGiveTheSameStatistics) {
+  // The same statistics three ways: in-kernel (default), as Capture tasks, and drained every step.
+  auto run = [](const char* name, const char* capture) {
+    MiniExecutor ex(mlp(), ProbeConfig::from_string(std::string("watch_points: [\"*\"]\ncapture: ") + capture + "\n"),
+                    temp_dir(name));
+    for (std::uint32_t step = 0; step < 2; ++step) {
+      ex.place_step(feeds(0.2f * static_cast<float>(step + 1)));
+      ex.run_step(step);
+    }
+    ex.rt->finish();
+    return std::make_pair(ex.rt->report(), std::array<std::uint64_t, 2>{ex.probe_tasks, ex.in_kernel});
+  };
+  const auto [kernel, kc] = run("rt_stats_kernel", "{}");
+  const auto [tasks, tc] = run("rt_stats_tasks", "{in_kernel_statistics: false}");
+  const auto [step, sc] = run("rt_stats_step", "{drain: step}");
+  EXPECT_EQ(kc, (std::array<std::uint64_t, 2>{0, 10}));
+  EXPECT_EQ(tc, (std::array<std::uint64_t, 2>{10, 0}));
+  EXPECT_EQ(sc, (std::array<std::uint64_t, 2>{0, 10}));
+  EXPECT_EQ(step.capture.produced, 10u);  // per-step drain reads the float status register instead
+  EXPECT_EQ(kernel.capture.produced, 12u);
+  ASSERT_EQ(kernel.dumps.size(), 10u);
+  ASSERT_EQ(tasks.dumps.size(), 10u);
+  ASSERT_EQ(step.dumps.size(), 10u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    const auto& k = kernel.dumps[i];
+    const auto& t = tasks.dumps[i];
+    EXPECT_EQ(k.op, t.op);
+    EXPECT_EQ(k.step, t.step);
+    ASSERT_TRUE(k.stats && t.stats && step.dumps[i].stats);
+    EXPECT_EQ(k.stats->mean, t.stats->mean);
+    EXPECT_EQ(k.stats->l2, t.stats->l2);
+    EXPECT_EQ(k.stats->zero_count, t.stats->zero_count);
+    EXPECT_EQ(k.stats->mean, step.dumps[i].stats->mean);
+  }
+  EXPECT_EQ(kernel.steps.size(), 2u);
+}
+
+TEST(Runtime, StepFloatStatusArrivesAsARecordWithoutStepDrains) {
+  MiniExecutor ex(mlp(), ProbeConfig::from_string("watch_points: [\"*\"]\n"), temp_dir("rt_status_rec"));
+  ASSERT_TRUE(ex.rt->step_status_records());
+  ex.place_step(feeds());
+  for (std::uint32_t step = 0; step < 3; ++step)
+    ex.run_step(step, [&](const graph::Op& op) {
+      if (step == 1 && op.name == "fc2")
+        ex.dev.latch_exception({.kind = spec::kExcOverflow, .op_id = op.id, .element = 0, .cycle = ex.dev.now()});
+    });
+  EXPECT_EQ(ex.rt->report().capture.drained, 0u);  // nothing drained between steps
+  ex.rt->finish();
+  const auto rep = ex.rt->report();
+  ASSERT_EQ(rep.steps.size(), 3u);
+  EXPECT_EQ(rep.steps[0].float_status, 0u);
+  EXPECT_NE(rep.steps[1].float_status & spec::kFsOverflow, 0u);
+  EXPECT_EQ(rep.steps[2].float_status, 0u);
+  EXPECT_EQ(rep.capture.drained, 15u + 3u);
 }
 
 TEST(Runtime, NanBreakpointFiresAtTheSourceAndDownstreamIsPropagation) {
@@ -190,9 +251,9 @@ TEST(Runtime, SamplingIsDeterministicPerProbeStepAndRank) {
     std::vector<std::uint32_t> steps;
     ex.place_step(feeds());
     for (std::uint32_t step = 0; step < 60; ++step) {
-      auto before = ex.probe_tasks;
+      auto before = ex.probe_tasks + ex.in_kernel;
       ex.run_step(step);
-      if (ex.probe_tasks != before) steps.push_back(step);
+      if (ex.probe_tasks + ex.in_kernel != before) steps.push_back(step);
     }
     return steps;
   };

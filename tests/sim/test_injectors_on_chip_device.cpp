@@ -176,7 +176,11 @@ TEST(InjectorsOnChipDevice, DroppedOrDelayedExceptionInterruptMakesTheAnomalyArr
   for (const char* key : {"op", "kind", "element", "cycle", "step"}) EXPECT_EQ(late[0].at(key), base[0].at(key)) << key;
   const double mhz = std::stod(delay.report.at("chip").at("params").at("clock_mhz").get<std::string>());
   const auto delay_cycles = static_cast<std::int64_t>(1000000.0 * mhz / 1e6);
-  EXPECT_EQ(late[0].at("latency_cycles").get<std::int64_t>() - base_latency, delay_cycles) << late[0].dump();
+  // the delay, plus at most two driver calls (100 ns each) of a host whose other threads are
+  // in a different state when the late interrupt arrives
+  const std::int64_t extra = late[0].at("latency_cycles").get<std::int64_t>() - base_latency;
+  EXPECT_GE(extra, delay_cycles) << late[0].dump();
+  EXPECT_LE(extra, delay_cycles + 360) << late[0].dump();
 
   // Dropped: the message is lost but the raw line stays pending, so the host services the latch
   // with the next interrupt it gets: the same anomaly, later, and nothing crashes.

@@ -1,0 +1,43 @@
+#include "chip_model/capture_dma.h"
+
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+#include "chip_model/debug_tasks.h"
+
+namespace probelab::chip {
+
+CaptureDma::CaptureDma(sc_core::sc_module_name name, const ChipServices& services)
+    : sc_module(name), svc_(services) {
+  sc_core::sc_spawn_options opts;
+  sc_core::sc_spawn([this] { engine(); }, sc_core::sc_gen_unique_name("capture_dma"), &opts);
+}
+
+void CaptureDma::enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at) {
+  ++outstanding_.at(stream);
+  queue_.push_back({stream, task, at});
+  queued_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CaptureDma::engine() {
+  tlm_utils::tlm_quantumkeeper qk;
+  qk.set_global_quantum(sc_core::sc_time(static_cast<double>(svc_.config->quantum_ns), sc_core::SC_NS));
+  qk.reset();
+  for (;;) {
+    while (queue_.empty()) {
+      if (qk.get_local_time() != sc_core::SC_ZERO_TIME) {
+        qk.sync();
+        continue;
+      }
+      sc_core::wait(queued_);
+    }
+    const Job job = queue_.front();
+    queue_.pop_front();
+    if (job.at > qk.get_current_time()) qk.set(job.at - sc_core::sc_time_stamp());
+    run_capture_dma(svc_, job.task, job.stream, qk);
+    qk.sync();  // completion is visible at the job's end time
+    --outstanding_.at(job.stream);
+    done_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+}  // namespace probelab::chip
