@@ -200,20 +200,20 @@ void BM_CaptureOverhead(benchmark::State& state, const std::string& label, const
 }
 BENCHMARK_CAPTURE(BM_CaptureOverhead, stats_every_op, std::string("stats_every_op"),
                   std::string("  mode: statistics\n  watch_points: [\"*\"]\n"
-                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall}"))
+                              "  capture: {buffer_bytes: 524288, ping_pong: true, overrun: stall}"))
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CaptureOverhead, stats_every_op_as_tasks_step_drain, std::string("stats_every_op_as_tasks_step_drain"),
                   std::string("  mode: statistics\n  watch_points: [\"*\"]\n"
-                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall,\n"
+                              "  capture: {buffer_bytes: 524288, ping_pong: true, overrun: stall,\n"
                               "            in_kernel_statistics: false, drain: step}"))
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CaptureOverhead, full_0_1_ping_pong, std::string("full_0_1_ping_pong"),
                   std::string("  mode: full\n  sample_rate: 0.1\n  watch_points: [\"*\"]\n"
-                              "  capture: {buffer_bytes: 196608, ping_pong: true, overrun: stall}"))
+                              "  capture: {buffer_bytes: 524288, ping_pong: true, overrun: stall}"))
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CaptureOverhead, full_0_1_single, std::string("full_0_1_single"),
                   std::string("  mode: full\n  sample_rate: 0.1\n  watch_points: [\"*\"]\n"
-                              "  capture: {buffer_bytes: 196608, ping_pong: false, overrun: stall}"))
+                              "  capture: {buffer_bytes: 524288, ping_pong: false, overrun: stall}"))
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "chip_model/capture_dma.h"
 #include "chip_model/capture_unit.h"
 #include "chip_model/hbm.h"
 #include "chip_model/kernels/op_runner.h"
@@ -54,6 +55,9 @@ std::uint64_t stats_bytes(const spec::TaskDescriptor& task, const spec::OpArgs& 
   add(task.stats_outputs, args.outputs, "output");
   return bytes;
 }
+
+/// Writing the capture DMA descriptors of a kernel's output dumps (estimate).
+constexpr std::uint64_t kDumpDescriptorCycles = 16;
 
 /// Merge of the per-core partial statistics on the lead core, on the critical path after the
 /// last core's last tile (estimate): the partials of cores that finished earlier are combined
@@ -171,6 +175,7 @@ void AiCore::execute(TaskContext& ctx) {
   run.store(mem);
   ctx.qk.set(ChipClock::from_ps(r.end_ps) - sc_core::sc_time_stamp());
   if (task.stats_inputs || task.stats_outputs) emit_statistics(ctx, run);
+  if (task.dump_outputs) queue_dumps(ctx, run);
 
   OpRecord rec;
   rec.op_id = task.op_id;
@@ -212,6 +217,20 @@ void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run) {
     if (ctx.task.stats_inputs & (1u << i)) emit(run.args().inputs[i], run.inputs()[i], i, true);
   for (std::uint16_t o = 0; o < 16; ++o)
     if (ctx.task.stats_outputs & (1u << o)) emit(run.args().outputs[o], run.outputs()[o], o, false);
+}
+
+void AiCore::queue_dumps(TaskContext& ctx, const kernels::OpRunner& run) {
+  if (!ctx.capture_dma)
+    throw std::runtime_error(fmt::format("task {} (op {}): output dumps asked but no capture DMA engine is attached",
+                                         ctx.task.task_id, ctx.task.op_id));
+  ctx.qk.inc(svc_.clock.cycles(kDumpDescriptorCycles));
+  for (std::uint16_t o = 0; o < 16; ++o) {
+    if (!(ctx.task.dump_outputs & (1u << o))) continue;
+    if (o >= run.args().outputs.size())
+      throw std::runtime_error(fmt::format("task {} (op {}): dump of output {}, which the op does not have",
+                                           ctx.task.task_id, ctx.task.op_id, o));
+    ctx.capture_dma->enqueue_dump(ctx.stream, ctx.task, run.args().outputs[o], o, ctx.now());
+  }
 }
 
 void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {

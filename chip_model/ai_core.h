@@ -20,7 +20,9 @@
 //     one extra Vector pass in its epilogue (OpWork::stats_bytes), then the lead core merges the
 //     per-core partials and hands one Statistics record per tensor to the capture unit (values:
 //     spec::compute_stats over the whole tensor, as a Capture task computes them); the task
-//     completes once the records are handed over (posted writes).
+//     completes once the records are handed over (posted writes);
+//  7. output dumps (TaskDescriptor dump_outputs): the kernel queues one full-tensor copy per
+//     output on the stream's capture DMA engine (capture_dma.h) and completes.
 // Moving the operand bytes (step 2 and 5) is functional and costs no time by itself: every
 // byte is charged by the pipeline's per-tile HBM transfers instead.
 //
@@ -82,6 +84,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
  private:
   void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
   void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run);
+  void queue_dumps(TaskContext& ctx, const kernels::OpRunner& run);
 
   const ChipServices& svc_;
   AiCoreOptions opts_;

@@ -14,7 +14,14 @@ CaptureDma::CaptureDma(sc_core::sc_module_name name, const ChipServices& service
 
 void CaptureDma::enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at) {
   ++outstanding_.at(stream);
-  queue_.push_back({stream, task, at});
+  queue_.push_back({stream, task, at, false, {}, 0});
+  queued_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CaptureDma::enqueue_dump(std::uint32_t stream, const spec::TaskDescriptor& task, const spec::TensorRef& ref,
+                              std::uint16_t index, const sc_core::sc_time& at) {
+  ++outstanding_.at(stream);
+  queue_.push_back({stream, task, at, true, ref, index});
   queued_.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -33,7 +40,8 @@ void CaptureDma::engine() {
     const Job job = queue_.front();
     queue_.pop_front();
     if (job.at > qk.get_current_time()) qk.set(job.at - sc_core::sc_time_stamp());
-    run_capture_dma(svc_, job.task, job.stream, qk);
+    if (job.dump) run_dump_dma(svc_, job.task, job.stream, qk, job.ref, job.index, false);
+    else run_capture_dma(svc_, job.task, job.stream, qk);
     qk.sync();  // completion is visible at the job's end time
     --outstanding_.at(job.stream);
     done_.notify(sc_core::SC_ZERO_TIME);

@@ -16,6 +16,7 @@
 #include <systemc>
 
 #include "chip_model/core_interface.h"
+#include "chip_model/spec/kernel_args.h"
 #include "chip_model/spec/registers.h"
 #include "chip_model/spec/task.h"
 
@@ -27,6 +28,10 @@ class CaptureDma : public sc_core::sc_module {
 
   /// Queues `task` of `stream`, issued at absolute time `at` (the stream's local time).
   void enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at);
+  /// Queues a full dump of output `index` (`ref`) of kernel task `task` (TaskDescriptor
+  /// dump_outputs), issued by the kernel at its completion time `at`.
+  void enqueue_dump(std::uint32_t stream, const spec::TaskDescriptor& task, const spec::TensorRef& ref,
+                    std::uint16_t index, const sc_core::sc_time& at);
   /// Jobs of `stream` queued or running.
   std::uint32_t outstanding(std::uint32_t stream) const { return outstanding_.at(stream); }
   /// Notified whenever a job completes.
@@ -37,6 +42,9 @@ class CaptureDma : public sc_core::sc_module {
     std::uint32_t stream;
     spec::TaskDescriptor task;
     sc_core::sc_time at;
+    bool dump = false;  // a kernel's output dump (ref, index) rather than a Capture task
+    spec::TensorRef ref{};
+    std::uint16_t index = 0;
   };
   void engine();
 

@@ -28,6 +28,7 @@ namespace probelab::chip {
 
 class Hbm;
 class CaptureUnit;
+class CaptureDma;
 class InterruptController;
 class Trace;
 
@@ -60,6 +61,7 @@ struct TaskContext {
   std::uint32_t step;                    // task.step (the host keeps it equal to kRegStep)
   tlm_utils::tlm_quantumkeeper& qk;
   const ChipServices& chip;
+  CaptureDma* capture_dma = nullptr;     // the stream's capture DMA engine (kernel output dumps)
 
   sc_core::sc_time now() const { return qk.get_current_time(); }
   std::uint64_t cycle() const { return chip.clock.cycle_at(now()); }

@@ -90,7 +90,8 @@ LoadedTensor load_tensor(DebugIo& io, const spec::TensorRef& ref, int passes) {
     const std::size_t n = std::min(block, phys - off);
     // Double buffering: block b may load once the buffer of block b-2 is free, i.e. once block
     // b-1's processing started.
-    const sc_core::sc_time issue = std::max(read_free, prev_vec_start);
+    // (no processing on the DMA engine: only its own bursts in flight limit the next issue)
+    const sc_core::sc_time issue = io.dma ? read_free : std::max(read_free, prev_vec_start);
     if (io.dma && issue > sc_core::sc_time_stamp()) {
       // Each burst is requested at its own time, so that the requests of other initiators made
       // meanwhile are served between the bursts (the HBM model serves in request order).
@@ -128,24 +129,15 @@ DebugIo core_io(TaskContext& ctx) {
                  ctx.site(ctx.cores.front())};
 }
 
-void capture(DebugIo& io) {
-  const auto args = read_args<spec::CaptureArgs>(io, "capture");
-  const auto kind = static_cast<spec::CapturePayload>(args.payload);
-  if (kind != spec::CapturePayload::Statistics && kind != spec::CapturePayload::FullTensor &&
-      kind != spec::CapturePayload::Hash)
-    throw std::runtime_error(fmt::format("task {}: unknown capture payload kind {}", io.task.task_id, args.payload));
-  if (io.dma && kind != spec::CapturePayload::FullTensor)
-    throw std::runtime_error(fmt::format("task {}: an asynchronous capture moves full tensors only (payload kind {})",
-                                         io.task.task_id, args.payload));
-  LoadedTensor t = load_tensor(io, args.tensor, 1);
-
-  const spec::CaptureRecordHeader h =
-      tensor_record_header(io.task, args.tensor, kind, args.output_index, args.is_input != 0);
+void capture_tensor(DebugIo& io, const spec::TensorRef& ref, spec::CapturePayload kind, std::uint16_t index,
+                    bool is_input) {
+  LoadedTensor t = load_tensor(io, ref, 1);
+  const spec::CaptureRecordHeader h = tensor_record_header(io.task, ref, kind, index, is_input);
 
   std::vector<std::byte> payload;
   switch (kind) {
     case spec::CapturePayload::Statistics: {
-      const spec::CaptureStats s = spec::compute_stats(t.bytes, args.tensor.dtype, t.numel);
+      const spec::CaptureStats s = spec::compute_stats(t.bytes, ref.dtype, t.numel);
       payload.resize(sizeof s);
       std::memcpy(payload.data(), &s, sizeof s);
       break;
@@ -163,6 +155,24 @@ void capture(DebugIo& io) {
   io.chip.capture->produce(h, payload, io.qk, io.site);
 }
 
+void capture(DebugIo& io) {
+  const auto args = read_args<spec::CaptureArgs>(io, "capture");
+  const auto kind = static_cast<spec::CapturePayload>(args.payload);
+  if (kind != spec::CapturePayload::Statistics && kind != spec::CapturePayload::FullTensor &&
+      kind != spec::CapturePayload::Hash)
+    throw std::runtime_error(fmt::format("task {}: unknown capture payload kind {}", io.task.task_id, args.payload));
+  if (io.dma && kind != spec::CapturePayload::FullTensor)
+    throw std::runtime_error(fmt::format("task {}: an asynchronous capture moves full tensors only (payload kind {})",
+                                         io.task.task_id, args.payload));
+  capture_tensor(io, args.tensor, kind, args.output_index, args.is_input != 0);
+}
+
+DebugIo dma_io(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
+               tlm_utils::tlm_quantumkeeper& qk) {
+  return DebugIo{chip, task, qk, "capture_dma", true,
+                 FaultSite{chip.rank, task.step, task.op_id, task.task_id, 0, stream, chip.clock.cycle_at(qk.get_current_time())}};
+}
+
 }  // namespace
 
 void run_capture_task(TaskContext& ctx) {
@@ -172,9 +182,14 @@ void run_capture_task(TaskContext& ctx) {
 
 void run_capture_dma(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
                      tlm_utils::tlm_quantumkeeper& qk) {
-  DebugIo io{chip, task, qk, "capture_dma", true,
-             FaultSite{chip.rank, task.step, task.op_id, task.task_id, 0, stream, chip.clock.cycle_at(qk.get_current_time())}};
+  DebugIo io = dma_io(chip, task, stream, qk);
   capture(io);
+}
+
+void run_dump_dma(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
+                  tlm_utils::tlm_quantumkeeper& qk, const spec::TensorRef& ref, std::uint16_t index, bool is_input) {
+  DebugIo io = dma_io(chip, task, stream, qk);
+  capture_tensor(io, ref, spec::CapturePayload::FullTensor, index, is_input);
 }
 
 bool run_breakpoint_task(TaskContext& ctx) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "chip_model/core_interface.h"
+#include "chip_model/spec/kernel_args.h"
 
 namespace probelab::chip {
 
@@ -23,6 +24,10 @@ void run_capture_task(TaskContext& ctx);
 /// DMA (no Vector pass), and the record produced. Runs in the engine's thread with its own qk.
 void run_capture_dma(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
                      tlm_utils::tlm_quantumkeeper& qk);
+/// The same for a full dump a kernel task asked for (TaskDescriptor dump_outputs): tensor `ref`
+/// (slot `index`) of `task`, no argument block.
+void run_dump_dma(const ChipServices& chip, const spec::TaskDescriptor& task, std::uint32_t stream,
+                  tlm_utils::tlm_quantumkeeper& qk, const spec::TensorRef& ref, std::uint16_t index, bool is_input);
 bool run_breakpoint_task(TaskContext& ctx);
 
 }  // namespace probelab::chip

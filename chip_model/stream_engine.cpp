@@ -160,7 +160,7 @@ void StreamEngine::stream_thread(std::uint32_t s) {
 void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk) {
   const ChipModes& modes = *svc_.modes;
   auto make_ctx = [&](std::span<const std::uint32_t> cores) {
-    return TaskContext{task, s, cores, modes.fp_mode, task.step, qk, svc_};
+    return TaskContext{task, s, cores, modes.fp_mode, task.step, qk, svc_, capture_dma_.get()};
   };
   if (task.kind == spec::TaskKind::Barrier || (task.flags & spec::kTaskFlagWaitCaptures)) wait_captures(s, qk);
   if (task.kind == spec::TaskKind::Capture && (task.flags & spec::kTaskFlagAsync)) {

@@ -340,25 +340,31 @@ bool FakeDevice::synchronize(std::uint32_t stream) {
 }
 
 void FakeDevice::run_kernel(std::uint32_t stream, const TaskDescriptor& t) {
-  if (!t.stats_inputs && !t.stats_outputs) {
+  if (!t.stats_inputs && !t.stats_outputs && !t.dump_outputs) {
     if (on_kernel) on_kernel(stream, t);
     return;
   }
   std::vector<std::byte> block(t.args_size);
   dma_read(t.args_addr, block);
   const spec::OpArgs args = spec::decode_op_args(block);
-  auto each = [&](std::uint16_t mask, const std::vector<TensorRef>& refs, bool is_input) {
+  auto each = [&](std::uint16_t mask, const std::vector<TensorRef>& refs, bool is_input, bool full = false) {
     for (std::uint16_t i = 0; i < 16; ++i)
       if (mask & (1u << i)) {
         if (i >= refs.size() || refs[i].dtype == kAbsentTensor)
           throw std::logic_error(fmt::format("FakeDevice: task {} asks statistics of {} {}, which the op does not have",
                                              t.task_id, is_input ? "input" : "output", i));
-        emit_stats(t, refs[i], i, is_input);
+        if (!full) {
+          emit_stats(t, refs[i], i, is_input);
+          continue;
+        }
+        const graph::Tensor x = read_tensor(refs[i]);
+        emit_record(tensor_header(t, refs[i], CapturePayload::FullTensor, i, is_input), x.bytes());
       }
   };
   each(t.stats_inputs, args.inputs, true);
   if (on_kernel) on_kernel(stream, t);
   each(t.stats_outputs, args.outputs, false);
+  each(t.dump_outputs, args.outputs, false, true);
 }
 
 CaptureRecordHeader FakeDevice::tensor_header(const TaskDescriptor& t, const TensorRef& ref, CapturePayload payload,

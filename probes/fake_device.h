@@ -10,9 +10,9 @@
 //   - interrupts delivered synchronously to the handler (a line raised while the handler runs is
 //     delivered after it returns), honouring the mask.
 // Kernel tasks are recorded but not executed: tests place tensor values with dma_write (or in
-// on_kernel). A Kernel task asking for in-kernel statistics (stats_inputs / stats_outputs) must
-// carry a spec::OpArgs block: input statistics are taken before on_kernel, output statistics
-// after it. kTaskFlagStatusRecord emits a StepStatus record (float status, then cleared).
+// on_kernel). A Kernel task asking for in-kernel statistics (stats_inputs / stats_outputs) or
+// output dumps (dump_outputs) must carry a spec::OpArgs block: input statistics are taken before
+// on_kernel, output statistics and full output records after it. kTaskFlagStatusRecord emits a StepStatus record (float status, then cleared).
 // The fake cannot block a producer: under the stall policy it delivers the buffer-full interrupt
 // (the handler drains and releases) and retries once; if still no buffer is free the record is
 // dropped and counted in kRegCapDropped (and in stall_fallback_drops()).

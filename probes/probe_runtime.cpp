@@ -74,13 +74,18 @@ bool RuntimeState::should_capture(const ProbeSite& site, std::uint32_t at_step) 
   return sampled(seed, site.probe_op, at_step, opts.rank, site.sample_rate);
 }
 
-bool RuntimeState::in_kernel(const ProbeSite& site, std::uint32_t at_step) const {
-  if (!cfg.capture.in_kernel_statistics || site.kind != ProbeKind::Capture || site.mode != CaptureMode::Statistics)
-    return false;
-  if (site.index >= 16 || is_collective_type(op(site.target_op_id).type)) return false;
+CaptureMode RuntimeState::mode_at(const ProbeSite& site, std::uint32_t at_step) const {
   auto v = verbose_from.find(site.probe_op_id);
-  if (v != verbose_from.end() && at_step >= v->second) return false;  // captured in full
-  return should_capture(site, at_step);
+  return v != verbose_from.end() && at_step >= v->second ? CaptureMode::Full : site.mode;
+}
+
+bool RuntimeState::in_kernel(const ProbeSite& site, std::uint32_t at_step) const {
+  if (site.kind != ProbeKind::Capture || site.index >= 16 || is_collective_type(op(site.target_op_id).type))
+    return false;
+  const CaptureMode mode = mode_at(site, at_step);
+  const bool stats = mode == CaptureMode::Statistics && cfg.capture.in_kernel_statistics;
+  const bool dump = mode == CaptureMode::Full && cfg.capture.async_full && !site.is_input;
+  return (stats || dump) && should_capture(site, at_step);
 }
 
 }  // namespace detail
@@ -266,7 +271,9 @@ void ProbeRuntime::plan_kernel(const graph::Op& op, std::uint32_t step, spec::Ta
     for (std::uint32_t p : ids) {
       const ProbeSite* site = s.ins.site(p);
       if (!site || site->target_op_id != op.id || !s.in_kernel(*site, step)) continue;
-      (site->is_input ? task.stats_inputs : task.stats_outputs) |= static_cast<std::uint16_t>(1u << site->index);
+      const auto bit = static_cast<std::uint16_t>(1u << site->index);
+      if (s.mode_at(*site, step) == CaptureMode::Full) task.dump_outputs |= bit;
+      else (site->is_input ? task.stats_inputs : task.stats_outputs) |= bit;
     }
 }
 
@@ -303,9 +310,7 @@ std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std
     t.kind = spec::TaskKind::Breakpoint;
     t.args = a;
   } else {
-    CaptureMode mode = site.mode;
-    auto v = s.verbose_from.find(probe_op.id);
-    if (v != s.verbose_from.end() && step >= v->second) mode = CaptureMode::Full;
+    const CaptureMode mode = s.mode_at(site, step);
     spec::CaptureArgs a{};
     a.tensor = tensor;
     a.payload = static_cast<std::uint16_t>(mode == CaptureMode::Full   ? spec::CapturePayload::FullTensor

@@ -148,12 +148,13 @@ class ProbeRuntime {
   /// probe is inactive this step. Records task_id so breakpoint halts map back to the probe.
   std::optional<ProbeTask> plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
                                       std::uint32_t task_id);
-  /// Whether probe op `probe_op` is captured at `step` by its target op's kernel (a statistics
-  /// probe on a kernel op, capture.in_kernel_statistics on): plan_probe() then returns nullopt
-  /// and plan_kernel() sets the probe's bit in the kernel task. Pure.
+  /// Whether probe op `probe_op` is captured at `step` by its target op's kernel: a statistics
+  /// probe on a kernel op (capture.in_kernel_statistics), or a full capture of a kernel output
+  /// (capture.async_full: the kernel queues the copy on the capture DMA engine). plan_probe()
+  /// then returns nullopt and plan_kernel() sets the probe's bit in the kernel task. Pure.
   bool in_kernel(const graph::Op& probe_op, std::uint32_t step) const;
-  /// Sets the in-kernel statistics masks (stats_outputs / stats_inputs) of `op`'s kernel task
-  /// at `step` for every probe in_kernel() there; leaves other fields alone.
+  /// Sets the in-kernel capture masks (stats_outputs / stats_inputs / dump_outputs) of `op`'s
+  /// kernel task at `step` for every probe in_kernel() there; leaves other fields alone.
   void plan_kernel(const graph::Op& op, std::uint32_t step, spec::TaskDescriptor& task) const;
   /// Drain policy in effect (capture.drain with Auto resolved; valid after instrument()).
   DrainPolicy drain_policy() const;

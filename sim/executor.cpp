@@ -249,6 +249,7 @@ void Executor::submit_task(spec::TaskDescriptor t) {
     case spec::TaskKind::Kernel:
       ++res_.kernel_tasks;
       res_.in_kernel_statistics += static_cast<std::uint64_t>(std::popcount(t.stats_outputs) + std::popcount(t.stats_inputs));
+      res_.in_kernel_dumps += static_cast<std::uint64_t>(std::popcount(t.dump_outputs));
       break;
     case spec::TaskKind::Collective: ++res_.collective_tasks; break;
     case spec::TaskKind::Capture:

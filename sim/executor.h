@@ -54,6 +54,7 @@ struct ExecutorResult {
   bool stopped = false;  // the probe runtime asked to stop
   std::uint64_t kernel_tasks = 0, collective_tasks = 0, probe_tasks = 0, barrier_tasks = 0;
   std::uint64_t in_kernel_statistics = 0;  // statistics records requested from kernel tasks
+  std::uint64_t in_kernel_dumps = 0;       // output dumps kernel tasks queued on the capture DMA
   std::uint64_t hbm_bytes = 0;  // bytes allocated for tensors and argument blocks
   std::vector<std::string> warnings;
 };

@@ -13,8 +13,9 @@
 //                 device cycles from the start of the host program to its end (all ranks)
 //   ops           [{op, type, rank, tasks, cycles}] device cycles of each executed op's tasks,
 //                 per rank, in executed (topological) order
-//   tasks         {kernel, collective, probe, barrier, in_kernel_statistics} counts summed over
-//                 ranks (in_kernel_statistics: statistics records computed by kernel tasks)
+//   tasks         {kernel, collective, probe, barrier, in_kernel_statistics, in_kernel_dumps}
+//                 counts summed over ranks (statistics records computed by kernel tasks, output
+//                 dumps kernel tasks queued on the capture DMA engine)
 //   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
 //                   latency_cycles, role (source|propagation), source_op, propagation_path,
 //                   call_stack, fused_from, float_status: [flag names at ISR time]}]

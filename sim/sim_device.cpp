@@ -37,6 +37,10 @@ tlm_utils::tlm_quantumkeeper& SimDevice::qk() {
   return *it->second;
 }
 
+std::uint64_t& SimDevice::thread_last_posted() {
+  return last_posted_seq_[sc_core::sc_get_current_process_handle().get_process_object()];
+}
+
 sc_core::sc_time SimDevice::local_now() { return qk().get_current_time(); }
 
 void SimDevice::sync() { qk().sync(); }
@@ -90,8 +94,12 @@ void SimDevice::read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out
   auto& q = qk();
   q.inc(ns(cfg_.pcie_latency_ns));  // request travels to the chip
   q.sync();
-  // PCIe ordering: a read does not pass posted writes that reached the chip at the same time.
-  while (!posted_.empty() && posted_.front().at <= sc_core::sc_time_stamp()) sc_core::wait(posted_drained_ev_);
+  // PCIe ordering: a read does not pass posted writes that reached the chip at the same time,
+  // nor the calling thread's own earlier writes (which a later-dated write of another thread may
+  // have queued behind).
+  const std::uint64_t own = thread_last_posted();
+  while ((!posted_.empty() && posted_.front().at <= sc_core::sc_time_stamp()) || posted_delivered_ < own)
+    sc_core::wait(posted_drained_ev_);
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(out.data()), out.size() * 4, delay, "MMIO read");
   // chip-side latency; the completion (with its payload) travels back
@@ -120,7 +128,8 @@ void SimDevice::write_reg(std::uint32_t offset, std::uint32_t value) {
   charge_call();
   const sc_core::sc_time at = std::max(local_now() + ns(cfg_.pcie_latency_ns), last_posted_at_);
   last_posted_at_ = at;
-  posted_.push_back(Posted{at, offset, value});
+  posted_.push_back(Posted{at, offset, value, ++posted_issued_});
+  thread_last_posted() = posted_issued_;
   posted_ev_.notify(sc_core::SC_ZERO_TIME);
   ++stats_.mmio_writes;
 }
@@ -133,6 +142,7 @@ void SimDevice::posted_write_loop() {
     std::uint32_t v = p.value;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     transport(tlm::TLM_WRITE_COMMAND, p.addr, reinterpret_cast<std::byte*>(&v), 4, delay, "MMIO write");
+    posted_delivered_ = p.seq;
     posted_.pop_front();
     posted_drained_ev_.notify(sc_core::SC_ZERO_TIME);
   }
@@ -265,6 +275,9 @@ void SimDevice::service_interrupt(std::uint32_t lines) {
   const sc_core::sc_time t0 = local_now();
   ++stats_.interrupts;
   charge_call();
+  // Stream state changes (completion, breakpoint halt) wake a waiting synchronize(); other
+  // interrupts (exceptions, capture buffers) do not, as a driver's completion event would not.
+  const bool stream_event = (lines & (spec::kIrqStreamDone | spec::kIrqBreakpoint)) != 0;
   if (lines & spec::kIrqStreamDone) {
     write_reg(spec::kRegIrqAck, spec::kIrqStreamDone);
     lines &= ~static_cast<std::uint32_t>(spec::kIrqStreamDone);
@@ -274,8 +287,10 @@ void SimDevice::service_interrupt(std::uint32_t lines) {
   if (trace_ && trace_->enabled())
     trace_->complete(chip::Trace::kHostPid + rank_, "isr", "isr", "host", ps(t0), ps(sc_core::sc_time_stamp() - t0),
                      {{"lines", std::uint64_t{lines}}});
-  ++serviced_count_;
-  serviced_ev_.notify(sc_core::SC_ZERO_TIME);
+  if (stream_event) {
+    ++serviced_count_;
+    serviced_ev_.notify(sc_core::SC_ZERO_TIME);
+  }
 }
 
 void SimDevice::defer(std::function<void()> work) {

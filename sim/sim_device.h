@@ -14,8 +14,9 @@
 //  - submit: the 64-byte descriptor is written into the stream's ring in HBM as a posted write
 //    (link bandwidth, no round trip), then the tail doorbell as a posted MMIO write;
 //  - synchronize: submits a Barrier task with kTaskFlagNotify (what a driver's stream synchronize
-//    does), sleeps until an interrupt was serviced (kIrqStreamDone is consumed here) or a
-//    `poll_timeout_ns` fallback expires, then reads the stream's status and completed count.
+//    does), sleeps until a stream interrupt was serviced (kIrqStreamDone, consumed here, or
+//    kIrqBreakpoint) or a `poll_timeout_ns` fallback expires, then reads the stream's status
+//    and completed count.
 // Interrupts: HostModel calls service_interrupt() in its ISR thread with the delivered lines; the
 // installed handler runs there, so it keeps running while the main thread blocks in synchronize().
 // defer()red work runs in a third host thread (deferred_loop), so a long drain neither blocks the
@@ -83,9 +84,10 @@ class SimDevice final : public probes::Device {
   sc_core::sc_time local_now();
   /// Synchronises the calling thread's quantum keeper with the kernel.
   void sync();
-  /// Sleeps until an interrupt was serviced or `timeout` passed (main-thread helper). `seen`:
-  /// the interrupt_count() taken before the caller last read the device; an interrupt serviced
-  /// since then returns at once (no lost wake-up while the caller's register reads waited).
+  /// Sleeps until a stream interrupt (kIrqStreamDone / kIrqBreakpoint) was serviced or `timeout`
+  /// passed (main-thread helper). `seen`: the interrupt_count() taken before the caller last read
+  /// the device; one serviced since then returns at once (no lost wake-up while the caller's
+  /// register reads waited).
   void wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen);
   /// Delay at which host DMA touches HBM: the calling thread's local time (see the .cpp).
   sc_core::sc_time hbm_issue_delay();
@@ -104,7 +106,10 @@ class SimDevice final : public probes::Device {
     sc_core::sc_time at;
     std::uint64_t addr;
     std::uint32_t value;
+    std::uint64_t seq;  // issue order
   };
+  /// Issue number of the calling thread's last posted write (0: none).
+  std::uint64_t& thread_last_posted();
   tlm_utils::tlm_quantumkeeper& qk();
   void charge_call();
   /// Reserves the PCIe link for `bytes` starting no earlier than `ready`; returns when the last
@@ -127,6 +132,8 @@ class SimDevice final : public probes::Device {
   HbmAllocator alloc_;
   IrqHandler handler_;
   std::map<const void*, std::unique_ptr<tlm_utils::tlm_quantumkeeper>> qks_;
+  std::map<const void*, std::uint64_t> last_posted_seq_;  // per host thread
+  std::uint64_t posted_issued_ = 0, posted_delivered_ = 0;
   std::array<sc_core::sc_time, 2> pcie_free_{};  // per LinkDir
   std::deque<Posted> posted_;
   sc_core::sc_time last_posted_at_ = sc_core::SC_ZERO_TIME;

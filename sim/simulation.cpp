@@ -145,7 +145,7 @@ json simulate(const SimRequest& req) {
   }
   res["cycles"] = {{"total", clock.cycle_at(platform.end_time())}, {"per_rank", per_rank}, {"per_step", per_step}};
 
-  json tasks = {{"kernel", 0}, {"collective", 0}, {"probe", 0}, {"barrier", 0}, {"in_kernel_statistics", 0}};
+  json tasks = {{"kernel", 0}, {"collective", 0}, {"probe", 0}, {"barrier", 0}, {"in_kernel_statistics", 0}, {"in_kernel_dumps", 0}};
   json losses = json::array(), warnings = json::array();
   for (std::uint32_t r = 0; r < ranks; ++r) {
     const ExecutorResult& er = st[r].result;
@@ -154,6 +154,7 @@ json simulate(const SimRequest& req) {
     tasks["probe"] = tasks["probe"].get<std::uint64_t>() + er.probe_tasks;
     tasks["barrier"] = tasks["barrier"].get<std::uint64_t>() + er.barrier_tasks;
     tasks["in_kernel_statistics"] = tasks["in_kernel_statistics"].get<std::uint64_t>() + er.in_kernel_statistics;
+    tasks["in_kernel_dumps"] = tasks["in_kernel_dumps"].get<std::uint64_t>() + er.in_kernel_dumps;
     json l = json::array();
     for (const auto& step : er.fetched)
       if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));

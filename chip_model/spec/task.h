@@ -50,7 +50,10 @@ struct TaskDescriptor {
   /// bit i of stats_inputs: the same for input i as loaded. No separate Capture task is needed.
   std::uint16_t stats_outputs = 0;
   std::uint16_t stats_inputs = 0;
-  std::uint8_t reserved[20] = {};
+  /// Kernel tasks: bit i -> when the kernel completes, it queues a full-tensor capture of output
+  /// i on the capture DMA engine (as a kTaskFlagAsync Capture task would, without its dispatch).
+  std::uint16_t dump_outputs = 0;
+  std::uint8_t reserved[18] = {};
 };
 static_assert(sizeof(TaskDescriptor) == 64);
 static_assert(std::is_trivially_copyable_v<TaskDescriptor>);

@@ -76,8 +76,11 @@ struct RuntimeState {
   /// Flushes and drains the capture unit until every produced record is accounted for; warns
   /// (naming `when`) about records neither drained nor reported dropped.
   void flush_capture(const std::string& when);
-  /// Statistics probe `site` captured by its target's kernel at `at_step`.
+  /// Probe `site` captured by its target's kernel at `at_step`: statistics computed in the kernel,
+  /// or a full output dump the kernel queues on the capture DMA engine.
   bool in_kernel(const ProbeSite& site, std::uint32_t at_step) const;
+  /// Capture mode of `site` at `at_step` (Full once enable_verbose switched it).
+  CaptureMode mode_at(const ProbeSite& site, std::uint32_t at_step) const;
   bool should_capture(const ProbeSite& site, std::uint32_t at_step) const;
 
   // runtime_records.cpp

@@ -129,12 +129,13 @@ class MiniExecutor {
       k.op_id = id;
       k.step = step;
       rt->plan_kernel(op, step, k);
-      if (k.stats_inputs || k.stats_outputs) {  // the fake device finds the tensors in the args block
+      if (k.stats_inputs || k.stats_outputs || k.dump_outputs) {  // tensors are found in the args block
         const auto bytes = spec::encode_op_args(kernel_args(op));
         k.args_addr = dev.alloc(bytes.size());
         k.args_size = static_cast<std::uint32_t>(bytes.size());
         dev.dma_write(k.args_addr, bytes);
-        in_kernel += static_cast<std::uint64_t>(std::popcount(k.stats_inputs) + std::popcount(k.stats_outputs));
+        in_kernel += static_cast<std::uint64_t>(std::popcount(k.stats_inputs) + std::popcount(k.stats_outputs) +
+                                                std::popcount(k.dump_outputs));
       }
       if (id == last_op() && rt->step_status_records()) k.flags |= spec::kTaskFlagStatusRecord;
       dev.submit(0, k);
