@@ -59,10 +59,10 @@ std::uint64_t stats_bytes(const spec::TaskDescriptor& task, const spec::OpArgs& 
 /// Writing the capture DMA descriptors of a kernel's output dumps (estimate).
 constexpr std::uint64_t kDumpDescriptorCycles = 16;
 
-/// Merge of the per-core partial statistics on the lead core, on the critical path after the
-/// last core's last tile (estimate): the partials of cores that finished earlier are combined
-/// while the others still run, so what remains is reading the last 64-byte partial over the L2
-/// port, one Vector combine, and 16 cycles for the completion handshake.
+/// Merge of the per-core partial statistics on the lead core after the last tile's epilogue
+/// (estimate): the partials of cores that finished earlier are combined while the others still
+/// run, so what remains is reading the last 64-byte partial over the L2 port, one Vector
+/// combine, and 16 cycles for the completion handshake.
 std::uint64_t stats_merge_cycles(std::uint32_t l2_bytes_per_cycle) {
   const std::uint64_t port = std::max<std::uint32_t>(l2_bytes_per_cycle, 1);
   return (64 + port - 1) / port + 1 + 16;
@@ -174,7 +174,7 @@ void AiCore::execute(TaskContext& ctx) {
 
   run.store(mem);
   ctx.qk.set(ChipClock::from_ps(r.end_ps) - sc_core::sc_time_stamp());
-  if (task.stats_inputs || task.stats_outputs) emit_statistics(ctx, run);
+  if (task.stats_inputs || task.stats_outputs) emit_statistics(ctx, run, last_tile_ps);
   if (task.dump_outputs) queue_dumps(ctx, run);
 
   OpRecord rec;
@@ -199,12 +199,15 @@ void AiCore::execute(TaskContext& ctx) {
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
 }
 
-void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run) {
-  const sc_core::sc_time merge_start = ctx.now();
-  ctx.qk.inc(svc_.clock.cycles(stats_merge_cycles(opts_.l2_bytes_per_cycle)));
+void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps) {
+  // The merge starts when the last tile's epilogue (its partial statistics) is done and runs
+  // beside that tile's store; the records leave once both are done.
+  const sc_core::sc_time merge_start = ChipClock::from_ps(last_tile_ps);
+  const sc_core::sc_time merge_end = merge_start + svc_.clock.cycles(stats_merge_cycles(opts_.l2_bytes_per_cycle));
+  if (merge_end > ctx.now()) ctx.qk.set(merge_end - sc_core::sc_time_stamp());
   if (svc_.trace->enabled())
     svc_.trace->complete(svc_.rank, TaskContext::core_track(ctx.cores.front(), "vector"), "stats merge", "debug",
-                         ChipClock::to_ps(merge_start), ChipClock::to_ps(ctx.now() - merge_start),
+                         ChipClock::to_ps(merge_start), ChipClock::to_ps(merge_end - merge_start),
                          {{"task_id", std::uint64_t{ctx.task.task_id}}});
   auto emit = [&](const spec::TensorRef& ref, const graph::Tensor& t, std::uint16_t index, bool is_input) {
     const spec::CaptureStats s =

@@ -18,7 +18,8 @@
 //  5. the results are written to HBM, the task completes at the pipeline's end time;
 //  6. in-kernel statistics (TaskDescriptor stats_outputs / stats_inputs): each tile's share is
 //     one extra Vector pass in its epilogue (OpWork::stats_bytes), then the lead core merges the
-//     per-core partials and hands one Statistics record per tensor to the capture unit (values:
+//     per-core partials (beside the last tile's store) and hands one Statistics record per
+//     tensor to the capture unit (values:
 //     spec::compute_stats over the whole tensor, as a Capture task computes them); the task
 //     completes once the records are handed over (posted writes);
 //  7. output dumps (TaskDescriptor dump_outputs): the kernel queues one full-tensor copy per
@@ -83,7 +84,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
  private:
   void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
-  void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run);
+  void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps);
   void queue_dumps(TaskContext& ctx, const kernels::OpRunner& run);
 
   const ChipServices& svc_;

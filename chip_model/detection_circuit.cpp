@@ -15,6 +15,7 @@ DetectionCircuit::DetectionCircuit(sc_core::sc_module_name name, const ChipConfi
 void DetectionCircuit::report(const DetectionEvent& ev) {
   ++reports_;
   float_status_ |= ev.status;
+  step_status_ |= ev.status;
   if (!ev.armed || ev.kind_mask == 0) return;
   for (std::uint32_t k = 0; k < spec::kExcKindCount; ++k) {
     if ((ev.kind_mask & (1u << k)) == 0) continue;

@@ -79,6 +79,9 @@ class DetectionCircuit : public sc_core::sc_module {
 
   // Direct views for tests and the report.
   std::uint32_t float_status() const { return float_status_; }
+  /// Float status bits reported since the previous call (for StepStatus records); independent of
+  /// kRegFloatStatus and its clears.
+  std::uint32_t take_step_status() { return std::exchange(step_status_, 0u); }
   bool latched() const { return valid_; }
   bool more() const { return more_; }
   const DetectionEvent& latch() const { return latch_; }
@@ -92,6 +95,7 @@ class DetectionCircuit : public sc_core::sc_module {
   std::uint32_t rank_;
   Trace* trace_;
   std::uint32_t float_status_ = 0;
+  std::uint32_t step_status_ = 0;
   std::uint32_t enable_ = (1u << spec::kExcKindCount) - 1;
   bool valid_ = false, more_ = false;
   DetectionEvent latch_;

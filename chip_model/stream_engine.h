@@ -17,8 +17,8 @@
 //   Barrier     -> waits for the stream's asynchronous captures (so does any task flagged
 //                  kTaskFlagWaitCaptures, before it starts)
 //   Collective  -> CollectiveHandler::run, then kIrqCollective
-// After each task: kTaskFlagStatusRecord makes a StepStatus capture record (float status
-// snapshot, then those bits cleared); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
+// After each task: kTaskFlagStatusRecord makes a StepStatus capture record (float status bits
+// raised since the previous one); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
 // `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
 // ends sc_start with the error). Streams run concurrently; each has its own quantum keeper.
 // Writing RingEntries resets Head and Tail to 0 (program it while the stream is idle); Tail

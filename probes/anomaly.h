@@ -36,7 +36,8 @@ struct AnomalyRecord {
   std::uint64_t isr_cycle = 0;           // device cycle read at ISR entry
   std::uint64_t latency_cycles = 0;      // isr_cycle - cycle
   bool more = false;                     // further anomalies happened while this one was latched
-  std::uint32_t float_status = 0;        // kRegFloatStatus at ISR time (FloatStatusBits)
+  std::uint32_t float_status = 0;        // kRegFloatStatus at ISR time (FloatStatusBits raised since
+                                         // the previous anomaly's ISR, which cleared what it read)
   /// Call stack, outermost first: the scope path components, then the op, then (fused ops)
   /// "fused: a -> b -> c" with the original ops.
   std::vector<std::string> call_stack;

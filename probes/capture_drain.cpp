@@ -203,7 +203,15 @@ void CaptureDrain::drain_buffer(std::uint32_t i, std::uint32_t bytes) {
   }
 }
 
-void CaptureDrain::drain() {
+void CaptureDrain::take_counters(std::span<const std::uint32_t> block) {
+  auto at = [&block](std::uint32_t reg) { return block[(reg - spec::kRegCapReady) / 4]; };
+  acc_.produced = at(spec::kRegCapRecords);
+  acc_.dropped = at(spec::kRegCapDropped);
+  acc_.device_bytes = u64(at(spec::kRegCapBytesLo), at(spec::kRegCapBytesHi));
+  acc_.stall_cycles = u64(at(spec::kRegCapStallLo), at(spec::kRegCapStallHi));
+}
+
+void CaptureDrain::drain(bool device_idle) {
   if (!programmed_) return;
   if (draining_) {
     pending_ = true;
@@ -212,9 +220,11 @@ void CaptureDrain::drain() {
   draining_ = true;
   do {
     pending_ = false;
-    // Ready bits and both ready byte counts (kRegCapReady..kRegCapReadyBytes1) in one burst.
-    std::array<std::uint32_t, 3> st{};
+    // Ready bits, both ready byte counts and the counters (kRegCapReady..kRegCapStallHi) in one
+    // burst; the counters are final when nothing is ready or the device is idle.
+    std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapReady) / 4 + 1> st{};
     dev_.read_regs(spec::kRegCapReady, st);
+    take_counters(st);
     const std::uint32_t ready = st[0] & (opts_.ping_pong ? 3u : 1u);
     const std::uint32_t ready_bytes[2] = {st[1], st[2]};
     if (ready == 3) {
@@ -229,32 +239,26 @@ void CaptureDrain::drain() {
       bool first0 = h0.magic != spec::kCaptureMagic || h1.magic != spec::kCaptureMagic || h0.seq <= h1.seq;
       drain_buffer(first0 ? 0 : 1, ready_bytes[first0 ? 0 : 1]);
       drain_buffer(first0 ? 1 : 0, ready_bytes[first0 ? 1 : 0]);
-      pending_ = true;  // releasing may have let the producer fill another
+      pending_ = pending_ || !device_idle;  // releasing may have let the producer fill another
     } else if (ready) {
       drain_buffer(ready == 1 ? 0 : 1, ready_bytes[ready == 1 ? 0 : 1]);
-      pending_ = true;
+      pending_ = pending_ || !device_idle;
     }
     if (!ready) break;
   } while (pending_);
   draining_ = false;
-  read_counters();
 }
 
-void CaptureDrain::flush() {
+void CaptureDrain::flush(bool device_idle) {
   if (!programmed_) return;
   dev_.write_reg(spec::kRegCapFlush, 1);
-  drain();
+  drain(device_idle);
 }
 
 void CaptureDrain::read_counters() {
-  // kRegCapRecords..kRegCapStallHi in one burst
-  std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapRecords) / 4 + 1> c{};
-  dev_.read_regs(spec::kRegCapRecords, c);
-  auto at = [&c](std::uint32_t reg) { return c[(reg - spec::kRegCapRecords) / 4]; };
-  acc_.produced = at(spec::kRegCapRecords);
-  acc_.dropped = at(spec::kRegCapDropped);
-  acc_.device_bytes = u64(at(spec::kRegCapBytesLo), at(spec::kRegCapBytesHi));
-  acc_.stall_cycles = u64(at(spec::kRegCapStallLo), at(spec::kRegCapStallHi));
+  std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapReady) / 4 + 1> st{};
+  dev_.read_regs(spec::kRegCapReady, st);
+  take_counters(st);
 }
 
 }  // namespace probelab::probes

@@ -70,11 +70,13 @@ class CaptureDrain {
 
   /// Allocates the buffer(s) and writes the capture registers (buffers, size, ctrl).
   void program();
-  /// Drains every ready buffer (oldest first, by the sequence numbers it holds), releasing each.
-  /// Re-entry (an interrupt during a drain) is folded into the running drain.
-  void drain();
-  /// kRegCapFlush, then drains until nothing is ready; refreshes the device counters.
-  void flush();
+  /// Drains every ready buffer (oldest first, by the sequence numbers it holds), releasing each,
+  /// and takes the device counters from the same status reads. Re-entry (an interrupt during a
+  /// drain) is folded into the running drain. `device_idle`: nothing produces records now (the
+  /// streams and the capture DMA engine are idle), so no status re-read after a release.
+  void drain(bool device_idle = false);
+  /// kRegCapFlush, then drains until nothing is ready.
+  void flush(bool device_idle = false);
   /// Reads kRegCapRecords/Dropped/Bytes/Stall into the accounting.
   void read_counters();
   const CaptureAccounting& accounting() const { return acc_; }
@@ -82,6 +84,7 @@ class CaptureDrain {
 
  private:
   void drain_buffer(std::uint32_t index, std::uint32_t ready_bytes);
+  void take_counters(std::span<const std::uint32_t> block);  // from kRegCapReady on
   Device& dev_;
   CaptureUnitOptions opts_;
   Sink sink_;

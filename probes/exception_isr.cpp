@@ -83,7 +83,9 @@ std::optional<AnomalyRecord> ExceptionIsr::handle() {
   a.output_index = reg(kRegExcOutput);
   a.float_status = dev_.read_reg(kRegFloatStatus);
   a.rank = dev_.rank();
-  // acknowledge: line first, then re-arm the latch (a new anomaly then raises the line again)
+  // acknowledge: line first, then re-arm the latch (a new anomaly then raises the line again);
+  // the float status bits read are cleared, so the next anomaly shows what was raised since
+  if (a.float_status) dev_.write_reg(kRegFloatStatusClear, a.float_status);
   dev_.write_reg(kRegIrqAck, kIrqException);
   dev_.write_reg(kRegExcAck, 1);
 

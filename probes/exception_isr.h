@@ -27,7 +27,8 @@ class ExceptionIsr {
  public:
   ExceptionIsr(Device& dev, const graph::Graph& executed, const graph::Graph* original);
 
-  /// Reads the latch (kRegExcStatus ... kRegExcOutput) and kRegFloatStatus, then acknowledges:
+  /// Reads the latch (kRegExcStatus ... kRegExcOutput) and kRegFloatStatus (clearing the bits it
+  /// read: an anomaly shows the bits raised since the previous one), then acknowledges:
   /// first the interrupt line (kRegIrqAck), then the latch (kRegExcAck), so an anomaly latched
   /// after the re-arm raises the line again. Returns nullopt for a spurious interrupt (latch not
   /// valid). The cycle is read (Device::cycles) before anything else: latency = that - latched.

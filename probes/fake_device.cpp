@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -205,7 +206,10 @@ void FakeDevice::deliver() {
 void FakeDevice::latch_exception(const Exception& e) {
   if (e.kind < kExcKindCount && exc_counts_[e.kind] != 0xFFFFFFFFu) ++exc_counts_[e.kind];
   static constexpr std::uint32_t fs[kExcKindCount] = {kFsOverflow, kFsUnderflow, kFsInvalid, kFsNanInput};
-  if (e.kind < kExcKindCount) float_status_ |= fs[e.kind];
+  if (e.kind < kExcKindCount) {
+    float_status_ |= fs[e.kind];
+    step_status_ |= fs[e.kind];
+  }
   exc_ops_.insert(e.op_id);
   if (!(reg(kRegExcEnable) & (1u << e.kind))) return;
   if (latched_) {
@@ -318,8 +322,7 @@ void FakeDevice::run_queue(std::uint32_t stream) {
     }
     if (t.flags & kTaskFlagStatusRecord) {
       StepStatus st;
-      st.float_status = float_status_;
-      float_status_ = 0;
+      st.float_status = std::exchange(step_status_, 0u);
       CaptureRecordHeader h;
       h.op_id = t.op_id;
       h.task_id = t.task_id;

@@ -12,7 +12,7 @@
 // Kernel tasks are recorded but not executed: tests place tensor values with dma_write (or in
 // on_kernel). A Kernel task asking for in-kernel statistics (stats_inputs / stats_outputs) or
 // output dumps (dump_outputs) must carry a spec::OpArgs block: input statistics are taken before
-// on_kernel, output statistics and full output records after it. kTaskFlagStatusRecord emits a StepStatus record (float status, then cleared).
+// on_kernel, output statistics and full output records after it. kTaskFlagStatusRecord emits a StepStatus record (float status bits since the last one).
 // The fake cannot block a producer: under the stall policy it delivers the buffer-full interrupt
 // (the handler drains and releases) and retries once; if still no buffer is free the record is
 // dropped and counted in kRegCapDropped (and in stall_fallback_drops()).
@@ -128,6 +128,7 @@ class FakeDevice : public Device {
   bool latched_ = false;
   std::uint32_t exc_counts_[spec::kExcKindCount] = {};
   std::uint32_t float_status_ = 0;
+  std::uint32_t step_status_ = 0;  // bits since the last StepStatus record
   std::set<std::uint32_t> exc_ops_;  // op ids that latched an exception (halt_on_exception)
   // streams
   std::map<std::uint32_t, std::uint32_t> halted_task_;

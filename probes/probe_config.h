@@ -132,10 +132,11 @@ struct Rule {
 /// When the host collects capture records.
 ///  - Step: at every step end (flush + drain before the next step is submitted). Host conditions,
 ///    rules and their actions (full_dump of the step's tensors, enable_verbose from the next step,
-///    stop) then act on the step just run; per-step float status is read from kRegFloatStatus.
+///    stop) then act on the step just run.
 ///  - BufferFull: only when a buffer fills (kIrqCaptureFull, drained while the device runs on)
-///    and at the end of the run; the step's last task carries kTaskFlagStatusRecord so the float
-///    status of each step still arrives, as a record. Nothing waits on the host between steps.
+///    and at the end of the run. Nothing waits on the host between steps.
+///  Either way the step's last task carries kTaskFlagStatusRecord, so each step's float status
+///  arrives as a record with the step's others.
 ///  - Auto: Step when any watch point has conditions or any rule exists, else BufferFull.
 enum class DrainPolicy : std::uint8_t { Auto, Step, BufferFull };
 

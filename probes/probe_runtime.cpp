@@ -50,9 +50,9 @@ void RuntimeState::warn(std::string msg) {
 void RuntimeState::flush_capture(const std::string& when) {
   if (!drain->programmed()) return;
   dev.wait_deferred();  // a drain started by an interrupt finishes first
-  drain->flush();
+  drain->flush(true);   // called between steps: nothing produces records
   // a breakpoint or condition may have produced more records while draining: drain until quiet
-  for (int i = 0; i < 4 && !drain->accounting().balanced(); ++i) drain->flush();
+  for (int i = 0; i < 4 && !drain->accounting().balanced(); ++i) drain->flush(true);
   const auto& acc = drain->accounting();
   if (!acc.balanced())
     warn(fmt::format("{}: {} capture record(s) neither drained nor reported dropped after flush", when,
@@ -222,24 +222,23 @@ void ProbeRuntime::end_step(std::uint32_t step) {
   if (!s.instrumented) return;
   if (s.drain_policy != DrainPolicy::Step) return;  // records and the step's status arrive later
   s.flush_capture(fmt::format("step {}", step));
-  StepSummary& sm = s.summary(step);
-  sm.float_status = s.dev.read_reg(spec::kRegFloatStatus);
-  if (sm.float_status) s.dev.write_reg(spec::kRegFloatStatusClear, sm.float_status);
-  s.refresh_counters();
-  s.evaluate_rules();
+  if (!step_status_records()) {  // else the step's float status came with its status record
+    StepSummary& sm = s.summary(step);
+    sm.float_status = s.dev.read_reg(spec::kRegFloatStatus);
+    if (sm.float_status) s.dev.write_reg(spec::kRegFloatStatusClear, sm.float_status);
+  }
+  if (!s.cfg.rules.empty()) {
+    s.refresh_counters();
+    s.evaluate_rules();
+  }
   if (s.cfg.output.level != OutputLevel::None) s.dumps->write_manifest();
 }
 
 void ProbeRuntime::finish() {
   auto& s = *impl_;
   if (!s.instrumented) return;
-  if (s.drain_policy != DrainPolicy::Step && s.configured) {
-    s.flush_capture("end of run");
-    // bits raised after the last step-status record (e.g. by tasks after it)
-    if (const std::uint32_t fs = s.dev.read_reg(spec::kRegFloatStatus)) {
-      s.summary(s.step).float_status |= fs;
-      s.dev.write_reg(spec::kRegFloatStatusClear, fs);
-    }
+  if (s.configured) {
+    if (s.drain_policy != DrainPolicy::Step) s.flush_capture("end of run");
     s.refresh_counters();
     s.evaluate_rules();
   }
@@ -281,7 +280,7 @@ DrainPolicy ProbeRuntime::drain_policy() const { return impl_->drain_policy; }
 
 bool ProbeRuntime::step_status_records() const {
   const auto& s = *impl_;
-  return s.instrumented && s.cfg.enabled && s.drain_policy == DrainPolicy::BufferFull;
+  return s.configured && s.drain && s.drain->programmed();
 }
 
 std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,

@@ -158,8 +158,9 @@ class ProbeRuntime {
   void plan_kernel(const graph::Op& op, std::uint32_t step, spec::TaskDescriptor& task) const;
   /// Drain policy in effect (capture.drain with Auto resolved; valid after instrument()).
   DrainPolicy drain_policy() const;
-  /// True when the executor must set kTaskFlagStatusRecord on each step's last task (policy
-  /// BufferFull: per-step float status arrives as a record instead of a register read).
+  /// True when the executor must set kTaskFlagStatusRecord on each step's last task: whenever
+  /// the capture unit is in use, per-step float status arrives as a record (drained with the
+  /// step's records, or later under policy BufferFull) instead of a register read.
   bool step_status_records() const;
 
   /// A `stop` action fired: the executor should stop after the current step.

@@ -5,49 +5,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "chip_model/spec/capture_math.h"
+
 namespace probelab::probes {
 
 spec::CaptureStats compute_stats(std::span<const double> v) {
-  spec::CaptureStats s;
-  s.count = v.size();
-  double sum = 0, abs_sum = 0, sq = 0;
-  double mn = 0, mx = 0;
-  std::uint64_t finite = 0;
-  for (double x : v) {
-    if (std::isnan(x)) {
-      ++s.nan_count;
-      continue;
-    }
-    if (std::isinf(x)) {
-      ++s.inf_count;
-      continue;
-    }
-    if (x == 0.0) ++s.zero_count;
-    if (finite == 0) {
-      mn = mx = x;
-    } else {
-      mn = std::min(mn, x);
-      mx = std::max(mx, x);
-    }
-    ++finite;
-    sum += x;
-    abs_sum += std::fabs(x);
-    sq += x * x;
-  }
-  if (finite > 0) {
-    double n = static_cast<double>(finite);
-    s.min = mn;
-    s.max = mx;
-    s.mean = sum / n;
-    s.abs_mean = abs_sum / n;
-    s.l2 = std::sqrt(sq);
-    s.max_abs = std::max(std::fabs(mn), std::fabs(mx));
-    double dev = 0;  // second pass: population variance around the mean
-    for (double x : v)
-      if (std::isfinite(x)) dev += (x - s.mean) * (x - s.mean);
-    s.std = std::sqrt(dev / n);
-  }
-  return s;
+  // the device's definition (spec/capture_math.h), so host and device statistics agree bit for bit
+  return spec::detail::stats_impl(v.size(), [v](std::size_t i) { return v[i]; });
 }
 
 spec::CaptureStats compute_stats(const graph::Tensor& t) {

@@ -18,7 +18,8 @@
 //                 dumps kernel tasks queued on the capture DMA engine)
 //   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
 //                   latency_cycles, role (source|propagation), source_op, propagation_path,
-//                   call_stack, fused_from, float_status: [flag names at ISR time]}]
+//                   call_stack, fused_from, float_status: [flag names at ISR time, raised since
+//                   the previous anomaly]}]
 //                 exception latches, then
 //                 [{kind: "condition", op, tensor, step, rank, condition, watch_point, actions,
 //                   origin}] probe conditions that held

@@ -8,7 +8,10 @@
 //      mean = (sum x) / n, abs_mean = (sum |x|) / n, l2 = sqrt(sum x*x),
 //      std = sqrt((sum (x - mean)^2) / n)  (population, second pass over the data);
 //      zero_count = finite elements equal to +-0. With n = 0 all FP fields are 0.
-//    Sums are sequential FP64 additions in element order.
+//    Every sum runs over kStatLanes = 16 interleaved FP64 partial sums: element i is added to
+//    partial i mod 16 (each partial in element order; non-finite elements add 0), then the
+//    partials are added in order 0..15 — the way a 16-lane vector unit accumulates, and
+//    bit-reproducible by any host. min/max compare with < / > lane by lane, lanes in order.
 //  - hash: XXH64 (seed 0) of the element bytes in that order (the FullTensor payload bytes).
 //  - breakpoint predicate: see eval_predicate().
 #pragma once
@@ -21,7 +24,7 @@
 #include <limits>
 #include <span>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -75,39 +78,170 @@ inline double element_value(std::span<const std::byte> bytes, std::uint8_t dtype
 }
 
 namespace detail {
+
+/// Interleaved partial sums of the statistics (see the top of the file).
+inline constexpr std::size_t kStatLanes = 16;
+
+/// Per-lane accumulators; element i of the data goes to lane i mod kStatLanes.
+struct StatLanes {
+  static constexpr std::size_t L = kStatLanes;
+  double sum[L] = {}, abs_sum[L] = {}, sq_sum[L] = {}, mn[L], mx[L], nans[L] = {}, infs[L] = {}, zeros[L] = {};
+  StatLanes() {
+    for (std::size_t j = 0; j < L; ++j) {
+      mn[j] = std::numeric_limits<double>::infinity();
+      mx[j] = -std::numeric_limits<double>::infinity();
+    }
+  }
+  /// xs[0..m) into lanes 0..m-1. Non-finite elements add 0 to the sums and are counted.
+  void add(const double* xs, std::size_t m) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < m; ++j) {
+      const double x = xs[j];
+      const double a = std::fabs(x);
+      const bool nan = x != x, inf = a == kInf, fin = a < kInf;
+      const double v = fin ? x : 0.0;
+      nans[j] += nan ? 1.0 : 0.0;
+      infs[j] += inf ? 1.0 : 0.0;
+      zeros[j] += fin && v == 0.0 ? 1.0 : 0.0;
+      sum[j] += v;
+      abs_sum[j] += std::fabs(v);
+      sq_sum[j] += v * v;
+      mn[j] = fin && x < mn[j] ? x : mn[j];
+      mx[j] = fin && x > mx[j] ? x : mx[j];
+    }
+  }
+};
+
+#if defined(__AVX2__)
+/// The same as StatLanes::add over whole blocks of kStatLanes elements, four lanes per vector.
+inline void add_blocks(StatLanes& st, std::size_t blocks, const double* (*next)(void*, std::size_t), void* ctx) {
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
+  const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
+  __m256d sum[4], abs_sum[4], sq[4], mn[4], mx[4], nans[4], infs[4], zeros[4];
+  for (int k = 0; k < 4; ++k) {
+    sum[k] = _mm256_loadu_pd(st.sum + 4 * k);
+    abs_sum[k] = _mm256_loadu_pd(st.abs_sum + 4 * k);
+    sq[k] = _mm256_loadu_pd(st.sq_sum + 4 * k);
+    mn[k] = _mm256_loadu_pd(st.mn + 4 * k);
+    mx[k] = _mm256_loadu_pd(st.mx + 4 * k);
+    nans[k] = _mm256_loadu_pd(st.nans + 4 * k);
+    infs[k] = _mm256_loadu_pd(st.infs + 4 * k);
+    zeros[k] = _mm256_loadu_pd(st.zeros + 4 * k);
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double* xs = next(ctx, b);
+    for (int k = 0; k < 4; ++k) {
+      const __m256d x = _mm256_loadu_pd(xs + 4 * k);
+      const __m256d a = _mm256_andnot_pd(sign, x);
+      const __m256d fin = _mm256_cmp_pd(a, inf, _CMP_LT_OQ);
+      const __m256d v = _mm256_and_pd(fin, x);
+      nans[k] = _mm256_add_pd(nans[k], _mm256_and_pd(_mm256_cmp_pd(x, x, _CMP_UNORD_Q), one));
+      infs[k] = _mm256_add_pd(infs[k], _mm256_and_pd(_mm256_cmp_pd(a, inf, _CMP_EQ_OQ), one));
+      zeros[k] = _mm256_add_pd(zeros[k], _mm256_and_pd(_mm256_and_pd(fin, _mm256_cmp_pd(v, zero, _CMP_EQ_OQ)), one));
+      sum[k] = _mm256_add_pd(sum[k], v);
+      abs_sum[k] = _mm256_add_pd(abs_sum[k], _mm256_andnot_pd(sign, v));
+      sq[k] = _mm256_add_pd(sq[k], _mm256_mul_pd(v, v));
+      mn[k] = _mm256_blendv_pd(mn[k], x, _mm256_and_pd(fin, _mm256_cmp_pd(x, mn[k], _CMP_LT_OQ)));
+      mx[k] = _mm256_blendv_pd(mx[k], x, _mm256_and_pd(fin, _mm256_cmp_pd(x, mx[k], _CMP_GT_OQ)));
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_pd(st.sum + 4 * k, sum[k]);
+    _mm256_storeu_pd(st.abs_sum + 4 * k, abs_sum[k]);
+    _mm256_storeu_pd(st.sq_sum + 4 * k, sq[k]);
+    _mm256_storeu_pd(st.mn + 4 * k, mn[k]);
+    _mm256_storeu_pd(st.mx + 4 * k, mx[k]);
+    _mm256_storeu_pd(st.nans + 4 * k, nans[k]);
+    _mm256_storeu_pd(st.infs + 4 * k, infs[k]);
+    _mm256_storeu_pd(st.zeros + 4 * k, zeros[k]);
+  }
+}
+
+/// Second pass: dev[j] += (x - mean)^2 over finite elements, whole blocks.
+inline void add_dev_blocks(double* dev, double mean, std::size_t blocks, const double* (*next)(void*, std::size_t),
+                           void* ctx) {
+  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
+  const __m256d m = _mm256_set1_pd(mean);
+  __m256d acc[4];
+  for (int k = 0; k < 4; ++k) acc[k] = _mm256_loadu_pd(dev + 4 * k);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double* xs = next(ctx, b);
+    for (int k = 0; k < 4; ++k) {
+      const __m256d x = _mm256_loadu_pd(xs + 4 * k);
+      const __m256d fin = _mm256_cmp_pd(_mm256_andnot_pd(sign, x), inf, _CMP_LT_OQ);
+      const __m256d d = _mm256_and_pd(fin, _mm256_sub_pd(x, m));
+      acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(d, d));
+    }
+  }
+  for (int k = 0; k < 4; ++k) _mm256_storeu_pd(dev + 4 * k, acc[k]);
+}
+#endif
+
 template <class Get>
 CaptureStats stats_impl(std::size_t numel, Get get) {
+  constexpr std::size_t L = kStatLanes;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  struct Source {
+    Get* get;
+    double xs[L];
+    static const double* next(void* self, std::size_t b) {
+      auto* s = static_cast<Source*>(self);
+      for (std::size_t j = 0; j < L; ++j) s->xs[j] = (*s->get)(b * L + j);
+      return s->xs;
+    }
+  } src{&get, {}};
+  const std::size_t blocks = numel / L, tail = numel % L;
+  StatLanes st;
+#if defined(__AVX2__)
+  add_blocks(st, blocks, &Source::next, &src);
+#else
+  for (std::size_t b = 0; b < blocks; ++b) st.add(Source::next(&src, b), L);
+#endif
+  for (std::size_t j = 0; j < tail; ++j) src.xs[j] = get(blocks * L + j);
+  st.add(src.xs, tail);
+
   CaptureStats s;
   s.count = numel;
-  double sum = 0, abs_sum = 0, sq_sum = 0;
-  std::uint64_t n = 0;
-  for (std::size_t i = 0; i < numel; ++i) {
-    const double x = get(i);
-    if (std::isnan(x)) { ++s.nan_count; continue; }
-    if (std::isinf(x)) { ++s.inf_count; continue; }
-    const double a = std::fabs(x);
-    if (n == 0) { s.min = s.max = x; s.max_abs = a; }
-    else {
-      if (x < s.min) s.min = x;
-      if (x > s.max) s.max = x;
-      if (a > s.max_abs) s.max_abs = a;
-    }
-    if (x == 0) ++s.zero_count;
-    sum += x;
-    abs_sum += a;
-    sq_sum += x * x;
-    ++n;
+  double total = 0, abs_total = 0, sq_total = 0, lo = kInf, hi = -kInf, nan = 0, inf = 0, zero = 0;
+  for (std::size_t j = 0; j < L; ++j) {
+    nan += st.nans[j];
+    inf += st.infs[j];
+    zero += st.zeros[j];
+    total += st.sum[j];
+    abs_total += st.abs_sum[j];
+    sq_total += st.sq_sum[j];
+    if (st.mn[j] < lo) lo = st.mn[j];
+    if (st.mx[j] > hi) hi = st.mx[j];
   }
+  s.nan_count = static_cast<std::uint64_t>(nan);
+  s.inf_count = static_cast<std::uint64_t>(inf);
+  s.zero_count = static_cast<std::uint64_t>(zero);
+  const std::uint64_t n = numel - s.nan_count - s.inf_count;
   if (n == 0) return s;
-  s.mean = sum / static_cast<double>(n);
-  s.abs_mean = abs_sum / static_cast<double>(n);
-  s.l2 = std::sqrt(sq_sum);
-  double dev = 0;
-  for (std::size_t i = 0; i < numel; ++i) {
-    const double x = get(i);
-    if (std::isfinite(x)) dev += (x - s.mean) * (x - s.mean);
+  s.min = lo;
+  s.max = hi;
+  s.max_abs = std::max(std::fabs(lo), std::fabs(hi));
+  s.mean = total / static_cast<double>(n);
+  s.abs_mean = abs_total / static_cast<double>(n);
+  s.l2 = std::sqrt(sq_total);
+  double dev[L] = {};
+  const double mean = s.mean;
+#if defined(__AVX2__)
+  add_dev_blocks(dev, mean, blocks, &Source::next, &src);
+#else
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const double* xs = Source::next(&src, b);
+    for (std::size_t j = 0; j < L; ++j) dev[j] += std::fabs(xs[j]) < kInf ? (xs[j] - mean) * (xs[j] - mean) : 0.0;
   }
-  s.std = std::sqrt(dev / static_cast<double>(n));
+#endif
+  for (std::size_t j = 0; j < tail; ++j) {
+    const double x = get(blocks * L + j);
+    const double d = std::fabs(x) < kInf ? x - mean : 0.0;  // NaN compares false
+    dev[j] += d * d;
+  }
+  double dev_total = 0;
+  for (std::size_t j = 0; j < L; ++j) dev_total += dev[j];
+  s.std = std::sqrt(dev_total / static_cast<double>(n));
   return s;
 }
 template <class T>

@@ -16,8 +16,8 @@ enum class CapturePayload : std::uint16_t {
   StepStatus = 4,  // payload: StepStatus (kTaskFlagStatusRecord); op_id/task_id/step of that task
 };
 
-/// Float status raised since the previous StepStatus record (or since the host last cleared
-/// kRegFloatStatus): the bits are cleared when the record is made.
+/// Float status bits raised since the previous StepStatus record (kRegFloatStatus itself is not
+/// touched).
 struct StepStatus {
   std::uint32_t float_status = 0;  // spec::FloatStatusBits
   std::uint32_t reserved = 0;

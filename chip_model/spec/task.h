@@ -21,9 +21,10 @@ enum class TaskKind : std::uint16_t {
 enum TaskFlags : std::uint16_t {
   kTaskFlagNotify = 1u << 0,  // raise kIrqStreamDone on completion
   kTaskFlagCheckExceptions = 1u << 1,  // detection circuits armed for this task (default on)
-  /// After the task completes, the stream engine snapshots kRegFloatStatus into a StepStatus
-  /// capture record (capture_record.h) and clears the bits it recorded: a step-end marker that
-  /// gives the host per-step float status without a register round trip.
+  /// After the task completes, the stream engine writes a StepStatus capture record
+  /// (capture_record.h) with the float status bits raised since the previous such record (the
+  /// register kRegFloatStatus is left alone): a step-end marker that gives the host per-step
+  /// float status without a register round trip.
   kTaskFlagStatusRecord = 1u << 2,
   /// Capture tasks with a FullTensor payload: handed to the capture DMA engine (capture_dma.h);
   /// the stream goes on once the job is queued (dispatch cost only).

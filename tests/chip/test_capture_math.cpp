@@ -123,3 +123,63 @@ TEST(CaptureMath, HalfDecodersMatchTheNumericsLayerForEveryPattern) {
     if (std::isnan(rb)) EXPECT_TRUE(std::isnan(bf)) << b; else EXPECT_EQ(bf, static_cast<double>(rb)) << b;
   }
 }
+
+// The statistics against a literal transcription of their definition: 16 interleaved partial sums
+// (element i into partial i mod 16, non-finite elements skipped), partials added in order;
+// lengths around the 16-element blocks, with NaN, Inf and signed zeros mixed in.
+TEST(CaptureMath, StatisticsFollowTheInterleavedPartialSumDefinition) {
+  for (std::size_t numel : {0u, 1u, 15u, 16u, 17u, 33u, 1000u}) {
+    std::vector<float> v(numel);
+    for (std::size_t i = 0; i < numel; ++i) v[i] = std::sin(static_cast<float>(i) * 0.37f) * 1e3f + 1e-3f * i;
+    if (numel > 20) {
+      v[3] = std::numeric_limits<float>::quiet_NaN();
+      v[7] = std::numeric_limits<float>::infinity();
+      v[9] = -0.0f;
+      v[19] = 0.0f;
+    }
+    double part[3][16] = {}, dev[16] = {};
+    double lo = 0, hi = 0;
+    std::uint64_t n = 0, nan = 0, inf = 0, zero = 0;
+    for (std::size_t i = 0; i < numel; ++i) {
+      const double x = v[i];
+      if (std::isnan(x)) { ++nan; continue; }
+      if (std::isinf(x)) { ++inf; continue; }
+      if (n == 0 || x < lo) lo = n == 0 ? x : std::min(lo, x);
+      if (n == 0 || x > hi) hi = n == 0 ? x : std::max(hi, x);
+      zero += x == 0.0;
+      part[0][i % 16] += x;
+      part[1][i % 16] += std::fabs(x);
+      part[2][i % 16] += x * x;
+      ++n;
+    }
+    double sum = 0, abs_sum = 0, sq = 0;
+    for (int j = 0; j < 16; ++j) {
+      sum += part[0][j];
+      abs_sum += part[1][j];
+      sq += part[2][j];
+    }
+    const double mean = n ? sum / static_cast<double>(n) : 0.0;
+    for (std::size_t i = 0; i < numel; ++i)
+      if (std::isfinite(v[i])) dev[i % 16] += (v[i] - mean) * (v[i] - mean);
+    double dev_sum = 0;
+    for (double d : dev) dev_sum += d;
+
+    const spec::CaptureStats s = spec::compute_stats(bytes_of(v), static_cast<std::uint8_t>(DType::F32), numel);
+    SCOPED_TRACE(numel);
+    EXPECT_EQ(s.count, numel);
+    EXPECT_EQ(s.nan_count, nan);
+    EXPECT_EQ(s.inf_count, inf);
+    EXPECT_EQ(s.zero_count, zero);
+    if (n == 0) {
+      EXPECT_EQ(s.mean, 0.0);
+      continue;
+    }
+    EXPECT_EQ(s.min, lo);
+    EXPECT_EQ(s.max, hi);
+    EXPECT_EQ(s.max_abs, std::max(std::fabs(lo), std::fabs(hi)));
+    EXPECT_EQ(s.mean, mean);  // bit-exact: same additions in the same order
+    EXPECT_EQ(s.abs_mean, abs_sum / static_cast<double>(n));
+    EXPECT_EQ(s.l2, std::sqrt(sq));
+    EXPECT_EQ(s.std, std::sqrt(dev_sum / static_cast<double>(n)));
+  }
+}

@@ -91,8 +91,10 @@ TEST(Runtime, StatisticsAsTasksAndPerStepDrainGiveTheSameStatistics) {
   EXPECT_EQ(kc, (std::array<std::uint64_t, 2>{0, 10}));
   EXPECT_EQ(tc, (std::array<std::uint64_t, 2>{10, 0}));
   EXPECT_EQ(sc, (std::array<std::uint64_t, 2>{0, 10}));
-  EXPECT_EQ(step.capture.produced, 10u);  // per-step drain reads the float status register instead
+  EXPECT_EQ(step.capture.produced, 12u);  // 10 statistics + one step-status record per step
   EXPECT_EQ(kernel.capture.produced, 12u);
+  EXPECT_EQ(tasks.capture.produced, 12u);
+  EXPECT_EQ(step.capture.drained, 12u);
   ASSERT_EQ(kernel.dumps.size(), 10u);
   ASSERT_EQ(tasks.dumps.size(), 10u);
   ASSERT_EQ(step.dumps.size(), 10u);
