@@ -43,13 +43,12 @@ double gbps(std::uint64_t bytes_per_cycle, std::uint32_t mhz) {
 std::uint64_t stats_bytes(const spec::TaskDescriptor& task, const spec::OpArgs& args) {
   std::uint64_t bytes = 0;
   auto add = [&](std::uint16_t mask, const std::vector<spec::TensorRef>& refs, const char* what) {
-    for (std::uint32_t i = 0; i < 16; ++i) {
-      if (!(mask & (1u << i))) continue;
+    spec::for_each_bit(mask, [&](std::uint16_t i) {
       if (i >= refs.size() || refs[i].dtype == spec::kAbsentTensor)
         throw std::runtime_error(fmt::format("task {} (op {}): in-kernel statistics of {} {}, which the op does not have",
                                              task.task_id, task.op_id, what, i));
       bytes += static_cast<std::uint64_t>(spec::tensor_numel(refs[i])) * spec::element_bytes(refs[i].dtype);
-    }
+    });
   };
   add(task.stats_inputs, args.inputs, "input");
   add(task.stats_outputs, args.outputs, "output");
@@ -216,10 +215,9 @@ void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std
     svc_.capture->produce(tensor_record_header(ctx.task, ref, spec::CapturePayload::Statistics, index, is_input),
                           payload, ctx.qk, ctx.site(ctx.cores.front()));
   };
-  for (std::uint16_t i = 0; i < 16; ++i)
-    if (ctx.task.stats_inputs & (1u << i)) emit(run.args().inputs[i], run.inputs()[i], i, true);
-  for (std::uint16_t o = 0; o < 16; ++o)
-    if (ctx.task.stats_outputs & (1u << o)) emit(run.args().outputs[o], run.outputs()[o], o, false);
+  spec::for_each_bit(ctx.task.stats_inputs, [&](std::uint16_t i) { emit(run.args().inputs[i], run.inputs()[i], i, true); });
+  spec::for_each_bit(ctx.task.stats_outputs,
+                     [&](std::uint16_t o) { emit(run.args().outputs[o], run.outputs()[o], o, false); });
 }
 
 void AiCore::queue_dumps(TaskContext& ctx, const kernels::OpRunner& run) {
@@ -227,13 +225,12 @@ void AiCore::queue_dumps(TaskContext& ctx, const kernels::OpRunner& run) {
     throw std::runtime_error(fmt::format("task {} (op {}): output dumps asked but no capture DMA engine is attached",
                                          ctx.task.task_id, ctx.task.op_id));
   ctx.qk.inc(svc_.clock.cycles(kDumpDescriptorCycles));
-  for (std::uint16_t o = 0; o < 16; ++o) {
-    if (!(ctx.task.dump_outputs & (1u << o))) continue;
+  spec::for_each_bit(ctx.task.dump_outputs, [&](std::uint16_t o) {
     if (o >= run.args().outputs.size())
       throw std::runtime_error(fmt::format("task {} (op {}): dump of output {}, which the op does not have",
                                            ctx.task.task_id, ctx.task.op_id, o));
     ctx.capture_dma->enqueue_dump(ctx.stream, ctx.task, run.args().outputs[o], o, ctx.now());
-  }
+  });
 }
 
 void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {

@@ -12,17 +12,19 @@ CaptureDma::CaptureDma(sc_core::sc_module_name name, const ChipServices& service
   sc_core::sc_spawn([this] { engine(); }, sc_core::sc_gen_unique_name("capture_dma"), &opts);
 }
 
-void CaptureDma::enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at) {
-  ++outstanding_.at(stream);
-  queue_.push_back({stream, task, at, false, {}, 0});
+void CaptureDma::push(Job job) {
+  ++outstanding_.at(job.stream);
+  queue_.push_back(std::move(job));
   queued_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CaptureDma::enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at) {
+  push({stream, task, at, false, {}, 0});
 }
 
 void CaptureDma::enqueue_dump(std::uint32_t stream, const spec::TaskDescriptor& task, const spec::TensorRef& ref,
                               std::uint16_t index, const sc_core::sc_time& at) {
-  ++outstanding_.at(stream);
-  queue_.push_back({stream, task, at, true, ref, index});
-  queued_.notify(sc_core::SC_ZERO_TIME);
+  push({stream, task, at, true, ref, index});
 }
 
 void CaptureDma::engine() {

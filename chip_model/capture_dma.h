@@ -46,6 +46,7 @@ class CaptureDma : public sc_core::sc_module {
     spec::TensorRef ref{};
     std::uint16_t index = 0;
   };
+  void push(Job job);
   void engine();
 
   const ChipServices& svc_;

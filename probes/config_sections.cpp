@@ -250,22 +250,16 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
     if (c["async_full"]) cfg.capture.async_full = r.boolean(c["async_full"], "capture.async_full");
     if (c["in_kernel_statistics"])
       cfg.capture.in_kernel_statistics = r.boolean(c["in_kernel_statistics"], "capture.in_kernel_statistics");
-    if (c["drain"]) {
-      std::string d = r.str(c["drain"], "capture.drain");
-      if (d == "auto") cfg.capture.drain = DrainPolicy::Auto;
-      else if (d == "step") cfg.capture.drain = DrainPolicy::Step;
-      else if (d == "buffer_full") cfg.capture.drain = DrainPolicy::BufferFull;
-      else r.fail(c["drain"], "capture.drain", fmt::format("unknown drain policy '{}' (expected auto, step or buffer_full)", d));
-    }
+    if (c["drain"])
+      cfg.capture.drain = r.choice<DrainPolicy>(
+          c["drain"], "capture.drain", "drain policy",
+          {{"auto", DrainPolicy::Auto}, {"step", DrainPolicy::Step}, {"buffer_full", DrainPolicy::BufferFull}});
     if (c["buffer_bytes"])
       cfg.capture.buffer_bytes = static_cast<std::uint32_t>(r.integer(c["buffer_bytes"], "capture.buffer_bytes", 4096, 1ll << 31));
     if (c["ping_pong"]) cfg.capture.ping_pong = r.boolean(c["ping_pong"], "capture.ping_pong");
-    if (c["overrun"]) {
-      std::string o = r.str(c["overrun"], "capture.overrun");
-      if (o == "stall") cfg.capture.drop_on_full = false;
-      else if (o == "drop") cfg.capture.drop_on_full = true;
-      else r.fail(c["overrun"], "capture.overrun", fmt::format("unknown overrun policy '{}' (expected stall or drop)", o));
-    }
+    if (c["overrun"])
+      cfg.capture.drop_on_full =
+          r.choice<bool>(c["overrun"], "capture.overrun", "overrun policy", {{"stall", false}, {"drop", true}});
   }
 
   if (const auto& o = root["output"]) {
@@ -281,13 +275,10 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
     }
     if (o["zstd_level"]) cfg.output.zstd_level = static_cast<int>(r.integer(o["zstd_level"], "output.zstd_level", 1, 19));
     if (o["delta"]) cfg.output.delta = r.boolean(o["delta"], "output.delta");
-    if (o["level"]) {
-      std::string s = r.str(o["level"], "output.level");
-      if (s == "all") cfg.output.level = OutputLevel::All;
-      else if (s == "triggered") cfg.output.level = OutputLevel::Triggered;
-      else if (s == "none") cfg.output.level = OutputLevel::None;
-      else r.fail(o["level"], "output.level", fmt::format("unknown level '{}' (expected all, triggered or none)", s));
-    }
+    if (o["level"])
+      cfg.output.level = r.choice<OutputLevel>(
+          o["level"], "output.level", "level",
+          {{"all", OutputLevel::All}, {"triggered", OutputLevel::Triggered}, {"none", OutputLevel::None}});
   }
 
   if (const auto& c = root["consistency"]) {

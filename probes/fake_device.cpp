@@ -351,18 +351,13 @@ void FakeDevice::run_kernel(std::uint32_t stream, const TaskDescriptor& t) {
   dma_read(t.args_addr, block);
   const spec::OpArgs args = spec::decode_op_args(block);
   auto each = [&](std::uint16_t mask, const std::vector<TensorRef>& refs, bool is_input, bool full = false) {
-    for (std::uint16_t i = 0; i < 16; ++i)
-      if (mask & (1u << i)) {
-        if (i >= refs.size() || refs[i].dtype == kAbsentTensor)
-          throw std::logic_error(fmt::format("FakeDevice: task {} asks statistics of {} {}, which the op does not have",
-                                             t.task_id, is_input ? "input" : "output", i));
-        if (!full) {
-          emit_stats(t, refs[i], i, is_input);
-          continue;
-        }
-        const graph::Tensor x = read_tensor(refs[i]);
-        emit_record(tensor_header(t, refs[i], CapturePayload::FullTensor, i, is_input), x.bytes());
-      }
+    for_each_bit(mask, [&](std::uint16_t i) {
+      if (i >= refs.size() || refs[i].dtype == kAbsentTensor)
+        throw std::logic_error(fmt::format("FakeDevice: task {} asks a capture of {} {}, which the op does not have",
+                                           t.task_id, is_input ? "input" : "output", i));
+      if (full) emit_record(tensor_header(t, refs[i], CapturePayload::FullTensor, i, is_input), read_tensor(refs[i]).bytes());
+      else emit_stats(t, refs[i], i, is_input);
+    });
   };
   each(t.stats_inputs, args.inputs, true);
   if (on_kernel) on_kernel(stream, t);

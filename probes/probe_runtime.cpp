@@ -79,13 +79,17 @@ CaptureMode RuntimeState::mode_at(const ProbeSite& site, std::uint32_t at_step) 
   return v != verbose_from.end() && at_step >= v->second ? CaptureMode::Full : site.mode;
 }
 
-bool RuntimeState::in_kernel(const ProbeSite& site, std::uint32_t at_step) const {
+bool RuntimeState::kernel_captures(const ProbeSite& site, std::uint32_t at_step) const {
   if (site.kind != ProbeKind::Capture || site.index >= 16 || is_collective_type(op(site.target_op_id).type))
     return false;
   const CaptureMode mode = mode_at(site, at_step);
   const bool stats = mode == CaptureMode::Statistics && cfg.capture.in_kernel_statistics;
   const bool dump = mode == CaptureMode::Full && cfg.capture.async_full && !site.is_input;
-  return (stats || dump) && should_capture(site, at_step);
+  return stats || dump;
+}
+
+bool RuntimeState::in_kernel(const ProbeSite& site, std::uint32_t at_step) const {
+  return kernel_captures(site, at_step) && should_capture(site, at_step);
 }
 
 }  // namespace detail
@@ -286,8 +290,9 @@ bool ProbeRuntime::step_status_records() const {
 std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std::uint32_t step, const spec::TensorRef& tensor,
                                                   std::uint32_t task_id) {
   auto& s = *impl_;
-  if (!should_capture(probe_op, step) || in_kernel(probe_op, step)) return std::nullopt;
+  if (!should_capture(probe_op, step)) return std::nullopt;
   const ProbeSite& site = *s.ins.site(probe_op.id);
+  if (s.kernel_captures(site, step)) return std::nullopt;  // the target's kernel task captures it
   ProbeTask t;
   t.target_op_id = site.target_op_id;
   if (site.kind == ProbeKind::Breakpoint) {

@@ -85,13 +85,12 @@ class SimDevice final : public probes::Device {
   /// Synchronises the calling thread's quantum keeper with the kernel.
   void sync();
   /// Sleeps until a stream interrupt (kIrqStreamDone / kIrqBreakpoint) was serviced or `timeout`
-  /// passed (main-thread helper). `seen`: the interrupt_count() taken before the caller last read
+  /// passed (main-thread helper). `seen`: the count of such interrupts before the caller last read
   /// the device; one serviced since then returns at once (no lost wake-up while the caller's
   /// register reads waited).
   void wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen);
   /// Delay at which host DMA touches HBM: the calling thread's local time (see the .cpp).
   sc_core::sc_time hbm_issue_delay();
-  std::uint64_t interrupt_count() const { return serviced_count_; }
 
   struct Stats {
     std::uint64_t mmio_reads = 0, mmio_writes = 0, dma_writes = 0, dma_reads = 0;

@@ -113,8 +113,10 @@ struct StatLanes {
 };
 
 #if defined(__AVX2__)
-/// The same as StatLanes::add over whole blocks of kStatLanes elements, four lanes per vector.
-inline void add_blocks(StatLanes& st, std::size_t blocks, const double* (*next)(void*, std::size_t), void* ctx) {
+/// The same as StatLanes::add over whole blocks of kStatLanes elements, four lanes per vector;
+/// next(b) returns block b.
+template <class Next>
+void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
   const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
   const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
   __m256d sum[4], abs_sum[4], sq[4], mn[4], mx[4], nans[4], infs[4], zeros[4];
@@ -129,7 +131,7 @@ inline void add_blocks(StatLanes& st, std::size_t blocks, const double* (*next)(
     zeros[k] = _mm256_loadu_pd(st.zeros + 4 * k);
   }
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double* xs = next(ctx, b);
+    const double* xs = next(b);
     for (int k = 0; k < 4; ++k) {
       const __m256d x = _mm256_loadu_pd(xs + 4 * k);
       const __m256d a = _mm256_andnot_pd(sign, x);
@@ -158,14 +160,14 @@ inline void add_blocks(StatLanes& st, std::size_t blocks, const double* (*next)(
 }
 
 /// Second pass: dev[j] += (x - mean)^2 over finite elements, whole blocks.
-inline void add_dev_blocks(double* dev, double mean, std::size_t blocks, const double* (*next)(void*, std::size_t),
-                           void* ctx) {
+template <class Next>
+void add_dev_blocks(double* dev, double mean, std::size_t blocks, Next next) {
   const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
   const __m256d m = _mm256_set1_pd(mean);
   __m256d acc[4];
   for (int k = 0; k < 4; ++k) acc[k] = _mm256_loadu_pd(dev + 4 * k);
   for (std::size_t b = 0; b < blocks; ++b) {
-    const double* xs = next(ctx, b);
+    const double* xs = next(b);
     for (int k = 0; k < 4; ++k) {
       const __m256d x = _mm256_loadu_pd(xs + 4 * k);
       const __m256d fin = _mm256_cmp_pd(_mm256_andnot_pd(sign, x), inf, _CMP_LT_OQ);
@@ -181,24 +183,20 @@ template <class Get>
 CaptureStats stats_impl(std::size_t numel, Get get) {
   constexpr std::size_t L = kStatLanes;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  struct Source {
-    Get* get;
-    double xs[L];
-    static const double* next(void* self, std::size_t b) {
-      auto* s = static_cast<Source*>(self);
-      for (std::size_t j = 0; j < L; ++j) s->xs[j] = (*s->get)(b * L + j);
-      return s->xs;
-    }
-  } src{&get, {}};
+  double xs[L];
+  auto next = [&](std::size_t b) -> const double* {  // block b (elements b*L ..) as doubles
+    for (std::size_t j = 0; j < L; ++j) xs[j] = get(b * L + j);
+    return xs;
+  };
   const std::size_t blocks = numel / L, tail = numel % L;
   StatLanes st;
 #if defined(__AVX2__)
-  add_blocks(st, blocks, &Source::next, &src);
+  add_blocks(st, blocks, next);
 #else
-  for (std::size_t b = 0; b < blocks; ++b) st.add(Source::next(&src, b), L);
+  for (std::size_t b = 0; b < blocks; ++b) st.add(next(b), L);
 #endif
-  for (std::size_t j = 0; j < tail; ++j) src.xs[j] = get(blocks * L + j);
-  st.add(src.xs, tail);
+  for (std::size_t j = 0; j < tail; ++j) xs[j] = get(blocks * L + j);
+  st.add(xs, tail);
 
   CaptureStats s;
   s.count = numel;
@@ -226,19 +224,19 @@ CaptureStats stats_impl(std::size_t numel, Get get) {
   s.l2 = std::sqrt(sq_total);
   double dev[L] = {};
   const double mean = s.mean;
+  auto dev_add = [&](const double* b, std::size_t m) {
+    for (std::size_t j = 0; j < m; ++j) {
+      const double d = std::fabs(b[j]) < kInf ? b[j] - mean : 0.0;  // NaN compares false
+      dev[j] += d * d;
+    }
+  };
 #if defined(__AVX2__)
-  add_dev_blocks(dev, mean, blocks, &Source::next, &src);
+  add_dev_blocks(dev, mean, blocks, next);
 #else
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const double* xs = Source::next(&src, b);
-    for (std::size_t j = 0; j < L; ++j) dev[j] += std::fabs(xs[j]) < kInf ? (xs[j] - mean) * (xs[j] - mean) : 0.0;
-  }
+  for (std::size_t b = 0; b < blocks; ++b) dev_add(next(b), L);
 #endif
-  for (std::size_t j = 0; j < tail; ++j) {
-    const double x = get(blocks * L + j);
-    const double d = std::fabs(x) < kInf ? x - mean : 0.0;  // NaN compares false
-    dev[j] += d * d;
-  }
+  for (std::size_t j = 0; j < tail; ++j) xs[j] = get(blocks * L + j);
+  dev_add(xs, tail);
   double dev_total = 0;
   for (std::size_t j = 0; j < L; ++j) dev_total += dev[j];
   s.std = std::sqrt(dev_total / static_cast<double>(n));

@@ -57,6 +57,13 @@ struct TaskDescriptor {
   std::uint8_t reserved[18] = {};
 };
 static_assert(sizeof(TaskDescriptor) == 64);
+
+/// Calls f(i) for every set bit i of a 16-bit tensor mask (stats_*, dump_outputs), lowest first.
+template <class F>
+void for_each_bit(std::uint16_t mask, F f) {
+  for (std::uint16_t i = 0; i < 16; ++i)
+    if (mask & (1u << i)) f(i);
+}
 static_assert(std::is_trivially_copyable_v<TaskDescriptor>);
 
 }  // namespace probelab::spec

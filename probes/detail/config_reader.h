@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,6 +48,22 @@ class Reader {
   std::string str(const YAML::Node& n, const std::string& key) const {
     if (!n.IsScalar()) fail(n, key, "expected a string");
     return n.as<std::string>();
+  }
+  /// The value of the option named by string `n`; otherwise fails with
+  /// "unknown <what> 'x' (expected a, b or c)".
+  template <class T>
+  T choice(const YAML::Node& n, const std::string& key, std::string_view what,
+           std::initializer_list<std::pair<std::string_view, T>> options) const {
+    const std::string s = str(n, key);
+    std::string list;
+    std::size_t i = 0;
+    for (const auto& [name, value] : options) {
+      if (name == s) return value;
+      if (i > 0) list += i + 1 == options.size() ? " or " : ", ";
+      list += name;
+      ++i;
+    }
+    fail(n, key, fmt::format("unknown {} '{}' (expected {})", what, s, list));
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
     bool v = false;

@@ -79,6 +79,8 @@ struct RuntimeState {
   /// Probe `site` captured by its target's kernel at `at_step`: statistics computed in the kernel,
   /// or a full output dump the kernel queues on the capture DMA engine.
   bool in_kernel(const ProbeSite& site, std::uint32_t at_step) const;
+  /// The part of in_kernel() that does not depend on sampling.
+  bool kernel_captures(const ProbeSite& site, std::uint32_t at_step) const;
   /// Capture mode of `site` at `at_step` (Full once enable_verbose switched it).
   CaptureMode mode_at(const ProbeSite& site, std::uint32_t at_step) const;
   bool should_capture(const ProbeSite& site, std::uint32_t at_step) const;
