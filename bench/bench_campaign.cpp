@@ -9,8 +9,8 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include "sim/campaign_runner.h"
-#include "sim/source_root.h"
+#include "sim/campaign/campaign_runner.h"
+#include "sim/scenario/source_root.h"
 
 namespace {
 

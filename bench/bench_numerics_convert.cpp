@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/bulk.h"
-#include "chip_model/numerics/fp16.h"
+#include "numerics/bf16.h"
+#include "numerics/bulk.h"
+#include "numerics/fp16.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Bit-exact FP16 GEMM (chip_model/numerics) vs Eigen FP32 GEMM, single thread, same sizes, same
+// Bit-exact FP16 GEMM (numerics) vs Eigen FP32 GEMM, single thread, same sizes, same
 // binary. The *_vs_EigenF32 benchmarks interleave both kernels in every iteration and report the
 // ratio of their best thread-CPU times (robust to load from other processes) as counters and on
 // stderr: ratio_vs_eigen = Eigen time / our time (>= 1: as fast as Eigen FP32 GEMM).
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/gemm.h"
+#include "numerics/fp16.h"
+#include "numerics/gemm.h"
 
 namespace {
 

@@ -28,11 +28,11 @@
 #include <unistd.h>
 
 #include "graph/op_registry.h"
-#include "sim/data_gen.h"
-#include "sim/prepared_run.h"
-#include "sim/process_pool.h"
-#include "sim/simulation.h"
-#include "sim/source_root.h"
+#include "sim/scenario/data_gen.h"
+#include "sim/scenario/prepared_run.h"
+#include "sim/run/process_pool.h"
+#include "sim/run/simulation.h"
+#include "sim/scenario/source_root.h"
 
 namespace {
 

@@ -30,7 +30,7 @@
 
 #include "chip_model/chip_config.h"
 #include "chip_model/clock.h"
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/spec/capture_record.h"
 #include "chip_model/spec/kernel_args.h"
 #include "chip_model/spec/registers.h"

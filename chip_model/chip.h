@@ -33,7 +33,7 @@
 #include "chip_model/core_interface.h"
 #include "chip_model/core_scheduler.h"
 #include "chip_model/detection_circuit.h"
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
 #include "chip_model/stream_engine.h"

@@ -21,7 +21,7 @@
 #include "chip_model/chip_config.h"
 #include "chip_model/clock.h"
 #include "chip_model/detection_circuit.h"
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/spec/task.h"
 
 namespace probelab::chip {

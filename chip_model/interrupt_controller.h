@@ -20,7 +20,7 @@
 #include <systemc>
 
 #include "chip_model/chip_config.h"
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 
 namespace probelab::chip {
 

@@ -30,9 +30,10 @@ function(probelab_add_test name)
     DISCOVERY_MODE PRE_TEST)
 endfunction()
 
-# probelab_add_test_dir(<prefix> LIBS <targets...>): one test binary per tests/<dir>/test_*.cpp.
+# probelab_add_test_dir(<prefix> [CLI] LIBS <targets...>): one test binary per tests/<dir>/test_*.cpp.
+# CLI: the tests run the built `probelab` executable (PROBELAB_BINARY names it).
 function(probelab_add_test_dir prefix)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "LIBS;EXTRA_SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "CLI" "TIMEOUT" "LIBS;EXTRA_SOURCES" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/test_*.cpp)
   foreach(src IN LISTS srcs)
     get_filename_component(stem ${src} NAME_WE)
@@ -41,6 +42,10 @@ function(probelab_add_test_dir prefix)
       list(APPEND args TIMEOUT ${ARG_TIMEOUT})
     endif()
     probelab_add_test(${prefix}_${stem} ${args})
+    if(ARG_CLI)
+      add_dependencies(${prefix}_${stem} probelab)
+      target_compile_definitions(${prefix}_${stem} PRIVATE PROBELAB_BINARY="$<TARGET_FILE:probelab>")
+    endif()
   endforeach()
 endfunction()
 

@@ -11,6 +11,10 @@
 
 namespace probelab::graph {
 
+std::string op_label(const Op& op) {
+  return op.name.empty() ? op.type : fmt::format("{} '{}'", op.type, op.name);
+}
+
 std::string_view tensor_kind_name(TensorKind k) {
   switch (k) {
     case TensorKind::Input: return "input";

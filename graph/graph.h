@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "graph/op.h"
 #include "graph/tensor.h"
 
@@ -20,6 +22,15 @@ class GraphError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// "Conv 'conv1'" — how messages name an op.
+std::string op_label(const Op& op);
+
+/// Throws GraphError "<op label>: <message>".
+template <class... A>
+[[noreturn]] void fail(const Op& op, fmt::format_string<A...> f, A&&... a) {
+  throw GraphError(fmt::format("{}: {}", op_label(op), fmt::format(f, std::forward<A>(a)...)));
+}
 
 /// Role of a tensor in the graph.
 enum class TensorKind : std::uint8_t {

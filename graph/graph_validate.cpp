@@ -10,13 +10,13 @@
 namespace probelab::graph {
 namespace {
 
-std::string op_label(const Op& op) { return fmt::format("op '{}' ({})", op.name, op.type); }
+std::string op_where(const Op& op) { return fmt::format("op '{}' ({})", op.name, op.type); }
 
 const OpDef& def_of(const Graph& g, const Op& op) {
   const OpDef* def = OpRegistry::instance().find(op.type);
   if (!def) {
     const auto types = OpRegistry::instance().types();
-    throw GraphError(fmt::format("{}: {} has unknown op type '{}' (known: {})", g.label(), op_label(op), op.type,
+    throw GraphError(fmt::format("{}: {} has unknown op type '{}' (known: {})", g.label(), op_where(op), op.type,
                                  fmt::join(types, ", ")));
   }
   return *def;
@@ -34,10 +34,10 @@ std::vector<TensorDesc> infer_op(const Graph& g, const Op& op) {
   } catch (const GraphError& e) {
     const std::string msg = e.what();
     if (msg.find("'" + op.name + "'") != std::string::npos) throw;
-    throw GraphError(fmt::format("{}: {}: {}", g.label(), op_label(op), msg));
+    throw GraphError(fmt::format("{}: {}: {}", g.label(), op_where(op), msg));
   }
   if (out.size() != op.outputs.size())
-    throw GraphError(fmt::format("{}: {} has {} outputs, shape inference gives {}", g.label(), op_label(op),
+    throw GraphError(fmt::format("{}: {} has {} outputs, shape inference gives {}", g.label(), op_where(op),
                                  op.outputs.size(), out.size()));
   return out;
 }
@@ -66,10 +66,10 @@ void check_attrs(const Graph& g, const Op& op, const OpDef& def) {
     auto it = op.attrs.find(spec.name);
     if (it == op.attrs.end()) {
       if (spec.required)
-        throw GraphError(fmt::format("{}: {} is missing required attribute '{}'{}", g.label(), op_label(op),
+        throw GraphError(fmt::format("{}: {} is missing required attribute '{}'{}", g.label(), op_where(op),
                                      spec.name, spec.doc.empty() ? "" : " (" + spec.doc + ")"));
     } else if (spec.default_value && !type_ok(it->second, *spec.default_value)) {
-      throw GraphError(fmt::format("{}: {} attribute '{}' has type {}, expected {}", g.label(), op_label(op), spec.name,
+      throw GraphError(fmt::format("{}: {} attribute '{}' has type {}, expected {}", g.label(), op_where(op), spec.name,
                                    attr_value_type_name(it->second), attr_value_type_name(*spec.default_value)));
     }
   }
@@ -77,7 +77,7 @@ void check_attrs(const Graph& g, const Op& op, const OpDef& def) {
     if (!def.attr(key)) {
       std::vector<std::string> known;
       for (const AttrSpec& s : def.attrs) known.push_back(s.name);
-      throw GraphError(fmt::format("{}: {} has unknown attribute '{}' (known: {})", g.label(), op_label(op), key,
+      throw GraphError(fmt::format("{}: {} has unknown attribute '{}' (known: {})", g.label(), op_where(op), key,
                                    known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
     }
 }
@@ -85,12 +85,12 @@ void check_attrs(const Graph& g, const Op& op, const OpDef& def) {
 void check_counts(const Graph& g, const Op& op, const OpDef& def) {
   const int n_in = static_cast<int>(op.inputs.size()), n_out = static_cast<int>(op.outputs.size());
   if (n_in < def.min_inputs || (def.max_inputs >= 0 && n_in > def.max_inputs))
-    throw GraphError(fmt::format("{}: {} has {} inputs, expected {}", g.label(), op_label(op), n_in,
+    throw GraphError(fmt::format("{}: {} has {} inputs, expected {}", g.label(), op_where(op), n_in,
                                  def.min_inputs == def.max_inputs ? fmt::format("{}", def.min_inputs)
                                  : def.max_inputs < 0 ? fmt::format("at least {}", def.min_inputs)
                                                       : fmt::format("{} to {}", def.min_inputs, def.max_inputs)));
   if (!def.outputs_ok(n_out))
-    throw GraphError(fmt::format("{}: {} has {} outputs, expected {}", g.label(), op_label(op), n_out,
+    throw GraphError(fmt::format("{}: {} has {} outputs, expected {}", g.label(), op_where(op), n_out,
                                  def.num_outputs >= 0   ? fmt::format("{}", def.num_outputs)
                                  : def.max_outputs < 0 ? fmt::format("at least {}", std::max(def.min_outputs, 1))
                                                        : fmt::format("{} to {}", std::max(def.min_outputs, 1),
@@ -104,22 +104,22 @@ void check_structure(const Graph& g, const Op& op) {
     const std::string& in = op.inputs[static_cast<std::size_t>(i)];
     if (in.empty()) {
       if (i < def.min_inputs)
-        throw GraphError(fmt::format("{}: {} input {} is required but empty", g.label(), op_label(op), i));
+        throw GraphError(fmt::format("{}: {} input {} is required but empty", g.label(), op_where(op), i));
       continue;
     }
     const TensorInfo* t = g.find_tensor(in);
     if (!t)
-      throw GraphError(fmt::format("{}: {} input {} '{}' is not a declared tensor", g.label(), op_label(op), i, in));
+      throw GraphError(fmt::format("{}: {} input {} '{}' is not a declared tensor", g.label(), op_where(op), i, in));
     if (!g.producer(in) && !g.initializers().count(in) &&
         std::find(g.inputs().begin(), g.inputs().end(), in) == g.inputs().end())
       throw GraphError(fmt::format("{}: {} input {} '{}' is dangling: no op produces it and it is neither a graph "
-                                   "input nor an initializer", g.label(), op_label(op), i, in));
+                                   "input nor an initializer", g.label(), op_where(op), i, in));
   }
   for (const std::string& out : op.outputs) {
     const Op* p = g.producer(out);
     if (!g.find_tensor(out) || !p)
       throw GraphError(fmt::format("{}: {} output '{}' is not registered (edit ops() only with reindex())", g.label(),
-                                   op_label(op), out));
+                                   op_where(op), out));
     if (p->id != op.id)
       throw GraphError(fmt::format("{}: tensor '{}' is produced by both op '{}' and op '{}'", g.label(), out, p->name,
                                    op.name));
@@ -186,7 +186,7 @@ void Graph::validate() const {
       const TensorDesc& decl = tensor(op.outputs[i]).desc;
       if (decl.dtype != out[i].dtype || decl.shape != out[i].shape)
         throw GraphError(fmt::format("{}: {} output {} '{}' is declared {} but shape inference gives {}", label(),
-                                     op_label(op), i, op.outputs[i], desc_str(decl), desc_str(out[i])));
+                                     op_where(op), i, op.outputs[i], desc_str(decl), desc_str(out[i])));
     }
   }
 }

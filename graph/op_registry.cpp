@@ -5,29 +5,9 @@
 
 #include "graph/format.h"
 #include "graph/fused_ops.h"
-#include "graph/ops/op_util.h"
 
 namespace probelab::graph {
 namespace {
-
-// Every built-in family registers here, explicitly: static registrar objects in a static library
-// are dropped by the linker when nothing else references their translation unit.
-void register_builtin_ops(OpRegistry& r) {
-  ops::register_matmul_ops(r);
-  ops::register_conv_ops(r);
-  ops::register_elementwise_ops(r);
-  ops::register_activation_ops(r);
-  ops::register_softmax_ops(r);
-  ops::register_layer_norm_ops(r);
-  ops::register_batch_norm_ops(r);
-  ops::register_pool_ops(r);
-  ops::register_shape_ops(r);
-  ops::register_reduce_ops(r);
-  ops::register_loss_ops(r);
-  ops::register_gather_ops(r);
-  ops::register_optimizer_ops(r);
-  register_fused_ops(r);
-}
 
 DType float_dtype(RefPrecision p) { return p == RefPrecision::F32 ? DType::F32 : DType::F64; }
 
@@ -103,24 +83,24 @@ std::vector<std::string> OpRegistry::all_names() const {
 
 std::vector<Tensor> run_reference(const Op& op, std::span<const Tensor* const> inputs, RefPrecision p) {
   const OpDef& def = OpRegistry::instance().get(op.type);
-  if (!def.reference) ops::fail(op, "op type '{}' has no reference kernel", def.type);
+  if (!def.reference) fail(op, "op type '{}' has no reference kernel", def.type);
   if (inputs.size() != op.inputs.size())
-    ops::fail(op, "run_reference got {} input tensors for {} declared inputs", inputs.size(), op.inputs.size());
+    fail(op, "run_reference got {} input tensors for {} declared inputs", inputs.size(), op.inputs.size());
   std::vector<Tensor> store(inputs.size());
   std::vector<const Tensor*> ptrs(inputs.size(), nullptr);
   std::vector<TensorDesc> descs(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) {
-      if (!op.inputs[i].empty()) ops::fail(op, "input {} '{}' has no value", i, op.inputs[i]);
+      if (!op.inputs[i].empty()) fail(op, "input {} '{}' has no value", i, op.inputs[i]);
       continue;
     }
     ptrs[i] = as_reference(inputs[i], p, store[i]);
     descs[i] = ptrs[i]->desc();
   }
-  if (!def.infer) ops::fail(op, "op type '{}' has no shape inference", def.type);
+  if (!def.infer) fail(op, "op type '{}' has no shape inference", def.type);
   std::vector<TensorDesc> out_descs = def.infer(op, descs);
   if (out_descs.size() != op.outputs.size())
-    ops::fail(op, "has {} outputs, shape inference gives {}", op.outputs.size(), out_descs.size());
+    fail(op, "has {} outputs, shape inference gives {}", op.outputs.size(), out_descs.size());
   std::vector<Tensor> outs;
   outs.reserve(out_descs.size());
   for (TensorDesc d : out_descs) {
@@ -141,7 +121,7 @@ void run_op(const Op& op, Values& values, const Values* outer, RefPrecision p) {
     if (auto it = values.find(name); it != values.end()) return &it->second;
     if (outer)
       if (auto it = outer->find(name); it != outer->end()) return &it->second;
-    ops::fail(op, "input '{}' has no value (not fed, not an initializer, not produced earlier)", name);
+    fail(op, "input '{}' has no value (not fed, not an initializer, not produced earlier)", name);
   };
   std::vector<const Tensor*> in;
   for (const std::string& name : op.inputs) in.push_back(name.empty() ? nullptr : lookup(name));
@@ -152,7 +132,7 @@ void run_op(const Op& op, Values& values, const Values* outer, RefPrecision p) {
     for (const Op& inner : op.fused_body) run_op(inner, local, outer ? outer : &values, p);
     for (const std::string& out : op.outputs) {
       auto it = local.find(out);
-      if (it == local.end()) ops::fail(op, "fused body does not produce output '{}'", out);
+      if (it == local.end()) fail(op, "fused body does not produce output '{}'", out);
       values[out] = std::move(it->second);
     }
     return;

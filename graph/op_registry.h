@@ -107,6 +107,10 @@ class OpRegistry {
   std::map<std::string, std::string> aliases_;  // alias -> canonical
 };
 
+/// Registers every built-in op family (graph/ops/builtin.cpp); OpRegistry::instance() calls it
+/// once on first use.
+void register_builtin_ops(OpRegistry& r);
+
 /// Registers an op type from a static object: `static OpRegistrar reg{OpDef{...}};`.
 struct OpRegistrar {
   explicit OpRegistrar(OpDef def) { OpRegistry::instance().add(std::move(def)); }

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/bulk.h"
-#include "chip_model/numerics/fp16.h"
+#include "numerics/bf16.h"
+#include "numerics/bulk.h"
+#include "numerics/fp16.h"
 
 #include "graph/format.h"
 #include "graph/graph.h"

@@ -34,7 +34,7 @@ class Tensor {
   template <class T> std::span<const T> data() const;
 
   /// Element values in logical row-major order (tensors in NHWC/private formats are read through
-  /// their layout, padding skipped). FP16/BF16 widen exactly (via chip_model/numerics); integers are
+  /// their layout, padding skipped). FP16/BF16 widen exactly (via numerics); integers are
   /// cast; to_f32 of FP64 rounds to nearest even.
   std::vector<float> to_f32() const;
   std::vector<double> to_f64() const;

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "graph/graph.h"
 #include "injectors/params.h"
 

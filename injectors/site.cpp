@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/bf16.h"
 
 namespace probelab::inject {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "graph/graph.h"
 #include "injectors/params.h"
 

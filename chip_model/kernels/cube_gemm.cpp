@@ -7,9 +7,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/fp32.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/fp32.h"
 
 namespace probelab::chip::kernels {
 

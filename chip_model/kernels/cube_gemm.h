@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "chip_model/fault_hooks.h"
-#include "chip_model/numerics/bulk.h"
-#include "chip_model/numerics/gemm.h"
-#include "chip_model/numerics/mode.h"
+#include "chip_model/hooks/fault_hooks.h"
+#include "numerics/bulk.h"
+#include "numerics/gemm.h"
+#include "numerics/mode.h"
 #include "graph/dtype.h"
 #include "graph/tensor.h"
 

@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "chip_model/fault_hooks.h"
-#include "chip_model/numerics/bulk.h"
-#include "chip_model/numerics/mode.h"
+#include "chip_model/hooks/fault_hooks.h"
+#include "numerics/bulk.h"
+#include "numerics/mode.h"
 #include "chip_model/spec/op_args.h"
 #include "graph/op.h"
 #include "graph/tensor.h"

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "chip_model/kernels/op_args_graph.h"
-#include "chip_model/numerics/fp32.h"
+#include "numerics/fp32.h"
 #include "graph/format.h"
 
 namespace probelab::chip::kernels {

@@ -25,9 +25,9 @@
 #include <span>
 #include <vector>
 
-#include "chip_model/fault_hooks.h"
+#include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/kernels/kernel.h"
-#include "chip_model/numerics/mode.h"
+#include "numerics/mode.h"
 #include "chip_model/spec/op_args.h"
 #include "chip_model/spec/registers.h"
 #include "graph/op.h"

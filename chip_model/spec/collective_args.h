@@ -14,7 +14,7 @@
 // where N is the group size. Block i of ReduceScatter/AllGather belongs to group position i.
 //
 // Reduction order is explicit data. Ring and tree fix the order of additions by their structure
-// (documented in chip_model/collective_plan.h) and give every rank identical bits. Direct lets
+// (documented in chip_model/collective/collective_plan.h) and give every rank identical bits. Direct lets
 // every rank add the N contributions itself, in the order chosen by `order_mode`.
 #pragma once
 

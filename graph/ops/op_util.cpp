@@ -5,10 +5,6 @@
 
 namespace probelab::graph::ops {
 
-std::string op_label(const Op& op) {
-  return op.name.empty() ? op.type : fmt::format("{} '{}'", op.type, op.name);
-}
-
 AttrSpec attr_int(std::string name, std::int64_t def, std::string doc) {
   return {std::move(name), false, AttrValue{def}, std::move(doc)};
 }

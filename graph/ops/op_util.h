@@ -19,16 +19,6 @@ using Ins = std::span<const Tensor* const>;
 using Outs = std::span<Tensor>;
 using Descs = std::span<const TensorDesc>;
 
-// --- errors -----------------------------------------------------------------------------------
-
-/// "Conv 'conv1'" — how messages name an op.
-std::string op_label(const Op& op);
-
-template <class... A>
-[[noreturn]] void fail(const Op& op, fmt::format_string<A...> f, A&&... a) {
-  throw GraphError(fmt::format("{}: {}", op_label(op), fmt::format(f, std::forward<A>(a)...)));
-}
-
 // --- attribute specs and readers -------------------------------------------------------------
 
 AttrSpec attr_int(std::string name, std::int64_t def, std::string doc);
@@ -120,21 +110,5 @@ inline auto typed(KernelFn<float> f32, KernelFn<double> f64) {
 
 template <class T> std::span<const T> cdata(const Tensor* t) { return t->data<T>(); }
 template <class T> std::span<T> mdata(Tensor& t) { return t.data<T>(); }
-
-// --- registration -------------------------------------------------------------------------------
-
-void register_matmul_ops(OpRegistry& r);
-void register_conv_ops(OpRegistry& r);
-void register_elementwise_ops(OpRegistry& r);
-void register_activation_ops(OpRegistry& r);
-void register_softmax_ops(OpRegistry& r);
-void register_layer_norm_ops(OpRegistry& r);
-void register_batch_norm_ops(OpRegistry& r);
-void register_pool_ops(OpRegistry& r);
-void register_shape_ops(OpRegistry& r);
-void register_reduce_ops(OpRegistry& r);
-void register_loss_ops(OpRegistry& r);
-void register_gather_ops(OpRegistry& r);
-void register_optimizer_ops(OpRegistry& r);
 
 }  // namespace probelab::graph::ops

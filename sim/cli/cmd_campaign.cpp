@@ -1,5 +1,5 @@
 // `probelab campaign SCENARIO --trials N [--jobs J] [--seed S] [--out DIR] [--resume]`: a
-// fault-injection campaign scoring the probe runtime (sim/campaign_runner.h). Under
+// fault-injection campaign scoring the probe runtime (sim/campaign/campaign_runner.h). Under
 // `mpirun -np K` the trials are split over the ranks and rank 0 writes the results.
 // Exit 0 when the campaign completed, 1 when it failed, 2 on bad input (nothing is run then).
 #include <chrono>
@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "sim/bad_input.h"
-#include "sim/campaign_runner.h"
-#include "sim/campaign_stats.h"
+#include "sim/scenario/bad_input.h"
+#include "sim/campaign/campaign_runner.h"
+#include "sim/campaign/campaign_stats.h"
 #include "sim/cli/commands.h"
-#include "sim/source_root.h"
+#include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
-#include "sim/run_compare.h"
+#include "sim/run/run_compare.h"
 
 namespace probelab::cli {
 

@@ -7,10 +7,10 @@
 
 #include "chip_model/chip_config.h"
 #include "graph/op_registry.h"
-#include "sim/catalog.h"
+#include "sim/run/catalog.h"
 #include "sim/cli/commands.h"
-#include "sim/expectation.h"
-#include "sim/scenario_error.h"
+#include "sim/scenario/expectation.h"
+#include "sim/scenario/scenario_error.h"
 
 namespace probelab::cli {
 

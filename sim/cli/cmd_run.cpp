@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
-#include "sim/runner.h"
-#include "sim/source_root.h"
+#include "sim/run/runner.h"
+#include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
 

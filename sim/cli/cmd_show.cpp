@@ -12,9 +12,9 @@
 #include "graph/snapshot.h"
 #include "probes/insertion_pass.h"
 #include "sim/cli/commands.h"
-#include "sim/model_loader.h"
-#include "sim/prepared_run.h"
-#include "sim/source_root.h"
+#include "sim/scenario/model_loader.h"
+#include "sim/scenario/prepared_run.h"
+#include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
 

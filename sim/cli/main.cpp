@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "sim/bad_input.h"
+#include "sim/scenario/bad_input.h"
 #include "sim/cli/commands.h"
 
 int main(int argc, char** argv) {

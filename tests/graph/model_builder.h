@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "grad_check.h"
+#include "tests/graph/grad_check.h"
 
 namespace probelab::graph::testing {
 

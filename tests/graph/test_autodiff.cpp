@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "model_builder.h"
+#include "tests/graph/model_builder.h"
 
 namespace probelab::graph {
 namespace {

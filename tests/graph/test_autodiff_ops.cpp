@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "grad_check.h"
+#include "tests/graph/grad_check.h"
 
 namespace probelab::graph {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "graph/format.h"
 #include "graph/op_registry.h"
-#include "grad_check.h"
+#include "tests/graph/grad_check.h"
 
 namespace probelab::graph {
 namespace {

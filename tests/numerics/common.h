@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "chip_model/numerics/flags.h"
-#include "chip_model/numerics/mode.h"
+#include "numerics/flags.h"
+#include "numerics/mode.h"
 
 namespace probelab::num::testing {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/gemm.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/gemm.h"
 
 namespace probelab::num::testing {
 

@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "chip_model/numerics/flags.h"
-#include "chip_model/numerics/mode.h"
+#include "numerics/flags.h"
+#include "numerics/mode.h"
 
 namespace probelab::num::ref {
 

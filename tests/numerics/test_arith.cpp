@@ -7,9 +7,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "chip_model/numerics/arith.h"
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
+#include "numerics/arith.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
 #include "tests/numerics/common.h"
 #include "tests/numerics/reference.h"
 

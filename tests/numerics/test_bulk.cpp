@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "chip_model/numerics/arith.h"
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/bulk.h"
-#include "chip_model/numerics/fp16.h"
+#include "numerics/arith.h"
+#include "numerics/bf16.h"
+#include "numerics/bulk.h"
+#include "numerics/fp16.h"
 #include "tests/numerics/common.h"
 
 namespace probelab::num {

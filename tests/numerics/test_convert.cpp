@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/fp32.h"
-#include "chip_model/numerics/fp8.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/fp32.h"
+#include "numerics/fp8.h"
 #include "tests/numerics/common.h"
 #include "tests/numerics/reference.h"
 

@@ -8,11 +8,11 @@
 #include <stdexcept>
 #include <vector>
 
-#include "chip_model/numerics/arith.h"
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/fp32.h"
-#include "chip_model/numerics/gemm.h"
+#include "numerics/arith.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/fp32.h"
+#include "numerics/gemm.h"
 #include "tests/numerics/common.h"
 #include "tests/numerics/gemm_util.h"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "chip_model/numerics/arith.h"
-#include "chip_model/numerics/fp16.h"
-#include "chip_model/numerics/gemm.h"
+#include "numerics/arith.h"
+#include "numerics/fp16.h"
+#include "numerics/gemm.h"
 #include "tests/numerics/common.h"
 #include "tests/numerics/gemm_util.h"
 #include "tests/numerics/reference.h"

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "chip_model/numerics/arith.h"
-#include "chip_model/numerics/bf16.h"
-#include "chip_model/numerics/fp16.h"
+#include "numerics/arith.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
 
 namespace probelab::num {
 namespace {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/passes.h"
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/compare.h"
 
 using namespace probe_test;

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/diagnosis.h"
 
 using namespace probe_test;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/npy.h"
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/capture_drain.h"
 #include "probes/dump_writer.h"
 

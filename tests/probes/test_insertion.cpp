@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/op_registry.h"
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/insertion_pass.h"
 #include "probes/sampling.h"
 

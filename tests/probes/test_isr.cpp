@@ -3,7 +3,7 @@
 #include "chip_model/spec/irq.h"
 #include "chip_model/spec/registers.h"
 #include "graph/passes.h"
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/exception_isr.h"
 
 using namespace probe_test;

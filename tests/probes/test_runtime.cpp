@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/npy.h"
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/sampling.h"
 #include "probes/tensor_stats.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "probe_test_util.h"
+#include "tests/probes/probe_test_util.h"
 #include "probes/tensor_stats.h"
 
 using namespace probe_test;

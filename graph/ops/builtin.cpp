@@ -1,0 +1,43 @@
+// The built-in op families, registered into the global registry (OpRegistry::instance()):
+// a family is one file in graph/ops/ with its register function, declared and called here.
+#include "graph/fused_ops.h"
+#include "graph/ops/op_util.h"
+
+namespace probelab::graph {
+
+namespace ops {
+void register_matmul_ops(OpRegistry& r);
+void register_conv_ops(OpRegistry& r);
+void register_elementwise_ops(OpRegistry& r);
+void register_activation_ops(OpRegistry& r);
+void register_softmax_ops(OpRegistry& r);
+void register_layer_norm_ops(OpRegistry& r);
+void register_batch_norm_ops(OpRegistry& r);
+void register_pool_ops(OpRegistry& r);
+void register_shape_ops(OpRegistry& r);
+void register_reduce_ops(OpRegistry& r);
+void register_loss_ops(OpRegistry& r);
+void register_gather_ops(OpRegistry& r);
+void register_optimizer_ops(OpRegistry& r);
+}  // namespace ops
+
+// Every built-in family registers here, explicitly: static registrar objects in a static library
+// are dropped by the linker when nothing else references their translation unit.
+void register_builtin_ops(OpRegistry& r) {
+  ops::register_matmul_ops(r);
+  ops::register_conv_ops(r);
+  ops::register_elementwise_ops(r);
+  ops::register_activation_ops(r);
+  ops::register_softmax_ops(r);
+  ops::register_layer_norm_ops(r);
+  ops::register_batch_norm_ops(r);
+  ops::register_pool_ops(r);
+  ops::register_shape_ops(r);
+  ops::register_reduce_ops(r);
+  ops::register_loss_ops(r);
+  ops::register_gather_ops(r);
+  ops::register_optimizer_ops(r);
+  register_fused_ops(r);
+}
+
+}  // namespace probelab::graph

@@ -1,0 +1,235 @@
+#include "sim/campaign/campaign_outcome.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace probelab::sim {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::pair<Outcome, const char*>> kNames = {
+    {Outcome::Top1, "top1"},          {Outcome::Top3, "top3"}, {Outcome::Mislocalized, "mislocalized"},
+    {Outcome::Detected, "detected"},  {Outcome::Masked, "masked"}, {Outcome::Sdc, "sdc"},
+    {Outcome::Crash, "crash"},        {Outcome::Hang, "hang"}, {Outcome::NotFired, "not_fired"}};
+
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+template <class T>
+std::optional<T> opt_of(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+std::string str_of(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+void add_suspect(std::vector<std::vector<std::string>>& out, std::vector<std::string> names) {
+  names.erase(std::remove(names.begin(), names.end(), std::string()), names.end());
+  if (names.empty()) return;
+  for (const auto& s : out)
+    if (s.front() == names.front()) return;  // one place per op
+  out.push_back(std::move(names));
+}
+
+}  // namespace
+
+std::string_view outcome_name(Outcome o) {
+  for (const auto& [v, n] : kNames)
+    if (v == o) return n;
+  return "?";
+}
+
+std::optional<Outcome> parse_outcome(std::string_view s) {
+  for (const auto& [v, n] : kNames)
+    if (s == n) return v;
+  return std::nullopt;
+}
+
+const std::vector<Outcome>& all_outcomes() {
+  static const std::vector<Outcome> v = [] {
+    std::vector<Outcome> out;
+    for (const auto& [o, n] : kNames) out.push_back(o);
+    return out;
+  }();
+  return v;
+}
+
+json TrialObservation::to_json() const {
+  return {{"status", status},
+          {"error", error},
+          {"fired", fired},
+          {"inject_cycle", opt(inject_cycle)},
+          {"detected", detected},
+          {"exceptions", exceptions},
+          {"conditions", conditions},
+          {"failing_comparisons", failing_comparisons},
+          {"inconsistent", inconsistent},
+          {"suspects", suspects},
+          {"detection_cycle", opt(detection_cycle)},
+          {"output", output.to_json()}};
+}
+
+TrialObservation TrialObservation::from_json(const json& j) {
+  TrialObservation o;
+  o.status = j.at("status").get<std::string>();
+  o.error = str_of(j, "error");
+  o.fired = j.value("fired", false);
+  o.inject_cycle = opt_of<std::uint64_t>(j, "inject_cycle");
+  o.detected = j.value("detected", false);
+  o.exceptions = j.value("exceptions", std::uint64_t{0});
+  o.conditions = j.value("conditions", std::uint64_t{0});
+  o.failing_comparisons = j.value("failing_comparisons", std::uint64_t{0});
+  o.inconsistent = j.value("inconsistent", false);
+  if (j.contains("suspects")) o.suspects = j["suspects"].get<std::vector<std::vector<std::string>>>();
+  o.detection_cycle = opt_of<std::uint64_t>(j, "detection_cycle");
+  if (j.contains("output")) o.output = OutputCheck::from_json(j["output"]);
+  return o;
+}
+
+TrialObservation observe(const json& r, const OutputCheck& output) {
+  TrialObservation o;
+  o.output = output;
+  o.status = r.value("status", std::string("error"));
+  if (o.status != "ok") {
+    o.error = r.value("error", std::string("simulation failed"));
+    return o;
+  }
+  // The trial's injection is the last descriptor (the scenario's own come first).
+  if (r.contains("injections") && r["injections"].is_array() && !r["injections"].empty()) {
+    const json& inj = r["injections"].back();
+    o.fired = inj.value("fired", false);
+    if (inj.contains("proof"))
+      for (const auto& p : inj["proof"])
+        if (p.contains("cycle")) {
+          const auto c = p["cycle"].get<std::uint64_t>();
+          o.inject_cycle = o.inject_cycle ? std::min(*o.inject_cycle, c) : c;
+        }
+  }
+  std::vector<const json*> sources;
+  if (r.contains("anomalies"))
+    for (const auto& a : r["anomalies"]) {
+      if (a.value("kind", "") == "condition") {
+        ++o.conditions;
+        continue;
+      }
+      ++o.exceptions;
+      // The host learns of the latch when its ISR reads it: that moment, if after the fault.
+      const std::uint64_t seen = a.value("cycle", std::uint64_t{0}) + a.value("latency_cycles", std::uint64_t{0});
+      if (!o.inject_cycle || seen >= *o.inject_cycle)
+        o.detection_cycle = o.detection_cycle ? std::min(*o.detection_cycle, seen) : seen;
+      sources.push_back(&a);
+    }
+  if (r.contains("comparisons"))
+    for (const auto& c : r["comparisons"])
+      if (!c.value("passed", true)) ++o.failing_comparisons;
+  if (r.contains("consistency") && r["consistency"].is_object())
+    o.inconsistent = r["consistency"].value("checked", false) && !r["consistency"].value("consistent", true);
+  o.detected = o.exceptions + o.conditions + o.failing_comparisons > 0 || o.inconsistent;
+
+  if (r.contains("diagnosis") && !r["diagnosis"].empty()) {
+    for (const auto& c : r["diagnosis"])
+      add_suspect(o.suspects, {str_of(c, "op"), str_of(c, "inner_op"), str_of(c, "forward_op")});
+  } else {
+    // Exception latches: sources first, in cycle order (stable), then what they propagated from.
+    std::stable_sort(sources.begin(), sources.end(), [](const json* a, const json* b) {
+      const bool sa = a->value("role", "") == "source", sb = b->value("role", "") == "source";
+      if (sa != sb) return sa;
+      return a->value("cycle", std::uint64_t{0}) < b->value("cycle", std::uint64_t{0});
+    });
+    for (const json* a : sources) {
+      std::vector<std::string> names = {str_of(*a, "source_op").empty() ? str_of(*a, "op") : str_of(*a, "source_op")};
+      if (a->contains("fused_from") && (*a)["fused_from"].is_array())
+        for (const auto& f : (*a)["fused_from"]) names.push_back(f.get<std::string>());
+      add_suspect(o.suspects, names);
+    }
+    if (r.contains("first_failing_op") && r["first_failing_op"].is_string())
+      add_suspect(o.suspects, {r["first_failing_op"].get<std::string>()});
+    if (r.contains("anomalies"))
+      for (const auto& a : r["anomalies"])
+        if (a.value("kind", "") == "condition") add_suspect(o.suspects, {str_of(a, "op")});
+    if (o.inconsistent && r["consistency"]["first_divergence"].is_object())
+      add_suspect(o.suspects, {str_of(r["consistency"]["first_divergence"], "op")});
+  }
+  return o;
+}
+
+bool flags_anything(const TrialObservation& o) { return o.detected; }
+
+std::optional<std::size_t> truth_rank(const TrialObservation& o, const std::vector<std::string>& truth) {
+  for (std::size_t i = 0; i < o.suspects.size(); ++i)
+    for (const auto& name : o.suspects[i])
+      if (std::find(truth.begin(), truth.end(), name) != truth.end()) return i + 1;
+  return std::nullopt;
+}
+
+Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth) {
+  if (o.status == "hang") return Outcome::Hang;
+  if (o.status != "ok") return Outcome::Crash;
+  if (!o.fired) return Outcome::NotFired;
+  if (o.detected) {
+    if (truth.empty()) return Outcome::Detected;
+    const auto r = truth_rank(o, truth);
+    if (r && *r == 1) return Outcome::Top1;
+    if (r && *r <= 3) return Outcome::Top3;
+    return Outcome::Mislocalized;
+  }
+  return o.output.within ? Outcome::Masked : Outcome::Sdc;
+}
+
+TrialRecord make_record(const TrialSpec& spec, TrialObservation obs) {
+  TrialRecord r;
+  r.index = spec.index;
+  r.stratum = spec.stratum;
+  r.kind = spec.kind;
+  r.op = spec.op;
+  r.target = spec.target;
+  r.truth_ops = spec.truth_ops;
+  r.descriptor = spec.descriptor_json();
+  r.outcome = classify(obs, spec.truth_ops);
+  if (obs.detected) r.rank = truth_rank(obs, spec.truth_ops);
+  if (obs.detected && obs.detection_cycle && obs.inject_cycle && *obs.detection_cycle >= *obs.inject_cycle)
+    r.latency_cycles = *obs.detection_cycle - *obs.inject_cycle;
+  r.obs = std::move(obs);
+  return r;
+}
+
+json TrialRecord::to_json() const {
+  return {{"index", index},
+          {"stratum", stratum},
+          {"kind", kind},
+          {"op", op},
+          {"target", target},
+          {"truth_ops", truth_ops},
+          {"descriptor", descriptor},
+          {"outcome", std::string(outcome_name(outcome))},
+          {"truth_rank", opt(rank)},
+          {"latency_cycles", opt(latency_cycles)},
+          {"observation", obs.to_json()}};
+}
+
+TrialRecord TrialRecord::from_json(const json& j) {
+  TrialRecord r;
+  r.index = j.at("index").get<std::uint64_t>();
+  r.stratum = j.at("stratum").get<std::string>();
+  r.kind = j.at("kind").get<std::string>();
+  r.op = j.at("op").get<std::string>();
+  r.target = j.value("target", "");
+  r.truth_ops = j.at("truth_ops").get<std::vector<std::string>>();
+  r.descriptor = j.at("descriptor");
+  const auto o = parse_outcome(j.at("outcome").get<std::string>());
+  if (!o) throw std::runtime_error("unknown outcome '" + j.at("outcome").get<std::string>() + "'");
+  r.outcome = *o;
+  r.rank = opt_of<std::size_t>(j, "truth_rank");
+  r.latency_cycles = opt_of<std::uint64_t>(j, "latency_cycles");
+  r.obs = TrialObservation::from_json(j.at("observation"));
+  return r;
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,85 @@
+// What one campaign trial showed and how it is scored.
+//
+// An observation is extracted (in the worker process) from simulate()'s result: whether the
+// injection fired and when, whether the probe runtime detected anything (an exception latch, a
+// probe condition, a failing reference comparison, a cross-rank inconsistency), its ranked
+// localization (diagnosis candidates best first; without a diagnosis, the source ops of
+// exception latches in cycle order, then the first failing comparison), the detection latency and
+// the output check against the golden envelope.
+//
+// Outcome classes, decided in this order:
+//   hang          the worker was killed by the timeout
+//   crash         the worker died, or the simulation ended in an error (detected-unrecoverable)
+//   not_fired     the injection never applied (its site was not reached): scored nowhere
+//   top1 / top3   detected; the true op is the first / among the first three suspects
+//   mislocalized  detected; the true op is not among the first three suspects
+//   detected      detected; the fault has no op site (interrupts, capture records)
+//   masked        nothing detected; every output within the golden envelope
+//   sdc           nothing detected; some output outside the golden envelope
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/campaign/campaign_envelope.h"
+#include "sim/campaign/campaign_trials.h"
+
+namespace probelab::sim {
+
+enum class Outcome { Top1, Top3, Mislocalized, Detected, Masked, Sdc, Crash, Hang, NotFired };
+std::string_view outcome_name(Outcome o);
+std::optional<Outcome> parse_outcome(std::string_view s);
+/// Every outcome in report order.
+const std::vector<Outcome>& all_outcomes();
+
+struct TrialObservation {
+  std::string status = "ok";            // ok | error | crash | hang
+  std::string error;
+  bool fired = false;
+  std::optional<std::uint64_t> inject_cycle;  // first application of the fault
+  bool detected = false;
+  std::uint64_t exceptions = 0, conditions = 0, failing_comparisons = 0;
+  bool inconsistent = false;
+  std::vector<std::vector<std::string>> suspects;  // ranked; each: the names one suspect goes by
+  std::optional<std::uint64_t> detection_cycle;    // host learned of the first exception at/after injection
+  OutputCheck output;
+
+  nlohmann::json to_json() const;
+  static TrialObservation from_json(const nlohmann::json& j);
+};
+
+/// Extracts the observation from simulate()'s JSON (the run with the injection).
+TrialObservation observe(const nlohmann::json& sim_result, const OutputCheck& output);
+
+/// Whether a fault-free run flagged anything (a false positive).
+bool flags_anything(const TrialObservation& o);
+
+/// 1-based position of the first suspect naming a truth op; nullopt when none does.
+std::optional<std::size_t> truth_rank(const TrialObservation& o, const std::vector<std::string>& truth_ops);
+
+Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth_ops);
+
+/// One line of trials.jsonl: the trial, what it showed, its outcome.
+struct TrialRecord {
+  std::uint64_t index = 0;
+  std::string stratum, kind, op, target;
+  std::vector<std::string> truth_ops;
+  nlohmann::json descriptor;
+  TrialObservation obs;
+  Outcome outcome = Outcome::Masked;
+  std::optional<std::size_t> rank;             // truth_rank
+  std::optional<std::uint64_t> latency_cycles; // detection_cycle - inject_cycle
+
+  nlohmann::json to_json() const;
+  /// Throws std::exception on a malformed record.
+  static TrialRecord from_json(const nlohmann::json& j);
+};
+
+/// Scores a trial.
+TrialRecord make_record(const TrialSpec& spec, TrialObservation obs);
+
+}  // namespace probelab::sim

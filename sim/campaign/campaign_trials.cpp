@@ -1,0 +1,303 @@
+#include "sim/campaign/campaign_trials.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "injectors/injector.h"
+#include "sim/scenario/scenario_error.h"
+
+namespace probelab::sim {
+
+namespace {
+
+bool is_value_kind(const std::string& k) { return k == "nan" || k == "inf" || k == "value"; }
+
+std::uint64_t draw(std::mt19937_64& g, std::uint64_t n) { return n == 0 ? 0 : g() % n; }
+
+template <class T>
+const T& pick(std::mt19937_64& g, const std::vector<T>& v) {
+  return v[draw(g, v.size())];
+}
+
+std::set<std::string> kind_params(const std::string& kind) {
+  std::set<std::string> out;
+  if (const auto* info = inject::InjectorRegistry::instance().find(kind))
+    for (const auto& p : info->params) out.insert(p.name);
+  return out;
+}
+
+[[noreturn]] void entry_fail(const FaultEntry& e, const std::string& what) {
+  throw ScenarioError(e.where, 0, 0, "", what);
+}
+
+// Slots of `op` on `side` whose tensor is a non-empty floating-point tensor.
+std::vector<std::uint16_t> float_slots(const graph::Graph& g, const graph::Op& op, const std::string& side) {
+  const auto& names = side == "output" ? op.outputs : op.inputs;
+  std::vector<std::uint16_t> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) continue;
+    const auto* t = g.find_tensor(names[i]);
+    if (t && graph::is_float(t->desc.dtype) && graph::numel(t->desc.shape) > 0) out.push_back(static_cast<std::uint16_t>(i));
+  }
+  return out;
+}
+
+void add_truth(const graph::Op& op, std::set<std::string>& truth) {
+  truth.insert(op.name);
+  for (const auto& f : op.fused_from) truth.insert(f);
+}
+
+// `flips` distinct bits drawn from `pool`.
+std::vector<std::uint64_t> draw_bits(std::mt19937_64& g, std::vector<std::uint64_t> pool, int flips) {
+  std::vector<std::uint64_t> out;
+  for (int k = 0; k < flips && !pool.empty(); ++k) {
+    const auto at = draw(g, pool.size());
+    out.push_back(pool[at]);
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::uint64_t> bit_pool(const std::vector<std::uint64_t>& given, std::uint64_t width) {
+  std::vector<std::uint64_t> pool;
+  for (auto b : given)
+    if (b < width) pool.push_back(b);
+  if (given.empty())
+    for (std::uint64_t b = 0; b < width; ++b) pool.push_back(b);
+  return pool;
+}
+
+YAML::Node seq_of(const std::vector<std::uint64_t>& v) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (auto x : v) n.push_back(x);
+  return n;
+}
+
+}  // namespace
+
+std::uint64_t campaign_mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+nlohmann::json TrialSpec::descriptor_json() const { return inject::yaml_to_json(descriptor); }
+
+TrialGenerator::TrialGenerator(const FaultModel& model, const TrialSpace& space) : model_(model), space_(space) {
+  if (model_.faults.empty())
+    throw ScenarioError("campaign", 0, 0, "campaign.faults", "at least one fault entry (or --fault)", "none");
+  const graph::Graph& g = *space_.executed;
+  for (const FaultEntry& fe : model_.faults) {
+    Entry e;
+    e.spec = &fe;
+    const auto params = kind_params(fe.kind);
+    if (params.count("op")) {
+      std::set<std::uint32_t> ids;
+      for (const auto& glob : fe.ops)
+        for (const graph::Op* op : g.select_ops(glob)) {
+          if (!fe.op_types.empty() && std::find(fe.op_types.begin(), fe.op_types.end(), op->type) == fe.op_types.end())
+            continue;
+          bool usable = true;
+          if (is_value_kind(fe.kind)) {
+            usable = false;
+            for (const auto& side : fe.tensors) usable = usable || !float_slots(g, *op, side).empty();
+          }
+          if (usable) ids.insert(op->id);
+        }
+      e.ops.assign(ids.begin(), ids.end());
+      std::sort(e.ops.begin(), e.ops.end(), [&](auto a, auto b) { return g.op(a).name < g.op(b).name; });
+      if (e.ops.empty())
+        entry_fail(fe, fmt::format("ops matching {}{} in the executed graph '{}'", fmt::join(fe.ops, ", "),
+                                   fe.op_types.empty() ? "" : fmt::format(" of type {}", fmt::join(fe.op_types, "|")),
+                                   g.name()));
+    }
+    auto range = [&](const std::vector<std::uint64_t>& given, std::uint32_t limit, const char* what) {
+      std::vector<std::uint64_t> out = given;
+      if (out.empty())
+        for (std::uint64_t k = 0; k < limit; ++k) out.push_back(k);
+      if (out.back() >= limit) entry_fail(fe, fmt::format("{} below {} (the scenario's count)", what, limit));
+      return out;
+    };
+    e.steps = range(fe.steps, space_.steps, "steps");
+    e.ranks = range(fe.ranks, space_.ranks, "ranks");
+    entries_.push_back(std::move(e));
+  }
+
+  if (model_.sampling == "per_kind" || model_.sampling == "per_op") {
+    std::map<std::string, std::vector<std::size_t>> strata;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (model_.sampling == "per_kind") {
+        strata[entries_[i].spec->kind].push_back(i);
+      } else if (entries_[i].ops.empty()) {
+        strata["-"].push_back(i);
+      } else {
+        for (auto id : entries_[i].ops) strata[g.op(id).name].push_back(i);
+      }
+    }
+    for (auto& [name, ids] : strata) {
+      strata_.push_back(name);
+      stratum_entries_.push_back(std::move(ids));
+    }
+  }
+}
+
+std::size_t TrialGenerator::pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const {
+  double total = 0;
+  for (auto i : eligible) total += entries_[i].spec->weight;
+  const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * total;
+  double acc = 0;
+  for (auto i : eligible) {
+    acc += entries_[i].spec->weight;
+    if (x < acc) return i;
+  }
+  return eligible.back();
+}
+
+TrialSpec TrialGenerator::trial(std::uint64_t seed, std::uint64_t index) const {
+  std::mt19937_64 gen(campaign_mix(seed ^ campaign_mix(index + 0x632BE59BD9B4E019ull)));
+  TrialSpec t;
+  t.index = index;
+  std::vector<std::size_t> eligible;
+  std::string stratum;
+  if (strata_.empty()) {
+    for (std::size_t i = 0; i < entries_.size(); ++i) eligible.push_back(i);
+  } else {
+    const std::size_t s = index % strata_.size();
+    stratum = strata_[s];
+    eligible = stratum_entries_[s];
+  }
+  const std::uint64_t r_entry = gen(), r_op = gen(), r_sites = gen();
+  t.entry = pick_entry(eligible, r_entry);
+  t.stratum = stratum;
+  const Entry& e = entries_[t.entry];
+  std::uint32_t op_id = 0;
+  if (!e.ops.empty()) {
+    if (model_.sampling == "per_op") {
+      const graph::Op* o = space_.executed->find_op(stratum);
+      op_id = o ? o->id : e.ops.front();
+    } else {
+      op_id = e.ops[r_op % e.ops.size()];
+    }
+  }
+  fill_sites(e, op_id, r_sites, t);
+  return t;
+}
+
+std::vector<TrialSpec> TrialGenerator::trials(std::uint64_t seed, std::uint64_t n) const {
+  std::vector<TrialSpec> out;
+  out.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) out.push_back(trial(seed, i));
+  return out;
+}
+
+std::uint64_t TrialGenerator::live_cycle(std::mt19937_64& gen, const std::string& tensor, bool live) const {
+  const graph::Graph& g = *space_.executed;
+  const std::uint64_t span = std::max<std::uint64_t>(space_.cycle_span, 1);
+  auto window = [&](const graph::Op* op) -> const std::pair<std::uint64_t, std::uint64_t>* {
+    if (!op) return nullptr;
+    auto it = space_.op_windows.find(op->name);
+    return it == space_.op_windows.end() ? nullptr : &it->second;
+  };
+  const auto* p = window(g.producer(tensor));
+  if (!live || !p) return draw(gen, span);
+  std::uint64_t lo = p->second, hi = span;
+  const auto consumers = g.consumers(tensor);
+  if (!consumers.empty()) {
+    std::uint64_t last = 0;
+    for (const auto* c : consumers)
+      if (const auto* w = window(c)) last = std::max(last, w->first);
+    if (last > lo) hi = last;
+  }
+  if (hi <= lo) return draw(gen, span);
+  return lo + draw(gen, hi - lo);
+}
+
+void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const {
+  const graph::Graph& g = *space_.executed;
+  const FaultEntry& fe = *e.spec;
+  const auto params = kind_params(fe.kind);
+  std::mt19937_64 gen(rng_seed);
+  YAML::Node d(YAML::NodeType::Map);
+  d["kind"] = fe.kind;
+  t.kind = fe.kind;
+  std::set<std::string> truth;
+  const graph::Op* op = e.ops.empty() ? nullptr : &g.op(op_id);
+  if (op) t.op = op->name;
+
+  auto count_of = [&]() -> std::uint64_t {
+    if (fe.set.IsDefined() && fe.set["count"].IsDefined()) return fe.set["count"].as<std::uint64_t>(1);
+    return 1;
+  };
+  auto element_in = [&](std::uint64_t n, std::uint64_t count) -> std::uint64_t {
+    if (fe.element) return *fe.element;
+    return n > count ? draw(gen, n - count + 1) : 0;
+  };
+
+  if (is_value_kind(fe.kind)) {
+    std::vector<std::string> sides;
+    for (const auto& s : fe.tensors)
+      if (!float_slots(g, *op, s).empty()) sides.push_back(s);
+    const std::string side = pick(gen, sides);
+    const auto slot = pick(gen, float_slots(g, *op, side));
+    const auto& tensor = g.tensor(side == "output" ? op->outputs[slot] : op->inputs[slot]);
+    d["op"] = op->name;
+    d["tensor"] = side;
+    d["index"] = slot;
+    d["step"] = pick(gen, e.steps);
+    d["rank"] = pick(gen, e.ranks);
+    d["element"] = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), count_of());
+    add_truth(*op, truth);
+  } else if (fe.kind == "bitflip") {
+    static const std::vector<std::string> kDefaultTargets = {"l0c"};
+    t.target = pick(gen, fe.targets.empty() ? kDefaultTargets : fe.targets);
+    d["target"] = t.target;
+    if (t.target == "hbm") {
+      std::vector<std::string> outs;
+      for (const auto& o : op->outputs)
+        if (!o.empty() && graph::numel(g.tensor(o).desc.shape) > 0) outs.push_back(o);
+      if (outs.empty()) entry_fail(fe, fmt::format("op '{}' to have an output tensor for an hbm flip", op->name));
+      const auto& tensor = g.tensor(pick(gen, outs));
+      d["tensor"] = tensor.name;
+      d["element"] = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), 1);
+      d["bits"] = seq_of(draw_bits(gen, bit_pool(fe.bits, graph::dtype_size(tensor.desc.dtype) * 8), fe.flips));
+      d["cycle"] = live_cycle(gen, tensor.name, fe.live_cycles);
+      d["rank"] = pick(gen, e.ranks);
+      if (const auto* p = g.producer(tensor.name)) add_truth(*p, truth);
+      for (const auto* c : g.consumers(tensor.name)) add_truth(*c, truth);
+    } else {
+      d["op"] = op->name;
+      d["step"] = pick(gen, e.steps);
+      d["rank"] = pick(gen, e.ranks);
+      d["bits"] = seq_of(draw_bits(gen, bit_pool(fe.bits, 64), fe.flips));
+      d["byte"] = draw(gen, 65536);
+      add_truth(*op, truth);
+    }
+  } else {
+    if (op) {
+      d["op"] = op->name;
+      add_truth(*op, truth);
+    }
+    if (params.count("step")) d["step"] = pick(gen, e.steps);
+    if (params.count("rank")) d["rank"] = pick(gen, e.ranks);
+    if (fe.kind == "stuck_at") {
+      std::uint64_t width = 16;
+      if (op && !op->outputs.empty() && !op->outputs[0].empty())
+        width = graph::dtype_size(g.tensor(op->outputs[0]).desc.dtype) * 8;
+      d["bit"] = pick(gen, bit_pool(fe.bits, width));
+    }
+  }
+  for (const auto& [key, values] : fe.choose) d[key] = values[draw(gen, values.size())];
+  if (fe.set.IsDefined() && fe.set.IsMap())
+    for (const auto& kv : fe.set) d[kv.first.as<std::string>()] = kv.second;
+  d["seed"] = campaign_mix(rng_seed ^ 0x5EEDull) >> 11;
+  t.descriptor = d;
+  t.truth_ops.assign(truth.begin(), truth.end());
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,88 @@
+// The trial list of a campaign: trial i is a pure function of (fault model, executed graph,
+// scenario steps/ranks, campaign seed, i) — drawn from its own counter-seeded generator, so the
+// list derives from the seed alone, a longer campaign extends a shorter one, and any subset of
+// trials (a worker's, a rank's, a resumed run's) is generated without the others.
+//
+// Sampling: `uniform` picks a fault entry by weight; `per_kind` and `per_op` stratify: trial i
+// belongs to stratum i mod S (strata = the sorted distinct kinds, or op names), then an eligible
+// entry is picked by weight. Sites are then drawn uniformly: op (among the entry's resolved ops,
+// sorted by name), step, rank, tensor side and slot, element, bits, target, `choose` values.
+// An hbm flip's cycle is drawn from the flipped tensor's live window in the fault-free run (after
+// its producer, before its last consumer starts; to the end for outputs) with `cycle: live`, or
+// from the whole run with `cycle: any`.
+//
+// Each trial is one replayable injection descriptor (kind first, explicit seed), appended to the
+// scenario's injections. Its ground truth is the op it corrupts (with the ops a fused op replaced);
+// an HBM flip's truth is the producer and the consumers of the flipped tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "graph/graph.h"
+#include "sim/scenario/campaign_model.h"
+
+namespace probelab::sim {
+
+struct TrialSpec {
+  std::uint64_t index = 0;
+  std::string stratum;                 // "" under uniform sampling
+  std::size_t entry = 0;               // index of the fault entry
+  std::string kind;
+  std::string op;                      // op whose execution is hit (hbm: the tensor's producer); "" if none
+  std::string target;                  // bitflip target, "" otherwise
+  std::vector<std::string> truth_ops;  // names a correct localization may give (sorted)
+  YAML::Node descriptor;               // the injection descriptor
+  nlohmann::json descriptor_json() const;
+};
+
+/// What the trial generator needs to know of the scenario.
+struct TrialSpace {
+  const graph::Graph* executed = nullptr;  // the snapshot the chips run (fused)
+  std::uint32_t steps = 1;
+  std::uint32_t ranks = 1;
+  std::uint64_t cycle_span = 1;            // device cycles of the fault-free run (hbm flip cycles)
+  /// Device cycles [first start, last end] of each op's kernel tasks in the fault-free run; an
+  /// hbm flip (cycle: live) lands between its tensor's producer and last consumer.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;
+};
+
+class TrialGenerator {
+ public:
+  /// Resolves every entry's op globs and type filters against the executed graph. Throws
+  /// ScenarioError (naming the entry) when an entry matches no op, names steps/ranks outside
+  /// the scenario, or the model has no fault entry.
+  TrialGenerator(const FaultModel& model, const TrialSpace& space);
+
+  const std::vector<std::string>& strata() const { return strata_; }
+  TrialSpec trial(std::uint64_t seed, std::uint64_t index) const;
+  /// Trials 0..n-1.
+  std::vector<TrialSpec> trials(std::uint64_t seed, std::uint64_t n) const;
+
+ private:
+  struct Entry {
+    const FaultEntry* spec = nullptr;
+    std::vector<std::uint32_t> ops;  // op ids, sorted by op name
+    std::vector<std::uint64_t> steps, ranks;
+  };
+  std::size_t pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const;
+  void fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const;
+  std::uint64_t live_cycle(std::mt19937_64& gen, const std::string& tensor, bool live) const;
+
+  FaultModel model_;
+  TrialSpace space_;
+  std::vector<Entry> entries_;
+  std::vector<std::string> strata_;
+  std::vector<std::vector<std::size_t>> stratum_entries_;  // per stratum: eligible entries
+};
+
+/// splitmix64 step (counter-based seeding of trial generators).
+std::uint64_t campaign_mix(std::uint64_t x);
+
+}  // namespace probelab::sim

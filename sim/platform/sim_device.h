@@ -1,0 +1,157 @@
+// SimDevice: probes::Device over the chip's TLM-2.0 PCIe endpoint (chip::Chip::host_socket), used
+// by SystemC processes of the host CPU model (sim/platform/host_model.h). Every call costs simulated time in
+// the calling SC_THREAD; each host thread has its own quantum keeper (temporal decoupling) and
+// synchronises on register reads, blocking DMA and interrupts.
+//
+// Cost model (PCIe figures from the chip config, the rest documented model choices):
+//  - every call: `host_call_ns` of driver entry;
+//  - MMIO write: posted — the host pays the call cost only; the write reaches the chip
+//    pcie_latency_ns later, in issue order (HostModel's posted-write process delivers it);
+//  - MMIO read: non-posted — waits for earlier posted writes to land (PCIe ordering), then
+//    pcie_latency_ns out + the chip's mmio_latency_ns + pcie_latency_ns back;
+//  - DMA (blocking): pcie_latency_ns + bytes / pcie_bandwidth on the shared PCIe link (one
+//    transfer at a time, both directions share it) + the HBM time the chip adds;
+//  - submit: the 64-byte descriptor is written into the stream's ring in HBM as a posted write
+//    (link bandwidth, no round trip), then the tail doorbell as a posted MMIO write;
+//  - synchronize: submits a Barrier task with kTaskFlagNotify (what a driver's stream synchronize
+//    does), sleeps until a stream interrupt was serviced (kIrqStreamDone, consumed here, or
+//    kIrqBreakpoint) or a `poll_timeout_ns` fallback expires, then reads the stream's status
+//    and completed count.
+// Interrupts: HostModel calls service_interrupt() in its ISR thread with the delivered lines; the
+// installed handler runs there, so it keeps running while the main thread blocks in synchronize().
+// defer()red work runs in a third host thread (deferred_loop), so a long drain neither blocks the
+// ISR thread nor delays the stream completion the main thread waits for.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/tlm_quantumkeeper.h>
+
+#include "chip_model/chip_config.h"
+#include "chip_model/trace.h"
+#include "probes/device.h"
+#include "sim/platform/hbm_allocator.h"
+
+namespace probelab::sim {
+
+struct HostCosts {
+  std::uint32_t host_call_ns = 100;       // driver entry per Device call (model choice)
+  std::uint32_t poll_timeout_ns = 100000; // synchronize() re-checks at least this often
+  std::uint32_t ring_entries = 4096;      // descriptors per stream ring (256 KiB of HBM)
+};
+
+class SimDevice final : public probes::Device {
+ public:
+  /// Forwards a transaction to the chip's host_socket (the host's initiator socket).
+  using Bus = std::function<void(tlm::tlm_generic_payload&, sc_core::sc_time&)>;
+  /// `trace` may be null.
+  SimDevice(std::uint32_t rank, const chip::ChipConfig& cfg, Bus bus, chip::Trace* trace, HostCosts costs = {});
+  ~SimDevice() override;
+
+  std::uint32_t rank() const override { return rank_; }
+  std::uint32_t read_reg(std::uint32_t offset) override;
+  void read_regs(std::uint32_t offset, std::span<std::uint32_t> out) override;
+  void write_reg(std::uint32_t offset, std::uint32_t value) override;
+  std::uint64_t alloc(std::size_t bytes, std::size_t align = 64) override;
+  void free(std::uint64_t addr) override;
+  void dma_write(std::uint64_t hbm_addr, std::span<const std::byte> src) override;
+  void dma_read(std::uint64_t hbm_addr, std::span<std::byte> dst) override;
+  void submit(std::uint32_t stream, const spec::TaskDescriptor& task) override;
+  bool synchronize(std::uint32_t stream) override;
+  void set_irq_handler(IrqHandler handler) override { handler_ = std::move(handler); }
+  std::uint64_t cycles() override;
+
+  // ---- host model glue ----
+  /// Runs in the host ISR thread at delivery: consumes kIrqStreamDone, then calls the installed
+  /// handler with the remaining lines, then wakes synchronize().
+  void service_interrupt(std::uint32_t lines);
+  /// Body of the posted-write process: delivers queued MMIO writes at their arrival times.
+  void posted_write_loop();
+  /// Body of the host's deferred-work thread (HostModel): runs defer()red items in order.
+  void deferred_loop();
+  void defer(std::function<void()> work) override;
+  void wait_deferred() override;
+  /// The current host thread's local time (sc_time_stamp() + decoupled offset).
+  sc_core::sc_time local_now();
+  /// Synchronises the calling thread's quantum keeper with the kernel.
+  void sync();
+  /// Sleeps until a stream interrupt (kIrqStreamDone / kIrqBreakpoint) was serviced or `timeout`
+  /// passed (main-thread helper). `seen`: the count of such interrupts before the caller last read
+  /// the device; one serviced since then returns at once (no lost wake-up while the caller's
+  /// register reads waited).
+  void wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen);
+  /// Delay at which host DMA touches HBM: the calling thread's local time (see the .cpp).
+  sc_core::sc_time hbm_issue_delay();
+
+  struct Stats {
+    std::uint64_t mmio_reads = 0, mmio_writes = 0, dma_writes = 0, dma_reads = 0;
+    std::uint64_t dma_bytes_written = 0, dma_bytes_read = 0, submits = 0, interrupts = 0;
+    std::uint64_t pcie_busy_ps = 0;
+  };
+  const Stats& stats() const { return stats_; }
+  const HbmAllocator& allocator() const { return alloc_; }
+
+ private:
+  struct Posted {
+    sc_core::sc_time at;
+    std::uint64_t addr;
+    std::uint32_t value;
+    std::uint64_t seq;  // issue order
+  };
+  /// Issue number of the calling thread's last posted write (0: none).
+  std::uint64_t& thread_last_posted();
+  tlm_utils::tlm_quantumkeeper& qk();
+  void charge_call();
+  /// Reserves the PCIe link for `bytes` starting no earlier than `ready`; returns when the last
+  /// byte arrives (absolute).
+  /// Occupies one direction of the (full-duplex) host link for `bytes`; returns the arrival time.
+  enum class LinkDir { ToDevice, ToHost };
+  sc_core::sc_time pcie_transfer(const sc_core::sc_time& ready, std::uint64_t bytes, const char* what,
+                                 LinkDir dir = LinkDir::ToDevice);
+  void transport(tlm::tlm_command cmd, std::uint64_t bus_addr, std::byte* data, std::size_t len,
+                 sc_core::sc_time& delay, const char* what);
+  void ensure_ring(std::uint32_t stream);
+  std::uint32_t read_reg_now(std::uint32_t offset);
+  void read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out);  // one non-posted read
+
+  std::uint32_t rank_;
+  const chip::ChipConfig cfg_;
+  Bus bus_;
+  chip::Trace* trace_;
+  HostCosts costs_;
+  HbmAllocator alloc_;
+  IrqHandler handler_;
+  std::map<const void*, std::unique_ptr<tlm_utils::tlm_quantumkeeper>> qks_;
+  std::map<const void*, std::uint64_t> last_posted_seq_;  // per host thread
+  std::uint64_t posted_issued_ = 0, posted_delivered_ = 0;
+  std::array<sc_core::sc_time, 2> pcie_free_{};  // per LinkDir
+  std::deque<Posted> posted_;
+  sc_core::sc_time last_posted_at_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_event posted_ev_, posted_drained_ev_, serviced_ev_;
+  std::uint64_t serviced_count_ = 0;  // interrupts serviced so far
+  std::deque<std::function<void()>> deferred_;
+  bool deferred_running_ = false;
+  sc_core::sc_event deferred_ev_, deferred_done_ev_;
+  std::exception_ptr deferred_error_;
+  struct Ring {
+    std::uint64_t base = 0;
+    std::uint32_t tail = 0;        // next slot to fill
+    std::uint32_t known_head = 0;  // last head read from the device
+    std::uint32_t submitted = 0;   // tasks submitted (mod 2^32), incl. barriers
+    bool last_is_barrier = false;
+  };
+  std::map<std::uint32_t, Ring> rings_;
+  std::uint32_t next_barrier_id_ = 0xF0000000u;
+  Stats stats_;
+};
+
+}  // namespace probelab::sim

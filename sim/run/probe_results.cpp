@@ -1,0 +1,164 @@
+#include "sim/run/probe_results.h"
+
+#include <map>
+
+#include <cmath>
+
+#include "chip_model/spec/registers.h"
+#include "probes/anomaly.h"
+#include "probes/compare.h"
+#include "probes/diagnosis.h"
+
+namespace probelab::sim {
+
+using nlohmann::json;
+
+namespace {
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Names of the set kRegFloatStatus bits (spec::FloatStatusBits), lowest bit first.
+json float_status_names(std::uint32_t bits) {
+  static const std::pair<std::uint32_t, const char*> kNames[] = {
+      {spec::kFsOverflow, "overflow"}, {spec::kFsUnderflow, "underflow"}, {spec::kFsInvalid, "invalid"},
+      {spec::kFsNanInput, "nan_input"}, {spec::kFsDenormal, "denormal"},  {spec::kFsDivByZero, "div_by_zero"}};
+  json names = json::array();
+  for (const auto& [bit, name] : kNames)
+    if (bits & bit) names.push_back(name);
+  return names;
+}
+
+json anomaly(const probes::AnomalyRecord& a) {
+  return {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
+          {"op", a.op},
+          {"op_type", a.op_type},
+          {"tensor", a.tensor},
+          {"element", a.element},
+          {"coordinate", a.coordinate},
+          {"step", a.step},
+          {"rank", a.rank},
+          {"cycle", a.cycle},
+          {"latency_cycles", a.latency_cycles},
+          {"role", a.is_source ? "source" : "propagation"},
+          {"source_op", a.source_op},
+          {"propagation_path", a.propagation_path},
+          {"call_stack", a.call_stack},
+          {"fused_from", a.fused_from},
+          {"float_status", float_status_names(a.float_status)}};
+}
+
+json condition(const probes::TriggerEvent& t) {
+  return {{"kind", "condition"}, {"op", t.op},       {"tensor", t.tensor},         {"step", t.step},
+          {"rank", t.rank},      {"condition", t.condition}, {"watch_point", t.watch_point},
+          {"actions", t.actions}, {"origin", t.origin}};
+}
+
+json comparison(const probes::OpComparison& c) {
+  json inner = json::array();
+  for (const auto& i : c.inner)
+    inner.push_back({{"op", i.op}, {"type", i.type}, {"passed", i.pass}, {"basis", i.basis},
+                     {"cosine", num(i.metrics.cosine)}, {"max_abs_err", num(i.metrics.max_abs_err)},
+                     {"reasons", i.reasons}});
+  return {{"op", c.op},
+          {"op_type", c.op_type},
+          {"step", c.step},
+          {"rank", c.rank},
+          {"tensor", c.tensor},
+          {"passed", c.pass},
+          {"metrics", probes::to_json(c.metrics)},
+          {"reasons", c.reasons},
+          {"inner_culprit", c.culprit_inner_op.empty() ? json(nullptr) : json(c.culprit_inner_op)},
+          {"inner", inner}};
+}
+
+json candidate(const probes::Candidate& c) {
+  json j = {{"op", c.op},
+            {"cause", std::string(probes::cause_class_name(c.cause))},
+            {"score", num(c.score)},
+            {"tensor", c.tensor},
+            {"inner_op", c.inner_op},
+            {"forward_op", c.forward_op},
+            {"evidence", c.evidence},
+            {"suggestion", c.suggestion}};
+  j["step"] = c.step ? json(*c.step) : json(nullptr);
+  j["rank"] = c.rank ? json(*c.rank) : json(nullptr);
+  return j;
+}
+
+json consistency(const probes::ConsistencyResult& r) {
+  json j = probes::to_json(r);
+  json per_step = json::array();
+  for (auto [step, v] : r.growth) per_step.push_back({{"step", step}, {"max_abs_diff", num(v)}});
+  j["per_step"] = per_step;
+  j.erase("growth");
+  return j;
+}
+
+}  // namespace
+
+void merge_probe_results(json& res, const probes::JobReport& job, const graph::Graph& executed) {
+  json anomalies = json::array(), conditions = json::array(), breakpoints = json::array(), rules = json::array();
+  json comparisons = json::array(), warnings = json::array();
+  std::map<std::string, std::uint64_t> skipped;  // reason -> count
+  const probes::OpComparison* first = nullptr;
+  std::vector<probes::OpComparison> all_cmp;
+  json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
+              {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0}};
+  auto add = [&cap](const char* k, std::uint64_t v) { cap[k] = cap[k].get<std::uint64_t>() + v; };
+  json float_status = json::array();
+  for (const auto& rr : job.ranks)
+    for (const auto& st : rr.steps)
+      if (st.float_status)
+        float_status.push_back({{"rank", rr.rank}, {"step", st.step}, {"flags", float_status_names(st.float_status)}});
+  res["float_status"] = float_status;
+  for (const auto& rr : job.ranks) {
+    for (const auto& a : rr.anomalies) anomalies.push_back(anomaly(a));
+    for (const auto& t : rr.triggers) conditions.push_back(condition(t));
+    for (const auto& b : rr.breakpoints)
+      breakpoints.push_back({{"op", b.op}, {"step", b.step}, {"rank", rr.rank}, {"condition", b.condition},
+                             {"halt_cycle", b.halt_cycle}, {"resume_cycle", b.resume_cycle}, {"dumped", b.dumped},
+                             {"missing", b.missing}});
+    for (const auto& e : rr.rules_fired) rules.push_back(probes::to_json(e));
+    for (const auto& c : rr.comparisons) {
+      if (!c.skipped.empty()) {
+        // Aggregate by the kind of reason ("inputs not captured at step 2: x" -> "inputs not captured").
+        std::string why = c.skipped.substr(0, std::min(c.skipped.find(':'), c.skipped.find(" at step")));
+        ++skipped[why];
+        continue;
+      }
+      comparisons.push_back(comparison(c));
+      all_cmp.push_back(c);
+    }
+    const auto& a = rr.capture;
+    add("records", a.produced);
+    add("drained", a.drained);
+    add("dropped", a.dropped);
+    add("corrupt", a.corrupt);
+    add("bytes", a.bytes);
+    add("device_bytes", a.device_bytes);
+    add("stall_cycles", a.stall_cycles);
+    add("buffers", a.buffers);
+    add("dump_files", rr.dump_files);
+    add("dump_bytes", rr.dump_bytes);
+    cap["unaccounted"] = cap["unaccounted"].get<std::int64_t>() + a.unaccounted();
+    for (const auto& wmsg : rr.warnings) warnings.push_back(wmsg);
+  }
+  first = probes::first_divergence(all_cmp, executed);
+  for (auto& c : conditions) anomalies.push_back(std::move(c));
+  json diagnosis = json::array();
+  for (const auto& c : job.diagnosis) diagnosis.push_back(candidate(c));
+  res["anomalies"] = anomalies;
+  res["breakpoints"] = breakpoints;
+  res["rules_fired"] = rules;
+  res["comparisons"] = comparisons;
+  json skipped_json = json::array();
+  for (const auto& [reason, n] : skipped) skipped_json.push_back({{"reason", reason}, {"count", n}});
+  res["comparisons_skipped"] = skipped_json;
+  res["first_failing_op"] = first ? json(first->op) : json(nullptr);
+  res["consistency"] = consistency(job.consistency);
+  res["diagnosis"] = diagnosis;
+  res["capture"] = cap;
+  res["probe_warnings"] = warnings;
+}
+
+}  // namespace probelab::sim

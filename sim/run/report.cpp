@@ -1,0 +1,201 @@
+#include "sim/run/report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "graph/dtype.h"
+#include "sim/scenario/source_root.h"
+
+namespace probelab::sim {
+
+using nlohmann::json;
+
+namespace {
+
+std::string display_path(const std::filesystem::path& p) {
+  std::error_code ec;
+  const auto root = std::filesystem::weakly_canonical(find_source_root(), ec);
+  const auto abs = std::filesystem::weakly_canonical(p, ec);
+  auto rel = abs.lexically_relative(root);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return rel.generic_string();
+  return p.filename().generic_string();
+}
+
+json chip_json(const PreparedRun& run) {
+  json params = json::object();
+  for (const auto& info : chip::chip_params()) params[info.name] = chip::get_param(run.chip, info.name);
+  json overrides = json::object();
+  for (const auto& [k, v] : run.scenario.chip.overrides) overrides[k] = v;
+  return {{"preset", run.chip.preset}, {"overrides", overrides}, {"params", params}};
+}
+
+std::uint64_t total_cycles(const json& r) {
+  return r.contains("cycles") ? r["cycles"].value("total", std::uint64_t{0}) : 0;
+}
+
+/// Cycles of the steps themselves: per rank the sum of its step times, the slowest rank.
+std::uint64_t step_cycles(const json& r) {
+  std::uint64_t worst = 0;
+  if (!r.contains("cycles") || !r["cycles"].contains("per_step")) return 0;
+  for (const auto& rank : r["cycles"]["per_step"]) {
+    std::uint64_t sum = 0;
+    for (const auto& c : rank) sum += c.get<std::uint64_t>();
+    worst = std::max(worst, sum);
+  }
+  return worst;
+}
+
+json capture_section(const json& result, const json& baseline) {
+  json cap = result.contains("capture") ? result["capture"] : json::object();
+  const std::uint64_t with = step_cycles(result);
+  cap["cycles_with_probes"] = with;
+  if (baseline.is_object() && baseline.value("status", "") == "ok") {
+    const std::uint64_t without = step_cycles(baseline);
+    cap["cycles_without_probes"] = without;
+    cap["overhead_percent"] = overhead_percent(with, without);
+    cap["total_overhead_percent"] = overhead_percent(total_cycles(result), total_cycles(baseline));
+  } else {
+    cap["cycles_without_probes"] = nullptr;
+    cap["overhead_percent"] = nullptr;
+    cap["total_overhead_percent"] = nullptr;
+  }
+  return cap;
+}
+
+}  // namespace
+
+json overhead_percent(std::uint64_t with, std::uint64_t without) {
+  if (without == 0) return nullptr;
+  return (static_cast<double>(with) - static_cast<double>(without)) / static_cast<double>(without) * 100.0;
+}
+
+json build_report(const PreparedRun& run, const json& result, const json& baseline,
+                  const std::vector<VariantOutcome>& variants) {
+  const Scenario& s = run.scenario;
+  json r;
+  r["schema"] = kReportSchema;
+  r["status"] = result.value("status", "error");
+  if (result.contains("error")) r["error"] = result["error"];
+  if (result.value("bad_input", false)) r["bad_input"] = true;
+  r["scenario"] = {{"name", s.name},
+                   {"description", s.description},
+                   {"file", display_path(s.file)},
+                   {"model", s.model.ref},
+                   {"mode", std::string(run_mode_name(s.mode))},
+                   {"ranks", s.ranks},
+                   {"steps", s.steps}};
+  r["seed"] = s.seed;
+  r["chip"] = chip_json(run);
+  r["precision"] = {{"compute", std::string(graph::dtype_name(s.precision.compute))},
+                    {"master_weights", s.precision.master_fp32 ? "fp32" : "none"},
+                    {"accumulation", s.precision.accumulation},
+                    {"overflow_mode", s.precision.overflow_mode}};
+  for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
+                          "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "losses", "warnings"}) {
+    r[key] = result.contains(key) ? result[key] : json(nullptr);
+  }
+  json cycles = result.contains("cycles") ? result["cycles"] : json::object();
+  cycles["baseline"] = baseline.is_object() && baseline.value("status", "") == "ok" ? json(total_cycles(baseline))
+                                                                                   : json(nullptr);
+  r["cycles"] = cycles;
+  r["capture"] = run.probes ? capture_section(result, baseline) : json(nullptr);
+  json vs = json::array();
+  for (const auto& v : variants) {
+    json sets = json::object();
+    for (const auto& variant : s.variants)
+      if (variant.name == v.run->variant)
+        for (const auto& [k, val] : variant.sets) sets[k] = val;
+    json entry = {{"name", v.run->variant},
+                  {"sets", sets},
+                  {"status", v.result.value("status", "error")},
+                  {"cycles", total_cycles(v.result)}};
+    if (v.result.contains("error")) entry["error"] = v.result["error"];
+    entry["capture"] = v.run->probes ? capture_section(v.result, v.baseline) : json(nullptr);
+    vs.push_back(std::move(entry));
+  }
+  r["variants"] = vs;
+  return r;
+}
+
+void add_expectations(json& report, const Scenario& s) {
+  json list = json::array();
+  bool all = report.value("status", "") == "ok";
+  for (std::size_t i = 0; i < s.expectations.size(); ++i) {
+    const Expectation& e = s.expectations[i];
+    ExpectationResult res = evaluate(e, report);
+    if (report.value("status", "") != "ok") {
+      res.passed = false;
+      res.actual = "the simulation failed: " + report.value("error", std::string("unknown error"));
+    }
+    all = all && res.passed;
+    list.push_back({{"index", i},
+                    {"kind", e.kind},
+                    {"line", e.line},
+                    {"passed", res.passed},
+                    {"expected", res.expected},
+                    {"actual", res.actual}});
+  }
+  report["expectations"] = list;
+  report["passed"] = all;
+}
+
+std::string summary_text(const json& r) {
+  std::string out;
+  const json& sc = r["scenario"];
+  out += fmt::format("scenario {} ({}): {}\n", sc.value("name", "?"), sc.value("file", "?"),
+                     r.value("passed", false) ? "PASSED" : "FAILED");
+  if (!sc.value("description", "").empty()) out += "  " + sc.value("description", "") + "\n";
+  out += fmt::format("  model {} ({}), ranks {}, steps {}, seed {}, chip {}\n", sc.value("model", "?"),
+                     sc.value("mode", "?"), sc.value("ranks", 0), sc.value("steps", 0), r.value("seed", 0),
+                     r["chip"].value("preset", "?"));
+  if (r.value("status", "") != "ok") out += "  simulation error: " + r.value("error", std::string("?")) + "\n";
+  if (r.contains("cycles") && r["cycles"].is_object())
+    out += fmt::format("  cycles: {}{}\n", r["cycles"].value("total", std::uint64_t{0}),
+                       r["cycles"]["baseline"].is_number()
+                           ? fmt::format(" (without probes {})", r["cycles"]["baseline"].get<std::uint64_t>())
+                           : std::string());
+  if (r["capture"].is_object()) {
+    const json& c = r["capture"];
+    out += fmt::format("  capture: {} records, {} dropped, {} bytes, {} stall cycles, overhead {}\n",
+                       c.value("records", std::uint64_t{0}), c.value("dropped", std::uint64_t{0}),
+                       c.value("bytes", std::uint64_t{0}), c.value("stall_cycles", std::uint64_t{0}),
+                       c["overhead_percent"].is_number() ? fmt::format("{:.3f}%", c["overhead_percent"].get<double>())
+                                                         : std::string("n/a"));
+  }
+  for (const auto& v : r["variants"]) {
+    const json& c = v["capture"];
+    out += fmt::format("  variant {}: {} cycles{}\n", v.value("name", "?"), v.value("cycles", std::uint64_t{0}),
+                       c.is_object() && c["overhead_percent"].is_number()
+                           ? fmt::format(", capture overhead {:.3f}%, dropped {}", c["overhead_percent"].get<double>(),
+                                         c.value("dropped", std::uint64_t{0}))
+                           : std::string());
+  }
+  const json& an = r["anomalies"];
+  if (an.is_array()) out += fmt::format("  anomalies: {}\n", an.size());
+  if (an.is_array())
+    for (std::size_t i = 0; i < an.size() && i < 8; ++i) {
+      const json& a = an[i];
+      out += fmt::format("    {} at {} step {} rank {}{}\n", a.value("kind", "?"), a.value("op", "?"),
+                         a.value("step", 0), a.value("rank", 0),
+                         a.contains("element") ? fmt::format(" element {}", a["element"].dump()) : std::string());
+    }
+  if (r["diagnosis"].is_array() && !r["diagnosis"].empty()) {
+    out += "  diagnosis:\n";
+    int k = 1;
+    for (const auto& d : r["diagnosis"])
+      out += fmt::format("    {}. {} ({}){}\n", k++, d.value("op", "?"), d.value("cause", "?"),
+                         d.value("suggestion", "").empty() ? std::string() : " — " + d.value("suggestion", ""));
+  }
+  if (r.contains("expectations")) {
+    out += "  expectations:\n";
+    for (const auto& e : r["expectations"]) {
+      out += fmt::format("    [{}] {} (line {}): {}\n", e.value("passed", false) ? "ok" : "FAIL", e.value("kind", "?"),
+                         e.value("line", 0), e.value("expected", ""));
+      if (!e.value("passed", false)) out += fmt::format("         actual: {}\n", e.value("actual", ""));
+    }
+  }
+  return out;
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,85 @@
+// report.json: the machine-readable result of one scenario run. Stable schema "probelab.report/1"
+// (keys are written sorted; arrays in the documented order; no wall-clock time, no absolute paths
+// outside the repository, so the same scenario and seed give the same bytes):
+//
+//   schema        "probelab.report/1"
+//   status        "ok" | "error" (the simulation failed: `error` says why; expectations then fail)
+//   passed        true when status is ok and every expectation held
+//   scenario      {name, description, file, model, mode, ranks, steps}
+//   seed          master seed
+//   chip          {preset, overrides: {param: value}, params: {param: value (every parameter)}}
+//   precision     {compute, master_weights, accumulation, overflow_mode}
+//   cycles        {total, per_rank: [..], per_step: [[rank0 step cycles..], ..], baseline}
+//                 device cycles from the start of the host program to its end (all ranks)
+//   ops           [{op, type, rank, tasks, cycles}] device cycles of each executed op's tasks,
+//                 per rank, in executed (topological) order
+//   tasks         {kernel, collective, probe, barrier, in_kernel_statistics, in_kernel_dumps}
+//                 counts summed over ranks (statistics records computed by kernel tasks, output
+//                 dumps kernel tasks queued on the capture DMA engine)
+//   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
+//                   latency_cycles, role (source|propagation), source_op, propagation_path,
+//                   call_stack, fused_from, float_status: [flag names at ISR time, raised since
+//                   the previous anomaly]}]
+//                 exception latches, then
+//                 [{kind: "condition", op, tensor, step, rank, condition, watch_point, actions,
+//                   origin}] probe conditions that held
+//   float_status  [{rank, step, flags: [overflow|underflow|invalid|nan_input|denormal|div_by_zero]}]
+//                 float-status bits raised during each step where any was (the register read
+//                 and cleared at step end, or the step's status record under drain buffer_full)
+//   breakpoints, rules_fired   as the probe runtime reports them
+//   injections    [{kind, descriptor, fired, proof: [...]}]
+//   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,
+//                   inner: [...]}]; comparisons_skipped: [{reason, count}] (why no
+//                   reference replay was possible, e.g. "inputs not captured")
+//   first_failing_op  the first op (step, then executed order) failing its comparison, or null
+//   consistency   {checked, consistent, reference_rank, first_divergence: {op, step, ranks,
+//                  tensor, max_abs_diff, basis} | null, per_step: [{step, max_abs_diff}],
+//                  growing, comparisons, missing}
+//   diagnosis     [{op, cause, score, tensor, inner_op, forward_op, step, rank, evidence,
+//                   suggestion}] best first
+//   capture       {records, drained, dropped, corrupt, bytes, device_bytes, stall_cycles, buffers,
+//                  dump_files, dump_bytes, cycles_with_probes, cycles_without_probes,
+//                  overhead_percent, total_overhead_percent}
+//                 overhead against the same run without probes: overhead_percent over the step
+//                 cycles (per rank the sum of its steps, the slowest rank: what a training step
+//                 costs more), total_overhead_percent over the whole program (setup, the final
+//                 drain of the capture buffers and the end-of-run fetches included)
+//   variants      [{name, sets, status, cycles, capture}]
+//   losses        [[loss per step] per rank] (training)
+//   warnings      [..]
+//   expectations  [{index, kind, line, passed, expected, actual}]
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario/prepared_run.h"
+
+namespace probelab::sim {
+
+inline constexpr const char* kReportSchema = "probelab.report/1";
+
+/// Result of one variant run, for the report.
+struct VariantOutcome {
+  const PreparedRun* run = nullptr;
+  nlohmann::json result;    // simulate()'s JSON of the variant
+  nlohmann::json baseline;  // of its no-probe run (null: none)
+};
+
+/// Builds the report (without `expectations`/`passed`) from the main run's simulate() result and
+/// its no-probe baseline (null when there is none).
+nlohmann::json build_report(const PreparedRun& run, const nlohmann::json& result, const nlohmann::json& baseline,
+                            const std::vector<VariantOutcome>& variants);
+
+/// Evaluates the scenario's expectations against the report, adds `expectations` and `passed`.
+void add_expectations(nlohmann::json& report, const Scenario& s);
+
+/// Human summary (summary.txt and the failure listing on stdout).
+std::string summary_text(const nlohmann::json& report);
+
+/// Capture overhead in percent: (with - without) / without * 100; null when without is 0.
+nlohmann::json overhead_percent(std::uint64_t with, std::uint64_t without);
+
+}  // namespace probelab::sim

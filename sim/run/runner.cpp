@@ -1,0 +1,205 @@
+#include "sim/run/runner.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "sim/scenario/bad_input.h"
+#include "sim/run/process_pool.h"
+#include "sim/run/report.h"
+#include "sim/run/simulation.h"
+
+namespace probelab::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+std::vector<fs::path> expand_scenario_args(const std::vector<std::string>& args, const fs::path& source_root) {
+  std::vector<fs::path> out;
+  auto add_dir = [&](const fs::path& dir) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && (e.path().extension() == ".yaml" || e.path().extension() == ".yml"))
+        files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw ScenarioError(dir.string(), 0, 0, "", "a directory holding scenario *.yaml files", "none");
+    out.insert(out.end(), files.begin(), files.end());
+  };
+  if (args.empty()) {
+    add_dir(source_root / "scenarios");
+    return out;
+  }
+  for (const auto& a : args) {
+    std::error_code ec;
+    if (fs::is_directory(a, ec))
+      add_dir(a);
+    else if (fs::is_regular_file(a, ec))
+      out.emplace_back(a);
+    else
+      throw ScenarioError(a, 0, 0, "", "an existing scenario file or directory", "'" + a + "' (not found)");
+  }
+  return out;
+}
+
+void Runner::prepare(const std::vector<fs::path>& files) {
+  std::map<std::string, fs::path> names;
+  for (const auto& f : files) {
+    Scenario s = load_scenario(f, opts_.load);
+    if (auto [it, fresh] = names.emplace(s.name, f); !fresh)
+      throw ScenarioError(f.string(), 0, 0, "name",
+                          fmt::format("a scenario name not used by another scenario of this run ('{}' is also in {})",
+                                      s.name, it->second.string()),
+                          "'" + s.name + "'");
+    Entry e;
+    e.main = prepare_run(s);
+    for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
+    e.out_dir = opts_.out_root / s.name;
+    scenarios_.push_back(std::move(e));
+  }
+}
+
+namespace {
+
+struct Job {
+  std::size_t scenario = 0;
+  int variant = -1;  // -1: the scenario itself
+  bool baseline = false;
+  fs::path result_file;
+  fs::path out_dir;
+  std::string label;
+};
+
+json read_result(const Job& job, const ChildStatus& st) {
+  std::ifstream in(job.result_file, std::ios::binary);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      return json::parse(ss.str());
+    } catch (const std::exception& e) {
+      return {{"status", "error"}, {"error", fmt::format("unreadable simulation result: {}", e.what())}};
+    }
+  }
+  return {{"status", "error"}, {"error", fmt::format("the simulation process ended without a result ({})", st.describe())}};
+}
+
+void clean_outputs(const fs::path& dir) {
+  std::error_code ec;
+  for (const char* name : {"report.json", "summary.txt", "trace.json", "dump", "outputs", "variants", ".results"})
+    fs::remove_all(dir / name, ec);
+}
+
+}  // namespace
+
+std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::string&)>& progress) {
+  std::vector<Job> jobs;
+  for (std::size_t i = 0; i < scenarios_.size(); ++i) {
+    Entry& e = scenarios_[i];
+    clean_outputs(e.out_dir);
+    fs::create_directories(e.out_dir / ".results");
+    const bool probes = e.main.probes.has_value();
+    jobs.push_back({i, -1, false, e.out_dir / ".results" / "main.json", e.out_dir, e.main.scenario.name});
+    if (probes && opts_.baseline)
+      jobs.push_back({i, -1, true, e.out_dir / ".results" / "baseline.json", e.out_dir,
+                      e.main.scenario.name + " (no probes)"});
+    for (std::size_t v = 0; v < e.variants.size(); ++v) {
+      const auto& var = e.main.scenario.variants[v];
+      const std::string label = fmt::format("{} [{}]", e.main.scenario.name, var.name);
+      jobs.push_back({i, static_cast<int>(v), false, e.out_dir / ".results" / ("variant." + var.name + ".json"),
+                      e.out_dir / "variants" / var.name, label});
+      if (e.variants[v].probes && opts_.baseline && !variant_changes_probes_only(var))
+        jobs.push_back({i, static_cast<int>(v), true,
+                        e.out_dir / ".results" / ("variant." + var.name + ".baseline.json"),
+                        e.out_dir / "variants" / var.name, label + " (no probes)"});
+    }
+  }
+
+  ProcessPool pool(opts_.jobs);
+  for (const Job& job : jobs) {
+    pool.submit([this, job]() -> int {
+      ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+      ::dup2(2, 1);  // SystemC reports go to stdout; keep the parent's stdout for its own output
+      if (opts_.timeout_s) ::alarm(opts_.timeout_s);
+      const Entry& e = scenarios_[job.scenario];
+      SimRequest req;
+      req.run = job.variant < 0 ? &e.main : &e.variants[static_cast<std::size_t>(job.variant)];
+      req.probes = !job.baseline;
+      req.out_dir = job.out_dir;
+      req.trace = opts_.trace && !job.baseline && job.variant < 0;
+      req.save_outputs = !job.baseline && job.variant < 0;
+      json res;
+      try {
+        res = simulate(req);
+      } catch (const std::exception& ex) {
+        res = {{"status", "error"}, {"error", ex.what()}, {"bad_input", is_bad_input(ex)}};
+      }
+      write_text_atomic(job.result_file, res.dump());
+      return 0;
+    });
+  }
+  std::vector<json> results(jobs.size());
+  std::size_t done = 0;
+  pool.run([&](std::size_t index, const ChildStatus& st) {
+    results[index] = read_result(jobs[index], st);
+    ++done;
+    if (progress)
+      progress(fmt::format("[{}/{}] {}: {}", done, jobs.size(), jobs[index].label,
+                           results[index].value("status", "") == "ok" ? std::string("done")
+                                                                      : "error: " + results[index].value("error", "")));
+  });
+
+  std::vector<ScenarioOutcome> out;
+  for (std::size_t i = 0; i < scenarios_.size(); ++i) {
+    Entry& e = scenarios_[i];
+    json main, baseline;
+    std::vector<VariantOutcome> variants(e.variants.size());
+    for (std::size_t v = 0; v < e.variants.size(); ++v) variants[v].run = &e.variants[v];
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      if (jobs[j].scenario != i) continue;
+      if (jobs[j].variant < 0)
+        (jobs[j].baseline ? baseline : main) = results[j];
+      else
+        (jobs[j].baseline ? variants[jobs[j].variant].baseline : variants[jobs[j].variant].result) = results[j];
+    }
+    // Variants that only change probes share the scenario's own baseline.
+    for (std::size_t v = 0; v < e.variants.size(); ++v)
+      if (variants[v].baseline.is_null() && variant_changes_probes_only(e.main.scenario.variants[v]))
+        variants[v].baseline = baseline;
+    json report = build_report(e.main, main, baseline, variants);
+    add_expectations(report, e.main.scenario);
+    std::error_code ec;
+    fs::remove_all(e.out_dir / ".results", ec);
+    write_text_atomic(e.out_dir / "summary.txt", summary_text(report));
+    write_text_atomic(e.out_dir / "report.json", report.dump(2) + "\n");
+    ScenarioOutcome o;
+    o.name = e.main.scenario.name;
+    o.file = e.main.scenario.file;
+    o.out_dir = e.out_dir;
+    o.passed = report.value("passed", false);
+    o.report = std::move(report);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,72 @@
+// The scenario runner: prepares every scenario (bad input is reported before anything runs),
+// then simulates each in forked child processes — the run with probes, the same run without
+// probes (the capture-overhead baseline) and every variant — at most `jobs` at a time, and
+// writes per scenario under <out>/<name>/:
+//   report.json   (sim/run/report.h; written last, atomically: a report.json is always complete)
+//   summary.txt   the human summary
+//   trace.json    Chrome/Perfetto timeline of the run with probes
+//   dump/         the probe runtime's dumps (dump.json manifests, .npy files), per rank
+//   outputs/      the fetched tensors of the run (rank<r>/<tensor>.npy)
+//   variants/<v>/ dumps of each variant
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario/prepared_run.h"
+#include "sim/scenario/scenario.h"
+
+namespace probelab::sim {
+
+struct RunOptions {
+  std::filesystem::path out_root = "out";
+  LoadOptions load;             // --set, --seed, source root
+  int jobs = 1;                 // child processes at a time
+  bool baseline = true;         // also run without probes to measure capture overhead
+  bool trace = true;            // write trace.json
+  unsigned timeout_s = 3600;    // a simulation still running after this long is killed
+};
+
+struct ScenarioOutcome {
+  std::string name;
+  std::filesystem::path file;
+  std::filesystem::path out_dir;
+  bool passed = false;
+  nlohmann::json report;
+};
+
+/// Files stay as given; a directory contributes its *.yaml files (not recursive), sorted.
+/// No arguments: <source root>/scenarios/*.yaml. Throws ScenarioError for a missing path or an
+/// empty selection.
+std::vector<std::filesystem::path> expand_scenario_args(const std::vector<std::string>& args,
+                                                        const std::filesystem::path& source_root);
+
+class Runner {
+ public:
+  explicit Runner(RunOptions opts) : opts_(std::move(opts)) {}
+
+  /// Loads and prepares every scenario and its variants. Throws on bad input.
+  void prepare(const std::vector<std::filesystem::path>& files);
+  std::size_t size() const { return scenarios_.size(); }
+
+  /// Runs everything prepared; `progress` gets one line per finished simulation.
+  std::vector<ScenarioOutcome> run(const std::function<void(const std::string&)>& progress = {});
+
+ private:
+  struct Entry {
+    PreparedRun main;
+    std::vector<PreparedRun> variants;
+    std::filesystem::path out_dir;
+  };
+  RunOptions opts_;
+  std::vector<Entry> scenarios_;
+};
+
+/// Writes `text` to `path` atomically (temporary file in the same directory, then rename).
+void write_text_atomic(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace probelab::sim

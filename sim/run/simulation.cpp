@@ -1,0 +1,195 @@
+#include "sim/run/simulation.h"
+
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "chip_model/spec/registers.h"
+#include "graph/npy.h"
+#include "probes/probe_runtime.h"
+#include "sim/platform/core_factory.h"
+#include "sim/scenario/data_gen.h"
+#include "sim/platform/executor.h"
+#include "sim/scenario/injections.h"
+#include "sim/platform/platform.h"
+#include "sim/run/probe_results.h"
+#include "sim/run/trace_stats.h"
+
+namespace probelab::sim {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string sanitize_name(const std::string& name) {
+  std::string s = name;
+  for (char& c : s) {
+    if (c == '/') c = '.';
+    else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  }
+  return s;
+}
+
+namespace {
+
+spec::AccumDType accum_of(const std::string& a) {
+  if (a == "fp16") return spec::AccumDType::FP16_RN;
+  if (a == "fp16_via_fp32") return spec::AccumDType::FP16_VIA_FP32;
+  return spec::AccumDType::FP32;
+}
+
+struct RankState {
+  graph::Graph graph;
+  std::unique_ptr<probes::ProbeRuntime> runtime;
+  std::unique_ptr<Executor> executor;
+  ExecutorResult result;
+  std::vector<std::uint64_t> step_begin_ps, step_end_ps;
+};
+
+}  // namespace
+
+json simulate(const SimRequest& req) {
+  const PreparedRun& run = *req.run;
+  const Scenario& s = run.scenario;
+  const Workload& w = run.workload;
+  const auto ranks = static_cast<std::uint32_t>(s.ranks);
+  fs::create_directories(req.out_dir);
+
+  chip::Trace trace(req.trace);
+  const graph::Graph& executed = w.snapshots.fused;
+
+  PlatformOptions po;
+  po.chip = run.chip;
+  po.ranks = ranks;
+  auto cores = std::make_shared<AiCoreSet>();
+  po.make_cores = ai_core_factory(cores);
+  po.trace = &trace;
+  Platform platform("platform", po);
+
+  const bool probes_on = req.probes && run.probes.has_value();
+  std::vector<RankState> st(ranks);
+  const DataGenerator gen(s.data);
+  const std::uint32_t fp_mode = (s.precision.overflow_mode == "saturation" ? spec::kFpModeSaturation : 0u) |
+                                (run.chip.flush_denormals ? spec::kFpModeFlushDenormals : 0u);
+  std::vector<std::string> outputs = w.reference.outputs();
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    RankState& rs = st[r];
+    rs.graph = executed;
+    SimDevice& dev = platform.host(r).device();
+    if (probes_on) {
+      probes::RuntimeOptions ro;
+      ro.rank = r;
+      ro.world_size = ranks;
+      ro.seed = s.seed;
+      ro.output_dir = req.out_dir;
+      rs.runtime = std::make_unique<probes::ProbeRuntime>(*run.probes, executed, dev, ro, &w.snapshots.original);
+      rs.runtime->instrument(rs.graph);
+    }
+    ExecutorConfig ec;
+    ec.rank = r;
+    ec.world = ranks;
+    ec.steps = static_cast<std::uint32_t>(s.steps);
+    ec.accum = accum_of(s.precision.accumulation);
+    ec.fp_mode = fp_mode;
+    ec.feeds = [&rs, &w, &gen, r](std::uint32_t step) {
+      std::map<std::string, graph::Tensor> f;
+      for (const auto& name : w.data_inputs) {
+        const graph::TensorDesc& d = rs.graph.tensor(name).desc;
+        auto it = w.input_inits.find(name);
+        f.emplace(name, gen.make_input(name, d, step, r, it == w.input_inits.end() ? nullptr : &it->second));
+      }
+      return f;
+    };
+    if (!w.loss.empty()) ec.fetch_each_step = {w.loss};
+    for (const auto& o : outputs)
+      if (rs.graph.find_tensor(o)) ec.fetch_at_end.push_back(o);
+    ec.on_step = [&rs, &dev, &trace, r](std::uint32_t step, bool begin) {
+      const std::uint64_t now = chip::ChipClock::to_ps(dev.local_now());
+      if (begin) {
+        rs.step_begin_ps.push_back(now);
+      } else {
+        rs.step_end_ps.push_back(now);
+        if (trace.enabled())
+          trace.complete(chip::Trace::kHostPid + r, "main", fmt::format("step {}", step), "host",
+                         rs.step_begin_ps.back(), now - rs.step_begin_ps.back());
+      }
+    };
+    rs.executor = std::make_unique<Executor>(rs.graph, dev, rs.runtime.get(), ec);
+    rs.executor->plan();
+    platform.host(r).set_program([&rs] { rs.result = rs.executor->run(); });
+  }
+
+  // Injectors resolve tensors to HBM addresses through the executors' memory plans.
+  std::unique_ptr<InjectionSet> injections =
+      make_injections(run, executed, [&st](std::uint32_t r, const std::string& t) -> std::optional<inject::TensorPlacement> {
+        if (r >= st.size()) return std::nullopt;
+        auto ref = st[r].executor->locate(t);
+        if (!ref) return std::nullopt;
+        return inject::TensorPlacement{ref->addr, st[r].graph.tensor(t).desc};
+      });
+  if (injections && injections->hooks())
+    for (std::uint32_t r = 0; r < ranks; ++r) platform.chip(r).set_fault_hooks(injections->hooks());
+
+  platform.run();
+
+  const chip::ChipClock& clock = platform.chip(0).clock();
+  json res;
+  res["status"] = "ok";
+  json per_rank = json::array(), per_step = json::array();
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    per_rank.push_back(clock.cycle_at(platform.host(r).finish_time()));
+    json steps = json::array();
+    for (std::size_t k = 0; k < st[r].step_end_ps.size(); ++k)
+      steps.push_back(clock.ps_to_cycles(st[r].step_end_ps[k]) - clock.ps_to_cycles(st[r].step_begin_ps[k]));
+    per_step.push_back(steps);
+  }
+  res["cycles"] = {{"total", clock.cycle_at(platform.end_time())}, {"per_rank", per_rank}, {"per_step", per_step}};
+
+  json tasks = {{"kernel", 0}, {"collective", 0}, {"probe", 0}, {"barrier", 0}, {"in_kernel_statistics", 0}, {"in_kernel_dumps", 0}};
+  json losses = json::array(), warnings = json::array();
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const ExecutorResult& er = st[r].result;
+    tasks["kernel"] = tasks["kernel"].get<std::uint64_t>() + er.kernel_tasks;
+    tasks["collective"] = tasks["collective"].get<std::uint64_t>() + er.collective_tasks;
+    tasks["probe"] = tasks["probe"].get<std::uint64_t>() + er.probe_tasks;
+    tasks["barrier"] = tasks["barrier"].get<std::uint64_t>() + er.barrier_tasks;
+    tasks["in_kernel_statistics"] = tasks["in_kernel_statistics"].get<std::uint64_t>() + er.in_kernel_statistics;
+    tasks["in_kernel_dumps"] = tasks["in_kernel_dumps"].get<std::uint64_t>() + er.in_kernel_dumps;
+    json l = json::array();
+    for (const auto& step : er.fetched)
+      if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));
+    losses.push_back(l);
+    for (const auto& wmsg : er.warnings) warnings.push_back(wmsg);
+    if (req.save_outputs) {
+      const fs::path dir = req.out_dir / "outputs" / fmt::format("rank{}", r);
+      fs::create_directories(dir);
+      for (const auto& [name, t] : er.final_values) graph::write_npy((dir / (sanitize_name(name) + ".npy")).string(), t);
+    }
+  }
+  res["tasks"] = tasks;
+  res["losses"] = w.loss.empty() ? json(nullptr) : losses;
+
+  {
+    std::vector<const graph::Graph*> graphs;
+    std::vector<const std::vector<chip::OpRecord>*> records;
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      graphs.push_back(&st[r].graph);
+      records.push_back(r < cores->by_rank.size() && cores->by_rank[r] ? &cores->by_rank[r]->records() : nullptr);
+    }
+    res["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, clock);
+  }
+  if (trace.enabled()) trace.write_file((req.out_dir / "trace.json").string());
+
+  if (probes_on) {
+    std::vector<const probes::ProbeRuntime*> rts;
+    for (const auto& rs : st) rts.push_back(rs.runtime.get());
+    merge_probe_results(res, probes::combine_ranks(rts), executed);
+    for (const auto& wmsg : res["probe_warnings"]) warnings.push_back(wmsg);
+    res.erase("probe_warnings");
+  }
+  res["warnings"] = warnings;
+  res["injections"] = injections ? injections->report() : json::array();
+  return res;
+}
+
+}  // namespace probelab::sim

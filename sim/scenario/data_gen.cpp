@@ -1,0 +1,57 @@
+#include "sim/scenario/data_gen.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace probelab::sim {
+
+std::uint64_t mix_seed(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t stream_seed(std::uint64_t seed, const std::string& name, std::uint64_t step, std::uint64_t rank) {
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001B3ull;
+  return mix_seed(mix_seed(mix_seed(seed ^ h) + step) + (rank << 1) + 1);
+}
+
+namespace {
+
+// Uniform double in [0, 1) from the top 53 bits.
+double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+}  // namespace
+
+graph::Tensor DataGenerator::make_float(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
+                                        std::uint32_t rank) const {
+  std::mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
+  const auto n = static_cast<std::size_t>(graph::numel(desc.shape));
+  std::vector<float> v(n);
+  if (spec_.generator == "ones") {
+    std::fill(v.begin(), v.end(), 1.0f);
+  } else if (spec_.generator == "uniform") {
+    for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * unit(rng));
+  } else {
+    for (std::size_t i = 0; i < n; i += 2) {
+      const double u1 = 1.0 - unit(rng), u2 = unit(rng);
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      v[i] = static_cast<float>(spec_.mean + spec_.std * r * std::cos(2 * M_PI * u2));
+      if (i + 1 < n) v[i + 1] = static_cast<float>(spec_.mean + spec_.std * r * std::sin(2 * M_PI * u2));
+    }
+  }
+  return graph::Tensor::from_f32(desc.shape, v, desc.dtype);
+}
+
+graph::Tensor DataGenerator::make_input(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
+                                        std::uint32_t rank, const graph::InitSpec* init) const {
+  const graph::TensorDesc nd{desc.dtype, desc.shape, graph::Format::ND};
+  if (init) return graph::make_init(*init, nd, stream_seed(spec_.seed, name, step, rank));
+  if (graph::is_float(desc.dtype)) return make_float(name, nd, step, rank);
+  return graph::Tensor(nd);
+}
+
+}  // namespace probelab::sim

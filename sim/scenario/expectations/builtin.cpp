@@ -1,0 +1,23 @@
+// The built-in expectation kinds, registered explicitly: one line per kind, one file per kind.
+#include "sim/scenario/expectation.h"
+
+namespace probelab::sim {
+namespace expect {
+void register_detection_expectation(ExpectationRegistry& r);
+void register_no_detection_expectation(ExpectationRegistry& r);
+void register_comparison_expectation(ExpectationRegistry& r);
+void register_consistency_expectation(ExpectationRegistry& r);
+void register_diagnosis_expectation(ExpectationRegistry& r);
+void register_capture_expectation(ExpectationRegistry& r);
+}  // namespace expect
+
+void register_builtin_expectations(ExpectationRegistry& r) {
+  expect::register_detection_expectation(r);
+  expect::register_no_detection_expectation(r);
+  expect::register_comparison_expectation(r);
+  expect::register_consistency_expectation(r);
+  expect::register_diagnosis_expectation(r);
+  expect::register_capture_expectation(r);
+}
+
+}  // namespace probelab::sim

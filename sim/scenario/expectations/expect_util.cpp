@@ -1,0 +1,110 @@
+#include "sim/scenario/expectations/expect_util.h"
+
+#include <stdexcept>
+
+#include "graph/graph.h"
+
+namespace probelab::sim::expect {
+
+std::string glob_checked(const YamlView& v) {
+  std::string g = v.str();
+  if (g.empty()) v.fail("a non-empty op glob");
+  try {
+    graph::glob_match(g, "");
+  } catch (const std::exception& e) {
+    v.fail("a valid glob (* ? [a-z])", fmt::format("'{}' ({})", g, e.what()));
+  }
+  return g;
+}
+
+std::optional<std::string> opt_glob(const YamlView& m, const char* key) {
+  if (auto v = m.get(key)) return glob_checked(*v);
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> opt_int(const YamlView& m, const char* key, std::int64_t min) {
+  if (auto v = m.get(key)) return v->integer(min);
+  return std::nullopt;
+}
+
+void check_site(const YamlView& entry, const std::string& kind, const char* key, std::optional<std::int64_t> v,
+                std::int64_t limit, const char* what) {
+  if (v && *v >= limit) {
+    YamlView body = entry[kind];
+    body[key].fail(fmt::format("a {} below {} ({})", key, what, limit), body[key].describe());
+  }
+}
+
+bool matches(const std::optional<std::string>& glob, const json& v) {
+  if (!glob) return true;
+  return v.is_string() && graph::glob_match(*glob, v.get<std::string>());
+}
+
+bool matches_int(const std::optional<std::int64_t>& want, const json& v) {
+  if (!want) return true;
+  return v.is_number_integer() && v.get<std::int64_t>() == *want;
+}
+
+bool kind_matches(const std::string& want, const json& a) {
+  std::string k = a.value("kind", "");
+  if (want == "any") return true;
+  if (want == "nan") return k == "invalid" || k == "nan_input" || k == "nan";
+  return k == want;
+}
+
+std::string anomaly_str(const json& a) {
+  std::string s = fmt::format("{} at {}", a.value("kind", "?"), a.value("op", "?"));
+  if (a.contains("element") && a["element"].is_number()) s += fmt::format(" element {}", a["element"].dump());
+  if (a.contains("step")) s += fmt::format(" step {}", a["step"].dump());
+  if (a.contains("rank")) s += fmt::format(" rank {}", a["rank"].dump());
+  if (a.contains("latency_cycles") && !a["latency_cycles"].is_null())
+    s += fmt::format(" latency {} cycles", a["latency_cycles"].dump());
+  return s;
+}
+
+const json& field(const json& j, const char* key) {
+  static const json kNull;
+  return j.is_object() && j.contains(key) ? j[key] : kNull;
+}
+
+const json& items(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = field(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+
+bool CountBound::holds(std::uint64_t v) const {
+  if (cmp == ">=") return v >= n;
+  if (cmp == "<=") return v <= n;
+  if (cmp == ">") return v > n;
+  if (cmp == "<") return v < n;
+  return v == n;
+}
+
+std::string CountBound::str() const { return fmt::format("{} {}", cmp, n); }
+
+CountBound parse_bound(const YamlView& v) {
+  CountBound b;
+  std::string s = v.str();
+  static const char* ops[] = {">=", "<=", "==", ">", "<"};
+  std::string rest = s;
+  for (const char* op : ops) {
+    if (s.rfind(op, 0) == 0) {
+      b.cmp = op;
+      rest = s.substr(std::string(op).size());
+      break;
+    }
+  }
+  rest.erase(0, rest.find_first_not_of(' '));
+  try {
+    std::size_t pos = 0;
+    long long n = std::stoll(rest, &pos);
+    if (pos != rest.size() || n < 0) throw std::invalid_argument("x");
+    b.n = static_cast<std::uint64_t>(n);
+  } catch (const std::exception&) {
+    v.fail("a count N or a bound '>= N', '<= N', '> N', '< N'", "'" + s + "'");
+  }
+  return b;
+}
+
+}  // namespace probelab::sim::expect

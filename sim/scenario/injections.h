@@ -1,0 +1,42 @@
+// The scenario side of fault injection: the `injections:` descriptors are validated by the
+// injector registry (injectors/) when a scenario is prepared, and instantiated as the chip's
+// fault hooks in the simulation; after the run every injector reports whether it fired and its
+// proof (site, bits before/after).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "chip_model/hooks/fault_hooks.h"
+#include "injectors/injector.h"
+#include "sim/scenario/prepared_run.h"
+
+namespace probelab::sim {
+
+/// Throws ScenarioError naming the descriptor's file position when the registry rejects it.
+void validate_injections(const PreparedRun& run);
+
+/// The injectors of one simulation.
+class InjectionSet {
+ public:
+  virtual ~InjectionSet() = default;
+  /// Fault hooks for the chips (nullptr when there are no injections).
+  virtual chip::FaultHooks* hooks() = 0;
+  /// [{kind, descriptor, fired, proof: [...]}] in descriptor order.
+  virtual nlohmann::json report() const = 0;
+};
+
+/// Where a tensor lives on a rank (the executor's memory plan), asked when HBM faults are scheduled.
+using Placement =
+    std::function<std::optional<inject::TensorPlacement>(std::uint32_t rank, const std::string& tensor)>;
+
+/// `executed` is the graph whose op ids the chips report (sites by op name resolve against it).
+/// nullptr when the scenario has no injections.
+std::unique_ptr<InjectionSet> make_injections(const PreparedRun& run, const graph::Graph& executed,
+                                              Placement placement);
+
+}  // namespace probelab::sim

@@ -1,0 +1,55 @@
+#include "sim/scenario/prepared_run.h"
+
+#include <fmt/format.h>
+
+#include "graph/graph.h"
+#include "probes/insertion_pass.h"
+#include "sim/scenario/injections.h"
+#include "sim/scenario/model_loader.h"
+
+namespace probelab::sim {
+
+PreparedRun prepare_run(const Scenario& s) {
+  PreparedRun r;
+  r.scenario = s;
+  const std::string where = s.file.string();
+  YAML::Node chip_node = s.resolved["chip"];
+  if (chip_node.IsDefined() && !chip_node.IsNull())
+    r.chip = chip::chip_config_from_yaml(chip_node, where);
+  else
+    r.chip = chip::chip_preset("ascend910b");
+  r.chip.validate();
+
+  LoadedModel model = load_model(s.model);
+  r.workload = build_workload(s, model.graph, model.input_inits);
+
+  if (s.has_probes()) {
+    probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);
+    if (cfg.enabled) {
+      graph::Graph trial = r.workload.snapshots.fused;
+      probes::insert_probes(trial, cfg);  // compiles scope regexes, checks the graph stays valid
+      r.probes = std::move(cfg);
+    }
+  }
+  validate_injections(r);
+  return r;
+}
+
+PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts) {
+  LoadOptions o = opts;
+  for (const auto& [key, value] : v.sets) o.sets.push_back(SetOverride{key, value});
+  Scenario s = load_scenario(base.file, o);
+  s.variants.clear();
+  s.expectations.clear();
+  PreparedRun r = prepare_run(s);
+  r.variant = v.name;
+  return r;
+}
+
+bool variant_changes_probes_only(const Variant& v) {
+  for (const auto& [key, value] : v.sets)
+    if (key != "probes" && key.rfind("probes.", 0) != 0) return false;
+  return true;
+}
+
+}  // namespace probelab::sim

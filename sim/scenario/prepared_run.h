@@ -1,0 +1,38 @@
+// A scenario resolved against every layer, ready to simulate: the chip config, the workload
+// graphs, the probe config and the injector descriptors, all validated. Resolving happens in the
+// parent process before anything runs, so bad input (exit code 2) is reported before any
+// simulation starts; simulations run in forked children that inherit this object.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip_model/chip_config.h"
+#include "probes/probe_config.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/workload.h"
+
+namespace probelab::sim {
+
+struct PreparedRun {
+  Scenario scenario;
+  chip::ChipConfig chip;
+  Workload workload;
+  std::optional<probes::ProbeConfig> probes;  // nullopt: no probes section, or enabled: false
+  std::string variant;                        // "" for the scenario itself
+};
+
+/// Loads the model and validates the scenario against the chip config, the graph, the probe
+/// config and the injector registry. Throws ScenarioError / chip::ConfigError /
+/// probes::ConfigError / graph::GraphError (bad input).
+PreparedRun prepare_run(const Scenario& s);
+
+/// The scenario with variant `v` applied (its sets on top of `opts.sets`), prepared.
+PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts);
+
+/// Whether a variant only changes the probe configuration (then it shares the scenario's
+/// no-probe baseline run).
+bool variant_changes_probes_only(const Variant& v);
+
+}  // namespace probelab::sim

@@ -1,0 +1,354 @@
+#include "sim/scenario/scenario.h"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sim/scenario/source_root.h"
+
+namespace probelab::sim {
+
+namespace fs = std::filesystem;
+
+std::string_view run_mode_name(RunMode m) { return m == RunMode::Training ? "training" : "inference"; }
+
+const std::vector<std::string>& scenario_keys() {
+  static const std::vector<std::string> k = {
+      "name",      "description", "chip",       "ranks",     "model",    "mode",
+      "training",  "data",        "steps",      "seed",      "precision", "probes",
+      "injections", "variants",   "expectations", "campaign"};
+  return k;
+}
+
+// ---- --set overrides -----------------------------------------------------------------------
+
+SetOverride parse_set(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ScenarioError("--set", 0, 0, text, "key=value (a dotted key path, e.g. chip.overrides.num_cores=4)",
+                        "'" + text + "'");
+  SetOverride s{text.substr(0, eq), text.substr(eq + 1)};
+  if (s.key.front() == '.' || s.key.back() == '.' || s.key.find("..") != std::string::npos)
+    throw ScenarioError("--set", 0, 0, s.key, "a dotted key path without empty segments", "'" + s.key + "'");
+  return s;
+}
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& key) {
+  std::vector<std::string> out;
+  std::stringstream ss(key);
+  std::string seg;
+  while (std::getline(ss, seg, '.')) out.push_back(seg);
+  return out;
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+YAML::Node parse_value(const std::string& text) {
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (n.IsDefined()) return n;
+  } catch (const YAML::Exception&) {
+  }
+  return YAML::Node(text);
+}
+
+// Returns `node` with the value at segs[i..] replaced (maps are created where missing).
+YAML::Node set_at(YAML::Node node, const std::vector<std::string>& segs, std::size_t i,
+                  const YAML::Node& value, const std::string& key, const std::string& file) {
+  if (i == segs.size()) return value;
+  const std::string& seg = segs[i];
+  std::string done;
+  for (std::size_t k = 0; k <= i; ++k) done += (k ? "." : "") + segs[k];
+  if (node.IsSequence()) {
+    if (!is_index(seg))
+      throw ScenarioError(file, 0, 0, key, fmt::format("a list index at '{}' (a list is there)", done));
+    std::size_t idx = std::stoul(seg);
+    if (idx >= node.size())
+      throw ScenarioError(file, 0, 0, key,
+                          fmt::format("an index below {} at '{}' (the list has {} entries)", node.size(), done,
+                                      node.size()));
+    node[idx] = set_at(node[idx], segs, i + 1, value, key, file);
+    return node;
+  }
+  if (!node.IsDefined() || node.IsNull()) node = YAML::Node(YAML::NodeType::Map);
+  if (!node.IsMap())
+    throw ScenarioError(file, 0, 0, key, fmt::format("a mapping at '{}' to set a key in", done.substr(0, done.rfind('.'))),
+                        "a scalar");
+  YAML::Node child = node[seg];
+  node[seg] = set_at(child.IsDefined() ? child : YAML::Node(), segs, i + 1, value, key, file);
+  return node;
+}
+
+void check_name(const YamlView& v, const std::string& s) {
+  static const std::regex re("[A-Za-z0-9_.-]+");
+  if (!std::regex_match(s, re)) v.fail("a name of letters, digits, '_', '.', '-'", "'" + s + "'");
+}
+
+ChipSpec parse_chip(const YamlView& v) {
+  ChipSpec c;
+  c.source = v;
+  if (v.is_scalar()) {
+    c.preset = v.str();
+    return c;
+  }
+  v.expect_keys({"preset", "overrides"});
+  c.preset = v.str_or("preset", "");
+  if (auto o = v.get("overrides")) {
+    for (const auto& key : o->keys()) {
+      YamlView val = (*o)[key];
+      if (!val.is_scalar()) val.fail("a scalar chip parameter value", val.describe());
+      c.overrides[key] = val.str();
+    }
+  }
+  return c;
+}
+
+ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs::path& root) {
+  ModelSpec m;
+  std::string kind;
+  if (v.is_scalar()) {
+    m.ref = v.str();
+    bool is_file = m.ref.find('/') != std::string::npos || m.ref.ends_with(".yaml") ||
+                   m.ref.ends_with(".yml") || m.ref.ends_with(".onnx");
+    kind = is_file ? (m.ref.ends_with(".onnx") ? "onnx" : "file") : "name";
+  } else {
+    v.expect_keys({"name", "file", "onnx"});
+    auto keys = v.keys();
+    if (keys.size() != 1) v.fail("exactly one of name, file, onnx", v.describe());
+    kind = keys.front();
+    m.ref = v[kind].str();
+  }
+  if (kind == "name") {
+    m.source = ModelSpec::Source::Bundled;
+    auto p = find_bundled_model(root, m.ref);
+    if (!p) {
+      auto names = bundled_models(root);
+      v.fail(fmt::format("a bundled model ({}) or a .yaml/.onnx file path",
+                         names.empty() ? std::string("none found under " + (root / "scenarios/models").string())
+                                       : fmt::format("{}", fmt::join(names, ", "))),
+             "'" + m.ref + "'");
+    }
+    m.path = *p;
+    m.source = p->extension() == ".onnx" ? ModelSpec::Source::Onnx : ModelSpec::Source::Bundled;
+    return m;
+  }
+  m.source = kind == "onnx" || m.ref.ends_with(".onnx") ? ModelSpec::Source::Onnx : ModelSpec::Source::YamlFile;
+  fs::path p = m.ref;
+  if (p.is_relative()) p = scenario_dir / p;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) v.fail("an existing model file (relative to the scenario)", "'" + p.string() + "' (not found)");
+  m.path = fs::weakly_canonical(p, ec);
+  if (ec) m.path = p;
+  return m;
+}
+
+OptimizerSpec parse_optimizer(const YamlView& v) {
+  OptimizerSpec o;
+  if (v.is_scalar()) {
+    o.type = v.str_in({"sgd", "adam"});
+    return o;
+  }
+  v.expect_keys({"type", "lr", "momentum", "beta1", "beta2", "eps", "weight_decay"});
+  o.type = v["type"].str_in({"sgd", "adam"});
+  o.lr = v.number_or("lr", o.lr);
+  o.momentum = v.number_or("momentum", o.momentum);
+  o.beta1 = v.number_or("beta1", o.beta1);
+  o.beta2 = v.number_or("beta2", o.beta2);
+  o.eps = v.number_or("eps", o.eps);
+  o.weight_decay = v.number_or("weight_decay", o.weight_decay);
+  if (o.lr <= 0) v["lr"].fail("a positive learning rate", v["lr"].describe());
+  if (o.type == "sgd" && (o.momentum < 0 || o.momentum >= 1))
+    v["momentum"].fail("a momentum in [0, 1)", v["momentum"].describe());
+  if (o.type != "adam")
+    for (const char* k : {"beta1", "beta2", "eps"})
+      if (v.has(k)) v[k].fail("no Adam parameter for optimizer type " + o.type, "'" + std::string(k) + "'");
+  if (o.type != "sgd" && v.has("momentum")) v["momentum"].fail("no momentum for optimizer type " + o.type, "'momentum'");
+  return o;
+}
+
+AllReduceSpec parse_allreduce(const YamlView& v) {
+  v.expect_keys({"algorithm", "accumulation", "order", "reduction"});
+  AllReduceSpec a;
+  if (auto x = v.get("algorithm")) a.algorithm = x->str_in({"ring", "tree", "direct"});
+  if (auto x = v.get("accumulation")) a.accumulation = x->str_in({"fp32", "fp16"});
+  if (auto x = v.get("order")) a.order = x->str_in({"arrival", "group"});
+  if (auto x = v.get("reduction")) a.reduction = x->str_in({"mean", "sum"});
+  return a;
+}
+
+TrainingSpec parse_training(const YamlView& v) {
+  v.expect_keys({"loss", "optimizer", "batch", "allreduce"});
+  TrainingSpec t;
+  if (auto l = v.get("loss")) t.loss = l->str_in({"auto", "cross_entropy", "mse", "model"});
+  if (auto o = v.get("optimizer")) t.optimizer = parse_optimizer(*o);
+  t.batch = v.int_or("batch", 0, 1);
+  if (auto a = v.get("allreduce")) t.allreduce = parse_allreduce(*a);
+  return t;
+}
+
+DataSpec parse_data(const YamlView& v, std::uint64_t scenario_seed) {
+  v.expect_keys({"generator", "seed", "mean", "std", "low", "high"});
+  DataSpec d;
+  d.generator = v.get("generator") ? v["generator"].str_in({"normal", "uniform", "ones"}) : d.generator;
+  d.seed = v.get("seed") ? v["seed"].uinteger() : scenario_seed;
+  d.mean = v.number_or("mean", d.mean);
+  d.std = v.number_or("std", d.std);
+  d.low = v.number_or("low", d.low);
+  d.high = v.number_or("high", d.high);
+  if (d.std < 0) v["std"].fail("a non-negative standard deviation", v["std"].describe());
+  if (d.low > d.high) v["high"].fail("high >= low", v["high"].describe());
+  return d;
+}
+
+PrecisionPolicy parse_precision(const YamlView& v) {
+  v.expect_keys({"compute", "master_weights", "accumulation", "overflow_mode"});
+  PrecisionPolicy p;
+  if (auto c = v.get("compute")) {
+    std::string s = c->str_in({"fp16", "bf16", "fp32", "float16", "bfloat16", "float32"});
+    p.compute = *graph::parse_dtype(s);
+  }
+  if (auto m = v.get("master_weights")) p.master_fp32 = m->str_in({"fp32", "none"}) == "fp32";
+  if (auto a = v.get("accumulation")) p.accumulation = a->str_in({"fp32", "fp16", "fp16_via_fp32"});
+  if (auto o = v.get("overflow_mode")) p.overflow_mode = o->str_in({"inf_nan", "saturation"});
+  return p;
+}
+
+Variant parse_variant(const YamlView& v) {
+  v.expect_keys({"name", "set"});
+  Variant out;
+  out.name = v["name"].str();
+  check_name(v["name"], out.name);
+  YamlView s = v["set"];
+  for (const auto& key : s.keys()) {
+    if (key == "variants" || key.rfind("variants.", 0) == 0) s[key].fail("a key outside 'variants'", "'" + key + "'");
+    out.sets.emplace_back(key, YAML::Dump(s[key].node()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void apply_overrides(YAML::Node& root, const std::vector<SetOverride>& sets, const std::string& file) {
+  for (const auto& s : sets) {
+    auto segs = split_path(s.key);
+    root = set_at(root, segs, 0, parse_value(s.value), s.key, file.empty() ? "--set" : file + " (--set)");
+  }
+}
+
+std::optional<fs::path> find_bundled_model(const fs::path& root, const std::string& name) {
+  std::error_code ec;
+  for (const char* ext : {".yaml", ".yml", ".onnx"}) {
+    fs::path p = root / "scenarios" / "models" / (name + ext);
+    if (fs::is_regular_file(p, ec)) return p;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> bundled_models(const fs::path& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root / "scenarios" / "models", ec)) {
+    auto ext = e.path().extension();
+    if (ext == ".yaml" || ext == ".yml" || ext == ".onnx") out.push_back(e.path().stem().string());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, const LoadOptions& opts) {
+  const std::string fname = file.string();
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(fname, e.mark.line + 1, e.mark.column + 1, "", "well-formed YAML", e.msg);
+  }
+  if (!doc.IsMap()) {
+    YamlView(doc, fname, "").fail("a mapping of scenario keys at the top level",
+                                  doc.IsDefined() && !doc.IsNull() ? YamlView(doc, fname, "").describe() : "an empty file");
+  }
+  apply_overrides(doc, opts.sets, fname);
+  YamlView root(doc, fname, "");
+  root.expect_keys(scenario_keys());
+
+  Scenario s;
+  s.file = file;
+  s.resolved = doc;
+  s.name = root["name"].str();
+  check_name(root["name"], s.name);
+  s.description = root.str_or("description", "");
+  if (auto c = root.get("chip")) s.chip = parse_chip(*c);
+  s.ranks = static_cast<int>(root.int_or("ranks", 1, 1, 64));
+  s.seed = opts.seed ? *opts.seed : (root.get("seed") ? root["seed"].uinteger() : 0);
+  s.steps = static_cast<int>(root.int_or("steps", 1, 1, 100000));
+
+  fs::path srcroot = opts.source_root.empty() ? find_source_root() : opts.source_root;
+  s.model = parse_model(root["model"], file.parent_path(), srcroot);
+  s.mode = root.get("mode") && root["mode"].str_in({"inference", "training"}) == "training" ? RunMode::Training
+                                                                                            : RunMode::Inference;
+  if (auto t = root.get("training")) {
+    if (s.mode != RunMode::Training) t->fail("no 'training' section unless mode: training", "a training section");
+    s.training = parse_training(*t);
+  }
+  s.data.seed = s.seed;
+  if (auto d = root.get("data")) s.data = parse_data(*d, s.seed);
+  if (auto p = root.get("precision")) s.precision = parse_precision(*p);
+  if (auto p = root.get("probes")) {
+    if (!p->is_map()) p->fail("a mapping (the probe runtime's config)", p->describe());
+    s.probes = p->node();
+    s.probes_source = *p;
+  }
+  if (auto inj = root.get("injections")) {
+    for (const auto& item : inj->items()) {
+      if (!item.is_map()) item.fail("an injection descriptor mapping with a 'kind'", item.describe());
+      InjectionSpec spec{item["kind"].str(), item.node(), item};
+      // Plain integer sites are checked here; lists, ranges and "all" by the injector registry.
+      if (auto st = item.get("step"); st && st->is_scalar() && is_index(st->str()))
+        if (st->integer(0) >= s.steps)
+          st->fail(fmt::format("a step below steps ({})", s.steps), st->describe());
+      if (auto rk = item.get("rank"); rk && rk->is_scalar() && is_index(rk->str()))
+        if (rk->integer(0) >= s.ranks)
+          rk->fail(fmt::format("a rank below ranks ({})", s.ranks), rk->describe());
+      s.injections.push_back(std::move(spec));
+    }
+  }
+  if (auto vs = root.get("variants")) {
+    for (const auto& item : vs->items()) {
+      Variant v = parse_variant(item);
+      for (const auto& other : s.variants)
+        if (other.name == v.name) item["name"].fail("a variant name used once", "'" + v.name + "' twice");
+      s.variants.push_back(std::move(v));
+    }
+  }
+  if (auto ex = root.get("expectations")) {
+    for (const auto& item : ex->items()) {
+      Expectation e = parse_expectation(item);
+      ExpectationScope scope{s.steps, s.ranks, {}};
+      for (const auto& v : s.variants) scope.variants.push_back(v.name);
+      e.check->validate(scope, item);
+      s.expectations.push_back(std::move(e));
+    }
+  }
+  if (auto c = root.get("campaign")) s.campaign = parse_fault_model(*c);
+  return s;
+}
+
+Scenario load_scenario(const fs::path& file, const LoadOptions& opts) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ScenarioError(file.string(), 0, 0, "", "a readable scenario file", "cannot open it");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::error_code ec;
+  fs::path abs = fs::absolute(file, ec);
+  return parse_scenario(ss.str(), ec ? file : abs.lexically_normal(), opts);
+}
+
+}  // namespace probelab::sim

@@ -1,0 +1,189 @@
+// A scenario: one replayable experiment — a chip, a model, probes, injected faults and the
+// expectations the run must meet. Loaded from YAML (format below), validated at load with
+// ScenarioError naming file, line:column, key and what was expected; unknown keys are errors.
+//
+//   name: nan_in_softmax                # required, [A-Za-z0-9_.-]+ (names the output directory)
+//   description: ...                    # optional
+//   chip:                               # optional; default preset, no overrides
+//     preset: ascend910b                #   a chip preset (`probelab list chips`)
+//     overrides: {num_cores: 4}         #   chip parameters (validated by the chip config)
+//   ranks: 1                            # chips in the job (data parallel when > 1)
+//   model: transformer_block            # a bundled model (scenarios/models/<name>.yaml|.onnx),
+//                                       # or a .yaml/.onnx path relative to this file,
+//                                       # or {name: N} / {file: PATH} / {onnx: PATH}
+//   mode: inference                     # inference | training
+//   training:                           # optional in training (defaults below), rejected for inference
+//     loss: auto                        #   auto (default: `model` when the model's first output is a
+//                                       #   scalar, else cross_entropy) | cross_entropy | mse | model
+//     optimizer: {type: sgd, lr: 0.01, momentum: 0.9}   # sgd | adam (lr, momentum, beta1, beta2, eps, weight_decay)
+//     batch: 8                          #   must equal the leading dim of the model inputs
+//     allreduce: {algorithm: ring, accumulation: fp32, order: arrival}  # ranks > 1
+//   data: {generator: normal, seed: 7, mean: 0, std: 1}  # normal | uniform (low, high) | ones
+//   steps: 3                            # training steps / inference iterations (>= 1)
+//   seed: 42                            # master seed (run --seed N overrides it)
+//   precision:                          # device dtype policy, see PrecisionPolicy
+//   probes: {...}                       # the probe runtime's config, passed through unchanged
+//   injections: [{kind: nan, ...}]      # fault descriptors, validated by the injector registry
+//   variants: [{name: single, set: {probes.capture.buffering: single}}]  # extra runs, see Variant
+//   expectations: [...]                 # see sim/scenario/expectation.h
+//   campaign: {faults: [...]}           # fault model of `probelab campaign`, see sim/scenario/campaign_model.h
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "graph/dtype.h"
+#include "sim/scenario/campaign_model.h"
+#include "sim/scenario/expectation.h"
+#include "sim/scenario/yaml_view.h"
+
+namespace probelab::sim {
+
+enum class RunMode { Inference, Training };
+std::string_view run_mode_name(RunMode m);
+
+struct ChipSpec {
+  std::string preset;                           // empty: the chip config's default preset
+  std::map<std::string, std::string> overrides; // parameter -> value as written (scalar text)
+  std::optional<YamlView> source;               // the `chip` node, for error positions
+};
+
+struct ModelSpec {
+  enum class Source { Bundled, YamlFile, Onnx };
+  Source source = Source::Bundled;
+  std::string ref;                  // as written in the scenario
+  std::filesystem::path path;       // the resolved model file
+};
+
+struct OptimizerSpec {
+  std::string type = "sgd";  // sgd | adam
+  double lr = 0.01;
+  double momentum = 0.0;     // sgd
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam
+  double weight_decay = 0.0;
+};
+
+/// The gradient all-reduce of a data-parallel job (ranks > 1): one AllReduce per parameter.
+struct AllReduceSpec {
+  std::string algorithm = "ring";      // ring | tree | direct
+  std::string accumulation = "fp32";   // fp32 | fp16 (communication-buffer accumulator)
+  std::string order = "arrival";       // direct only: arrival | group
+  std::string reduction = "mean";      // mean | sum
+};
+
+struct TrainingSpec {
+  std::string loss = "auto";           // auto | cross_entropy | mse | model
+  OptimizerSpec optimizer;
+  std::int64_t batch = 0;              // 0: the model's own leading input dimension
+  AllReduceSpec allreduce;
+};
+
+/// Input generator, seeded per (seed, step, rank, input name): every rank of a data-parallel job
+/// gets its own shard; labels of a cross-entropy loss are uniform class indices.
+struct DataSpec {
+  std::string generator = "normal";  // normal | uniform | ones
+  std::uint64_t seed = 0;            // 0: derived from the scenario seed
+  double mean = 0.0, std = 1.0;      // normal
+  double low = -1.0, high = 1.0;     // uniform
+};
+
+/// Device dtype policy of the host executor (kept deliberately small):
+///  - `compute`: dtype of every floating-point activation, weight and gradient on the device
+///    (fp16 by default, the Ascend mixed-precision default; fp32 and bf16 allowed);
+///  - `master_weights`: `none` (default) updates the weights in the `compute` dtype directly; fp32
+///    (training with a 16-bit `compute` dtype) keeps FP32 master weights and optimizer state that
+///    the optimizer updates, and every step casts them to the compute dtype (needs a Cast op).
+///  - `accumulation`: Cube (MatMul/Conv) accumulator: fp32 (hardware default), fp16 (correctly
+///    rounded every step) or fp16_via_fp32 (FP32 add, then round: double rounding);
+///  - `overflow_mode`: the chip's float mode, inf_nan (IEEE 754) or saturation.
+/// Integer tensors keep their dtype.
+struct PrecisionPolicy {
+  graph::DType compute = graph::DType::F16;
+  bool master_fp32 = false;
+  std::string accumulation = "fp32";   // fp32 | fp16 | fp16_via_fp32
+  std::string overflow_mode = "inf_nan";  // inf_nan | saturation
+};
+
+/// One injected fault: its kind and the whole descriptor mapping (kind included), validated by
+/// the injector registry when the scenario is resolved.
+struct InjectionSpec {
+  std::string kind;
+  YAML::Node params;
+  YamlView source;
+};
+
+/// An extra run of the same scenario with --set style overrides applied (e.g. single vs
+/// ping-pong capture buffering); each variant gets its own cycles and capture statistics and
+/// capture expectations may name one.
+struct Variant {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> sets;  // dotted key -> YAML value text
+};
+
+struct Scenario {
+  std::filesystem::path file;  // absolute path of the scenario file
+  std::string name;
+  std::string description;
+  ChipSpec chip;
+  int ranks = 1;
+  ModelSpec model;
+  RunMode mode = RunMode::Inference;
+  TrainingSpec training;
+  DataSpec data;
+  int steps = 1;
+  std::uint64_t seed = 0;
+  PrecisionPolicy precision;
+  YAML::Node probes;           // null: no probes
+  std::optional<YamlView> probes_source;
+  std::vector<InjectionSpec> injections;
+  std::vector<Variant> variants;
+  std::vector<Expectation> expectations;
+  std::optional<FaultModel> campaign;  // the `campaign:` section (probelab campaign)
+  YAML::Node resolved;         // the document after --set overrides (for `probelab show`)
+
+  bool has_probes() const { return probes.IsDefined() && !probes.IsNull(); }
+};
+
+/// A `--set key=value` override: dotted key path (sequence elements by index, e.g.
+/// `injections.0.step=3`), value parsed as YAML (`[1, 2]`, `{a: 1}`, `3`, `text`).
+struct SetOverride {
+  std::string key;
+  std::string value;
+};
+/// Parses "key=value"; throws ScenarioError (file "--set") when malformed.
+SetOverride parse_set(const std::string& text);
+/// Applies overrides to a document in order (creates missing mapping keys; sequence indices must
+/// exist). Throws ScenarioError naming the key on a bad path.
+void apply_overrides(YAML::Node& root, const std::vector<SetOverride>& sets, const std::string& file);
+
+struct LoadOptions {
+  std::vector<SetOverride> sets;
+  std::optional<std::uint64_t> seed;          // --seed
+  std::filesystem::path source_root;          // repository root for bundled models; empty: find it
+};
+
+/// Loads and validates a scenario file. Throws ScenarioError on malformed YAML, unknown keys,
+/// bad values, bad globs and missing model files. Checks that need the model graph, the chip
+/// config, the probe config or the injector registry happen when the run is prepared (sim/scenario/prepared_run.h).
+Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opts = {});
+/// Same from text (`file` names it in errors and anchors relative model paths).
+Scenario parse_scenario(const std::string& yaml_text, const std::filesystem::path& file,
+                        const LoadOptions& opts = {});
+
+/// Resolves a bundled model name to scenarios/models/<name>.yaml (or .onnx) under `root`.
+/// Returns nullopt when neither exists.
+std::optional<std::filesystem::path> find_bundled_model(const std::filesystem::path& root,
+                                                        const std::string& name);
+/// Names of the bundled models (sorted).
+std::vector<std::string> bundled_models(const std::filesystem::path& root);
+
+/// Top-level keys of a scenario file, in documentation order.
+const std::vector<std::string>& scenario_keys();
+
+}  // namespace probelab::sim

@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <numeric>
+#include <vector>
+
+#include "chip_model/hbm.h"
+#include "tests/chip_model/chip_test_util.h"
+
+namespace pc = probelab::chip;
+using namespace probelab::chip::testing;
+
+namespace {
+
+// tiny preset: 4 channels x 50 GB/s, 512 B interleave, 120 ns latency.
+pc::ChipConfig cfg() { return pc::chip_preset("tiny"); }
+constexpr std::uint64_t kLatPs = 120'000;
+
+std::vector<std::byte> pattern(std::size_t n, int seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 31 + seed) & 0xFF);
+  return v;
+}
+
+}  // namespace
+
+TEST(Hbm, BytesRoundTripAcrossPagesAndUnwrittenReadsZero) {
+  pc::Hbm hbm("hbm", cfg());
+  const auto src = pattern(200'000, 1);
+  const std::uint64_t addr = 65536 - 100;  // crosses page boundaries
+  hbm.debug_write(addr, src);
+  std::vector<std::byte> back(src.size());
+  hbm.debug_read(addr, back);
+  EXPECT_EQ(back, src);
+  std::vector<std::byte> z(1000, std::byte{0xAA});
+  hbm.debug_read(500'000'000, z);
+  EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](std::byte b) { return b == std::byte{0}; }));
+  // Timed access moves the same bytes.
+  std::vector<std::byte> t(src.size());
+  hbm.read(addr, t, sc_core::SC_ZERO_TIME, pc::HbmClient::Core);
+  EXPECT_EQ(t, src);
+  EXPECT_EQ(hbm.stats(pc::HbmClient::Core).bytes_read, src.size());
+  EXPECT_THROW(hbm.debug_read(hbm.size() - 4, std::span(z).first(8)), std::out_of_range);
+  EXPECT_THROW(hbm.write(hbm.size(), std::span(src).first(1), sc_core::SC_ZERO_TIME, pc::HbmClient::Core),
+               std::out_of_range);
+}
+
+TEST(Hbm, TwoContendingInitiatorsTakeTwiceAsLong) {
+  pc::Hbm hbm("hbm", cfg());
+  // 64 KiB over 4 channels: 16 KiB per channel at 50 GB/s = 327.68 ns.
+  const std::uint64_t bytes = 64 * 1024;
+  const auto one = ps_of(hbm.transfer(0, bytes, sc_core::SC_ZERO_TIME, pc::HbmClient::Core, false));
+  EXPECT_EQ(one, 327'680 + kLatPs);
+  // A second initiator asking at the same time for other addresses on the same channels.
+  const auto two = ps_of(hbm.transfer(1 << 20, bytes, sc_core::SC_ZERO_TIME, pc::HbmClient::Capture, true));
+  EXPECT_EQ(two - kLatPs, 2 * (one - kLatPs));
+  // Once the channels are idle again, a transfer takes the single time.
+  const auto later = ps_of(hbm.transfer(0, bytes, ns(10'000), pc::HbmClient::Core, false));
+  EXPECT_EQ(later - 10'000'000, one);
+  EXPECT_EQ(hbm.channel_busy_ps(), 3 * 4 * 327'680u);
+}
+
+TEST(Hbm, DisjointChannelsDoNotContendAndPartialGranulesCount) {
+  pc::Hbm hbm("hbm", cfg());
+  // 512 B each on channel 0 and channel 1: 10.24 ns each, in parallel.
+  const auto a = ps_of(hbm.transfer(0, 512, sc_core::SC_ZERO_TIME, pc::HbmClient::Core, false));
+  const auto b = ps_of(hbm.transfer(512, 512, sc_core::SC_ZERO_TIME, pc::HbmClient::Core, false));
+  EXPECT_EQ(a, 10'240 + kLatPs);
+  EXPECT_EQ(b, a);
+  // Bytes 1000..1099 straddle channel 1 (24 B) and channel 2 (76 B): the larger share decides.
+  pc::Hbm h2("hbm2", cfg());
+  const auto c = ps_of(h2.transfer(1000, 100, sc_core::SC_ZERO_TIME, pc::HbmClient::Core, false));
+  EXPECT_EQ(c, 1'520 + kLatPs);  // 76 B at 50 GB/s
+}
+
+TEST(Hbm, PortRateCapsOneInitiator) {
+  pc::Hbm hbm("hbm", cfg());
+  // 64 KiB through a 10 GB/s port: 6553.6 ns, slower than the 327.68 ns of the channels.
+  const auto t = ps_of(hbm.transfer(0, 64 * 1024, sc_core::SC_ZERO_TIME, pc::HbmClient::Core, false, 10.0));
+  EXPECT_EQ(t, 6'553'600 + kLatPs);
+}
+
+namespace {
+struct Initiator : sc_core::sc_module {
+  tlm_utils::simple_initiator_socket<Initiator> socket{"socket"};
+  explicit Initiator(sc_core::sc_module_name n) : sc_module(n) {}
+};
+}  // namespace
+
+TEST(Hbm, BusTransportChargesTheModelledTime) {
+  pc::Hbm hbm("hbm", cfg());
+  Initiator init("init");
+  init.socket.bind(hbm.socket);
+  bool ran = false;
+  spawn([&] {
+    auto data = pattern(4096, 9);
+    tlm::tlm_generic_payload tr;
+    sc_core::sc_time delay = ns(5);
+    tr.set_command(tlm::TLM_WRITE_COMMAND);
+    tr.set_address(8192);
+    tr.set_data_ptr(reinterpret_cast<unsigned char*>(data.data()));
+    tr.set_data_length(data.size());
+    tr.set_streaming_width(data.size());
+    init.socket->b_transport(tr, delay);
+    EXPECT_EQ(tr.get_response_status(), tlm::TLM_OK_RESPONSE);
+    // 4096 B = 8 granules, 2 per channel = 1024 B at 50 GB/s = 20.48 ns, started at 5 ns.
+    EXPECT_EQ(ps_of(delay), 5'000 + 20'480 + kLatPs);
+    std::vector<std::byte> back(4096);
+    hbm.debug_read(8192, back);
+    EXPECT_EQ(back, data);
+    tr.set_address(hbm.size() - 10);
+    tr.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    init.socket->b_transport(tr, delay);
+    EXPECT_EQ(tr.get_response_status(), tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    ran = true;
+  });
+  sc_core::sc_start();
+  EXPECT_TRUE(ran);
+}

@@ -1,0 +1,389 @@
+// Device kernels: bit-identity with the numerics layer in the documented order, closeness to the
+// FP32 reference, private formats, fused ops.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
+#include "numerics/gemm.h"
+#include "graph/fused_ops.h"
+#include "chip_model/kernels/op_args_graph.h"
+#include "graph/op_registry.h"
+#include "tests/chip_model/kernel_test_util.h"
+
+namespace pc = probelab::chip;
+namespace pg = probelab::graph;
+namespace ps = probelab::spec;
+namespace num = probelab::num;
+using pc::testing::fetch;
+using pc::testing::MemStore;
+using pc::testing::op_args;
+using pc::testing::Placer;
+using pc::testing::random_f16;
+using pc::testing::run_op;
+
+namespace {
+
+std::vector<std::uint16_t> bits(const pg::Tensor& t) {
+  auto v = t.data<std::uint16_t>();
+  return {v.begin(), v.end()};
+}
+
+const num::f16* f16p(const pg::Tensor& t) { return reinterpret_cast<const num::f16*>(t.data<std::uint16_t>().data()); }
+
+/// FP32 reference of an op on the exactly widened inputs.
+std::vector<float> reference(const pg::Op& op, const std::vector<const pg::Tensor*>& in) {
+  std::vector<pg::Tensor> f32;
+  std::vector<const pg::Tensor*> ptrs;
+  f32.reserve(in.size());
+  for (const pg::Tensor* t : in) {
+    f32.push_back(pg::Tensor::from_f32(t->shape(), t->to_f32(), pg::DType::F32));
+    ptrs.push_back(&f32.back());
+  }
+  return pg::run_reference(op, ptrs, pg::RefPrecision::F32).at(0).to_f32();
+}
+
+void expect_close_f16(const pg::Tensor& got, const std::vector<float>& ref, double rel = 2e-3, double abs = 2e-3) {
+  const std::vector<float> g = got.to_f32();
+  ASSERT_EQ(g.size(), ref.size());
+  for (std::size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], ref[i], abs + rel * std::fabs(ref[i])) << "element " << i;
+}
+
+/// The detection report of an FP16 output whose FP32 values are `pre`: underflow exactly at the
+/// first element whose rounding raises Underflow or DenormalOut, no other kind.
+void expect_only_underflow(const pc::kernels::TensorFlags& f, const std::vector<float>& pre) {
+  std::int64_t first = -1;
+  for (std::size_t i = 0; i < pre.size() && first < 0; ++i) {
+    const num::Flags fl = num::to_f16(pre[i]).flags;
+    if (fl.has(num::Flag::Underflow) || fl.has(num::Flag::DenormalOut)) first = static_cast<std::int64_t>(i);
+  }
+  EXPECT_FALSE(f.kinds[ps::kExcOverflow].hit());
+  EXPECT_FALSE(f.kinds[ps::kExcInvalid].hit());
+  EXPECT_EQ(f.kinds[ps::kExcUnderflow].first, first);
+}
+
+pg::Op graph_op(const std::string& type, std::size_t n_in, pg::Attrs attrs = {}) {
+  pg::Op op;
+  op.name = "ref";
+  op.type = type;
+  for (std::size_t i = 0; i < n_in; ++i) op.inputs.push_back("in" + std::to_string(i));
+  op.outputs = {"out0"};
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+}  // namespace
+
+TEST(Kernels, MatMulBitIdenticalToNumericsGemm) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 37, K = 91, N = 53;
+  const pg::Tensor a = random_f16({M, K}, 1), b = random_f16({K, N}, 2);
+  const auto out = place.out(pg::DType::F16, {M, N});
+  auto run = run_op(mem, op_args("MatMul", {place.put(a), place.put(b)}, {out}));
+  const pg::Tensor y = fetch(mem, out);
+
+  std::vector<num::f16> expect(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, f16p(a), f16p(b), expect.data());
+  for (std::size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(bits(y)[i], expect[i].bits) << "element " << i;
+  expect_close_f16(y, reference(graph_op("MatMul", 2), {&a, &b}));
+  EXPECT_EQ(run.detection().nan_input, -1);
+  // Only underflow can occur (results near zero become FP16 subnormals): at the first such element.
+  std::vector<float> acc(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, num::GemmOperand{a.data<std::uint16_t>().data(), num::InType::F16, K, false},
+            num::GemmOperand{b.data<std::uint16_t>().data(), num::InType::F16, N, false},
+            num::GemmOutput{acc.data(), num::OutType::F32, N});
+  expect_only_underflow(run.detection().outputs.at(0), acc);
+}
+
+TEST(Kernels, BatchedBroadcastMatMulAndFp16AccumulationModes) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t B = 3, M = 20, K = 300, N = 24;
+  const pg::Tensor a = random_f16({B, M, K}, 3, 0.0f, 1.0f), b = random_f16({K, N}, 4, 0.0f, 1.0f);
+  for (auto [accum, mode] : {std::pair{ps::AccumDType::FP32, num::Accum::Fp32},
+                             std::pair{ps::AccumDType::FP16_RN, num::Accum::Fp16Rn},
+                             std::pair{ps::AccumDType::FP16_VIA_FP32, num::Accum::Fp16ViaFp32}}) {
+    const auto out = place.out(pg::DType::F16, {B, M, N});
+    auto args = op_args("MatMul", {place.put(a), place.put(b)}, {out});
+    args.accum = accum;
+    run_op(mem, args);
+    const pg::Tensor y = fetch(mem, out);
+    num::GemmOptions opt;
+    opt.accum = mode;
+    for (std::int64_t i = 0; i < B; ++i) {
+      std::vector<num::f16> expect(static_cast<std::size_t>(M * N));
+      num::gemm(M, N, K, f16p(a) + i * M * K, f16p(b), expect.data(), opt);
+      for (std::int64_t j = 0; j < M * N; ++j)
+        ASSERT_EQ(bits(y)[static_cast<std::size_t>(i * M * N + j)], expect[static_cast<std::size_t>(j)].bits)
+            << "accum " << int(accum) << " batch " << i << " element " << j;
+    }
+  }
+}
+
+TEST(Kernels, Bf16AndFp32CubeOperands) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 19, K = 70, N = 23;
+  // BF16: numerics GEMM with BF16 inputs, FP32 accumulation, BF16 output through the Mode.
+  const pg::Tensor a = random_f16({M, K}, 80, -1.0f, 1.0f, pg::DType::BF16);
+  const pg::Tensor b = random_f16({K, N}, 81, -1.0f, 1.0f, pg::DType::BF16);
+  const auto ob = place.out(pg::DType::BF16, {M, N});
+  run_op(mem, op_args("MatMul", {place.put(a), place.put(b)}, {ob}));
+  std::vector<std::uint16_t> expect(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, num::GemmOperand{a.data<std::uint16_t>().data(), num::InType::BF16, K, false},
+            num::GemmOperand{b.data<std::uint16_t>().data(), num::InType::BF16, N, false},
+            num::GemmOutput{expect.data(), num::OutType::BF16, N});
+  EXPECT_EQ(bits(fetch(mem, ob)), expect);
+
+  // FP32: sequential K with fused multiply-add from +0.
+  const pg::Tensor af = random_f16({M, K}, 82, -1.0f, 1.0f, pg::DType::F32);
+  const pg::Tensor bf = random_f16({K, N}, 83, -1.0f, 1.0f, pg::DType::F32);
+  const auto of = place.out(pg::DType::F32, {M, N});
+  run_op(mem, op_args("MatMul", {place.put(af), place.put(bf)}, {of}));
+  const auto y = fetch(mem, of).data<float>();
+  const auto av = af.data<float>(), bv = bf.data<float>();
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      for (std::int64_t k = 0; k < K; ++k)
+        acc = std::fma(av[static_cast<std::size_t>(m * K + k)], bv[static_cast<std::size_t>(k * N + n)], acc);
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(y[static_cast<std::size_t>(m * N + n)]), std::bit_cast<std::uint32_t>(acc));
+    }
+}
+
+TEST(Kernels, GemmTransposesAlphaBetaBias) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 33, K = 40, N = 17;
+  const pg::Tensor at = random_f16({K, M}, 5), bt = random_f16({N, K}, 6), c = random_f16({N}, 7);
+  // Plain transposed GEMM: bit-identical to numerics with transposed operands.
+  const auto out = place.out(pg::DType::F16, {M, N});
+  const ps::OpAttrs tr{{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}};
+  run_op(mem, op_args("Gemm", {place.put(at), place.put(bt)}, {out}, tr));
+  std::vector<num::f16> expect(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, num::GemmOperand{at.data<std::uint16_t>().data(), num::InType::F16, M, true},
+            num::GemmOperand{bt.data<std::uint16_t>().data(), num::InType::F16, K, true},
+            num::GemmOutput{expect.data(), num::OutType::F16, N});
+  const pg::Tensor y = fetch(mem, out);
+  for (std::size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(bits(y)[i], expect[i].bits) << "element " << i;
+
+  // alpha, beta, bias: FP32 epilogue, within FP16 tolerance of the reference.
+  pg::Attrs attrs{{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}};
+  const auto out2 = place.out(pg::DType::F16, {M, N});
+  run_op(mem, op_args("Gemm", {place.put(at), place.put(bt), place.put(c)}, {out2}, attrs));
+  expect_close_f16(fetch(mem, out2), reference(graph_op("Gemm", 3, attrs), {&at, &bt, &c}));
+}
+
+// Direct convolution in the documented K order (c, kh, kw), FP32 FMA accumulation from +0.
+std::vector<float> direct_conv(const pg::Tensor& x, const pg::Tensor& w, std::int64_t group, std::int64_t s,
+                               std::int64_t p, std::int64_t d) {
+  const auto xv = x.to_f32(), wv = w.to_f32();
+  const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const std::int64_t M = w.shape()[0], KH = w.shape()[2], KW = w.shape()[3], cg = C / group, mg = M / group;
+  const std::int64_t OH = (H + 2 * p - d * (KH - 1) - 1) / s + 1, OW = (W + 2 * p - d * (KW - 1) - 1) / s + 1;
+  std::vector<float> y(static_cast<std::size_t>(N * M * OH * OW));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t oh = 0; oh < OH; ++oh)
+        for (std::int64_t ow = 0; ow < OW; ++ow) {
+          const std::int64_t g = m / mg;
+          float acc = 0.0f;
+          for (std::int64_t c = 0; c < cg; ++c)
+            for (std::int64_t kh = 0; kh < KH; ++kh)
+              for (std::int64_t kw = 0; kw < KW; ++kw) {
+                const std::int64_t ih = oh * s - p + kh * d, iw = ow * s - p + kw * d;
+                const float xe = (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                     ? xv[static_cast<std::size_t>(((n * C + g * cg + c) * H + ih) * W + iw)]
+                                     : 0.0f;
+                acc = std::fma(xe, wv[static_cast<std::size_t>(((m * cg + c) * KH + kh) * KW + kw)], acc);
+              }
+          y[static_cast<std::size_t>(((n * M + m) * OH + oh) * OW + ow)] = acc;
+        }
+  return y;
+}
+
+TEST(Kernels, ConvIm2colBitIdenticalToDirectConvInKOrder) {
+  MemStore mem;
+  Placer place(mem);
+  for (auto [group, s, p, d] : {std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>{1, 1, 1, 1},
+                                {2, 2, 1, 1}, {1, 1, 2, 2}}) {
+    const pg::Tensor x = random_f16({2, 4, 9, 11}, 8 + s), w = random_f16({6, 4 / group, 3, 3}, 9 + p);
+    pg::Attrs attrs{{"group", group},
+                    {"strides", std::vector<std::int64_t>{s, s}},
+                    {"pads", std::vector<std::int64_t>{p, p, p, p}},
+                    {"dilations", std::vector<std::int64_t>{d, d}}};
+    const std::vector<float> direct = direct_conv(x, w, group, s, p, d);
+    const std::int64_t OH = (9 + 2 * p - d * 2 - 1) / s + 1, OW = (11 + 2 * p - d * 2 - 1) / s + 1;
+    const auto out = place.out(pg::DType::F16, {2, 6, OH, OW});
+    run_op(mem, op_args("Conv", {place.put(x), place.put(w)}, {out}, attrs));
+    const pg::Tensor y = fetch(mem, out);
+    ASSERT_EQ(static_cast<std::size_t>(y.numel()), direct.size());
+    for (std::size_t i = 0; i < direct.size(); ++i)
+      ASSERT_EQ(bits(y)[i], num::to_f16(direct[i]).value.bits) << "group " << group << " element " << i;
+    expect_close_f16(y, reference(graph_op("Conv", 2, attrs), {&x, &w}));
+  }
+}
+
+TEST(Kernels, ConvGradientsMatchReference) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor x = random_f16({2, 4, 7, 7}, 20), w = random_f16({6, 2, 3, 3}, 21), dy = random_f16({2, 6, 4, 4}, 22);
+  pg::Attrs conv{{"group", std::int64_t{2}}, {"strides", std::vector<std::int64_t>{2, 2}},
+                 {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}};
+  pg::Attrs gi = conv, gw = conv;
+  gi["input_shape"] = std::vector<std::int64_t>{2, 4, 7, 7};
+  gw["weight_shape"] = std::vector<std::int64_t>{6, 2, 3, 3};
+  const auto dx = place.out(pg::DType::F16, {2, 4, 7, 7});
+  run_op(mem, op_args("ConvGradInput", {place.put(dy), place.put(w)}, {dx}, gi));
+  expect_close_f16(fetch(mem, dx), reference(graph_op("ConvGradInput", 2, gi), {&dy, &w}), 4e-3, 4e-3);
+  const auto dw = place.out(pg::DType::F16, {6, 2, 3, 3});
+  run_op(mem, op_args("ConvGradWeight", {place.put(dy), place.put(x)}, {dw}, gw));
+  expect_close_f16(fetch(mem, dw), reference(graph_op("ConvGradWeight", 2, gw), {&dy, &x}), 4e-3, 4e-3);
+}
+
+TEST(Kernels, MatMulGradsFoldBroadcastBatchesIntoK) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor a = random_f16({3, 5, 8}, 30), b = random_f16({8, 6}, 31), dy = random_f16({3, 5, 6}, 32);
+  pg::Attrs ga{{"a_shape", std::vector<std::int64_t>{3, 5, 8}}}, gb{{"b_shape", std::vector<std::int64_t>{8, 6}}};
+  const auto da = place.out(pg::DType::F16, {3, 5, 8});
+  run_op(mem, op_args("MatMulGradA", {place.put(dy), place.put(b)}, {da}, ga));
+  expect_close_f16(fetch(mem, da), reference(graph_op("MatMulGradA", 2, ga), {&dy, &b}));
+  // dB sums the 3 batches: one accumulation over k = (batch, m), i.e. A'^T @ dY' with A', dY' stacked.
+  const auto db = place.out(pg::DType::F16, {8, 6});
+  run_op(mem, op_args("MatMulGradB", {place.put(a), place.put(dy)}, {db}, gb));
+  const pg::Tensor got = fetch(mem, db);
+  std::vector<num::f16> expect(48);
+  num::gemm(8, 6, 15, num::GemmOperand{a.data<std::uint16_t>().data(), num::InType::F16, 8, true},
+            num::GemmOperand{dy.data<std::uint16_t>().data(), num::InType::F16, 6, false},
+            num::GemmOutput{expect.data(), num::OutType::F16, 6});
+  for (std::size_t i = 0; i < expect.size(); ++i) ASSERT_EQ(bits(got)[i], expect[i].bits) << "element " << i;
+}
+
+TEST(Kernels, VectorOpsRoundFp32ReferenceOnce) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor x = random_f16({4, 33}, 40, -3.0f, 3.0f);
+  for (const char* type : {"Relu", "Softmax", "Gelu", "Sigmoid"}) {
+    const auto out = place.out(pg::DType::F16, {4, 33});
+    run_op(mem, op_args(type, {place.put(x)}, {out}));
+    // Exactly one rounding of the FP32 reference result.
+    const std::vector<float> ref = reference(graph_op(type, 1), {&x});
+    const pg::Tensor y = fetch(mem, out);
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(bits(y)[i], num::to_f16(ref[i]).value.bits) << type << " element " << i;
+  }
+  // BF16 and FP32 outputs.
+  const pg::Tensor xb = random_f16({64}, 41, -2.0f, 2.0f, pg::DType::BF16);
+  const auto ob = place.out(pg::DType::BF16, {64});
+  run_op(mem, op_args("Tanh", {place.put(xb)}, {ob}));
+  const std::vector<float> rb = reference(graph_op("Tanh", 1), {&xb});
+  const pg::Tensor yb = fetch(mem, ob);
+  for (std::size_t i = 0; i < rb.size(); ++i) ASSERT_EQ(bits(yb)[i], num::to_bf16(rb[i]).value.bits);
+}
+
+TEST(Kernels, PrivateFormatsAreConvertedByTheMte) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor a = random_f16({40, 24}, 50), b = random_f16({24, 36}, 51);
+  const auto plain = place.out(pg::DType::F16, {40, 36});
+  const auto nz = place.out(pg::DType::F16, {40, 36}, pg::Format::FRACTAL_NZ);
+  run_op(mem, op_args("MatMul", {place.put(a), place.put(b)}, {plain}));
+  run_op(mem, op_args("MatMul", {place.put(a, pg::Format::FRACTAL_NZ), place.put(b, pg::Format::FRACTAL_NZ)}, {nz}));
+  EXPECT_EQ(bits(fetch(mem, plain)), bits(fetch(mem, nz)));
+
+  const pg::Tensor x = random_f16({2, 20, 3, 5}, 52);
+  const auto o1 = place.out(pg::DType::F16, {2, 20, 3, 5});
+  const auto o2 = place.out(pg::DType::F16, {2, 20, 3, 5}, pg::Format::NC1HWC0);
+  run_op(mem, op_args("Relu", {place.put(x)}, {o1}));
+  run_op(mem, op_args("Relu", {place.put(x, pg::Format::NC1HWC0)}, {o2}));
+  EXPECT_EQ(bits(fetch(mem, o1)), bits(fetch(mem, o2)));
+}
+
+TEST(Kernels, FusedMatMulBiasGeluKeepsIntermediatesInFp32) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 16, K = 48, N = 32;
+  const pg::Tensor a = random_f16({M, K}, 60), w = random_f16({K, N}, 61), bias = random_f16({N}, 62);
+  const auto out = place.out(pg::DType::F16, {M, N});
+  ps::OpArgs args = op_args("FusedMatMulBiasGelu", {place.put(a), place.put(w), place.put(bias)}, {out});
+  args.num_internal = 2;
+  args.fused_body = {{"MatMul", "mm", {}, {0, 1}, {4}}, {"Add", "add", {}, {4, 2}, {5}}, {"Gelu", "gelu", {}, {5}, {3}}};
+  auto run = run_op(mem, args);
+  // Expected: FP32 GEMM result, FP32 bias add and Gelu on the reference kernels, one rounding.
+  std::vector<float> acc(static_cast<std::size_t>(M * N));
+  num::gemm(M, N, K, num::GemmOperand{a.data<std::uint16_t>().data(), num::InType::F16, K, false},
+            num::GemmOperand{w.data<std::uint16_t>().data(), num::InType::F16, N, false},
+            num::GemmOutput{acc.data(), num::OutType::F32, N});
+  const pg::Tensor t0 = pg::Tensor::from_f32({M, N}, acc, pg::DType::F32);
+  const pg::Tensor bf = pg::Tensor::from_f32({N}, bias.to_f32(), pg::DType::F32);
+  const pg::Tensor t1 = pg::run_reference(graph_op("Add", 2), std::vector<const pg::Tensor*>{&t0, &bf},
+                                          pg::RefPrecision::F32)[0];
+  const std::vector<float> t2 =
+      pg::run_reference(graph_op("Gelu", 1), std::vector<const pg::Tensor*>{&t1}, pg::RefPrecision::F32)[0].to_f32();
+  const pg::Tensor y = fetch(mem, out);
+  for (std::size_t i = 0; i < t2.size(); ++i) ASSERT_EQ(bits(y)[i], num::to_f16(t2[i]).value.bits) << "element " << i;
+  expect_only_underflow(run.detection().outputs.at(0), t2);  // Gelu of negative inputs gets tiny
+}
+
+TEST(Kernels, UnknownOpTypeAndBadShapesAreErrors) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor a = random_f16({4, 4}, 70);
+  EXPECT_THROW(run_op(mem, op_args("NoSuchOp", {place.put(a)}, {place.out(pg::DType::F16, {4, 4})})),
+               std::runtime_error);
+  EXPECT_THROW(run_op(mem, op_args("Relu", {place.put(a)}, {place.out(pg::DType::F16, {5, 4})})), std::runtime_error);
+}
+
+TEST(Kernels, FusedConvBnReluIsCloserToFp32ThanTheUnfusedChain) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor x = random_f16({2, 8, 10, 10}, 90), w = random_f16({16, 8, 3, 3}, 91);
+  const pg::Tensor scale = random_f16({16}, 92, 2.0f, 6.0f), bias = random_f16({16}, 93);
+  const pg::Tensor mean = random_f16({16}, 94), var = random_f16({16}, 95, 0.05f, 0.3f);
+  const pg::Attrs pads{{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}};
+  pg::Op conv = graph_op("Conv", 2, pads), bn = graph_op("BatchNormalization", 5), relu = graph_op("Relu", 1);
+  conv.inputs = {"x", "w"};
+  conv.outputs = {"f/conv:0"};
+  bn.inputs = {"f/conv:0", "scale", "b", "mean", "var"};
+  bn.outputs = {"f/bn:0"};
+  relu.inputs = {"f/bn:0"};
+  relu.outputs = {"y"};
+  pg::Op fused;
+  fused.name = "f";
+  fused.type = "FusedConvBnRelu";
+  fused.inputs = {"x", "w", "scale", "b", "mean", "var"};
+  fused.outputs = {"y"};
+  fused.fused_body = {conv, bn, relu};
+  const pg::Shape ys{2, 16, 10, 10};
+  const std::vector<ps::TensorRef> in{place.put(x), place.put(w), place.put(scale), place.put(bias), place.put(mean),
+                                      place.put(var)};
+  const auto out = place.out(pg::DType::F16, ys);
+  run_op(mem, pc::kernels::args_from_op(fused, in, {out}));
+  const std::vector<float> got = fetch(mem, out).to_f32();
+
+  // The same chain unfused: every intermediate is rounded to FP16 in HBM.
+  const auto c16 = place.out(pg::DType::F16, ys), b16 = place.out(pg::DType::F16, ys), r16 = place.out(pg::DType::F16, ys);
+  run_op(mem, op_args("Conv", {in[0], in[1]}, {c16}, pads));
+  run_op(mem, op_args("BatchNormalization", {c16, in[2], in[3], in[4], in[5]}, {b16}));
+  run_op(mem, op_args("Relu", {b16}, {r16}));
+  const std::vector<float> unfused = fetch(mem, r16).to_f32();
+
+  std::vector<pg::Tensor> f32;
+  for (const pg::Tensor* t : {&x, &w, &scale, &bias, &mean, &var})
+    f32.push_back(pg::Tensor::from_f32(t->shape(), t->to_f32(), pg::DType::F32));
+  std::vector<const pg::Tensor*> ptrs;
+  for (const auto& t : f32) ptrs.push_back(&t);
+  const std::vector<float> ref = pg::run_fused_body(fused, ptrs, pg::RefPrecision::F32).at(0).to_f32();
+  double err_fused = 0, err_unfused = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_NEAR(got[i], ref[i], 4e-3 + 2e-3 * std::fabs(ref[i])) << "element " << i;
+    err_fused += std::fabs(got[i] - ref[i]);
+    err_unfused += std::fabs(unfused[i] - ref[i]);
+  }
+  EXPECT_LT(err_fused, 0.8 * err_unfused);
+}

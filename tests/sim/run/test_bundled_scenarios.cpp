@@ -1,0 +1,122 @@
+// The bundled scenario suite (scenarios/*.yaml) through the probelab executable, one test per
+// scenario: every expectation holds (exit code 0), and the integration facts each scenario exists
+// for are checked on its report.json directly, independently of the scenario's own expectations.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+std::vector<std::string> bundled() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(test::source_root() / "scenarios"))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+json run_scenario(const std::string& file, const TempDir& dir) {
+  const fs::path path = test::source_root() / "scenarios" / (file + ".yaml");
+  const test::CmdResult r =
+      test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + path.string() + "' --out out --no-trace", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  for (const auto& e : fs::directory_iterator(dir.path() / "out"))
+    return json::parse(test::slurp(e.path() / "report.json"));
+  ADD_FAILURE() << "no report written";
+  return {};
+}
+
+const json* find_anomaly(const json& r, const std::string& kind, const std::string& op) {
+  for (const auto& a : r["anomalies"])
+    if (a["kind"] == kind && a["op"] == op) return &a;
+  return nullptr;
+}
+
+class Bundled : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Bundled, PassesAndShowsWhatItIsFor) {
+  TempDir dir;
+  const std::string name = GetParam();
+  const json r = run_scenario(name, dir);
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["status"], "ok");
+  EXPECT_TRUE(r["passed"].get<bool>());
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  EXPECT_EQ(r["capture"].value("unaccounted", -1), 0) << "every capture record is drained or counted dropped";
+
+  if (name.starts_with("03_")) {  // NaN reported at its op, element and step; downstream = propagation
+    const json* src = find_anomaly(r, "invalid", "attn/softmax");
+    ASSERT_NE(src, nullptr) << r["anomalies"].dump();
+    EXPECT_EQ((*src)["element"], 17);
+    EXPECT_EQ((*src)["step"], 2);
+    EXPECT_EQ((*src)["role"], "source");
+    for (const auto& a : r["anomalies"]) {
+      if (a["kind"] == "nan_input") {
+        EXPECT_EQ(a["role"], "propagation") << a.dump();
+      }
+    }
+    EXPECT_EQ(r["diagnosis"][0]["op"], "attn/softmax");
+    ASSERT_EQ(r["injections"].size(), 1u);
+    EXPECT_TRUE(r["injections"][0]["fired"].get<bool>());
+  } else if (name.starts_with("04_")) {  // the accumulating op gets the overflow
+    const json* ov = find_anomaly(r, "overflow", "down_proj");
+    ASSERT_NE(ov, nullptr);
+    EXPECT_EQ((*ov)["float_status"], json::array({"overflow"}));
+    ASSERT_FALSE(r["float_status"].empty());  // the sticky register read at the end of step 0
+    EXPECT_EQ(r["float_status"][0]["step"], 0);
+    EXPECT_EQ(r["float_status"][0]["flags"], json::array({"overflow"}));
+    EXPECT_EQ(r["diagnosis"][0]["cause"], "fp16_accumulation_overflow");
+    EXPECT_FALSE(r["rules_fired"].empty());
+  } else if (name.starts_with("02_")) {  // divergence localized to a collective and a step
+    const json& c = r["consistency"];
+    EXPECT_FALSE(c["consistent"].get<bool>());
+    EXPECT_TRUE(c["first_divergence"]["op"].get<std::string>().ends_with("/allreduce"));
+    EXPECT_EQ(c["first_divergence"]["step"], 0);
+    EXPECT_GT(c["first_divergence"]["max_abs_diff"].get<double>(), 1e-3);
+  } else if (name.starts_with("02b_")) {
+    EXPECT_TRUE(r["consistency"]["consistent"].get<bool>());
+  } else if (name.starts_with("05_")) {
+    bool blamed = false;
+    for (const auto& c : r["comparisons"])
+      if (c["op"] == "fc1/norm+relu" && !c["passed"].get<bool>()) {
+        EXPECT_EQ(c["inner_culprit"], "fc1/norm");
+        for (const auto& i : c["inner"])
+          EXPECT_TRUE(i["basis"] == "partial_dump" || i["basis"] == "device_output") << i.dump();
+        blamed = true;
+      }
+    EXPECT_TRUE(blamed);
+  } else if (name.starts_with("06_")) {  // ping-pong beats a single buffer; nothing dropped
+    double pp = -1, single = -1;
+    for (const auto& v : r["variants"]) {
+      EXPECT_EQ(v["capture"]["dropped"], 0);
+      if (v["name"] == "full_0.1_ping_pong") pp = v["capture"]["overhead_percent"].get<double>();
+      if (v["name"] == "full_0.1_single") single = v["capture"]["overhead_percent"].get<double>();
+    }
+    EXPECT_GE(pp, 0.0);
+    EXPECT_GT(single, pp);
+  } else if (name.starts_with("07_")) {
+    EXPECT_TRUE(r["anomalies"].empty());
+    EXPECT_GT(r["comparisons"].size(), 100u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, Bundled, ::testing::ValuesIn(bundled()),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string n = i.param;
+                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace probelab::sim

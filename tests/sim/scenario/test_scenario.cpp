@@ -1,0 +1,273 @@
+// Scenario loader: the format, --set overrides and every kind of bad input, with the messages
+// users see (file, line:column, key, what was expected).
+#include <gtest/gtest.h>
+
+#include "sim/scenario/scenario.h"
+#include "tests/sim/sim_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+using test::TempDir;
+
+LoadOptions opts(std::vector<SetOverride> sets = {}) {
+  LoadOptions o;
+  o.source_root = test::source_root();
+  o.sets = std::move(sets);
+  return o;
+}
+
+const char* kGood = R"(name: nan_softmax
+description: NaN in one softmax element
+chip:
+  preset: tiny
+  overrides: {num_cores: 2}
+ranks: 2
+model: mlp
+mode: training
+training:
+  loss: model
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+  batch: 4
+data: {generator: uniform, seed: 9, low: -2, high: 2}
+steps: 3
+seed: 42
+precision: {compute: fp16, accumulation: fp16_via_fp32, overflow_mode: saturation}
+probes:
+  mode: statistics
+  watch_points: ["fc*"]
+injections:
+  - {kind: nan, op: "fc1/*", element: 3, step: 2, rank: 1}
+expectations:
+  - detection: {kind: nan, op: "fc1*", element: 3, step: 2, rank: 1, max_latency_cycles: 10000}
+  - no_detection: {kind: overflow}
+  - comparison: {op: "fc2*", result: fails, inner_op: "*gelu", first: true}
+  - consistency: {op: "*allreduce", step: 1, min_divergence: 1.0e-3, growing: true}
+  - diagnosis: {op: "fc1*", cause: nan_source, top: 3, exclusive: true}
+  - capture: {overhead_below_percent: 5, dropped: ">= 1"}
+)";
+
+ScenarioError load_error(const std::string& text, std::vector<SetOverride> sets = {}) {
+  TempDir dir;
+  const auto file = dir.write("s.yaml", text);
+  try {
+    load_scenario(file, opts(std::move(sets)));
+  } catch (const ScenarioError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ScenarioError for:\n" << text;
+  return ScenarioError("", 0, 0, "", "");
+}
+
+TEST(Scenario, ParsesEveryField) {
+  TempDir dir;
+  const Scenario s = load_scenario(dir.write("s.yaml", kGood), opts());
+  EXPECT_EQ(s.name, "nan_softmax");
+  EXPECT_EQ(s.chip.preset, "tiny");
+  EXPECT_EQ(s.chip.overrides.at("num_cores"), "2");
+  EXPECT_EQ(s.ranks, 2);
+  EXPECT_EQ(s.model.source, ModelSpec::Source::Bundled);
+  EXPECT_EQ(s.model.path.filename(), "mlp.yaml");
+  EXPECT_EQ(s.mode, RunMode::Training);
+  EXPECT_EQ(s.training.loss, "model");
+  EXPECT_EQ(s.training.optimizer.type, "sgd");
+  EXPECT_DOUBLE_EQ(s.training.optimizer.momentum, 0.9);
+  EXPECT_EQ(s.training.batch, 4);
+  EXPECT_EQ(s.data.generator, "uniform");
+  EXPECT_EQ(s.data.seed, 9u);
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.precision.compute, graph::DType::F16);
+  EXPECT_EQ(s.precision.accumulation, "fp16_via_fp32");
+  EXPECT_EQ(s.precision.overflow_mode, "saturation");
+  ASSERT_TRUE(s.has_probes());
+  EXPECT_EQ(s.probes["mode"].as<std::string>(), "statistics");
+  ASSERT_EQ(s.injections.size(), 1u);
+  EXPECT_EQ(s.injections[0].kind, "nan");
+  ASSERT_EQ(s.expectations.size(), 6u);
+  const auto d = s.expectations[0].check->params();
+  EXPECT_EQ(d["kind"], "nan");
+  EXPECT_EQ(d["element"], 3);
+  EXPECT_EQ(d["max_latency_cycles"], 10000u);
+  EXPECT_EQ(s.expectations[0].line, 23);
+  const auto c = s.expectations[2].check->params();
+  EXPECT_EQ(c["result"], "fails");
+  EXPECT_EQ(c["first"], true);
+  EXPECT_EQ(c["inner_op"], "*gelu");
+  const auto k = s.expectations[3].check->params();
+  EXPECT_EQ(k["consistent"], false);
+  EXPECT_DOUBLE_EQ(k["min_divergence"].get<double>(), 1e-3);
+  const auto g = s.expectations[4].check->params();
+  EXPECT_EQ(g["top"], 3);
+  EXPECT_EQ(g["exclusive"], true);
+  EXPECT_EQ(s.expectations[5].check->params()["dropped"], ">= 1");
+}
+
+TEST(Scenario, DefaultsAreMinimal) {
+  TempDir dir;
+  const Scenario s = load_scenario(dir.write("s.yaml", "name: x\nmodel: mlp\n"), opts());
+  EXPECT_EQ(s.ranks, 1);
+  EXPECT_EQ(s.steps, 1);
+  EXPECT_EQ(s.mode, RunMode::Inference);
+  EXPECT_FALSE(s.has_probes());
+  EXPECT_TRUE(s.injections.empty());
+  EXPECT_EQ(s.precision.compute, graph::DType::F16);
+  EXPECT_FALSE(s.precision.master_fp32);
+}
+
+TEST(Scenario, MalformedYamlNamesLineAndColumn) {
+  const ScenarioError e = load_error("name: x\nmodel: mlp\nsteps: [1, 2\n");
+  EXPECT_GT(e.line(), 0);
+  EXPECT_NE(std::string(e.what()).find("well-formed YAML"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("s.yaml:"), std::string::npos) << e.what();
+}
+
+TEST(Scenario, UnknownTopLevelKeyIsAnError) {
+  const ScenarioError e = load_error("name: x\nmodel: mlp\nstepz: 3\n");
+  EXPECT_EQ(e.line(), 3);
+  EXPECT_EQ(e.column(), 1);
+  EXPECT_EQ(e.key(), "stepz");
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("unknown key 'stepz'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'steps'"), std::string::npos) << msg;  // the allowed keys are listed
+}
+
+TEST(Scenario, UnknownNestedKeysAreErrors) {
+  EXPECT_EQ(load_error("name: x\nmodel: mlp\nchip: {preset: tiny, cores: 2}\n").key(), "chip.cores");
+  EXPECT_EQ(load_error("name: x\nmodel: mlp\nexpectations:\n  - detection: {kind: nan, opp: a}\n").key(),
+            "expectations[0].detection.opp");
+  EXPECT_EQ(load_error("name: x\nmodel: mlp\nprecision: {compute: fp16, mastr: fp32}\n").key(), "precision.mastr");
+  EXPECT_EQ(load_error("name: x\nmodel: mlp\nexpectations:\n  - detect: {kind: nan}\n").key(),
+            "expectations[0].detect");
+}
+
+TEST(Scenario, BadValuesNameWhatWasExpected) {
+  ScenarioError e = load_error("name: x\nmodel: mlp\nsteps: many\n");
+  EXPECT_EQ(e.key(), "steps");
+  EXPECT_NE(std::string(e.what()).find("got 'many'"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nmode: trainning\n");
+  EXPECT_NE(std::string(e.what()).find("'inference' or 'training'"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nprecision: {compute: fp8}\n");
+  EXPECT_EQ(e.key(), "precision.compute");
+  e = load_error("name: 'bad name'\nmodel: mlp\n");
+  EXPECT_EQ(e.key(), "name");
+  e = load_error("model: mlp\n");
+  EXPECT_NE(std::string(e.what()).find("required key 'name'"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nexpectations:\n  - capture: {dropped: 'at least one'}\n");
+  EXPECT_EQ(e.key(), "expectations[0].capture.dropped");
+}
+
+TEST(Scenario, BadGlobsAreRejected) {
+  ScenarioError e = load_error("name: x\nmodel: mlp\nexpectations:\n  - detection: {kind: nan, op: \"fc[1\"}\n");
+  EXPECT_EQ(e.key(), "expectations[0].detection.op");
+  EXPECT_EQ(e.line(), 4);
+  EXPECT_NE(std::string(e.what()).find("valid glob"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nexpectations:\n  - diagnosis: {op: \"[\", cause: nan_source}\n");
+  EXPECT_EQ(e.key(), "expectations[0].diagnosis.op");
+}
+
+TEST(Scenario, ImpossibleSitesAreRejected) {
+  ScenarioError e = load_error("name: x\nmodel: mlp\nsteps: 2\ninjections:\n  - {kind: nan, op: fc1, step: 2}\n");
+  EXPECT_EQ(e.key(), "injections[0].step");
+  EXPECT_NE(std::string(e.what()).find("below steps (2)"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nranks: 2\ninjections:\n  - {kind: nan, op: fc1, rank: 5}\n");
+  EXPECT_EQ(e.key(), "injections[0].rank");
+  e = load_error("name: x\nmodel: mlp\nsteps: 3\nexpectations:\n  - detection: {kind: nan, step: 7}\n");
+  EXPECT_EQ(e.key(), "expectations[0].detection.step");
+  e = load_error("name: x\nmodel: mlp\nexpectations:\n  - consistency: {consistent: true}\n");
+  EXPECT_NE(std::string(e.what()).find("ranks >= 2"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nexpectations:\n  - capture: {dropped: 0, variant: nope}\n");
+  EXPECT_EQ(e.key(), "expectations[0].capture.variant");
+  e = load_error("name: x\nmodel: mlp\ninjections:\n  - {op: fc1}\n");
+  EXPECT_EQ(e.key(), "injections[0]");
+}
+
+TEST(Scenario, MissingModelFiles) {
+  ScenarioError e = load_error("name: x\nmodel: no_such_model\n");
+  EXPECT_EQ(e.key(), "model");
+  EXPECT_NE(std::string(e.what()).find("mlp"), std::string::npos) << "bundled models are listed: " << e.what();
+  e = load_error("name: x\nmodel: models/missing.yaml\n");
+  EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: {onnx: net.onnx}\n");
+  EXPECT_EQ(e.key(), "model");
+}
+
+TEST(Scenario, ModelPathIsRelativeToTheScenario) {
+  TempDir dir;
+  dir.write("models/m.yaml", "name: m\n");
+  const Scenario s = load_scenario(dir.write("sub/../s.yaml", "name: x\nmodel: models/m.yaml\n"), opts());
+  EXPECT_EQ(s.model.source, ModelSpec::Source::YamlFile);
+  EXPECT_EQ(s.model.path.filename(), "m.yaml");
+}
+
+TEST(Scenario, SetOverridesApplyBeforeValidation) {
+  TempDir dir;
+  const auto file = dir.write("s.yaml", kGood);
+  const Scenario s = load_scenario(file, opts({parse_set("steps=5"), parse_set("chip.overrides.num_cores=4"),
+                                               parse_set("injections.0.step=4"), parse_set("probes.sample_rate=0.1"),
+                                               parse_set("description=changed")}));
+  EXPECT_EQ(s.steps, 5);
+  EXPECT_EQ(s.chip.overrides.at("num_cores"), "4");
+  EXPECT_EQ(s.injections[0].params["step"].as<int>(), 4);
+  EXPECT_DOUBLE_EQ(s.probes["sample_rate"].as<double>(), 0.1);
+  EXPECT_EQ(s.description, "changed");
+  // Validation sees the overridden document: step 4 of 3 steps is impossible.
+  EXPECT_THROW(load_scenario(file, opts({parse_set("steps=3"), parse_set("injections.0.step=4")})), ScenarioError);
+  // Unknown keys set from the command line are rejected like any other.
+  EXPECT_THROW(load_scenario(file, opts({parse_set("chip.cores=4")})), ScenarioError);
+}
+
+TEST(Scenario, SetOverrideErrors) {
+  EXPECT_THROW(parse_set("steps"), ScenarioError);
+  EXPECT_THROW(parse_set("=3"), ScenarioError);
+  EXPECT_THROW(parse_set("a..b=3"), ScenarioError);
+  TempDir dir;
+  const auto file = dir.write("s.yaml", kGood);
+  try {
+    load_scenario(file, opts({parse_set("injections.3.step=1")}));
+    FAIL() << "index out of range accepted";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key(), "injections.3.step");
+    EXPECT_NE(std::string(e.what()).find("1 entries"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_scenario(file, opts({parse_set("steps.x=1")})), ScenarioError);
+}
+
+TEST(Scenario, SeedOptionOverridesTheFile) {
+  TempDir dir;
+  LoadOptions o = opts();
+  o.seed = 7;
+  const Scenario s = load_scenario(dir.write("s.yaml", kGood), o);
+  EXPECT_EQ(s.seed, 7u);
+}
+
+TEST(Scenario, TrainingSectionOnlyInTraining) {
+  const ScenarioError e = load_error("name: x\nmodel: mlp\ntraining: {loss: mse}\n");
+  EXPECT_EQ(e.key(), "training");
+  const ScenarioError o = load_error("name: x\nmodel: mlp\nmode: training\ntraining: {optimizer: {type: sgd, beta1: 0.9}}\n");
+  EXPECT_EQ(o.key(), "training.optimizer.beta1");
+}
+
+TEST(Scenario, VariantsParse) {
+  TempDir dir;
+  const Scenario s = load_scenario(dir.write("s.yaml", R"(name: x
+model: mlp
+probes: {mode: statistics}
+variants:
+  - {name: single, set: {probes.capture.ping_pong: false}}
+  - {name: sampled, set: {probes.sample_rate: 0.1, probes.mode: full}}
+expectations:
+  - capture: {overhead_below_percent: 50, variant: single}
+)"),
+                                   opts());
+  ASSERT_EQ(s.variants.size(), 2u);
+  EXPECT_EQ(s.variants[1].name, "sampled");
+  ASSERT_EQ(s.variants[1].sets.size(), 2u);
+  EXPECT_EQ(s.variants[1].sets[0].first, "probes.sample_rate");
+  EXPECT_THROW(load_scenario(dir.write("t.yaml", "name: x\nmodel: mlp\nvariants:\n  - {name: a, set: {}}\n  - {name: a, set: {}}\n"),
+                             opts()),
+               ScenarioError);
+}
+
+}  // namespace
+}  // namespace probelab::sim
