@@ -104,6 +104,7 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
       if (!diverges(df, opts.tolerance)) continue;
       any = true;
       d.ranks.push_back(r);
+      d.rank_diffs.push_back(df.value);
       if (std::isnan(df.value)) unknown = true;
       else d.max_abs_diff = std::max(d.max_abs_diff, df.value);
     }
@@ -141,8 +142,12 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
 }
 
 nlohmann::json to_json(const Divergence& d) {
-  return {{"step", d.step},   {"op", d.op},       {"tensor", d.tensor}, {"edge", edge(d.is_input, d.index)},
+  nlohmann::json j = {{"step", d.step},   {"op", d.op},       {"tensor", d.tensor}, {"edge", edge(d.is_input, d.index)},
           {"ranks", d.ranks}, {"max_abs_diff", num(d.max_abs_diff)}, {"basis", d.basis}};
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (double v : d.rank_diffs) per_rank.push_back(num(v));
+  j["rank_diffs"] = per_rank;
+  return j;
 }
 
 nlohmann::json to_json(const ConsistencyResult& r) {

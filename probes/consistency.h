@@ -36,6 +36,7 @@ struct Divergence {
   bool is_input = false;
   std::uint16_t index = 0;
   std::vector<std::uint32_t> ranks;  // ranks that differ from the reference
+  std::vector<double> rank_diffs;    // each of those ranks' own difference (same measure, NaN: unknown)
   /// Difference measure: tensors: max |x_r - x_ref| over elements and ranks; statistics:
   /// max over ranks of max(|dmin|, |dmax|, |dmean|, |dmax_abs|); hash only: NaN (bits differ,
   /// size unknown).

@@ -32,9 +32,10 @@
 //                   inner: [...]}]; comparisons_skipped: [{reason, count}] (why no
 //                   reference replay was possible, e.g. "inputs not captured")
 //   first_failing_op  the first op (step, then executed order) failing its comparison, or null
-//   consistency   {checked, consistent, reference_rank, first_divergence: {op, step, ranks,
-//                  tensor, max_abs_diff, basis} | null, per_step: [{step, max_abs_diff}],
-//                  growing, comparisons, missing}
+//   consistency   {checked, consistent, reference_rank, ranks, first_divergence: {op, step, edge,
+//                  ranks, rank_diffs, tensor, max_abs_diff, basis} | null, divergences: [same, in
+//                  (step, executed order)], per_step: [{step, max_abs_diff}], growing, comparisons,
+//                  missing}; rank_diffs: each divergent rank's own difference, parallel to ranks
 //   diagnosis     [{op, cause, score, tensor, inner_op, forward_op, step, rank, evidence,
 //                   suggestion}] best first
 //   capture       {records, drained, dropped, corrupt, bytes, device_bytes, stall_cycles, buffers,
