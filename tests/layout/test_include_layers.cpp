@@ -45,9 +45,10 @@ const std::map<std::string, std::vector<std::string>>& allowed() {
       {"sim/platform", below_sim},
       {"sim/scenario", below_sim},
       {"sim/scenario/expectations", plus(below_sim, {"sim/scenario"})},
-      {"sim/run", plus(below_sim, {"sim/platform", "sim/scenario"})},
-      {"sim/campaign", plus(below_sim, {"sim/run", "sim/scenario"})},
-      {"sim/cli", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign"})},
+      {"sim/html", {}},
+      {"sim/run", plus(below_sim, {"sim/platform", "sim/scenario", "sim/html"})},
+      {"sim/campaign", plus(below_sim, {"sim/run", "sim/scenario", "sim/html"})},
+      {"sim/cli", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign", "sim/html"})},
   };
   return m;
 }
