@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "injectors/injector.h"
+#include "sim/campaign/campaign_html.h"
 #include "sim/campaign/campaign_outcome.h"
 #include "sim/campaign/campaign_stats.h"
 #include "sim/campaign/campaign_store.h"
@@ -251,7 +252,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
       loaded = load_trials(jsonl);
     } else {
       std::error_code ec;
-      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.txt", "logs", "golden"})
+      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt", "logs", "golden"})
         fs::remove_all(out_ / f, ec);
       for (const auto& e : fs::directory_iterator(out_))  // scratch of earlier runs
         if (e.path().filename().string().rfind("work.", 0) == 0) fs::remove_all(e.path(), ec);
@@ -368,6 +369,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   info.golden_deterministic = sh.envelope.deterministic();
   json summary = campaign_summary(info, all.records);
   write_text_atomic(out_ / "trials.csv", trials_csv(all.records));
+  write_text_atomic(out_ / "summary.html", campaign_summary_html(summary));
   write_text_atomic(out_ / "summary.json", summary.dump(2) + "\n");
   write_text_atomic(out_ / "summary.txt", campaign_summary_text(summary));
   return summary;

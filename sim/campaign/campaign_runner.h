@@ -6,6 +6,8 @@
 //   trials.jsonl    one line per finished trial (sim/campaign/campaign_store.h), appended as trials end
 //   trials.csv      the same, sorted by trial index
 //   summary.json    scores with 95% Wilson intervals (sim/campaign/campaign_stats.h); summary.txt for humans
+//   summary.html    the same as a page: outcome bars with Wilson intervals per kind and per op
+//                   (sim/campaign/campaign_html.h), written before summary.json
 //   golden/run-<k>/ outputs of the fault-free runs; logs/trial-<i>.log of crashed or hung trials
 // Under MPI (sim/campaign/campaign_comm.h) rank 0 runs the golden runs and writes every output; the other
 // ranks need only the scenario. Results never depend on wall-clock time, jobs or ranks; only the

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/html/report_html.h"
 #include "sim/scenario/bad_input.h"
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
@@ -105,7 +106,7 @@ json read_result(const Job& job, const ChildStatus& st) {
 
 void clean_outputs(const fs::path& dir) {
   std::error_code ec;
-  for (const char* name : {"report.json", "summary.txt", "trace.json", "dump", "outputs", "variants", ".results"})
+  for (const char* name : {"report.json", "report.html", "summary.txt", "trace.json", "dump", "outputs", "variants", ".results"})
     fs::remove_all(dir / name, ec);
 }
 
@@ -190,6 +191,7 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     std::error_code ec;
     fs::remove_all(e.out_dir / ".results", ec);
     write_text_atomic(e.out_dir / "summary.txt", summary_text(report));
+    write_text_atomic(e.out_dir / "report.html", html::report_html(report));
     write_text_atomic(e.out_dir / "report.json", report.dump(2) + "\n");
     ScenarioOutcome o;
     o.name = e.main.scenario.name;

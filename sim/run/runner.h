@@ -3,6 +3,7 @@
 // probes (the capture-overhead baseline) and every variant — at most `jobs` at a time, and
 // writes per scenario under <out>/<name>/:
 //   report.json   (sim/run/report.h; written last, atomically: a report.json is always complete)
+//   report.html   the same as a self-contained page (sim/html/report_html.h), written before it
 //   summary.txt   the human summary
 //   trace.json    Chrome/Perfetto timeline of the run with probes
 //   dump/         the probe runtime's dumps (dump.json manifests, .npy files), per rank
