@@ -61,10 +61,23 @@ Command add_list(CLI::App& app) {
   auto* sub = app.add_subcommand("list", "List chips (parameters), ops (attributes), injectors (parameters), "
                                          "probe options and expectation kinds");
   auto what = std::make_shared<std::vector<std::string>>();
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *as_json, "Print every registry as JSON (the sections named, or all)");
   sub->add_option("what", *what, "Sections to print: chips, ops, injectors, probes, expectations (default: all)")
       ->check(CLI::IsMember({"chips", "ops", "injectors", "probes", "expectations"}));
-  return [what] {
+  return [what, as_json] {
     auto want = [&](const char* s) { return what->empty() || std::count(what->begin(), what->end(), s) > 0; };
+    if (*as_json) {
+      const nlohmann::json all = sim::catalog_json();
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [section, key] : std::vector<std::pair<const char*, const char*>>{
+               {"chips", "chips"}, {"ops", "ops"}, {"injectors", "injectors"}, {"probes", "probe_options"},
+               {"expectations", "expectations"}})
+        if (want(section)) out[key] = all[key];
+      fmt::print("{}\n", out.dump(2));
+      std::fflush(stdout);
+      return 0;
+    }
     bool first = true;
     auto section = [&](const char* s, void (*f)()) {
       if (!want(s)) return;

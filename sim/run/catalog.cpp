@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "chip_model/chip_config.h"
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
 #include "injectors/injector.h"
 #include "probes/diagnosis.h"
 #include "probes/insertion_pass.h"
+#include "sim/scenario/expectation.h"
 
 namespace probelab::sim {
 
@@ -80,6 +82,95 @@ const std::vector<std::pair<std::string, std::string>>& probe_options() {
       {"compare", "{enabled, ops: [globs], decompose_fused, criteria: {...}}"},
   };
   return k;
+}
+
+namespace {
+
+using nlohmann::json;
+
+const char* param_type_name(chip::ParamType t) {
+  switch (t) {
+    case chip::ParamType::UInt: return "uint";
+    case chip::ParamType::Double: return "double";
+    case chip::ParamType::Bool: return "bool";
+    case chip::ParamType::String: return "string";
+  }
+  return "?";
+}
+
+json chips_json() {
+  const chip::ChipConfig def = chip::chip_preset("ascend910b");
+  json params = json::array();
+  for (const auto& p : chip::chip_params()) {
+    json j = {{"name", p.name}, {"type", param_type_name(p.type)}, {"unit", p.unit}, {"default", chip::get_param(def, p.name)},
+              {"doc", p.doc}, {"source", p.source}};
+    if (p.type == chip::ParamType::UInt || p.type == chip::ParamType::Double) {
+      j["min"] = p.min;
+      j["max"] = p.max;
+    }
+    if (!p.choices.empty()) j["choices"] = p.choices;
+    params.push_back(std::move(j));
+  }
+  json presets = json::array();
+  for (const auto& name : chip::chip_preset_names()) {
+    const chip::ChipConfig c = chip::chip_preset(name);
+    json differs = json::object();
+    for (const auto& p : chip::chip_params())
+      if (chip::get_param(c, p.name) != chip::get_param(def, p.name)) differs[p.name] = chip::get_param(c, p.name);
+    presets.push_back({{"name", name}, {"differs", differs}});
+  }
+  return {{"presets", presets}, {"params", params}};
+}
+
+json ops_json() {
+  graph::ensure_fused_ops_registered();
+  probes::register_probe_ops();
+  json out = json::array();
+  for (const auto& [type, def] : graph::OpRegistry::instance().all()) {
+    json attrs = json::array();
+    for (const auto& a : def.attrs)
+      attrs.push_back({{"name", a.name}, {"required", a.required},
+                       {"default", a.default_value ? json(graph::attr_value_str(*a.default_value)) : json(nullptr)},
+                       {"doc", a.doc}});
+    out.push_back({{"type", type}, {"doc", def.doc}, {"backward", def.backward}, {"aliases", def.aliases},
+                   {"inputs", def.input_names}, {"outputs", def.output_names}, {"min_inputs", def.min_inputs},
+                   {"max_inputs", def.max_inputs}, {"attrs", attrs}});
+  }
+  return out;
+}
+
+json injectors_json() {
+  json out = json::array();
+  for (const auto& [name, info] : inject::InjectorRegistry::instance().all()) {
+    json params = json::array();
+    for (const auto& p : info.params)
+      params.push_back({{"name", p.name}, {"type", p.type}, {"required", p.required()},
+                        {"default", p.required() || p.default_value == "-" ? json(nullptr) : json(p.default_value)},
+                        {"doc", p.doc}});
+    out.push_back({{"name", name}, {"doc", info.doc}, {"params", params}});
+  }
+  return out;
+}
+
+}  // namespace
+
+json catalog_json() {
+  json probes = json::array();
+  for (const auto& [key, doc] : probe_options()) {
+    if (!key.empty()) {
+      probes.push_back({{"key", key}, {"doc", doc}});
+    } else if (!probes.empty()) {  // a continuation line of the previous key's doc
+      const auto text = doc.find_first_not_of(' ');
+      probes.back()["doc"] = probes.back()["doc"].get<std::string>() + " " + doc.substr(text == std::string::npos ? 0 : text);
+    }
+  }
+  json kinds = json::array();
+  for (const auto& [k, doc] : expectation_kinds()) kinds.push_back({{"kind", k}, {"doc", doc}});
+  return {{"chips", chips_json()},
+          {"ops", ops_json()},
+          {"injectors", injectors_json()},
+          {"probe_options", probes},
+          {"expectations", {{"kinds", kinds}, {"detection_kinds", detection_kinds()}, {"causes", cause_classes()}}}};
 }
 
 }  // namespace probelab::sim

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace probelab::sim {
 
 /// One multi-line block per registered op type (name order): inputs, outputs, attributes with
@@ -17,5 +19,15 @@ std::vector<std::string> describe_injectors();
 const std::vector<std::pair<std::string, std::string>>& probe_options();
 /// Cause classes of the probe runtime's diagnosis (what a diagnosis expectation may name).
 std::vector<std::string> cause_classes();
+
+/// Every registry as data (`probelab list --json`, the Python API):
+///   chips         {presets: [{name, differs: {param: value}}], params: [{name, type, unit, default,
+///                  doc, source, min, max, choices}]} (defaults of ascend910b)
+///   ops           [{type, doc, backward, aliases, inputs, outputs, min_inputs, max_inputs (-1: any),
+///                   attrs: [{name, required, default, doc}]}]
+///   injectors     [{name, doc, params: [{name, type, required, default, doc}]}]
+///   probe_options [{key, doc}]
+///   expectations  {kinds: [{kind, doc}], detection_kinds: [..], causes: [..]}
+nlohmann::json catalog_json();
 
 }  // namespace probelab::sim
