@@ -63,20 +63,21 @@ std::vector<fs::path> expand_scenario_args(const std::vector<std::string>& args,
 }
 
 void Runner::prepare(const std::vector<fs::path>& files) {
-  std::map<std::string, fs::path> names;
-  for (const auto& f : files) {
-    Scenario s = load_scenario(f, opts_.load);
-    if (auto [it, fresh] = names.emplace(s.name, f); !fresh)
-      throw ScenarioError(f.string(), 0, 0, "name",
-                          fmt::format("a scenario name not used by another scenario of this run ('{}' is also in {})",
-                                      s.name, it->second.string()),
-                          "'" + s.name + "'");
-    Entry e;
-    e.main = prepare_run(s);
-    for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
-    e.out_dir = opts_.out_root / s.name;
-    scenarios_.push_back(std::move(e));
-  }
+  for (const auto& f : files) add(load_scenario(f, opts_.load));
+}
+
+void Runner::add(const Scenario& s) {
+  if (auto it = names_.find(s.name); it != names_.end())
+    throw ScenarioError(s.file.string(), 0, 0, "name",
+                        fmt::format("a scenario name not used by another scenario of this run ('{}' is also in {})",
+                                    s.name, it->second.string()),
+                        "'" + s.name + "'");
+  Entry e;
+  e.main = prepare_run(s);
+  for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
+  e.out_dir = opts_.out_root / s.name;
+  scenarios_.push_back(std::move(e));
+  names_.emplace(s.name, s.file);
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ class Runner {
 
   /// Loads and prepares every scenario and its variants. Throws on bad input.
   void prepare(const std::vector<std::filesystem::path>& files);
+  /// Prepares one loaded scenario (a file or a document built in memory) and its variants.
+  /// Throws on bad input, and when another scenario of this runner has the same name.
+  void add(const Scenario& s);
   std::size_t size() const { return scenarios_.size(); }
 
   /// Runs everything prepared; `progress` gets one line per finished simulation.
@@ -65,6 +69,7 @@ class Runner {
   };
   RunOptions opts_;
   std::vector<Entry> scenarios_;
+  std::map<std::string, std::filesystem::path> names_;  // scenario name -> its file
 };
 
 /// Writes `text` to `path` atomically (temporary file in the same directory, then rename).

@@ -38,7 +38,7 @@ PreparedRun prepare_run(const Scenario& s) {
 PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts) {
   LoadOptions o = opts;
   for (const auto& [key, value] : v.sets) o.sets.push_back(SetOverride{key, value});
-  Scenario s = load_scenario(base.file, o);
+  Scenario s = parse_scenario(base.source_text, base.file, o);
   s.variants.clear();
   s.expectations.clear();
   PreparedRun r = prepare_run(s);

@@ -28,7 +28,8 @@ struct PreparedRun {
 /// probes::ConfigError / graph::GraphError (bad input).
 PreparedRun prepare_run(const Scenario& s);
 
-/// The scenario with variant `v` applied (its sets on top of `opts.sets`), prepared.
+/// The scenario with variant `v` applied (its sets on top of `opts.sets`), prepared. Re-parses
+/// the text `base` was loaded from (a file or a document built in memory).
 PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts);
 
 /// Whether a variant only changes the probe configuration (then it shares the scenario's

@@ -146,6 +146,7 @@ struct Scenario {
   std::vector<Expectation> expectations;
   std::optional<FaultModel> campaign;  // the `campaign:` section (probelab campaign)
   YAML::Node resolved;         // the document after --set overrides (for `probelab show`)
+  std::string source_text;     // the YAML text it was parsed from (variants re-parse it)
 
   bool has_probes() const { return probes.IsDefined() && !probes.IsNull(); }
 };
