@@ -13,11 +13,9 @@ PreparedRun prepare_run(const Scenario& s) {
   PreparedRun r;
   r.scenario = s;
   const std::string where = s.file.string();
-  YAML::Node chip_node = s.resolved["chip"];
-  if (chip_node.IsDefined() && !chip_node.IsNull())
-    r.chip = chip::chip_config_from_yaml(chip_node, where);
-  else
-    r.chip = chip::chip_preset("ascend910b");
+  // chip: PRESET | {preset, overrides: {param: value}} (parsed into s.chip).
+  r.chip = chip::chip_preset(s.chip.preset.empty() ? "ascend910b" : s.chip.preset);
+  for (const auto& [key, value] : s.chip.overrides) chip::set_param(r.chip, key, value, where + ": chip.overrides");
   r.chip.validate();
 
   LoadedModel model = load_model(s.model);

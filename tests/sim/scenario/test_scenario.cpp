@@ -2,6 +2,8 @@
 // users see (file, line:column, key, what was expected).
 #include <gtest/gtest.h>
 
+#include "chip_model/chip_config.h"
+#include "sim/scenario/prepared_run.h"
 #include "sim/scenario/scenario.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -267,6 +269,32 @@ expectations:
   EXPECT_THROW(load_scenario(dir.write("t.yaml", "name: x\nmodel: mlp\nvariants:\n  - {name: a, set: {}}\n  - {name: a, set: {}}\n"),
                              opts()),
                ScenarioError);
+}
+
+}  // namespace
+}  // namespace probelab::sim
+
+namespace probelab::sim {
+namespace {
+
+TEST(Scenario, ChipOverridesReachThePreparedChip) {
+  TempDir dir;
+  const auto file = dir.write("s.yaml", "name: x\nmodel: mlp\nchip: {preset: tiny, overrides: {num_cores: 3, "
+                                        "hbm_latency_ns: 90}}\n");
+  const PreparedRun r = prepare_run(load_scenario(file, opts()));
+  EXPECT_EQ(r.chip.preset, "tiny");
+  EXPECT_EQ(r.chip.num_cores, 3u);
+  EXPECT_EQ(r.chip.hbm_latency_ns, 90u);
+  EXPECT_EQ(r.chip.hbm_channels, chip::chip_preset("tiny").hbm_channels);  // the rest is the preset's
+  const PreparedRun plain = prepare_run(load_scenario(dir.write("p.yaml", "name: p\nmodel: mlp\nchip: tiny\n"), opts()));
+  EXPECT_EQ(plain.chip.num_cores, chip::chip_preset("tiny").num_cores);
+  try {
+    prepare_run(load_scenario(dir.write("b.yaml", "name: b\nmodel: mlp\nchip: {overrides: {num_cores: 0}}\n"), opts()));
+    ADD_FAILURE() << "num_cores 0 accepted";
+  } catch (const chip::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("chip.overrides"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("num_cores"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
