@@ -22,7 +22,7 @@
 namespace probelab::html {
 
 /// Cell values (over all views and metrics) beyond which per-step views are left out.
-inline constexpr std::size_t kHeatmapCellBudget = 60000;
+inline constexpr std::size_t kHeatmapCellBudget = 40000;
 
 /// Heatmap data of cross-rank divergence; null when the report has no consistency check.
 nlohmann::json divergence_heatmap(const nlohmann::json& report, std::size_t budget = kHeatmapCellBudget);

@@ -25,6 +25,7 @@ h3 { font-size: 14px; margin: 14px 0 6px; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: var(--panel); font-weight: 600; white-space: nowrap; }
+table.records td { white-space: nowrap; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.fail td { background: #fef3f2; }
 tr.source td:first-child { border-left: 4px solid var(--src); }

@@ -124,7 +124,7 @@ std::string json_table(const json& rows, const std::vector<std::string>& first, 
       for (const auto& [k, v] : r.items())
         if (!listed(k, first) && !listed(k, hidden)) more.insert(k);
   cols.insert(cols.end(), more.begin(), more.end());
-  Table t(cols);
+  Table t(cols, "records");
   std::size_t n = 0;
   for (const auto& r : rows) {
     if (n++ == max_rows) break;

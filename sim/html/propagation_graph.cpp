@@ -123,6 +123,87 @@ PropagationGraph fold_chains(const PropagationGraph& g) {
   return r;
 }
 
+constexpr std::size_t kDrop = static_cast<std::size_t>(-1);
+
+/// The graph with node i replaced by node target[i] (kDrop: removed): nodes kept in order,
+/// edges redirected, duplicates and self-loops dropped.
+PropagationGraph remap(const PropagationGraph& g, const std::vector<std::size_t>& target) {
+  PropagationGraph r;
+  r.omitted = g.omitted;
+  std::vector<std::size_t> index(g.nodes.size(), kDrop);
+  for (std::size_t i = 0; i < g.nodes.size(); ++i)
+    if (target[i] == i) {
+      index[i] = r.nodes.size();
+      r.nodes.push_back(g.nodes[i]);
+    }
+  std::set<std::pair<std::size_t, std::size_t>> seen;
+  for (const auto& e : g.edges) {
+    const std::size_t a = target[e.from] == kDrop ? kDrop : index[target[e.from]];
+    const std::size_t b = target[e.to] == kDrop ? kDrop : index[target[e.to]];
+    if (a != kDrop && b != kDrop && a != b && seen.emplace(a, b).second) r.edges.push_back({a, b});
+  }
+  return r;
+}
+
+/// Lanes (ranks) that show the same thing -- the same ops at the same steps in the same roles,
+/// joined the same way, to themselves or to the same other ranks -- become one lane listing its
+/// ranks: 64 ranks that all received a NaN through the same all-reduce read as one lane.
+PropagationGraph merge_lanes(const PropagationGraph& g) {
+  std::map<std::int64_t, std::vector<std::size_t>> lanes;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) lanes[g.nodes[i].rank].push_back(i);
+  auto where = [&](std::size_t i, std::int64_t lane) {
+    const GraphNode& n = g.nodes[i];
+    return fmt::format("{}@{}#{}", n.op, n.step, n.rank == lane ? std::string("self") : std::to_string(n.rank));
+  };
+  std::map<std::vector<std::string>, std::vector<std::int64_t>> groups;  // signature -> ranks
+  for (const auto& [rank, ids] : lanes) {
+    std::vector<std::string> sig;
+    for (std::size_t i : ids) {
+      const GraphNode& n = g.nodes[i];
+      sig.push_back(fmt::format("n {}@{} {} {} {}", n.op, n.step, n.role, fmt::join(n.kinds, ","), fmt::join(n.folded, ",")));
+    }
+    for (const auto& e : g.edges)
+      if (g.nodes[e.from].rank == rank || g.nodes[e.to].rank == rank)
+        sig.push_back("e " + where(e.from, rank) + " " + where(e.to, rank));
+    std::sort(sig.begin(), sig.end());
+    groups[sig].push_back(rank);
+  }
+  std::vector<std::size_t> target(g.nodes.size());
+  for (std::size_t i = 0; i < target.size(); ++i) target[i] = i;
+  PropagationGraph out = g;
+  for (const auto& [sig, ranks] : groups) {
+    if (ranks.size() < 2) continue;
+    const std::int64_t keep = ranks.front();
+    // A node of a lane is its (op, folded ops, step): unique within the lane.
+    auto key = [&](std::size_t i) {
+      return std::make_pair(fmt::format("{}|{}", g.nodes[i].op, fmt::join(g.nodes[i].folded, ",")), g.nodes[i].step);
+    };
+    std::map<std::pair<std::string, std::int64_t>, std::size_t> rep;  // node key -> node of the kept lane
+    for (std::size_t i : lanes[keep]) {
+      rep[key(i)] = i;
+      out.nodes[i].ranks = ranks;
+    }
+    for (std::size_t k = 1; k < ranks.size(); ++k)
+      for (std::size_t i : lanes[ranks[k]]) target[i] = rep.at(key(i));
+  }
+  return remap(out, target);
+}
+
+/// At most `max_nodes` nodes: sources, then carriers, then the rest, each in order of appearance.
+PropagationGraph cap_nodes(const PropagationGraph& g, std::size_t max_nodes) {
+  if (g.nodes.size() <= max_nodes) return g;
+  std::vector<std::size_t> order(g.nodes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return role_strength(g.nodes[a].role) > role_strength(g.nodes[b].role);
+  });
+  std::vector<std::size_t> target(g.nodes.size(), kDrop);
+  for (std::size_t k = 0; k < max_nodes; ++k) target[order[k]] = order[k];
+  PropagationGraph r = remap(g, target);
+  r.omitted += g.nodes.size() - max_nodes;
+  return r;
+}
+
 /// Longest-path depth in a deterministic topological order; nodes on a cycle go last.
 void assign_depths(PropagationGraph& g) {
   const std::size_t n = g.nodes.size();
@@ -177,12 +258,7 @@ PropagationGraph build_propagation_graph(const json& anomalies, std::size_t max_
       b.source_if(chain.front(), a.value("source_op", std::string()));
     }
   }
-  PropagationGraph g = fold_chains(b.take());
-  if (g.nodes.size() > max_nodes) {
-    g.omitted += g.nodes.size() - max_nodes;
-    g.nodes.resize(max_nodes);
-    std::erase_if(g.edges, [&](const GraphEdge& e) { return e.from >= max_nodes || e.to >= max_nodes; });
-  }
+  PropagationGraph g = cap_nodes(merge_lanes(fold_chains(b.take())), max_nodes);
   assign_depths(g);
   return g;
 }

@@ -12,7 +12,7 @@ namespace probelab::html {
 
 namespace {
 
-constexpr int kNodeW = 170, kNodeH = 38, kGapX = 46, kGapY = 12, kLanePad = 10, kLabelW = 74;
+constexpr int kNodeW = 170, kNodeH = 38, kGapX = 46, kGapY = 12, kLanePad = 10, kLabelW = 96;
 
 struct Style {
   const char* fill;
@@ -27,16 +27,46 @@ Style style_of(const std::string& role) {
   return {"#52606d", "#ffffff"};
 }
 
+/// The last n - 1 bytes after an ellipsis (the end of an op path says most), cut at a UTF-8
+/// character boundary.
 std::string clip(const std::string& s, std::size_t n) {
   if (s.size() <= n) return s;
-  return fmt::format("\u2026{}", s.substr(s.size() - (n - 1)));  // the end of an op path says most
+  std::size_t from = s.size() - (n - 1);
+  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
+  return fmt::format("\u2026{}", s.substr(from));
 }
 
 std::string where(const GraphNode& n) {
   std::string s;
   if (n.step >= 0) s += fmt::format("step {}", n.step);
-  if (n.rank >= 0) s += fmt::format("{}rank {}", s.empty() ? "" : " \u00b7 ", n.rank);
+  if (n.ranks.size() > 1)
+    s += fmt::format("{}{} ranks", s.empty() ? "" : " \u00b7 ", n.ranks.size());
+  else if (n.rank >= 0)
+    s += fmt::format("{}rank {}", s.empty() ? "" : " \u00b7 ", n.rank);
   return s;
+}
+
+/// "0-36, 38-63" from sorted ranks.
+std::string ranges(const std::vector<std::int64_t>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += fmt::format("{}{}", out.empty() ? "" : ", ",
+                       j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string lane_label(std::int64_t rank, const std::vector<std::int64_t>& merged, int x, int y) {
+  if (merged.size() < 2)
+    return fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#616e7c\">{}</text>", x, y,
+                       rank >= 0 ? fmt::format("rank {}", rank) : "rank ?");
+  const std::string all = ranges(merged);
+  return fmt::format("<text x=\"{0}\" y=\"{1}\" font-size=\"12\" fill=\"#616e7c\"><title>ranks {2}</title>"
+                     "<tspan x=\"{0}\" dy=\"-7\">{3} ranks</tspan><tspan x=\"{0}\" dy=\"14\">{4}</tspan></text>",
+                     x, y, escape(all), merged.size(), escape(all.size() <= 14 ? all : all.substr(0, 13) + "\u2026"));
 }
 
 }  // namespace
@@ -55,7 +85,9 @@ std::string propagation_svg(const PropagationGraph& g) {
   int top = 0, band = 0;
   for (const auto& [rank, by_depth] : lanes) {
     std::size_t rows = 1;
+    std::vector<std::int64_t> merged;
     for (const auto& [d, ids] : by_depth) {
+      if (!ids.empty() && !g.nodes[ids.front()].ranks.empty()) merged = g.nodes[ids.front()].ranks;
       rows = std::max(rows, ids.size());
       for (std::size_t k = 0; k < ids.size(); ++k) {
         x[ids[k]] = kLabelW + static_cast<int>(d) * (kNodeW + kGapX) + 10;
@@ -63,10 +95,8 @@ std::string propagation_svg(const PropagationGraph& g) {
       }
     }
     const int h = 2 * kLanePad + static_cast<int>(rows) * (kNodeH + kGapY) - kGapY;
-    lane_svg += fmt::format(
-        "<rect x=\"0\" y=\"{}\" width=\"100%\" height=\"{}\" fill=\"{}\"/><text x=\"8\" y=\"{}\" font-size=\"12\" "
-        "fill=\"#616e7c\">{}</text>\n",
-        top, h, band++ % 2 ? "#ffffff" : "#f5f7fa", top + h / 2 + 4, rank >= 0 ? fmt::format("rank {}", rank) : "rank ?");
+    lane_svg += fmt::format("<rect x=\"0\" y=\"{}\" width=\"100%\" height=\"{}\" fill=\"{}\"/>{}\n", top, h,
+                            band++ % 2 ? "#ffffff" : "#f5f7fa", lane_label(rank, merged, 8, top + h / 2 + 4));
     top += h;
   }
   const int width = kLabelW + static_cast<int>(max_depth + 1) * (kNodeW + kGapX) + 10;
@@ -90,6 +120,7 @@ std::string propagation_svg(const PropagationGraph& g) {
     const Style st = style_of(n.role);
     std::string title = fmt::format("{} ({})", n.op, n.role);
     if (!where(n).empty()) title += fmt::format("\n{}", where(n));
+    if (n.ranks.size() > 1) title += fmt::format("\nranks {}", ranges(n.ranks));
     if (!n.kinds.empty()) title += fmt::format("\nlatched: {}", fmt::join(n.kinds, ", "));
     if (!n.folded.empty()) title += fmt::format("\nops: {}", fmt::join(n.folded, " -> "));
     std::string line2 = where(n);

@@ -20,10 +20,21 @@ constexpr std::size_t kMaxRows = 300;
 std::string anomaly_cell(const std::string& key, const json& v) {
   if (key == "role" && v.is_string()) return badge(v.get<std::string>(), v.get<std::string>());
   if ((key == "propagation_path" || key == "call_stack") && v.is_array()) {
-    std::string joined;
-    for (const auto& e : v) joined += (joined.empty() ? "" : key == "call_stack" ? " / " : " \u2192 ") +
-                                      (e.is_string() ? e.get<std::string>() : e.dump());
-    return text(json(joined), 120);
+    const char* sep = key == "call_stack" ? " / " : " \u2192 ";
+    std::vector<std::string> items;
+    for (const auto& e : v) {
+      if (e.is_object() && e.contains("op"))  // {op, step, rank}: op@step (rank r)
+        items.push_back(fmt::format("{}{}{}", e["op"].is_string() ? e["op"].get<std::string>() : e["op"].dump(),
+                                    e.contains("step") ? fmt::format("@{}", e["step"].dump()) : std::string(),
+                                    e.contains("rank") ? fmt::format(" (rank {})", e["rank"].dump()) : std::string()));
+      else
+        items.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+    }
+    const std::string all = fmt::format("{}", fmt::join(items, sep));
+    if (items.size() <= 3) return escape(all);
+    // Long paths: the ends and how many between; the whole path on hover.
+    return fmt::format("<span title=\"{}\">{}{}{} \u2026{} more\u2026{}{}</span>", escape(all), escape(items.front()), sep,
+                       escape(items[1]), items.size() - 3, sep, escape(items.back()));
   }
   if (v.is_number()) return "<span class=\"mono\">" + num(v) + "</span>";
   return text(v);
@@ -108,7 +119,12 @@ std::string divergence(const json& r) {
       {"comparisons", num(field(c, "comparisons"))},
       {"divergent edges", num(json(field(c, "divergences").is_array() ? field(c, "divergences").size() : 0))},
   };
-  if (field(c, "first_divergence").is_object()) kv.emplace_back("first divergence", text(field(c, "first_divergence"), 400));
+  if (const json& f = field(c, "first_divergence"); f.is_object())
+    kv.emplace_back("first divergence",
+                    fmt::format("<b>{}</b> {} at step {} (tensor {}): {} rank(s) differ, max |diff| {} ({})",
+                                text(field(f, "op")), text(field(f, "edge")), num(field(f, "step")),
+                                text(field(f, "tensor")), field(f, "ranks").is_array() ? field(f, "ranks").size() : 0,
+                                num(field(f, "max_abs_diff")), text(field(f, "basis"))));
   if (field(c, "per_step").is_array() && !field(c, "per_step").empty()) {
     std::string steps;
     for (const auto& p : field(c, "per_step"))

@@ -1,6 +1,7 @@
 // The propagation graph: chains from each anomaly's path, plain runs folded, roles by strength,
 // steps and ranks from path elements, a node cap, and the SVG drawing one group per node.
 #include <algorithm>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -92,13 +93,42 @@ TEST(PropagationGraph, StepsAndRanksFromPathElementsAcrossLanes) {
   EXPECT_EQ(groups, g.nodes.size());
 }
 
+TEST(PropagationGraph, RanksThatShowTheSameShareALane) {
+  // A NaN made on rank 37 reaches every rank through one all-reduce (a carrier), then each
+  // rank's update: 63 identical lanes and the source's own.
+  json an = {{{"kind", "invalid"}, {"op", "fc2"}, {"step", 1}, {"rank", 37}, {"role", "source"}}};
+  for (int r = 0; r < 64; ++r)
+    an.push_back({{"kind", "nan_input"}, {"op", "w/update"}, {"step", 1}, {"rank", r}, {"role", "propagation"},
+                  {"source_op", "fc2"},
+                  {"propagation_path",
+                   {{{"op", "fc2"}, {"step", 1}, {"rank", 37}}, {{"op", "grad/allreduce"}, {"role", "carrier"}}, "w/update"}}});
+  const PropagationGraph g = build_propagation_graph(an);
+  std::set<std::int64_t> lanes;
+  for (const auto& n : g.nodes) lanes.insert(n.rank);
+  EXPECT_EQ(lanes, (std::set<std::int64_t>{0, 37}));
+  const GraphNode* carrier = nullptr;
+  for (const auto& n : g.nodes)
+    if (n.op == "grad/allreduce" && n.rank == 0) carrier = &n;
+  ASSERT_NE(carrier, nullptr);
+  EXPECT_EQ(carrier->role, "carrier");
+  EXPECT_EQ(carrier->ranks.size(), 63u);
+  EXPECT_EQ(std::count(carrier->ranks.begin(), carrier->ranks.end(), 37), 0);
+  EXPECT_TRUE(has_edge(g, find(g, "fc2"), carrier));
+  EXPECT_EQ(g.nodes.size(), 5u);  // fc2@37, its own all-reduce and update, and the merged pair
+  const std::string svg = propagation_svg(g);
+  EXPECT_NE(svg.find("63 ranks"), std::string::npos);
+  EXPECT_NE(svg.find("ranks 0-36, 38-63"), std::string::npos);
+}
+
 TEST(PropagationGraph, CapsTheNodeCountAndSaysSo) {
   json an = json::array();
   for (int i = 0; i < 300; ++i)
     an.push_back({{"kind", "nan_input"}, {"op", "op" + std::to_string(i)}, {"step", 0}, {"rank", i % 64},
                   {"role", "propagation"}, {"propagation_path", {"root", "op" + std::to_string(i)}}});
+  an.push_back({{"kind", "invalid"}, {"op", "late_source"}, {"step", 0}, {"rank", 5}, {"role", "source"}});
   const PropagationGraph g = build_propagation_graph(an, 50);
   EXPECT_EQ(g.nodes.size(), 50u);
+  EXPECT_NE(find(g, "late_source"), nullptr);  // sources are kept first
   EXPECT_GT(g.omitted, 0u);
   for (const auto& e : g.edges) EXPECT_LT(std::max(e.from, e.to), 50u);
   EXPECT_NE(propagation_svg(g).find("more nodes not drawn"), std::string::npos);
