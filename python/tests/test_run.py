@@ -1,0 +1,90 @@
+"""Runs from Python go through the CLI's runner (a child process per simulation): the same bytes
+as `probelab run`, many runs per session, and the report's sections as records."""
+
+import json
+
+import pytest
+
+import probelab
+from conftest import cli, mlp_scenario
+
+
+def test_the_same_bytes_as_the_cli(tmp_path):
+    py = probelab.run("03_nan_in_softmax", out=tmp_path / "py")
+    code, _, _ = cli("run", "scenarios/03_nan_in_softmax.yaml", "--out", tmp_path / "cli", cwd=probelab.source_root())
+    assert code == 0 and py.passed
+    for f in ("report.json", "report.html", "trace.json", "summary.txt", "dump/rank0/dump.json"):
+        assert (py.out_dir / f).read_bytes() == (tmp_path / "cli" / "nan_in_softmax" / f).read_bytes(), f
+    assert py.report == json.loads((py.out_dir / "report.json").read_text())
+
+
+def test_a_dict_scenario_at_a_new_place(out):
+    r = probelab.run(mlp_scenario(), out=out)
+    assert r.passed, r.failures()
+    # The latch names the injected op, element, step and rank; the NaN then reaches rank 0
+    # through the gradient all-reduce and step 2 through the updated weights.
+    assert [(a.op, a.step, a.rank, a.element) for a in r.anomalies(kind="invalid")] == [("fc2/gelu", 1, 1, 5)]
+    assert {a.rank for a in r.anomalies()} == {0, 1}
+    assert all(a.kind != "condition" for a in r.anomalies())
+    assert r.report["chip"]["params"]["num_cores"] == "3"
+    assert r.report["scenario"]["file"] == "<dict>"
+    assert r.html_path.exists() and r.report_path.exists()
+    assert "fc2/gelu" in [d.op for d in r.diagnosis()]
+    assert len(r.cycles.per_rank) == 2
+    assert r.capture.dropped == 0 and r.capture.records > 0
+    assert probelab.open_run(r.out_dir).report == r.report
+
+
+def test_many_runs_in_one_session(out):
+    # SystemC elaborates once per process: were any of these simulated in this process, the
+    # second would fail. Four runs, the last two in parallel children.
+    a = probelab.run(mlp_scenario("s1"), out=out, baseline=False)
+    b = probelab.run(mlp_scenario("s2", seed=6), out=out, baseline=False)
+    c, d = probelab.run_all([mlp_scenario("s3", seed=7), mlp_scenario("s4", seed=8)], out=out, jobs=2)
+    assert all(r.passed for r in (a, b, c, d))
+    assert [r.name for r in (a, b, c, d)] == ["s1", "s2", "s3", "s4"]
+    assert a.report["seed"] != b.report["seed"]
+    assert a.report["capture"]["overhead_percent"] is None  # baseline=False: no probe-off run
+    assert c.report["capture"]["overhead_percent"] is not None
+
+
+def test_a_failed_expectation_is_reported_not_raised(out):
+    s = mlp_scenario("fails", expectations=[{"no_detection": {}}])
+    r = probelab.run(s, out=out)
+    assert not r.passed and r.status == "ok"
+    assert [f.kind for f in r.failures()] == ["no_detection"]
+    with pytest.raises(probelab.ExpectationFailed) as info:
+        r.check()
+    assert "no_detection" in str(info.value)
+    with pytest.raises(probelab.ExpectationFailed):
+        probelab.run(s, out=out, check=True)
+
+
+def test_comparisons_consistency_and_diagnosis(out):
+    fused, multi = probelab.run_all(["05_fused_layernorm_relu", "02_multi_card_inconsistency"], out=out, jobs=2)
+    failed = fused.comparisons(failed=True)
+    assert failed and all(not c.passed for c in failed)
+    worst = next(c for c in failed if c.op == "fc1/norm+relu")
+    assert worst.inner_culprit == "fc1/norm" and worst.metrics.cosine < 0.99
+    assert len(fused.comparisons()) > len(failed)
+    cons = multi.consistency
+    assert cons.checked and not cons.consistent and cons.reference_rank == 0
+    divs = multi.divergences()
+    assert divs and all(len(d.rank_diffs) == len(d.ranks) for d in divs)
+    first = cons.first_divergence
+    assert first.op.endswith("/allreduce") and first.step == 0
+    assert max(v for v in first.rank_diffs) == first.max_abs_diff
+    assert multi.diagnosis()[0].cause == "collective_order"
+
+
+def test_progress_lines_and_callback_errors(out):
+    lines = []
+    probelab.run(mlp_scenario("p1"), out=out, progress=lines.append)
+    assert len(lines) == 2 and "p1" in lines[0] and lines[-1].startswith("[2/2]")
+
+    def boom(line):
+        raise KeyError("from the callback")
+
+    with pytest.raises(KeyError):
+        probelab.run(mlp_scenario("p2"), out=out, progress=boom)
+    assert (out / "p2" / "report.json").exists()  # the run itself completed
