@@ -10,6 +10,8 @@ PROBELAB_PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libzstd-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin libboost-mpi-dev
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest   # the Python API and its tests
+  chromium fonts-dejavu-core   # headless rendering test of the HTML reports (about 120 MB, ~50 s to install)
 )
 
 probelab_install_deps() {
