@@ -88,3 +88,10 @@ def test_progress_lines_and_callback_errors(out):
     with pytest.raises(KeyError):
         probelab.run(mlp_scenario("p2"), out=out, progress=boom)
     assert (out / "p2" / "report.json").exists()  # the run itself completed
+
+
+def test_the_sessions_own_children_keep_their_exit_status(out):
+    import subprocess
+    p = subprocess.Popen(["sh", "-c", "exit 7"])
+    probelab.run(mlp_scenario("own_children"), out=out)  # the child above ends while this runs
+    assert p.wait() == 7
