@@ -49,6 +49,8 @@ const std::map<std::string, std::vector<std::string>>& allowed() {
       {"sim/run", plus(below_sim, {"sim/platform", "sim/scenario", "sim/html"})},
       {"sim/campaign", plus(below_sim, {"sim/run", "sim/scenario", "sim/html"})},
       {"sim/cli", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign", "sim/html"})},
+      // The Python extension module sits beside the CLI: it binds the harness.
+      {"python/src", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign", "sim/html"})},
   };
   return m;
 }
@@ -72,7 +74,7 @@ TEST(Layout, EveryFolderIncludesOnlyFromTheFoldersBelowIt) {
   const std::regex inc(R"re(^\s*#\s*include\s+"([^"]+)")re");
   int files = 0, includes = 0;
   std::vector<std::string> violations;
-  for (const char* top : {"numerics", "graph", "chip_model", "probes", "injectors", "sim"}) {
+  for (const char* top : {"numerics", "graph", "chip_model", "probes", "injectors", "sim", "python"}) {
     for (const auto& e : fs::recursive_directory_iterator(root / top)) {
       if (!e.is_regular_file() || !is_source(e.path())) continue;
       fs::path rel = fs::relative(e.path(), root);
@@ -126,6 +128,8 @@ TEST(Layout, TheCheckSeesAViolation) {
   EXPECT_TRUE(refuses("sim/scenario", "sim/run"));
   EXPECT_TRUE(refuses("sim/run", "sim/campaign"));
   EXPECT_TRUE(refuses("sim/campaign", "sim/cli"));
+  EXPECT_TRUE(refuses("sim/html", "sim/run"));
+  EXPECT_TRUE(refuses("sim/run", "python/src"));
   EXPECT_EQ(folder_of("numerics/detail/x.h"), "numerics");
   EXPECT_EQ(folder_of("sim/scenario/expectations/detection.cpp"), "sim/scenario/expectations");
 }
