@@ -95,3 +95,16 @@ def test_the_sessions_own_children_keep_their_exit_status(out):
     p = subprocess.Popen(["sh", "-c", "exit 7"])
     probelab.run(mlp_scenario("own_children"), out=out)  # the child above ends while this runs
     assert p.wait() == 7
+
+
+def test_variants_of_a_dict_scenario(out):
+    # Variants re-parse the scenario's own text: a dict has no file to read again.
+    s = mlp_scenario("with_variants", variants=[{"name": "single", "set": {"probes.capture.ping_pong": False}},
+                                                 {"name": "one_core", "set": {"chip.overrides.num_cores": 1}}])
+    s["expectations"].append({"capture": {"dropped": 0, "variant": "single"}})
+    r = probelab.run(s, out=out)
+    assert r.passed, r.failures()
+    v = {x.name: x for x in r.variants()}
+    assert set(v) == {"single", "one_core"} and all(x.status == "ok" for x in v.values())
+    assert v["one_core"].cycles > r.cycles.total  # fewer cores, more cycles
+    assert r.dumps(variant="single")
