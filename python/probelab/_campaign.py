@@ -2,12 +2,11 @@
 summary, per kind and per op, and its trials."""
 
 import json
-import os
 import pathlib
 import sys
 
 from . import _probelab
-from ._records import wrap
+from ._records import read_json, wrap
 from ._run import _sets, _source
 
 
@@ -18,10 +17,7 @@ class CampaignResult:
 
     def __init__(self, out_dir, summary=None):
         self.out_dir = pathlib.Path(out_dir)
-        if summary is None:
-            with open(self.out_dir / "summary.json", encoding="utf-8") as f:
-                summary = json.load(f)
-        self.summary = summary
+        self.summary = read_json(self.out_dir / "summary.json") if summary is None else summary
 
     @property
     def name(self):

@@ -1,5 +1,7 @@
 """Records: report entries as dicts that also read as attributes (``a.op`` for ``a["op"]``)."""
 
+import json
+
 
 class Record(dict):
     """A dict whose keys read as attributes; nested dicts are Records too, lists of dicts lists
@@ -23,3 +25,9 @@ def wrap(value):
     if isinstance(value, list):
         return [wrap(v) for v in value]
     return value
+
+
+def read_json(path):
+    """A JSON file (report.json, summary.json) as plain data."""
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

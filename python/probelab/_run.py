@@ -8,7 +8,7 @@ import sys
 
 from . import _probelab
 from ._errors import BadInputError, ExpectationFailed
-from ._records import Record, wrap
+from ._records import Record, read_json, wrap
 
 
 def _sets(values):
@@ -117,10 +117,7 @@ class Run:
 
     def __init__(self, out_dir, report=None):
         self.out_dir = pathlib.Path(out_dir)
-        if report is None:
-            with open(self.out_dir / "report.json", encoding="utf-8") as f:
-                report = json.load(f)
-        self.report = report
+        self.report = read_json(self.out_dir / "report.json") if report is None else report
         """report.json as a dict (schema in sim/run/report.h)."""
 
     # -- the report ------------------------------------------------------------------------

@@ -75,52 +75,19 @@ class Builder {
   std::set<std::pair<std::size_t, std::size_t>> edges_;
 };
 
-/// Folds runs of plain path nodes (one edge in, one out, nothing latched) into one node each.
-PropagationGraph fold_chains(const PropagationGraph& g) {
-  const std::size_t n = g.nodes.size();
-  std::vector<std::vector<std::size_t>> out(n);
-  std::vector<std::size_t> in_deg(n, 0);
+/// Successors and in-degrees of every node.
+struct Adjacency {
+  std::vector<std::vector<std::size_t>> out;
+  std::vector<std::size_t> in_deg;
+};
+
+Adjacency adjacency(const PropagationGraph& g) {
+  Adjacency a{std::vector<std::vector<std::size_t>>(g.nodes.size()), std::vector<std::size_t>(g.nodes.size(), 0)};
   for (const auto& e : g.edges) {
-    out[e.from].push_back(e.to);
-    ++in_deg[e.to];
+    a.out[e.from].push_back(e.to);
+    ++a.in_deg[e.to];
   }
-  auto plain = [&](std::size_t i) {
-    return g.nodes[i].role == "path" && g.nodes[i].kinds.empty() && in_deg[i] == 1 && out[i].size() == 1;
-  };
-  std::vector<std::size_t> folded_into(n, n);  // member -> its fold's first member
-  std::map<std::size_t, std::vector<std::size_t>> folds;
-  for (std::size_t u = 0; u < n; ++u) {
-    if (plain(u)) continue;
-    for (std::size_t v : out[u]) {
-      std::vector<std::size_t> run;
-      for (std::size_t w = v; plain(w) && folded_into[w] == n && run.size() < n; w = out[w].front()) run.push_back(w);
-      if (run.size() < 2) continue;
-      for (std::size_t w : run) folded_into[w] = run.front();
-      folds[run.front()] = run;
-    }
-  }
-  PropagationGraph r;
-  r.omitted = g.omitted;
-  std::vector<std::size_t> map(n, n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (folded_into[i] != n && folded_into[i] != i) continue;
-    map[i] = r.nodes.size();
-    GraphNode node = g.nodes[i];
-    if (auto it = folds.find(i); it != folds.end()) {
-      node.folded.clear();
-      for (std::size_t w : it->second) node.folded.push_back(g.nodes[w].op);
-      node.op = fmt::format("+{} ops", it->second.size());
-    }
-    r.nodes.push_back(std::move(node));
-  }
-  for (std::size_t i = 0; i < n; ++i)
-    if (folded_into[i] != n) map[i] = map[folded_into[i]];
-  std::set<std::pair<std::size_t, std::size_t>> seen;
-  for (const auto& e : g.edges) {
-    const std::size_t a = map[e.from], b = map[e.to];
-    if (a != b && seen.emplace(a, b).second) r.edges.push_back({a, b});
-  }
-  return r;
+  return a;
 }
 
 constexpr std::size_t kDrop = static_cast<std::size_t>(-1);
@@ -143,6 +110,36 @@ PropagationGraph remap(const PropagationGraph& g, const std::vector<std::size_t>
     if (a != kDrop && b != kDrop && a != b && seen.emplace(a, b).second) r.edges.push_back({a, b});
   }
   return r;
+}
+
+/// Folds runs of plain path nodes (one edge in, one out, nothing latched) into one node each.
+PropagationGraph fold_chains(const PropagationGraph& g) {
+  const std::size_t n = g.nodes.size();
+  const Adjacency adj = adjacency(g);
+  auto plain = [&](std::size_t i) {
+    return g.nodes[i].role == "path" && g.nodes[i].kinds.empty() && adj.in_deg[i] == 1 && adj.out[i].size() == 1;
+  };
+  std::vector<std::size_t> target(n);
+  for (std::size_t i = 0; i < n; ++i) target[i] = i;
+  std::vector<bool> taken(n, false);
+  PropagationGraph folded = g;
+  for (std::size_t u = 0; u < n; ++u) {
+    if (plain(u)) continue;
+    for (std::size_t v : adj.out[u]) {
+      std::vector<std::size_t> run;
+      for (std::size_t w = v; plain(w) && !taken[w] && run.size() < n; w = adj.out[w].front()) run.push_back(w);
+      if (run.size() < 2) continue;
+      GraphNode& head = folded.nodes[run.front()];
+      head.folded.clear();
+      for (std::size_t w : run) {
+        taken[w] = true;
+        target[w] = run.front();
+        head.folded.push_back(g.nodes[w].op);
+      }
+      head.op = fmt::format("+{} ops", run.size());
+    }
+  }
+  return remap(folded, target);
 }
 
 /// Lanes (ranks) that show the same thing -- the same ops at the same steps in the same roles,
@@ -207,12 +204,7 @@ PropagationGraph cap_nodes(const PropagationGraph& g, std::size_t max_nodes) {
 /// Longest-path depth in a deterministic topological order; nodes on a cycle go last.
 void assign_depths(PropagationGraph& g) {
   const std::size_t n = g.nodes.size();
-  std::vector<std::vector<std::size_t>> out(n);
-  std::vector<std::size_t> in_deg(n, 0);
-  for (const auto& e : g.edges) {
-    out[e.from].push_back(e.to);
-    ++in_deg[e.to];
-  }
+  auto [out, in_deg] = adjacency(g);
   std::set<std::size_t> ready;
   for (std::size_t i = 0; i < n; ++i)
     if (in_deg[i] == 0) ready.insert(i);
