@@ -42,6 +42,12 @@ def source_root():
     return _probelab.source_root()
 
 
+def to_yaml(value):
+    """The YAML text of a dict scenario (or any value) as probelab validates it: the line numbers
+    of a ScenarioError raised for a dict refer to this text."""
+    return _probelab.to_yaml(value)
+
+
 def report_html(report):
     """The self-contained report.html page of a report (a dict as in report.json)."""
     import json
@@ -58,5 +64,5 @@ __all__ = [
     "BadInputError", "CampaignResult", "Dump", "ExpectationFailed", "Record", "Run", "Scenario", "ScenarioError",
     "bundled_scenarios", "campaign", "campaign_html", "causes", "chip_presets", "chips", "detection_kinds",
     "expectation_kinds", "injectors", "load_scenario", "open_campaign", "open_run", "ops", "probe_options",
-    "registries", "report_html", "run", "run_all", "source_root",
+    "registries", "report_html", "run", "run_all", "source_root", "to_yaml",
 ]

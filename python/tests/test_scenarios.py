@@ -59,7 +59,8 @@ def test_missing_file_and_bundled_names(tmp_path):
     s = probelab.load_scenario("03_nan_in_softmax")
     assert s.name == "nan_in_softmax" and s.steps == 3 and s.probes and s.model == "transformer_block"
     assert [e["kind"] for e in s.expectations] == ["detection", "detection", "diagnosis"]
-    assert len(probelab.bundled_scenarios()) == 8
+    names = [p.name for p in probelab.bundled_scenarios()]
+    assert names == sorted(names) and "03_nan_in_softmax.yaml" in names and len(names) >= 8
 
 
 def test_overrides_as_dict_and_as_strings():
@@ -79,5 +80,11 @@ def test_a_dict_scenario_validates_like_its_file(tmp_path):
     assert (s.name, s.ranks, s.steps, s.chip, s.probes, s.injections) == ("py_mlp_nan", 2, 3, "tiny", True, 1)
     assert s.executed_ops > 0
     f = tmp_path / "same.yaml"
-    f.write_text(probelab._probelab.to_yaml(d))
+    f.write_text(probelab.to_yaml(d))
     assert probelab.load_scenario(f).yaml == s.yaml
+    # An error's line in a dict is the line of to_yaml(d) holding the key.
+    bad = mlp_scenario(steps=1)
+    with pytest.raises(probelab.ScenarioError) as info:
+        probelab.load_scenario(bad)
+    line = probelab.to_yaml(bad).splitlines()[info.value.line - 1]
+    assert "step: 1" in line
