@@ -98,7 +98,8 @@ int campaign(const CampaignArgs& a) {
     if (a.json)
       fmt::print("{}\n", summary.dump(2));
     else
-      fmt::print("{}\nresults in {}\n", sim::campaign_summary_text(summary), c.out_dir().string());
+      fmt::print("{}\nresults in {} (summary.html: the same as a page)\n", sim::campaign_summary_text(summary),
+                 c.out_dir().string());
     std::fflush(stdout);
     return summary.value("complete", false) ? 0 : 1;
   } catch (const std::exception& e) {

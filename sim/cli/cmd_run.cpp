@@ -97,7 +97,7 @@ int run(const RunArgs& a) {
                    e.value("expected", ""), e.value("actual", ""));
       }
     }
-    fmt::print("\n{} of {} scenario(s) passed; reports under {}\n",
+    fmt::print("\n{} of {} scenario(s) passed; reports (report.json, report.html) under {}\n",
                std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }),
                outcomes.size(), opts.out_root.string());
   }

@@ -81,17 +81,37 @@ std::string propagation_svg(const PropagationGraph& g) {
     max_depth = std::max(max_depth, g.nodes[i].depth);
   }
   std::vector<int> x(g.nodes.size()), y(g.nodes.size());
+  std::vector<bool> placed(g.nodes.size(), false);
+  std::vector<std::vector<std::size_t>> preds(g.nodes.size());
+  for (const auto& e : g.edges) preds[e.to].push_back(e.from);
+  // Within a column, nodes in the order of their placed predecessors' heights (fewer crossings).
+  auto order_by_preds = [&](std::vector<std::size_t> ids) {
+    auto key = [&](std::size_t i) {
+      double sum = 0;
+      int n = 0;
+      for (std::size_t p : preds[i]) {
+        if (!placed[p]) continue;
+        sum += y[p];
+        ++n;
+      }
+      return n ? sum / n : 1e18;
+    };
+    std::stable_sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    return ids;
+  };
   std::string lane_svg;
   int top = 0, band = 0;
   for (const auto& [rank, by_depth] : lanes) {
     std::size_t rows = 1;
     std::vector<std::int64_t> merged;
-    for (const auto& [d, ids] : by_depth) {
+    for (const auto& [d, column] : by_depth) {
+      const std::vector<std::size_t> ids = order_by_preds(column);
       if (!ids.empty() && !g.nodes[ids.front()].ranks.empty()) merged = g.nodes[ids.front()].ranks;
       rows = std::max(rows, ids.size());
       for (std::size_t k = 0; k < ids.size(); ++k) {
         x[ids[k]] = kLabelW + static_cast<int>(d) * (kNodeW + kGapX) + 10;
         y[ids[k]] = top + kLanePad + static_cast<int>(k) * (kNodeH + kGapY);
+        placed[ids[k]] = true;
       }
     }
     const int h = 2 * kLanePad + static_cast<int>(rows) * (kNodeH + kGapY) - kGapY;
