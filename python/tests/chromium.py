@@ -50,15 +50,24 @@ class Browser:
             os.dup2(r, 3)
             os.dup2(w, 4)
 
+        # Its log goes to a file: a pipe nobody reads would fill and stall the browser.
+        self._log = open(os.path.join(self.profile, "stderr.log"), "w+b")
         self.proc = subprocess.Popen(
             [exe] + FLAGS + ["--user-data-dir=" + self.profile, "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
             preexec_fn=wire, close_fds=False)
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buf = b""
         self._id = 0
         self.events = []
+        try:
+            self._attach(width, height)
+        except BaseException:
+            self.close()
+            raise
+
+    def _attach(self, width, height):
         targets = self.call("Target.getTargets")["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
         self.session = self.call("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
@@ -76,7 +85,8 @@ class Browser:
             if ready:
                 chunk = os.read(self._from_browser, 1 << 20)
                 if not chunk:
-                    raise RuntimeError("chromium closed the pipe: " + self.proc.stderr.read().decode(errors="replace")[-2000:])
+                    self._log.seek(0)
+                    raise RuntimeError("chromium closed the pipe: " + self._log.read().decode(errors="replace")[-2000:])
                 self._buf += chunk
         msg, self._buf = self._buf.split(b"\0", 1)
         return json.loads(msg)
@@ -181,8 +191,7 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        self._log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self):
