@@ -36,4 +36,9 @@ probelab_build() {
   jobs=$(nproc 2>/dev/null || echo 2)
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build" -j "$jobs"
+  # `import probelab` for Debian's python3: one .pth file pointing at build/python (root only;
+  # otherwise PYTHONPATH=build/python works).
+  if [ "$(id -u)" -eq 0 ]; then
+    cmake --install "$root/build" --component python >/dev/null
+  fi
 }
