@@ -56,13 +56,22 @@ void CaptureUnit::close_active(const sc_core::sc_time& when) {
   b.ready = true;
   b.ready_bytes = fill_;
   ++counters_.buffers_closed;
-  if (trace_ && trace_->enabled())
+  if (trace_ && trace_->enabled()) {
     trace_->instant(rank_, "capture", fmt::format("buffer {} ready", active_), "capture", ChipClock::to_ps(when),
                     {{"bytes", std::uint64_t{fill_}}, {"records", b.records}});
+    trace_fill(when, 0);
+  }
   fill_ = 0;
   if (ping_pong()) active_ ^= 1u;
   irq_.raise(spec::kIrqCaptureFull, std::max(when, last_write_end_));
   ready_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void CaptureUnit::trace_fill(const sc_core::sc_time& at, std::uint32_t fill) {
+  // Samples in the order the unit changed its fill; a buffer closed at a producer's local time
+  // earlier than the last record's start is shown at that start.
+  fill_trace_ps_ = std::max(fill_trace_ps_, ChipClock::to_ps(at));
+  trace_->counter(rank_, "capture buffer fill", "bytes", fill_trace_ps_, static_cast<double>(fill));
 }
 
 bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std::byte> payload,
@@ -100,8 +109,13 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
     sc_core::wait(released_);
     const sc_core::sc_time t1 = sc_core::sc_time_stamp();
     counters_.stall_cycles += clock_.cycle_at(t1) - clock_.cycle_at(t0);
-    if (trace_ && trace_->enabled())
-      trace_->complete(rank_, "capture", "stall", "capture", ChipClock::to_ps(t0), ChipClock::to_ps(t1 - t0));
+    if (trace_ && trace_->enabled()) {
+      // Stalled producers all wake at the same release, so their stalls nest on one track.
+      trace_->complete(rank_, "capture.stall", "stall", "capture", ChipClock::to_ps(t0), ChipClock::to_ps(t1 - t0),
+                       {{"op_id", std::uint64_t{header.op_id}}});
+      trace_->counter(rank_, "capture stall", "cycles", ChipClock::to_ps(t1),
+                      static_cast<double>(counters_.stall_cycles));
+    }
   }
 
   header.magic = spec::kCaptureMagic;
@@ -133,9 +147,17 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
   ++counters_.written;
   ++counters_.buffered;
   counters_.bytes += record_bytes;
-  if (trace_ && trace_->enabled())
-    trace_->complete(rank_, "capture", "record", "capture", ChipClock::to_ps(start), ChipClock::to_ps(end - start),
-                     {{"op_id", std::uint64_t{header.op_id}}, {"bytes", record_bytes}, {"seq", std::uint64_t{header.seq}}});
+  if (trace_ && trace_->enabled()) {
+    // The engine is busy from `start` until it may take the next record; the bytes land in HBM
+    // a latency later (`lands_ps`), overlapping the next record, so that is an argument.
+    trace_->complete(rank_, "capture", "record", "capture", ChipClock::to_ps(start),
+                     ChipClock::to_ps(engine_free_ - start),
+                     {{"op_id", std::uint64_t{header.op_id}},
+                      {"bytes", record_bytes},
+                      {"seq", std::uint64_t{header.seq}},
+                      {"lands_ps", ChipClock::to_ps(end)}});
+    trace_fill(start, fill_);
+  }
   return true;
 }
 

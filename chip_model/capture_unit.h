@@ -96,6 +96,7 @@ class CaptureUnit : public sc_core::sc_module {
   bool ping_pong() const { return (ctrl_ & spec::kCapPingPong) != 0; }
   bool active_writable() const { return !bufs_[active_].ready; }
   void close_active(const sc_core::sc_time& when);
+  void trace_fill(const sc_core::sc_time& at, std::uint32_t fill);  // trace enabled
 
   const ChipConfig& cfg_;
   Hbm& hbm_;
@@ -115,6 +116,7 @@ class CaptureUnit : public sc_core::sc_module {
   sc_core::sc_time last_write_end_ = sc_core::SC_ZERO_TIME;  // last record's bytes in HBM
   std::vector<std::byte> scratch_;
   bool warned_oversize_ = false;
+  std::uint64_t fill_trace_ps_ = 0;  // time of the last fill sample (trace)
   sc_core::sc_event released_;
   sc_core::sc_event ready_event_;
 };

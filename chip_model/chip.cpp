@@ -127,7 +127,7 @@ void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::s
     if (offset == kRegFpMode) modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
     if (offset == kRegStep) modes_.step = value;
   } else if (offset < 0x300) {
-    detection_->write_reg(offset, value);
+    detection_->write_reg(offset, value, now);
   } else if (offset < 0x400) {
     irq_->write_reg(offset, value, now);
   } else if (offset < 0x500) {

@@ -42,6 +42,7 @@ void DetectionCircuit::report(const DetectionEvent& ev) {
       }
   }
   const sc_core::sc_time at = clock_.time_of_cycle(ev.cycle);
+  latch_ps_ = ChipClock::to_ps(at);
   if (trace_ && trace_->enabled())
     trace_->instant(rank_, "detect", "latch", "exception", ChipClock::to_ps(at),
                     {{"kind", std::uint64_t{latch_.first_kind}},
@@ -83,13 +84,23 @@ std::uint32_t DetectionCircuit::read_reg(std::uint32_t offset) const {
   }
 }
 
-void DetectionCircuit::write_reg(std::uint32_t offset, std::uint32_t value) {
+void DetectionCircuit::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now) {
   using namespace spec;
   switch (offset) {
     case kRegFloatStatusClear: float_status_ &= ~value; break;
     case kRegExcEnable: enable_ = value & ((1u << kExcKindCount) - 1); break;
     case kRegExcAck:
       if (value & 1u) {
+        if (valid_ && trace_ && trace_->enabled()) {
+          // The latch held from the offending tile until the ISR acknowledged it; a flow from
+          // this slice leads to the ISR and the report entry (sim/run/trace_flows.h).
+          const std::uint64_t end = std::max(latch_ps_, ChipClock::to_ps(now));
+          static const char* kKind[] = {"overflow", "underflow", "invalid", "nan_input"};
+          trace_->complete(rank_, "detect", fmt::format("{} latched", kKind[latch_.first_kind % 4]), "exception",
+                           latch_ps_, end - latch_ps_,
+                           {{"op_id", std::uint64_t{latch_.op_id}}, {"elem", latch_.first_elem},
+                            {"more", std::uint64_t{more_ ? 1u : 0u}}});
+        }
         valid_ = false;
         more_ = false;
         latch_ = DetectionEvent{};

@@ -75,7 +75,8 @@ class DetectionCircuit : public sc_core::sc_module {
 
   /// MMIO of the float-status and exception blocks (0x100..0x2FF). Other offsets: 0 / ignored.
   std::uint32_t read_reg(std::uint32_t offset) const;
-  void write_reg(std::uint32_t offset, std::uint32_t value);
+  /// `now`: absolute time of the write (the trace shows the latch held until its ack).
+  void write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now = sc_core::SC_ZERO_TIME);
 
   // Direct views for tests and the report.
   std::uint32_t float_status() const { return float_status_; }
@@ -99,6 +100,7 @@ class DetectionCircuit : public sc_core::sc_module {
   std::uint32_t enable_ = (1u << spec::kExcKindCount) - 1;
   bool valid_ = false, more_ = false;
   DetectionEvent latch_;
+  std::uint64_t latch_ps_ = 0;  // when the latch was set (trace)
   std::array<std::uint32_t, spec::kExcKindCount> counters_{};
   std::uint64_t reports_ = 0;
   std::set<std::pair<std::uint32_t, std::uint32_t>> anomalous_ops_;  // (op_id, step)

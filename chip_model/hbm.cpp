@@ -96,6 +96,7 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
       for (std::uint64_t i = 0; i < rest; ++i) share_[(g0 + 1 + i) % channels_] += interleave_;
     }
   }
+  const bool tracing = trace_ && trace_->enabled();
   std::uint64_t end = start_ps;
   for (std::uint32_t c = 0; c < channels_; ++c) {
     if (share_[c] == 0) continue;
@@ -104,12 +105,16 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
     busy_until_ps_[c] = begin + dur;
     busy_ps_total_ += dur;
     end = std::max(end, busy_until_ps_[c]);
+    if (tracing) {
+      // One track per channel: a channel serves one share at a time, so its slices never overlap.
+      trace_->complete(rank_, fmt::format("hbm.ch{:02}", c),
+                       fmt::format("{} {}", hbm_client_name(who), is_write ? "write" : "read"), "hbm", begin, dur,
+                       {{"bytes", share_[c]}, {"addr", addr}, {"queued_ps", begin - start_ps}});
+      trace_->rate(rank_, "hbm bandwidth", "GB/s", begin, dur, share_[c]);
+    }
   }
   if (port_gbps > 0) end = std::max(end, start_ps + transfer_ps(bytes, port_gbps));
   end += latency_ps_;
-  if (trace_ && trace_->enabled())
-    trace_->complete(rank_, "hbm", is_write ? "write" : "read", hbm_client_name(who), start_ps, end - start_ps,
-                     {{"bytes", bytes}, {"addr", addr}});
   return end;
 }
 

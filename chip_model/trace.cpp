@@ -1,8 +1,7 @@
 #include "chip_model/trace.h"
 
-#include <algorithm>
+#include <cmath>
 #include <fstream>
-#include <numeric>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -10,16 +9,55 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "chip_model/detail/trace_layout.h"
+
 namespace probelab::chip {
 namespace {
 
-// Microseconds with picosecond precision, as an exact decimal (no binary rounding in the file).
-std::string us_text(std::uint64_t ps) { return fmt::format("{}.{:06d}", ps / 1'000'000, ps % 1'000'000); }
+__extension__ typedef unsigned __int128 U128;
+
+// Microseconds with nanosecond precision, as an exact decimal.
+std::string us_text(std::uint64_t ns) { return fmt::format("{}.{:03d}", ns / 1000, ns % 1000); }
+
+double parse(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
+
+// A "dur" text whose double, added to the double of ts_text, gives exactly the double of the end
+// (what a viewer computes as the end), and never more.
+std::string dur_text(const std::string& ts_text, std::uint64_t start_ns, std::uint64_t end_ns) {
+  std::string d = us_text(end_ns - start_ns);
+  const double t = parse(ts_text), e = parse(us_text(end_ns));
+  double c = parse(d);
+  if (t + c == e) return d;
+  c = e - t;
+  double below = 0;  // the largest candidate seen whose sum stays <= e
+  for (int k = 0; k < 200; ++k) {
+    const double sum = t + c;
+    if (sum == e) return fmt::format("{}", c);
+    if (sum < e) {
+      below = std::max(below, c);
+      c = std::nextafter(c, HUGE_VAL);
+    } else {
+      c = std::nextafter(c, 0.0);
+    }
+  }
+  return fmt::format("{}", below);
+}
 
 nlohmann::json args_json(const Trace::Args& args) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& kv : args) std::visit([&](const auto& x) { j[kv.first] = x; }, kv.second);
   return j;
+}
+
+// Appends "ts" (and "dur") as exact decimals before the closing brace of a dumped object.
+std::string with_time(nlohmann::json j, std::uint64_t start_ns, const std::uint64_t* end_ns) {
+  std::string text = j.dump();
+  text.pop_back();
+  const std::string ts = us_text(start_ns);
+  text += ",\"ts\":" + ts;
+  if (end_ns) text += ",\"dur\":" + dur_text(ts, start_ns, *end_ns);
+  text += '}';
+  return text;
 }
 
 }  // namespace
@@ -38,9 +76,36 @@ void Trace::instant(std::uint32_t pid, std::string_view track, std::string_view 
                      std::move(args)});
 }
 
-void Trace::counter(std::uint32_t pid, std::string_view name, std::uint64_t ts_ps, double value) {
+void Trace::counter(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t ts_ps,
+                    double value) {
   if (!enabled_) return;
-  events_.push_back({'C', pid, std::string(), std::string(name), "counter", ts_ps, 0, value, {}});
+  events_.push_back({'C', pid, std::string(unit), std::string(name), "counter", ts_ps, 0, value, {}});
+}
+
+void Trace::rate(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t start_ps,
+                 std::uint64_t dur_ps, std::uint64_t amount) {
+  if (!enabled_ || amount == 0) return;
+  Rate& r = rates_[{pid, std::string(name)}];
+  if (r.unit.empty()) r.unit = std::string(unit);
+  const std::uint64_t bin = rate_bin_ps_;
+  if (dur_ps == 0) {
+    r.bins[start_ps / bin] += amount;
+    return;
+  }
+  // Cumulative integer shares: the bins of one call add up to `amount` exactly.
+  const std::uint64_t end = start_ps + dur_ps;
+  std::uint64_t given = 0;
+  for (std::uint64_t b = start_ps / bin; b * bin < end; ++b) {
+    const std::uint64_t upto = std::min(end, (b + 1) * bin) - start_ps;
+    const auto cum = static_cast<std::uint64_t>(static_cast<U128>(amount) * upto / dur_ps);
+    if (cum > given) r.bins[b] += cum - given;
+    given = cum;
+  }
+}
+
+void Trace::flow(std::string_view key, std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) {
+  if (!enabled_) return;
+  flows_.push_back({std::string(key), pid, std::string(track), ts_ps});
 }
 
 void Trace::set_process_name(std::uint32_t pid, std::string name) { process_names_[pid] = std::move(name); }
@@ -49,81 +114,76 @@ void Trace::set_track_order(std::uint32_t pid, std::string_view track, int order
   track_order_[{pid, std::string(track)}] = order;
 }
 
-void Trace::clear() { events_.clear(); }
+std::optional<Trace::Event> Trace::slice_at(std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) const {
+  const Event* best = nullptr;
+  for (const Event& e : events_) {
+    if (e.phase != 'X' || e.pid != pid || e.track != track || e.ts_ps > ts_ps || ts_ps > e.ts_ps + e.dur_ps) continue;
+    if (!best || e.ts_ps > best->ts_ps || (e.ts_ps == best->ts_ps && e.dur_ps < best->dur_ps)) best = &e;
+  }
+  if (!best) return std::nullopt;
+  return *best;
+}
+
+void Trace::clear() {
+  events_.clear();
+  flows_.clear();
+  rates_.clear();
+}
+
+Trace::Format Trace::parse_format(std::string_view s) {
+  if (s == "json") return Format::Json;
+  if (s == "perfetto") return Format::Perfetto;
+  throw std::invalid_argument(fmt::format("unknown trace format '{}' (expected json or perfetto)", s));
+}
+
+const char* Trace::file_name(Format f) { return f == Format::Json ? "trace.json" : "trace.pftrace"; }
+
+Trace::Stats Trace::stats() const { return detail::lay_out(*this).stats; }
 
 void Trace::write_json(std::ostream& out) const {
-  // Track ids: per process, tracks sorted by (explicit order, name); tid 0 is kept for counters.
-  std::map<std::pair<std::uint32_t, std::string>, int> tids;
-  {
-    std::map<std::uint32_t, std::vector<std::string>> names;
-    for (const auto& e : events_)
-      if (e.phase != 'C') names[e.pid].push_back(e.track);
-    for (auto& [pid, v] : names) {
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-      std::stable_sort(v.begin(), v.end(), [&, p = pid](const std::string& a, const std::string& b) {
-        const auto oa = track_order_.find({p, a}), ob = track_order_.find({p, b});
-        const int ia = oa == track_order_.end() ? 1 << 30 : oa->second;
-        const int ib = ob == track_order_.end() ? 1 << 30 : ob->second;
-        return ia < ib;
-      });
-      int next = 1;
-      for (const auto& n : v) tids[{pid, n}] = next++;
-    }
-  }
-  std::vector<std::size_t> order(events_.size());
-  std::iota(order.begin(), order.end(), 0);
-  auto tid_of = [&](const Event& e) { return e.phase == 'C' ? 0 : tids.at({e.pid, e.track}); };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Event& x = events_[a];
-    const Event& y = events_[b];
-    if (x.pid != y.pid) return x.pid < y.pid;
-    const int tx = tid_of(x), ty = tid_of(y);
-    if (tx != ty) return tx < ty;
-    if (x.ts_ps != y.ts_ps) return x.ts_ps < y.ts_ps;
-    return x.dur_ps > y.dur_ps;  // enclosing spans first
-  });
-
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  const detail::Layout L = detail::lay_out(*this);
+  using nlohmann::json;
+  out << "{\"traceEvents\":[";
   bool first = true;
-  auto sep = [&] {
+  auto put = [&](const std::string& s) {
     if (!first) out << ",\n";
     first = false;
+    out << s;
   };
-  for (const auto& [pid, name] : process_names_) {
-    sep();
-    out << nlohmann::json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0},
-                          {"args", {{"name", name}}}}
-               .dump();
+  for (const auto& [pid, name] : process_names_)
+    put(json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}}.dump());
+  for (const auto& tr : L.tracks) {
+    put(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", tr.pid}, {"tid", tr.tid}, {"args", {{"name", tr.name}}}}
+            .dump());
+    put(json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", tr.pid}, {"tid", tr.tid},
+             {"args", {{"sort_index", tr.tid}}}}
+            .dump());
   }
-  for (const auto& [key, tid] : tids) {
-    sep();
-    out << nlohmann::json{{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first}, {"tid", tid},
-                          {"args", {{"name", key.second}}}}
-               .dump();
-    sep();
-    out << nlohmann::json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", key.first}, {"tid", tid},
-                          {"args", {{"sort_index", tid}}}}
-               .dump();
-  }
-  for (const std::size_t i : order) {
-    const Event& e = events_[i];
-    sep();
-    nlohmann::json j{{"ph", std::string(1, e.phase)}, {"pid", e.pid}, {"tid", tid_of(e)}, {"name", e.name}};
-    if (!e.category.empty()) j["cat"] = e.category;
-    if (e.phase == 'C') {
-      j["args"] = {{"value", e.value}};
-    } else if (!e.args.empty()) {
-      j["args"] = args_json(e.args);
+  for (const auto& tr : L.tracks) {
+    for (const auto& it : tr.items) {
+      const Event& e = *it.event;
+      json j{{"ph", std::string(1, e.phase)}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", e.name}};
+      if (!e.category.empty()) j["cat"] = e.category;
+      if (!e.args.empty()) j["args"] = args_json(e.args);
+      if (e.phase == 'i') j["s"] = "t";
+      put(with_time(std::move(j), it.start_ns, e.phase == 'X' ? &it.end_ns : nullptr));
     }
-    if (e.phase == 'i') j["s"] = "t";
-    std::string text = j.dump();
-    // Timestamps are written as exact decimals (appended before the closing brace).
-    text.pop_back();
-    text += ",\"ts\":" + us_text(e.ts_ps);
-    if (e.phase == 'X') text += ",\"dur\":" + us_text(e.dur_ps);
-    text += '}';
-    out << text;
+  }
+  for (const auto& c : L.counters)
+    for (const auto& [ns, v] : c.samples)
+      put(with_time(json{{"ph", "C"}, {"pid", c.pid}, {"tid", 0}, {"name", c.name}, {"args", {{c.unit, v}}}}, ns,
+                    nullptr));
+  // Flows (v1): one event per bound slice, at the slice's own start, pid, tid and category (the
+  // binding key of Chrome's trace model; Perfetto binds to the enclosing slice).
+  for (const auto& f : L.flows) {
+    for (std::size_t i = 0; i < f.points.size(); ++i) {
+      const detail::LaidTrack& tr = L.tracks[f.points[i].track];
+      const detail::LaidItem& it = tr.items[f.points[i].item];
+      const char* ph = i == 0 ? "s" : i + 1 == f.points.size() ? "f" : "t";
+      json j{{"ph", ph}, {"id", f.id}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", "flow"}, {"cat", f.category}};
+      if (i > 0) j["bp"] = "e";
+      put(with_time(std::move(j), it.start_ns, nullptr));
+    }
   }
   out << "]}\n";
 }
@@ -134,10 +194,13 @@ std::string Trace::to_json_string() const {
   return s.str();
 }
 
-void Trace::write_file(const std::string& path) const {
+void Trace::write_file(const std::string& path, Format format) const {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot open trace file '" + path + "' for writing");
-  write_json(f);
+  if (format == Format::Json)
+    write_json(f);
+  else
+    write_perfetto(f);
   if (!f) throw std::runtime_error("error writing trace file '" + path + "'");
 }
 

@@ -1,11 +1,25 @@
-// Deterministic timeline recorder, written as Chrome/Perfetto trace JSON ("traceEvents").
-// No SystemC: times are absolute picoseconds supplied by the caller.
+// Deterministic timeline recorder, written as Chrome/Perfetto trace JSON ("traceEvents") or as
+// Perfetto's native protobuf trace. No SystemC: times are absolute picoseconds from the caller.
 //
-// Layout: one process (pid) per chip = rank (the host may use its own pid, see kHostPid), one
-// track (thread) per unit: "core<i>.mte", "core<i>.cube", "core<i>.vector", "hbm", "pcie",
-// "capture", "irq", "stream<s>", "host", ... Tracks are created on first use; their tids and the
-// order of events in the file depend only on names and times, never on insertion order, so the
-// same simulation gives the same bytes.
+// Layout: one process (pid) per chip = rank (the host uses kHostPid + rank), one track per
+// resource that works serially: "core<i>.mte", "core<i>.cube", "core<i>.vector", "stream<s>",
+// "hbm.ch<c>" (one per HBM channel), "pcie.h2d", "pcie.d2h", "capture", "capture.stall",
+// "capture_dma", "detect", "irq", "link->r<d>", "collective"; on the host "main", "isr",
+// "report". A caller that records work which really overlaps on one track gets it shown whole
+// anyway: the writer moves a slice that would break the nesting rule onto an extra lane
+// ("<track> #2", ...) and counts it (stats().lane_slices), so nothing is dropped by a viewer.
+//
+// Output rules (both formats, checked by tests on every bundled trace):
+//  - every boundary is rounded to the nearest nanosecond, start and end alike (monotone, so
+//    nesting and order survive; a slice shorter than 1 ns may become 0 ns long, never negative);
+//  - on each track slices nest (a slice starting inside another ends inside it) and appear in
+//    start order, longer first on ties;
+//  - JSON timestamps are microseconds with three decimals, and each "dur" is chosen so that the
+//    double sum ts + dur a viewer computes equals the end exactly (no 36.346563 + 0.032223 =
+//    36.378786000000005 overshoot);
+//  - the file depends only on what was recorded (names, times, args, keys), never on the order
+//    of recording among equal keys beyond the insertion sequence, so the same simulation gives the
+//    same bytes, and per-chip recording in several processes merges to the same bytes.
 //
 // Cost when disabled: callers test enabled() (an inline bool read) before building names/args.
 #pragma once
@@ -13,6 +27,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,35 +47,39 @@ class Trace {
   bool enabled() const { return enabled_; }
   void set_enabled(bool on) { enabled_ = on; }
 
+  // ---- recording ----
   /// A span of work ("X" event) on track `track` of process `pid`.
-  void complete(std::uint32_t pid, std::string_view track, std::string_view name,
-                std::string_view category, std::uint64_t start_ps, std::uint64_t dur_ps,
-                Args args = {});
+  void complete(std::uint32_t pid, std::string_view track, std::string_view name, std::string_view category,
+                std::uint64_t start_ps, std::uint64_t dur_ps, Args args = {});
   /// A point in time ("i" event, thread scope).
-  void instant(std::uint32_t pid, std::string_view track, std::string_view name,
-               std::string_view category, std::uint64_t ts_ps, Args args = {});
-  /// A counter sample ("C" event); Perfetto draws one counter track per (pid, name).
-  void counter(std::uint32_t pid, std::string_view name, std::uint64_t ts_ps, double value);
+  void instant(std::uint32_t pid, std::string_view track, std::string_view name, std::string_view category,
+               std::uint64_t ts_ps, Args args = {});
+  /// A sample of a level counter: counter track `name` of `pid`, series `unit` (e.g. "bytes");
+  /// the value holds until the next sample.
+  void counter(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t ts_ps, double value);
+  /// A rate counter: `amount` (e.g. bytes) spread evenly over [start, start + dur) (all of it at
+  /// `start` when dur is 0); written as amount per nanosecond (bytes/ns = GB/s) averaged over
+  /// bins of rate_bin_ps(). Integer sums: the result does not depend on the order of calls.
+  void rate(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t start_ps,
+            std::uint64_t dur_ps, std::uint64_t amount);
+  /// Joins the innermost slice of (pid, track) that encloses `ts_ps` (start <= ts <= end) to the
+  /// flow `key`: the slices of one key are linked by arrows in time order. Slices of one flow
+  /// must share a category (Chrome binds a flow to slices of its own category). A point that no
+  /// slice encloses is counted in stats().unbound_flow_points and left out.
+  void flow(std::string_view key, std::uint32_t pid, std::string_view track, std::uint64_t ts_ps);
 
   /// Display names ("process_name" metadata), e.g. "chip0", "host".
   void set_process_name(std::uint32_t pid, std::string name);
   /// Optional display order of a track within its process (lower first; default: by name).
   void set_track_order(std::uint32_t pid, std::string_view track, int order);
+  void set_rate_bin_ps(std::uint64_t ps) { rate_bin_ps_ = ps == 0 ? 1 : ps; }
+  std::uint64_t rate_bin_ps() const { return rate_bin_ps_; }
 
-  std::size_t size() const { return events_.size(); }
-  void clear();
-
-  /// Writes the whole trace as JSON. Events are sorted by (pid, track, start, seq of
-  /// insertion among identical keys); timestamps are microseconds with picosecond precision.
-  void write_json(std::ostream& out) const;
-  std::string to_json_string() const;
-  void write_file(const std::string& path) const;  // throws std::runtime_error on I/O errors
-
- private:
+  // ---- what was recorded ----
   struct Event {
-    char phase;  // 'X', 'i', 'C'
+    char phase;  // 'X' slice, 'i' instant, 'C' counter sample
     std::uint32_t pid;
-    std::string track;
+    std::string track;     // counters: the unit
     std::string name;
     std::string category;
     std::uint64_t ts_ps;
@@ -68,8 +87,56 @@ class Trace {
     double value;  // counters
     Args args;
   };
+  struct FlowPoint {
+    std::string key;
+    std::uint32_t pid;
+    std::string track;
+    std::uint64_t ts_ps;
+  };
+  struct Rate {
+    std::string unit;
+    std::map<std::uint64_t, std::uint64_t> bins;  // bin index -> amount
+  };
+  const std::vector<Event>& events() const { return events_; }
+  const std::vector<FlowPoint>& flow_points() const { return flows_; }
+  const std::map<std::pair<std::uint32_t, std::string>, Rate>& rates() const { return rates_; }
+  const std::map<std::uint32_t, std::string>& process_names() const { return process_names_; }
+  const std::map<std::pair<std::uint32_t, std::string>, int>& track_orders() const { return track_order_; }
+  /// The innermost slice of (pid, track) enclosing ts_ps, as recorded (before lane assignment).
+  std::optional<Event> slice_at(std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) const;
+  std::size_t size() const { return events_.size(); }
+  void clear();
+
+  // ---- output ----
+  enum class Format { Json, Perfetto };
+  /// Parses "json" | "perfetto"; throws std::invalid_argument naming the choices otherwise.
+  static Format parse_format(std::string_view s);
+  /// File name of the trace in an output directory: "trace.json" | "trace.pftrace".
+  static const char* file_name(Format f);
+
+  void write_json(std::ostream& out) const;
+  /// Perfetto's TracePacket stream (perfetto.protos.Trace): one track descriptor per process,
+  /// track and counter, slices as SLICE_BEGIN/END pairs, flows as flow_ids.
+  void write_perfetto(std::ostream& out) const;
+  std::string to_json_string() const;
+  void write_file(const std::string& path, Format format = Format::Json) const;  // throws on I/O errors
+
+  /// What the layout had to do (same for both formats).
+  struct Stats {
+    std::uint64_t slices = 0;               // 'X' events written
+    std::uint64_t lane_slices = 0;          // slices moved to an extra lane to keep nesting
+    std::uint64_t flows = 0;                // flows with at least two bound slices
+    std::uint64_t unbound_flow_points = 0;  // flow points no slice enclosed
+    std::uint64_t mixed_category_flows = 0; // flows whose slices have different categories
+  };
+  Stats stats() const;
+
+ private:
   bool enabled_;
+  std::uint64_t rate_bin_ps_ = 100'000;  // 100 ns
   std::vector<Event> events_;
+  std::vector<FlowPoint> flows_;
+  std::map<std::pair<std::uint32_t, std::string>, Rate> rates_;
   std::map<std::uint32_t, std::string> process_names_;
   std::map<std::pair<std::uint32_t, std::string>, int> track_order_;
 };

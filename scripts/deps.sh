@@ -30,6 +30,23 @@ probelab_install_deps() {
   fi
 }
 
+# Chrome DevTools' trace model (npm), for the test that loads every bundled trace in it
+# (tests/sim/run/test_bundled_traces.cpp). Installed once into DIR; about 2 s from the registry.
+PROBELAB_TRACE_ENGINE="@paulirish/trace_engine@0.0.65"
+probelab_install_trace_engine() {
+  local dir="$1"
+  if [ -f "$dir/node_modules/@paulirish/trace_engine/package.json" ]; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends nodejs npm
+  fi
+  mkdir -p "$dir"
+  echo "probelab: installing $PROBELAB_TRACE_ENGINE into $dir"
+  (cd "$dir" && npm install --no-audit --no-fund --no-save --prefix "$dir" "$PROBELAB_TRACE_ENGINE" >/dev/null)
+}
+
 probelab_build() {
   local root="$1"
   local jobs

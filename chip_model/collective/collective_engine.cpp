@@ -155,6 +155,8 @@ void CollectiveEngine::run(TaskContext& ctx) {
          {"acc", std::string(graph::dtype_name(plan.acc_dtypes.at(ticket->position)))},
          {"wait_ps", *std::max_element(rec.arrival_ps.begin(), rec.arrival_ps.end()) - arrival_ps},
          {"flags", num::to_string(ticket->report.flags)}});
+    // One flow per collective links its slices on every rank.
+    ctx.chip.trace->flow(fmt::format("collective {}:{}", rec.comm_id, rec.seq), rank_, "collective", arrival_ps);
   }
   ++completed_;
 }

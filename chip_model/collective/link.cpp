@@ -30,8 +30,11 @@ std::uint64_t Link::reserve(std::uint64_t ready_ps, std::uint64_t bytes) {
   stats_.busy_ps += ser;
   stats_.wait_ps += start - ready_ps;
   if (trace_ && trace_->enabled())
+  {
     trace_->complete(src_, fmt::format("link->r{}", dst_), "xfer", "link", start, ser,
                      {{"bytes", bytes}, {"queued_ps", start - ready_ps}});
+    trace_->rate(src_, "link tx bandwidth", "GB/s", start, ser, bytes);  // all of the chip's links
+  }
   return start;
 }
 

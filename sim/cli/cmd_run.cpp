@@ -26,6 +26,7 @@ struct RunArgs {
   int jobs = 1;
   bool no_baseline = false;
   bool no_trace = false;
+  std::vector<std::string> trace_formats;
   unsigned timeout = 3600;
 };
 
@@ -44,6 +45,10 @@ int run(const RunArgs& a) {
   opts.jobs = a.jobs;
   opts.baseline = !a.no_baseline;
   opts.trace = !a.no_trace;
+  if (!a.trace_formats.empty()) {
+    opts.trace_formats.clear();
+    for (const auto& f : a.trace_formats) opts.trace_formats.push_back(chip::Trace::parse_format(f));
+  }
   opts.timeout_s = a.timeout;
   const auto files = sim::expand_scenario_args(a.paths, opts.load.source_root);
 
@@ -120,7 +125,11 @@ Command add_run(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print the machine-readable result (every report) on stdout");
   sub->add_option("--jobs,-j", a->jobs, "Simulations to run in parallel (child processes)")->check(CLI::Range(1, 256));
   sub->add_flag("--no-baseline", a->no_baseline, "Skip the no-probe run (no capture overhead in the report)");
-  sub->add_flag("--no-trace", a->no_trace, "Do not record trace.json");
+  sub->add_flag("--no-trace", a->no_trace, "Do not record the trace");
+  sub->add_option("--trace-format", a->trace_formats,
+                  "Trace file(s) to write: json (trace.json, Chrome/Perfetto JSON; the default) and/or perfetto "
+                  "(trace.pftrace, Perfetto's protobuf trace); repeatable")
+      ->check(CLI::IsMember({"json", "perfetto"}));
   sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)");
   return [a] { return run(*a); };
 }

@@ -63,9 +63,15 @@ sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::ui
   free_at = start + xfer;
   stats_.pcie_busy_ps += ps(xfer);
   const sc_core::sc_time arrive = start + ns(cfg_.pcie_latency_ns) + xfer;
-  if (trace_ && trace_->enabled() && bytes > 64)
-    trace_->complete(rank_, "pcie", what, "pcie", ps(start), ps(arrive - start),
-                     {{"bytes", std::uint64_t{bytes}}});
+  if (trace_ && trace_->enabled()) {
+    // One track per direction: the link serializes one transfer at a time each way; the data
+    // arrives a latency after it left (`arrive_ps`), overlapping the next transfer.
+    const bool h2d = dir == LinkDir::ToDevice;
+    if (bytes > 64)
+      trace_->complete(rank_, h2d ? "pcie.h2d" : "pcie.d2h", what, "pcie", ps(start), ps(xfer),
+                       {{"bytes", std::uint64_t{bytes}}, {"arrive_ps", ps(arrive)}});
+    trace_->rate(rank_, h2d ? "pcie h2d bandwidth" : "pcie d2h bandwidth", "GB/s", ps(start), ps(xfer), bytes);
+  }
   return arrive;
 }
 
@@ -285,8 +291,10 @@ void SimDevice::service_interrupt(std::uint32_t lines) {
   if (lines && handler_) handler_(lines);
   q.sync();
   if (trace_ && trace_->enabled())
-    trace_->complete(chip::Trace::kHostPid + rank_, "isr", "isr", "host", ps(t0), ps(sc_core::sc_time_stamp() - t0),
-                     {{"lines", std::uint64_t{lines}}});
+    // An ISR that serviced an exception shares the category of the latch and of the report entry
+    // it is linked to by a flow (Chrome binds flows to slices of the flow's category).
+    trace_->complete(chip::Trace::kHostPid + rank_, "isr", "isr", (lines & spec::kIrqException) ? "exception" : "host",
+                     ps(t0), ps(sc_core::sc_time_stamp() - t0), {{"lines", std::uint64_t{lines}}});
   if (stream_event) {
     ++serviced_count_;
     serviced_ev_.notify(sc_core::SC_ZERO_TIME);

@@ -107,7 +107,8 @@ json read_result(const Job& job, const ChildStatus& st) {
 
 void clean_outputs(const fs::path& dir) {
   std::error_code ec;
-  for (const char* name : {"report.json", "report.html", "summary.txt", "trace.json", "dump", "outputs", "variants", ".results"})
+  for (const char* name : {"report.json", "report.html", "summary.txt", "trace.json", "trace.pftrace", "dump", "outputs",
+                           "variants", ".results"})
     fs::remove_all(dir / name, ec);
 }
 
@@ -148,6 +149,7 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
       req.probes = !job.baseline;
       req.out_dir = job.out_dir;
       req.trace = opts_.trace && !job.baseline && job.variant < 0;
+      req.trace_formats = opts_.trace_formats;
       req.save_outputs = !job.baseline && job.variant < 0;
       json res;
       try {

@@ -5,7 +5,8 @@
 //   report.json   (sim/run/report.h; written last, atomically: a report.json is always complete)
 //   report.html   the same as a self-contained page (sim/html/report_html.h), written before it
 //   summary.txt   the human summary
-//   trace.json    Chrome/Perfetto timeline of the run with probes
+//   trace.json    Chrome/Perfetto timeline of the run with probes (chip_model/trace.h);
+//   trace.pftrace the same as Perfetto's protobuf trace (RunOptions::trace_formats)
 //   dump/         the probe runtime's dumps (dump.json manifests, .npy files), per rank
 //   outputs/      the fetched tensors of the run (rank<r>/<tensor>.npy)
 //   variants/<v>/ dumps of each variant
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chip_model/trace.h"
 #include "sim/scenario/prepared_run.h"
 #include "sim/scenario/scenario.h"
 
@@ -29,7 +31,8 @@ struct RunOptions {
   LoadOptions load;             // --set, --seed, source root
   int jobs = 1;                 // child processes at a time
   bool baseline = true;         // also run without probes to measure capture overhead
-  bool trace = true;            // write trace.json
+  bool trace = true;            // write the trace
+  std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};  // trace.json, trace.pftrace
   unsigned timeout_s = 3600;    // a simulation still running after this long is killed
 };
 

@@ -14,6 +14,7 @@
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
 #include "sim/run/probe_results.h"
+#include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
 
 namespace probelab::sim {
@@ -178,7 +179,6 @@ json simulate(const SimRequest& req) {
     }
     res["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, clock);
   }
-  if (trace.enabled()) trace.write_file((req.out_dir / "trace.json").string());
 
   if (probes_on) {
     std::vector<const probes::ProbeRuntime*> rts;
@@ -186,6 +186,10 @@ json simulate(const SimRequest& req) {
     merge_probe_results(res, probes::combine_ranks(rts), executed);
     for (const auto& wmsg : res["probe_warnings"]) warnings.push_back(wmsg);
     res.erase("probe_warnings");
+  }
+  if (trace.enabled()) {
+    if (res.contains("anomalies")) add_anomaly_flows(trace, res["anomalies"], clock);
+    for (const auto f : req.trace_formats) trace.write_file((req.out_dir / chip::Trace::file_name(f)).string(), f);
   }
   res["warnings"] = warnings;
   res["injections"] = injections ? injections->report() : json::array();

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "chip_model/trace.h"
 #include "sim/scenario/prepared_run.h"
 
 namespace probelab::sim {
@@ -19,7 +21,8 @@ struct SimRequest {
   const PreparedRun* run = nullptr;
   bool probes = true;          // false: the no-probe baseline
   std::filesystem::path out_dir;
-  bool trace = false;          // record and write trace.json
+  bool trace = false;          // record and write the trace (trace.json / trace.pftrace)
+  std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};
   bool save_outputs = false;   // write outputs/rank<r>/<tensor>.npy
 };
 

@@ -1,6 +1,5 @@
 #include "sim/run/trace_stats.h"
 
-#include <cmath>
 #include <map>
 
 #include "probes/insertion_pass.h"
@@ -24,20 +23,19 @@ json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, c
     }
   }
   if (trace) {
-    const json doc = json::parse(trace->to_json_string());
-    for (const auto& e : doc.at("traceEvents")) {
-      if (e.value("ph", "") != "X" || e.value("cat", "") != "task" || !e.contains("args")) continue;
-      const auto pid = e.value("pid", 0u);
-      if (pid >= graphs.size() || !e["args"].contains("op_id")) continue;
-      const auto ps = static_cast<std::uint64_t>(std::llround(e.value("dur", 0.0) * 1e6));
-      const std::string name = e.value("name", "");
-      Acc& a = acc[{pid, e["args"]["op_id"].get<std::uint32_t>()}];
-      if (name == "capture" || name == "breakpoint") {
+    for (const chip::Trace::Event& e : trace->events()) {
+      if (e.phase != 'X' || e.category != "task" || e.pid >= graphs.size()) continue;
+      const std::uint64_t* op_id = nullptr;
+      for (const auto& [k, v] : e.args)
+        if (k == "op_id") op_id = std::get_if<std::uint64_t>(&v);
+      if (!op_id) continue;
+      Acc& a = acc[{e.pid, static_cast<std::uint32_t>(*op_id)}];
+      if (e.name == "capture" || e.name == "breakpoint") {
         ++a.probe_tasks;
-        a.probe_ps += ps;
-      } else if (name == "collective") {
+        a.probe_ps += e.dur_ps;
+      } else if (e.name == "collective") {
         ++a.tasks;
-        a.collective_ps += ps;
+        a.collective_ps += e.dur_ps;
       }
     }
   }

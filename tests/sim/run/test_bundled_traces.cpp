@@ -1,0 +1,150 @@
+// Every bundled scenario's timeline, in both formats, read the way viewers read it: no slice a
+// viewer's nesting rule would drop, every track in time order, whole-nanosecond timestamps, flows
+// bound to slices; one track per serial resource (no extra lanes needed); the counter tracks and
+// flows the timeline promises.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_util.h"
+#include "tests/support/perfetto_check.h"
+#include "tests/support/trace_check.h"
+
+namespace probelab::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+std::vector<std::string> bundled() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(test::source_root() / "scenarios"))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class BundledTrace : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BundledTrace, ViewersKeepEverySliceAndFlow) {
+  TempDir dir;
+  const fs::path path = test::source_root() / "scenarios" / (GetParam() + ".yaml");
+  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + path.string() +
+                                            "' --out out --trace-format json --trace-format perfetto",
+                                        dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  fs::path out;
+  for (const auto& e : fs::directory_iterator(dir.path() / "out")) out = e.path();
+  const json doc = json::parse(test::slurp(out / "trace.json"));
+  const json report = json::parse(test::slurp(out / "report.json"));
+
+  const probelab::test::TraceCheck c = probelab::test::check_json_trace(doc);
+  EXPECT_TRUE(c.ok()) << c.summary();
+  EXPECT_GT(c.slices, 100u);
+  const probelab::test::TraceCheck p = probelab::test::check_perfetto_trace(test::slurp(out / "trace.pftrace"));
+  EXPECT_TRUE(p.ok()) << p.summary();
+  EXPECT_EQ(p.slices, c.slices) << "both formats carry the same slices";
+  EXPECT_EQ(p.counters, c.counters);
+
+  std::set<std::string> tracks, counters;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "C") counters.insert(e["name"].get<std::string>());
+  }
+  for (const auto& t : tracks) EXPECT_EQ(t.find(" #"), std::string::npos) << "track " << t << " needed an extra lane";
+  EXPECT_TRUE(tracks.count("hbm.ch00")) << "one track per HBM channel";
+  EXPECT_TRUE(tracks.count("pcie.h2d"));
+  EXPECT_TRUE(counters.count("hbm bandwidth"));
+  EXPECT_TRUE(counters.count("pcie h2d bandwidth"));
+  if (report["capture"]["records"].get<std::uint64_t>() > 0) {
+    EXPECT_TRUE(counters.count("capture buffer fill"));
+  }
+
+  // One flow per latched anomaly: latch -> ISR (when one serviced it) -> report entry.
+  std::uint64_t latched = 0;
+  for (const auto& a : report["anomalies"]) latched += a.contains("latency_cycles") ? 1 : 0;
+  std::set<std::string> flow_cats;
+  std::map<std::int64_t, int> flow_len;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") {
+      flow_cats.insert(e["cat"].get<std::string>());
+      ++flow_len[e["id"].get<std::int64_t>()];
+    }
+  std::uint64_t anomaly_flows = 0, collective_flows = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "s") {
+      (e["cat"] == "exception" ? anomaly_flows : collective_flows) += 1;
+    }
+  EXPECT_EQ(anomaly_flows, latched);
+  if (report["scenario"]["ranks"].get<int>() > 1) {
+    std::uint64_t collectives = 0;
+    for (const auto& e : doc["traceEvents"]) {
+      if (e["ph"] == "X" && e["cat"] == "collective" && e["pid"] == 0) ++collectives;
+    }
+    EXPECT_EQ(collective_flows, collectives) << "one flow across the ranks per collective";
+    for (const auto& [id, n] : flow_len) {
+      if (n > 3) {
+        EXPECT_EQ(n, report["scenario"]["ranks"].get<int>());
+      }
+    }
+  }
+}
+
+// The same files in Chrome DevTools' own trace model (npm @paulirish/trace_engine, which
+// scripts/test.sh installs into build/trace_engine): it keeps every slice and binds the anomaly
+// flows. (Its flows are keyed by timestamp, so a collective whose ranks start in the same
+// nanosecond shows no arrow there; Perfetto draws it, checked above.)
+TEST(BundledTraceChrome, DevToolsTraceModelKeepsEverySlice) {
+  const fs::path engine = PROBELAB_TRACE_ENGINE_DIR;
+  if (!fs::exists(engine / "node_modules" / "@paulirish" / "trace_engine" / "package.json"))
+    GTEST_SKIP() << "Chrome's trace model is not installed in " << engine << " (scripts/test.sh installs it)";
+  TempDir dir;
+  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run --out out --jobs 2", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string files;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir.path() / "out"))
+    if (fs::exists(e.path() / "trace.json")) {
+      files += " '" + (e.path() / "trace.json").string() + "'";
+      names.push_back(e.path().filename().string());
+    }
+  ASSERT_EQ(names.size(), bundled().size());
+  const test::CmdResult m = test::shell("node '" + (test::source_root() / "tests/support/chrome_trace_model.mjs").string() +
+                                            "' '" + engine.string() + "'" + files,
+                                        dir);
+  ASSERT_EQ(m.code, 0) << m.err;
+  std::istringstream lines(m.out);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(lines, line)) {
+    const json j = json::parse(line);
+    const fs::path trace = j["file"].get<std::string>();
+    const json report = json::parse(test::slurp(trace.parent_path() / "report.json"));
+    std::uint64_t latched = 0;
+    for (const auto& a : report["anomalies"]) latched += a.contains("latency_cycles") ? 1 : 0;
+    EXPECT_GT(j["slices"].get<std::uint64_t>(), 100u) << line;
+    EXPECT_EQ(j["dropped"], 0) << line;
+    EXPECT_EQ(j["kept"], j["slices"]) << line;
+    EXPECT_GE(j["flows"].size(), latched) << line;
+    for (const auto& f : j["flows"]) EXPECT_GE(f.get<int>(), 2) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, names.size()) << m.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, BundledTrace, ::testing::ValuesIn(bundled()),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           std::string n = i.param;
+                           std::replace_if(n.begin(), n.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace probelab::sim
