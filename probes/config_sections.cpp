@@ -68,6 +68,24 @@ void check_mode_vs_conditions(const Reader& r, const YAML::Node& n, const std::s
                            c.expr.text(), var_name(v)));
 }
 
+OpRef op_ref(const Reader& r, const YAML::Node& n, const std::string& key) {
+  OpRef ref;
+  if (n.IsScalar()) {
+    ref.text = n.as<std::string>();
+    ref.globs.push_back(ref.text);
+    r.glob(n, key, ref.text);
+    return ref;
+  }
+  if (!n.IsMap()) r.fail(n, key, "expected an op name glob or {type: T, index: N, direction: forward|backward}");
+  r.check_keys(n, key, {"type", "index", "direction"});
+  if (!n["type"]) r.fail(n, key, "missing key 'type'");
+  ref.type = r.str(n["type"], Reader::join(key, "type"));
+  if (n["index"]) ref.index = r.integer(n["index"], Reader::join(key, "index"), 0, INT64_MAX);
+  if (n["direction"]) ref.direction = r.direction(n["direction"], Reader::join(key, "direction"));
+  ref.text = fmt::format("{}#{}", ref.type, ref.index);
+  return ref;
+}
+
 WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& key, std::size_t index,
                        const Defaults& d, const std::vector<Action>& default_actions, const YAML::Node& actions_node) {
   WatchPoint wp;
@@ -87,8 +105,8 @@ WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& 
     return wp;
   }
   r.check_keys(n, key,
-               {"name", "match", "ops", "tensors", "scope", "steps", "ranks", "direction", "mode", "sample_rate",
-                "data_mode", "halt_on_exception", "conditions", "actions"});
+               {"name", "match", "ops", "tensors", "types", "range", "scope", "steps", "ranks", "direction", "mode",
+                "sample_rate", "data_mode", "halt_on_exception", "conditions", "actions"});
   auto k = [&](const char* s) { return Reader::join(key, s); };
   if (n["name"]) wp.id = r.str(n["name"], k("name"));
   for (const char* field : {"match", "ops", "tensors"})
@@ -97,8 +115,14 @@ WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& 
         r.glob(n[field], k(field), g);
         wp.patterns.push_back(g);
       }
-  if (wp.patterns.empty() && !n["scope"]) r.fail(n, key, "watch point selects nothing: give `match` globs or a `scope`");
-  if (wp.patterns.empty()) wp.patterns.push_back("*");
+  if (n["types"]) wp.types = r.strings(n["types"], k("types"));
+  if (const auto& rg = n["range"]) {
+    if (!rg.IsSequence() || rg.size() != 2) r.fail(rg, k("range"), "expected [first op, last op]");
+    wp.range = std::make_pair(op_ref(r, rg[0], k("range[0]")), op_ref(r, rg[1], k("range[1]")));
+  }
+  if (wp.patterns.empty() && wp.types.empty() && !n["scope"] && !n["range"])
+    r.fail(n, key, "watch point selects nothing: give `match` globs, `types`, a `range` or a `scope`");
+  if (wp.patterns.empty() && wp.types.empty()) wp.patterns.push_back("*");
   if (n["scope"]) wp.scope = r.regex(n["scope"], k("scope"));
   if (n["steps"]) wp.steps = r.intset(n["steps"], k("steps"));
   if (n["ranks"]) wp.ranks = r.intset(n["ranks"], k("ranks"));

@@ -1,7 +1,9 @@
 #include "probes/insertion_pass.h"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -44,6 +46,65 @@ struct Key {
 
 }  // namespace
 
+namespace {
+
+bool matches(const OpRef& ref, const graph::Op& op) {
+  if (!ref.type.empty()) return op_type_matches(ref.type, op.type) && direction_ok(ref.direction, op.direction);
+  return any_glob(ref.globs, op.name);
+}
+
+bool any_type(const std::vector<std::string>& types, const std::string& op_type) {
+  for (const auto& t : types)
+    if (op_type_matches(t, op_type)) return true;
+  return false;
+}
+
+// Ops of the watch point's range, in execution order; every op when it has none.
+std::optional<std::set<std::uint32_t>> range_ops(const graph::Graph& g, const WatchPoint& wp) {
+  if (!wp.range) return std::nullopt;
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t id : g.topo_order())
+    if (!is_probe_op(g.op(id))) order.push_back(id);
+  auto find = [&](const OpRef& ref, bool last) -> std::optional<std::size_t> {
+    std::int64_t seen = 0;
+    std::optional<std::size_t> hit;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (!matches(ref, g.op(order[i]))) continue;
+      if (!ref.type.empty()) {
+        if (seen++ == ref.index) return i;
+        continue;
+      }
+      hit = i;
+      if (!last) return hit;
+    }
+    return hit;
+  };
+  const auto a = find(wp.range->first, false), b = find(wp.range->second, true);
+  std::set<std::uint32_t> in;
+  if (a && b)
+    for (std::size_t i = *a; i <= *b; ++i) in.insert(order[i]);
+  return in;
+}
+
+}  // namespace
+
+bool op_type_matches(std::string_view api, std::string_view op_type) {
+  auto norm = [](std::string_view s) {
+    std::string o;
+    for (char c : s)
+      if (c != '_') o.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    return o;
+  };
+  std::string a = norm(api);
+  const std::string t = norm(op_type);
+  static const std::pair<const char*, const char*> kAliases[] = {
+      {"conv1d", "conv"}, {"conv2d", "conv"}, {"conv3d", "conv"}, {"linear", "matmul"},
+      {"mm", "matmul"},   {"bmm", "matmul"},  {"addmm", "matmul"}};
+  for (const auto& [from, to] : kAliases)
+    if (a == from) a = to;
+  return a == t || a + "ization" == t || a + "alization" == t;
+}
+
 std::vector<SelectedEdge> select_edges(const graph::Graph& g, const WatchPoint& wp) {
   std::optional<std::regex> scope;
   if (wp.scope) {
@@ -54,12 +115,14 @@ std::vector<SelectedEdge> select_edges(const graph::Graph& g, const WatchPoint& 
                         fmt::format("invalid regex '{}': {}", *wp.scope, e.what()));
     }
   }
+  const auto in_range = range_ops(g, wp);
   std::vector<SelectedEdge> out;
   for (const auto& op : g.ops()) {
     if (is_probe_op(op) || !op.debug.capture) continue;
     if (!direction_ok(wp.direction, op.direction)) continue;
     if (scope && !std::regex_match(op.scope, *scope)) continue;
-    bool op_hit = any_glob(wp.patterns, op.name);
+    if (in_range && !in_range->count(op.id)) continue;
+    bool op_hit = any_glob(wp.patterns, op.name) || any_type(wp.types, op.type);
     if (wp.capture_inputs)
       for (std::size_t i = 0; i < op.inputs.size(); ++i)
         if (!op.inputs[i].empty() && (op_hit || any_glob(wp.patterns, op.inputs[i])))

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "probes/detail/config_reader.h"
+#include "probes/msprobe_config.h"
 
 namespace probelab::probes {
 
@@ -105,9 +106,25 @@ ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& so
   ProbeConfig cfg;
   cfg.source = source;
   if (!node.IsDefined() || node.IsNull()) return cfg;
-  if (!node.IsMap()) r.fail(node, "probes", "expected a mapping");
+  if (node.IsScalar()) {  // a config file: next to the scenario, or relative to the working directory
+    const std::filesystem::path f = node.as<std::string>();
+    const std::filesystem::path beside = std::filesystem::path(source).parent_path() / f;
+    if (f.is_relative() && std::filesystem::exists(beside)) return from_file(beside);
+    if (std::filesystem::exists(f)) return from_file(f);
+    r.fail(node, "probes", fmt::format("config file '{}' not found (looked beside {} and in the working directory)",
+                                       f.string(), source));
+  }
+  if (!node.IsMap()) r.fail(node, "probes", "expected a mapping, or the path of a config file");
   try {
-    parse_sections(r, node, cfg);
+    if (is_msprobe_config(node)) {
+      MsprobeTranslation t = translate_msprobe(node, source);
+      parse_sections(r, t.probes, cfg);
+      cfg.format = "msprobe";
+      cfg.mapping = std::move(t.mapping);
+      cfg.load_warnings = std::move(t.warnings);
+    } else {
+      parse_sections(r, node, cfg);
+    }
   } catch (const YAML::Exception& e) {
     throw ConfigError(source, e.mark.line + 1, "probes", e.msg);
   }

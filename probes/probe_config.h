@@ -1,7 +1,9 @@
-// The probe configuration (YAML or JSON; yaml-cpp reads both). Vocabulary follows msprobe's
-// config.json (task/step/rank/scope/list), nvdlfw-inspect (per-layer features, freq) and TF
-// Debugger V2 (tensor_debug_mode: CURT_HEALTH/FULL_TENSOR). Every key is validated at load;
-// unknown keys and bad values throw ConfigError naming file, line, key and reason.
+// The probe configuration (YAML or JSON; yaml-cpp reads both). Its own keys borrow msprobe's
+// words where they mean the same (`task` for `mode`, `step`/`rank` lists with "a-b" ranges,
+// `data_mode`); msprobe's config.json itself is also accepted and translated key by key
+// (probes/msprobe_config.h: task, dump_path, level, scope, list, step, rank, data_mode,
+// summary_mode, file_format, ...), with the mapping kept in the report. Every key is validated at
+// load; unknown keys and bad values throw ConfigError naming file, line, key and reason.
 //
 //   probes:                         # the document root, or the `probes:` section of a scenario
 //     enabled: true
@@ -18,6 +20,9 @@
 //       - "conv*/gradient"
 //       - name: attn                # id used in reports (default "wp<index>")
 //         match: ["layer[4-6]/*"]   # globs over op names and tensor names
+//         types: [Softmax]          # op types (case and '_' ignored: layer_norm = LayerNormalization)
+//         range: [attn/qk, attn/softmax]   # only ops from the first to the second, in execution
+//                                   #   order; an end may be {type: MatMul, index: 0, direction: forward}
 //         scope: ...; steps: ...; ranks: ...; direction: ...; mode: ...; sample_rate: ...
 //         data_mode: [input, output]
 //         halt_on_exception: false  # a break action also halts when the op latched an exception
@@ -108,9 +113,27 @@ struct Condition {
   std::vector<Action> actions;
 };
 
+/// One end of a watch point's `range`: the first (start) or last (end) op, in execution order,
+/// whose name matches one of `globs`; or, with `type`, the `index`-th op (0-based, execution
+/// order) of that type (matched as op_type_matches does), of `direction` when given.
+struct OpRef {
+  std::string text;                  // as configured, for messages
+  std::vector<std::string> globs;
+  std::string type;
+  std::int64_t index = 0;
+  DirectionFilter direction = DirectionFilter::All;
+};
+
+/// Op type match for msprobe-style API names: case and '_' ignored ("layer_norm" =
+/// "LayerNormalization" via the "...normalization" suffix), plus the PyTorch API aliases conv1d,
+/// conv2d, conv3d -> Conv and linear, mm, bmm, addmm -> MatMul.
+bool op_type_matches(std::string_view api, std::string_view op_type);
+
 struct WatchPoint {
   std::string id;                      // "wp0", or the configured name
   std::vector<std::string> patterns;   // globs over op and tensor names
+  std::vector<std::string> types;      // op types (op_type_matches), selected besides `patterns`
+  std::optional<std::pair<OpRef, OpRef>> range;  // only ops from range.first to range.second
   std::optional<std::string> scope;    // regex over op scope paths (validated at load)
   IntSet steps, ranks;
   double sample_rate = 1.0;
@@ -209,8 +232,18 @@ struct ExceptionOptions {
   std::uint32_t enable_mask = (1u << spec::kExcOverflow) | (1u << spec::kExcInvalid) | (1u << spec::kExcNanInput);
 };
 
+/// How one key of a foreign config (msprobe's config.json) was translated.
+struct ConfigMapping {
+  std::string from;  // "task: tensor"
+  std::string to;    // "mode: full", or "" when the key has no equivalent
+  std::string note;  // what it means here, or what to use instead
+};
+
 struct ProbeConfig {
   std::string source = "<config>";  // file name for messages
+  std::string format = "probelab";  // "probelab" | "msprobe" (translated, see msprobe_config.h)
+  std::vector<ConfigMapping> mapping;     // msprobe: every key and what it became
+  std::vector<std::string> load_warnings; // keys with no equivalent, with what to use instead
   bool enabled = true;
   std::optional<std::uint64_t> seed;
   std::vector<WatchPoint> watch_points;
@@ -222,9 +255,13 @@ struct ProbeConfig {
   CompareOptions compare;
 
   /// Reads a YAML or JSON file (the document may be the config itself or hold it under `probes`).
+  /// Either may be msprobe's config.json (recognised by its keys, see msprobe_config.h): it is
+  /// translated, with `format`, `mapping` and `load_warnings` telling how.
   static ProbeConfig from_file(const std::filesystem::path& file);
   static ProbeConfig from_string(std::string_view text, const std::string& source = "<string>");
-  /// From an already parsed node (e.g. the `probes` section of a scenario; marks give lines).
+  /// From an already parsed node (e.g. the `probes` section of a scenario; marks give lines). A
+  /// string node names a config file (YAML, JSON or msprobe's config.json), relative to the
+  /// directory of `source` or else to the working directory.
   static ProbeConfig from_yaml(const YAML::Node& node, const std::string& source);
 };
 

@@ -26,6 +26,7 @@ struct RunArgs {
   int jobs = 1;
   bool no_baseline = false;
   bool no_trace = false;
+  bool strict = false;
   std::vector<std::string> trace_formats;
   unsigned timeout = 3600;
 };
@@ -45,6 +46,7 @@ int run(const RunArgs& a) {
   opts.jobs = a.jobs;
   opts.baseline = !a.no_baseline;
   opts.trace = !a.no_trace;
+  opts.strict = a.strict;
   if (!a.trace_formats.empty()) {
     opts.trace_formats.clear();
     for (const auto& f : a.trace_formats) opts.trace_formats.push_back(chip::Trace::parse_format(f));
@@ -92,6 +94,22 @@ int run(const RunArgs& a) {
                  r["anomalies"].is_array() ? r["anomalies"].size() : 0, fmt::format("{}/{}", held, n));
     }
     for (const auto& o : outcomes) {
+      const auto& r = o.report;
+      const auto& pc = r["probe_config"];
+      if (pc.is_object() && pc.value("format", "") == "msprobe") {
+        fmt::print("\n{}: probes from msprobe config.json {}:\n", o.name, pc.value("source", "?"));
+        for (const auto& m : pc["mapping"])
+          fmt::print("  {:<40} -> {}{}\n", m.value("from", ""), m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
+                     m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
+      }
+      if (r["warnings"].is_array() && !r["warnings"].empty()) {
+        fmt::print("\n{}: {} warning(s):\n", o.name, r["warnings"].size());
+        for (std::size_t i = 0; i < r["warnings"].size() && i < 5; ++i)
+          fmt::print("  {}\n", r["warnings"][i].get<std::string>());
+        if (r["warnings"].size() > 5) fmt::print("  ... (all in {})\n", (o.out_dir / "report.json").string());
+      }
+    }
+    for (const auto& o : outcomes) {
       if (o.passed) continue;
       fmt::print("\n{} FAILED ({}):\n", o.name, (o.out_dir / "report.json").string());
       if (o.report.value("status", "") != "ok")
@@ -130,6 +148,9 @@ Command add_run(CLI::App& app) {
                   "Trace file(s) to write: json (trace.json, Chrome/Perfetto JSON; the default) and/or perfetto "
                   "(trace.pftrace, Perfetto's protobuf trace); repeatable")
       ->check(CLI::IsMember({"json", "perfetto"}));
+  sub->add_flag("--strict", a->strict,
+                "Treat preparation warnings as bad input (exit 2): a probe config that selects nothing, an msprobe "
+                "key with no equivalent");
   sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)");
   return [a] { return run(*a); };
 }

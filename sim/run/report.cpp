@@ -92,8 +92,20 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"accumulation", s.precision.accumulation},
                     {"overflow_mode", s.precision.overflow_mode}};
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
-                          "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "losses", "warnings"}) {
+                          "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "losses"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
+  }
+  json warnings = json::array();
+  for (const auto& w : run.warnings) warnings.push_back(w);
+  if (result.contains("warnings") && result["warnings"].is_array())
+    for (const auto& w : result["warnings"]) warnings.push_back(w);
+  r["warnings"] = warnings;
+  if (run.probes) {
+    json mapping = json::array();
+    for (const auto& m : run.probes->mapping) mapping.push_back({{"from", m.from}, {"to", m.to}, {"note", m.note}});
+    r["probe_config"] = {{"format", run.probes->format}, {"source", display_path(run.probes->source)}, {"mapping", mapping}};
+  } else {
+    r["probe_config"] = nullptr;
   }
   json cycles = result.contains("cycles") ? result["cycles"] : json::object();
   cycles["baseline"] = baseline.is_object() && baseline.value("status", "") == "ok" ? json(total_cycles(baseline))
@@ -170,6 +182,17 @@ std::string summary_text(const json& r) {
                            ? fmt::format(", capture overhead {:.3f}%, dropped {}", c["overhead_percent"].get<double>(),
                                          c.value("dropped", std::uint64_t{0}))
                            : std::string());
+  }
+  if (r.contains("probe_config") && r["probe_config"].is_object() && r["probe_config"].value("format", "") == "msprobe") {
+    out += fmt::format("  probes: msprobe config.json {}, translated:\n", r["probe_config"].value("source", "?"));
+    for (const auto& m : r["probe_config"]["mapping"])
+      out += fmt::format("    {} -> {}{}\n", m.value("from", ""), m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
+                         m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
+  }
+  if (r["warnings"].is_array() && !r["warnings"].empty()) {
+    out += fmt::format("  warnings: {}\n", r["warnings"].size());
+    for (std::size_t i = 0; i < r["warnings"].size() && i < 8; ++i)
+      out += "    " + r["warnings"][i].get<std::string>() + "\n";
   }
   const json& an = r["anomalies"];
   if (an.is_array()) out += fmt::format("  anomalies: {}\n", an.size());

@@ -75,6 +75,9 @@ void Runner::add(const Scenario& s) {
   Entry e;
   e.main = prepare_run(s);
   for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
+  if (opts_.strict && !e.main.warnings.empty())
+    throw ScenarioError(s.file.string(), 0, 0, "probes",
+                        "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
   e.out_dir = opts_.out_root / s.name;
   scenarios_.push_back(std::move(e));
   names_.emplace(s.name, s.file);

@@ -34,6 +34,7 @@ struct RunOptions {
   bool trace = true;            // write the trace
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};  // trace.json, trace.pftrace
   unsigned timeout_s = 3600;    // a simulation still running after this long is killed
+  bool strict = false;          // preparation warnings (PreparedRun::warnings) are bad input
 };
 
 struct ScenarioOutcome {

@@ -23,14 +23,41 @@ PreparedRun prepare_run(const Scenario& s) {
 
   if (s.has_probes()) {
     probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);
+    for (const auto& w : cfg.load_warnings) r.warnings.push_back(w);
     if (cfg.enabled) {
       graph::Graph trial = r.workload.snapshots.fused;
       probes::insert_probes(trial, cfg);  // compiles scope regexes, checks the graph stays valid
+      if (const std::string why = probes_select_nothing(cfg, r.workload.snapshots.fused, s.steps, s.ranks); !why.empty())
+        r.warnings.push_back("probes: the config selects nothing to capture: " + why);
       r.probes = std::move(cfg);
+    } else {
+      r.warnings.push_back("probes: enabled is false: nothing is captured and no exception is reported");
     }
   }
   validate_injections(r);
   return r;
+}
+
+std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::Graph& executed, int steps, int ranks) {
+  if (cfg.watch_points.empty())
+    return "it has no watch point (add watch_points: [\"*\"], or `scope`; an msprobe config.json needs its dump_path "
+           "or task section to be recognised)";
+  std::vector<std::string> why;
+  for (const auto& wp : cfg.watch_points) {
+    if (probes::select_edges(executed, wp).empty()) {
+      why.push_back(fmt::format("watch point '{}' matches no op or tensor", wp.id));
+      continue;
+    }
+    bool step = false, rank = false;
+    for (int i = 0; i < steps; ++i) step = step || wp.steps.contains(i);
+    for (int i = 0; i < ranks; ++i) rank = rank || wp.ranks.contains(i);
+    if (step && rank) return "";
+    if (!step) why.push_back(fmt::format("watch point '{}' steps {} miss the run's steps 0-{}", wp.id, wp.steps.str(), steps - 1));
+    if (!rank) why.push_back(fmt::format("watch point '{}' ranks {} miss the run's ranks 0-{}", wp.id, wp.ranks.str(), ranks - 1));
+  }
+  std::string out;
+  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
 }
 
 PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts) {

@@ -21,7 +21,15 @@ struct PreparedRun {
   Workload workload;
   std::optional<probes::ProbeConfig> probes;  // nullopt: no probes section, or enabled: false
   std::string variant;                        // "" for the scenario itself
+  /// Found while preparing, shown in the summary and kept in report.json's warnings: probe
+  /// config keys with no equivalent (msprobe), a probe config that selects nothing. `probelab run
+  /// --strict` makes them bad input.
+  std::vector<std::string> warnings;
 };
+
+/// Why a probe config captures nothing in this scenario ("" when it captures something): no
+/// watch point, watch points that match no op or tensor, or steps/ranks outside the run.
+std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::Graph& executed, int steps, int ranks);
 
 /// Loads the model and validates the scenario against the chip config, the graph, the probe
 /// config and the injector registry. Throws ScenarioError / chip::ConfigError /

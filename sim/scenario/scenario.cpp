@@ -303,7 +303,9 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   if (auto d = root.get("data")) s.data = parse_data(*d, s.seed);
   if (auto p = root.get("precision")) s.precision = parse_precision(*p);
   if (auto p = root.get("probes")) {
-    if (!p->is_map()) p->fail("a mapping (the probe runtime's config)", p->describe());
+    if (!p->is_map() && !p->is_scalar())
+      p->fail("a mapping (the probe runtime's config) or the path of a config file (YAML, JSON, msprobe's config.json)",
+              p->describe());
     s.probes = p->node();
     s.probes_source = *p;
   }

@@ -22,7 +22,8 @@
 //   steps: 3                            # training steps / inference iterations (>= 1)
 //   seed: 42                            # master seed (run --seed N overrides it)
 //   precision:                          # device dtype policy, see PrecisionPolicy
-//   probes: {...}                       # the probe runtime's config, passed through unchanged
+//   probes: {...}                       # the probe runtime's config, passed through unchanged;
+//                                       # or a file: probes: config.json (msprobe's config.json too)
 //   injections: [{kind: nan, ...}]      # fault descriptors, validated by the injector registry
 //   variants: [{name: single, set: {probes.capture.buffering: single}}]  # extra runs, see Variant
 //   expectations: [...]                 # see sim/scenario/expectation.h

@@ -1,0 +1,88 @@
+// msprobe's config.json through `probelab run`: the bundled examples run, the mapping is printed
+// and kept in the report, and a probe config that selects nothing is a warning (an error with
+// --strict).
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+test::CmdResult run(const std::string& args, const TempDir& dir) {
+  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
+}
+
+std::string scenario(const std::string& name, const std::string& probes) {
+  return "name: " + name + "\nmodel: tinynet.yaml\nchip: tiny\nseed: 3\nsteps: 2\n" + probes;
+}
+
+TEST(MsprobeCli, BundledExamplesRunWithTheirMapping) {
+  TempDir dir;
+  const test::CmdResult r =
+      run("run '" + (test::source_root() / "scenarios/msprobe").string() + "' --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("probes from msprobe config.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dump_path: \"./dump_path\""), std::string::npos) << r.out;
+  for (const char* name : {"msprobe_mlp_statistics", "msprobe_mlp_tensor", "msprobe_mlp_overflow_check"}) {
+    const json rep = json::parse(test::slurp(dir.path() / "out" / name / "report.json"));
+    EXPECT_EQ(rep["probe_config"]["format"], "msprobe") << name;
+    EXPECT_GE(rep["probe_config"]["mapping"].size(), 5u) << name;
+    EXPECT_TRUE(rep["passed"].get<bool>()) << name;
+    EXPECT_NE(test::slurp(dir.path() / "out" / name / "summary.txt").find("translated:"), std::string::npos);
+  }
+  // task tensor, step [1], list [Module.fc2..., relu], data_mode [forward, output]: exactly the
+  // fc2 module's ops and the ReLU, forward outputs, at step 1, under the dump_path's name
+  std::set<std::string> files;
+  const fs::path dump = dir.path() / "out/msprobe_mlp_tensor/data_dump/rank0";
+  for (const auto& e : fs::recursive_directory_iterator(dump))
+    if (e.path().extension() == ".npy") files.insert(fs::relative(e.path(), dump).string());
+  EXPECT_EQ(files, (std::set<std::string>{"step1/fc1.relu.out0.npy", "step1/fc2.bias.out0.npy",
+                                          "step1/fc2.gelu.out0.npy", "step1/fc2.matmul.out0.npy"}));
+  // overflow_check: the injected NaN is reported at its op and the tensor holding it is dumped
+  const json ov = json::parse(test::slurp(dir.path() / "out/msprobe_mlp_overflow_check/report.json"));
+  EXPECT_TRUE(fs::exists(dir.path() / "out/msprobe_mlp_overflow_check/overflow_dump/rank0/step1/fc3.matmul.out0.full_dump.npy"));
+  EXPECT_EQ(ov["anomalies"][0]["op"], "fc3/matmul");
+}
+
+TEST(MsprobeCli, AConfigThatSelectsNothingWarnsAndFailsWithStrict) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  // probelab's own vocabulary with no watch point: nothing to capture
+  dir.write("none.yaml", scenario("none", "probes: {task: tensor, step: [0], rank: [0]}\n"));
+  // msprobe's config.json selecting a step the run does not have
+  dir.write("late.json", R"({"task": "tensor", "dump_path": "./d", "step": [7], "rank": []})");
+  dir.write("late.yaml", scenario("late", "probes: late.json\n"));
+  dir.write("fine.yaml", scenario("fine", "probes: {watch_points: ['*']}\n"));
+  for (const char* name : {"none", "late"}) {
+    test::CmdResult r = run(std::string("run ") + name + ".yaml --out out --no-trace --no-baseline", dir);
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("selects nothing to capture"), std::string::npos) << name << ": " << r.out;
+    const json rep = json::parse(test::slurp(dir.path() / "out" / name / "report.json"));
+    ASSERT_FALSE(rep["warnings"].empty()) << name;
+    EXPECT_NE(rep["warnings"][0].get<std::string>().find("selects nothing"), std::string::npos) << rep["warnings"];
+    EXPECT_NE(test::slurp(dir.path() / "out" / name / "summary.txt").find("selects nothing"), std::string::npos);
+    r = run(std::string("run ") + name + ".yaml --out strict --no-trace --no-baseline --strict", dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("selects nothing"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "strict" / name)) << "nothing runs on bad input";
+  }
+  const json late = json::parse(test::slurp(dir.path() / "out/late/report.json"));
+  EXPECT_NE(late["warnings"][0].get<std::string>().find("steps [7] miss the run's steps 0-1"), std::string::npos);
+  EXPECT_EQ(run("run fine.yaml --out out --no-trace --no-baseline --strict", dir).code, 0);
+  dir.write("missing.yaml", scenario("missing", "probes: nowhere.json\n"));
+  const test::CmdResult m = run("run missing.yaml --no-trace", dir);
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.err.find("nowhere.json"), std::string::npos) << m.err;
+}
+
+}  // namespace
+}  // namespace probelab::sim
