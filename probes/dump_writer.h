@@ -10,6 +10,8 @@
 // elements become zero bytes, which is what makes deltas of slowly changing tensors compress well.
 // Decoding XORs with the decoded base (recursively). Checksums: "crc32" is the CRC-32 of the file
 // bytes as stored, "data_crc32" the CRC-32 of the tensor's raw element bytes before encoding.
+// numpy reads a raw uncompressed file as it is; zstd and xor_delta files need `probelab dump
+// decode` first (probes/dump_decode.h).
 #pragma once
 
 #include <cstdint>

@@ -17,5 +17,6 @@ Command add_list(CLI::App& app);
 Command add_show(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_campaign(CLI::App& app);
+Command add_dump(CLI::App& app);
 
 }  // namespace probelab::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   commands["show"] = probelab::cli::add_show(app);
   commands["compare"] = probelab::cli::add_compare(app);
   commands["campaign"] = probelab::cli::add_campaign(app);
+  commands["dump"] = probelab::cli::add_dump(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,108 @@
+#include "probes/dump_decode.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "graph/npy.h"
+#include "probes/capture_drain.h"
+#include "probes/dump_writer.h"
+#include "probes/probe_config.h"
+
+namespace probelab::probes {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json read_manifest(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string(), 0, "<file>", "cannot open the manifest");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json m;
+  try {
+    m = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw ConfigError(file.string(), 0, "<document>", fmt::format("not JSON: {}", e.what()));
+  }
+  if (!m.is_object() || !m.contains("entries") || !m["entries"].is_array() || !m.contains("format_version"))
+    throw ConfigError(file.string(), 0, "<document>",
+                      "not a probelab dump manifest (expected an object with format_version and entries)");
+  return m;
+}
+
+}  // namespace
+
+json DecodeSummary::to_json() const {
+  json dirs = json::array();
+  for (const auto& d : out_dirs) dirs.push_back(d.string());
+  return {{"manifests", manifests}, {"files", files}, {"decompressed", decompressed}, {"undeltaed", undeltaed},
+          {"out_dirs", dirs}};
+}
+
+DecodeSummary decode_dumps(const fs::path& dir, const std::optional<fs::path>& out) {
+  if (!fs::is_directory(dir)) throw ConfigError(dir.string(), 0, "DIR", "not a directory");
+  std::vector<fs::path> manifests;
+  if (fs::exists(dir / "dump.json")) manifests.push_back(dir / "dump.json");
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename() != "dump.json") continue;
+    const fs::path rel = fs::relative(e.path().parent_path(), dir);
+    if (rel.begin() != rel.end() && *rel.begin() == "decoded") continue;  // our own output
+    if (e.path().parent_path().filename() == "decoded") continue;
+    if (e.path() != dir / "dump.json") manifests.push_back(e.path());
+  }
+  std::sort(manifests.begin(), manifests.end());
+  if (manifests.empty()) throw ConfigError(dir.string(), 0, "DIR", "no dump.json manifest under this directory");
+
+  DecodeSummary s;
+  for (const fs::path& mf : manifests) {
+    const fs::path src = mf.parent_path();
+    const json m = read_manifest(mf);
+    const fs::path dst = out ? *out / fs::relative(src, dir) : src / "decoded";
+    json decoded = m;
+    decoded["compression"] = "none";
+    decoded["delta"] = false;
+    decoded["entries"] = json::array();
+    for (std::size_t i = 0; i < m["entries"].size(); ++i) {
+      json e = m["entries"][i];
+      if (!e.contains("file")) {
+        decoded["entries"].push_back(e);
+        continue;
+      }
+      const std::string key = fmt::format("entries[{}]", i);
+      graph::Tensor t;
+      try {
+        t = load_dump(src, m, e);
+      } catch (const std::exception& ex) {
+        throw ConfigError(mf.string(), 0, key, fmt::format("{} cannot be decoded: {}", e.value("file", "?"), ex.what()));
+      }
+      std::string name = e["file"].get<std::string>();
+      if (name.size() > 4 && name.ends_with(".zst")) name.resize(name.size() - 4);
+      const std::vector<std::byte> bytes = graph::encode_npy(t);
+      fs::create_directories((dst / name).parent_path());
+      write_file_atomic(dst / name, bytes);
+      if (e.value("compression", "none") == "zstd") ++s.decompressed;
+      if (e.value("encoding", "raw") == "xor_delta") ++s.undeltaed;
+      e["file"] = name;
+      e["compression"] = "none";
+      e["encoding"] = "raw";
+      e.erase("delta_base");
+      e["crc32"] = fmt::format("{:08x}", crc32(bytes));
+      e["file_bytes"] = bytes.size();
+      decoded["entries"].push_back(std::move(e));
+      ++s.files;
+    }
+    const std::string text = decoded.dump(1);
+    fs::create_directories(dst);
+    write_file_atomic(dst / "dump.json", std::as_bytes(std::span(text.data(), text.size())));
+    ++s.manifests;
+    s.out_dirs.push_back(dst);
+  }
+  return s;
+}
+
+}  // namespace probelab::probes
