@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "graph/print.h"
@@ -25,7 +26,58 @@ struct ShowArgs {
   std::vector<std::string> sets;
   std::string stage = "all";
   bool attrs = false;
+  bool json = false;
 };
+
+using nlohmann::json;
+
+json graph_json(const graph::Graph& g) {
+  json ops = json::array(), tensors = json::array();
+  for (const auto& op : g.ops()) {
+    json attrs = json::object();
+    for (const auto& [k, v] : op.attrs) attrs[k] = graph::attr_value_str(v);
+    ops.push_back({{"id", op.id}, {"name", op.name}, {"type", op.type}, {"scope", op.scope}, {"inputs", op.inputs},
+                   {"outputs", op.outputs}, {"direction", std::string(graph::direction_name(op.direction))},
+                   {"fused_from", op.fused_from}, {"grad_of", op.grad_of}, {"attrs", attrs}});
+  }
+  for (const auto& [name, t] : g.tensors())
+    tensors.push_back({{"name", name}, {"dtype", std::string(graph::dtype_name(t.desc.dtype))}, {"shape", t.desc.shape},
+                       {"format", std::string(graph::format_name(t.desc.format))},
+                       {"kind", std::string(graph::tensor_kind_name(t.kind))}});
+  return {{"name", g.name()}, {"inputs", g.inputs()}, {"outputs", g.outputs()}, {"ops", ops}, {"tensors", tensors}};
+}
+
+json snapshots_json(const graph::SnapshotSet& snaps, const ShowArgs& a) {
+  json out = json::object();
+  for (auto stage : {graph::Stage::Original, graph::Stage::Optimized, graph::Stage::Fused}) {
+    if (a.stage != "all" && a.stage != graph::stage_name(stage)) continue;
+    out[std::string(graph::stage_name(stage))] = graph_json(snaps.at(stage));
+  }
+  return out;
+}
+
+json yaml_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.as<std::string>()] = yaml_json(it->second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& e : n) a.push_back(yaml_json(e));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  if (n.Tag() != "!") {
+    std::int64_t i = 0;
+    double d = 0;
+    bool b = false;
+    if (YAML::convert<std::int64_t>::decode(n, i)) return i;
+    if (YAML::convert<double>::decode(n, d)) return d;
+    if (YAML::convert<bool>::decode(n, b)) return b;
+  }
+  return n.as<std::string>();
+}
 
 bool looks_like_scenario(const std::string& path) {
   if (!(path.ends_with(".yaml") || path.ends_with(".yml"))) return false;
@@ -61,6 +113,38 @@ int show(const ShowArgs& a) {
     for (const auto& s : a.sets) lo.sets.push_back(sim::parse_set(s));
     sim::Scenario s = sim::load_scenario(path, lo);
     sim::PreparedRun run = sim::prepare_run(s);
+    if (a.json) {
+      json chip = json::object();
+      const chip::ChipConfig preset = chip::chip_preset(run.chip.preset);
+      for (const auto& info : chip::chip_params())
+        if (chip::get_param(run.chip, info.name) != chip::get_param(preset, info.name))
+          chip[info.name] = chip::get_param(run.chip, info.name);
+      json j = {{"scenario", s.name},
+                {"file", s.file.string()},
+                {"resolved", yaml_json(s.resolved)},
+                {"model_file", s.model.path.string()},
+                {"chip", {{"preset", run.chip.preset}, {"overrides", chip}}},
+                {"data_inputs", run.workload.data_inputs},
+                {"loss", run.workload.loss},
+                {"collectives", run.workload.collectives},
+                {"snapshots", snapshots_json(run.workload.snapshots, a)},
+                {"warnings", run.warnings}};
+      if (run.probes) {
+        graph::Graph g = run.workload.snapshots.fused;
+        const probes::InsertionResult ins = probes::insert_probes(g, *run.probes);
+        json sites = json::array(), mapping = json::array();
+        for (const auto& p : ins.probes)
+          sites.push_back({{"kind", std::string(probes::probe_kind_name(p.kind))},
+                           {"position", p.position == probes::ProbePosition::Before ? "before" : "after"},
+                           {"op", p.target_op}, {"edge", fmt::format("{}{}", p.is_input ? "in" : "out", p.index)},
+                           {"mode", std::string(probes::capture_mode_name(p.mode))}, {"sample_rate", p.sample_rate}});
+        for (const auto& m : run.probes->mapping) mapping.push_back({{"from", m.from}, {"to", m.to}, {"note", m.note}});
+        j["probes"] = {{"format", run.probes->format}, {"source", run.probes->source}, {"mapping", mapping},
+                       {"sites", sites}, {"warnings", ins.warnings}};
+      }
+      fmt::print("{}\n", j.dump(2));
+      return 0;
+    }
     fmt::print("== scenario {} ({}) ==\n{}\n\n", s.name, s.file.string(), YAML::Dump(s.resolved));
     fmt::print("model file: {}\n", s.model.path.string());
     fmt::print("chip: preset {}", run.chip.preset);
@@ -89,6 +173,10 @@ int show(const ShowArgs& a) {
   }
   const sim::ModelSpec spec = sim::model_spec_from_arg(path, root);
   sim::LoadedModel m = sim::load_model(spec);
+  if (a.json) {
+    fmt::print("{}\n", json{{"model", spec.path.string()}, {"snapshots", snapshots_json(graph::build_snapshots(m.graph), a)}}.dump(2));
+    return 0;
+  }
   fmt::print("== model {} ==\n", spec.path.string());
   print_snapshots(graph::build_snapshots(m.graph), a);
   return 0;
@@ -106,6 +194,7 @@ Command add_show(CLI::App& app) {
   sub->add_option("--stage", a->stage, "Snapshot to print: original, optimized, fused or all")
       ->check(CLI::IsMember({"original", "optimized", "fused", "all"}));
   sub->add_flag("--attrs", a->attrs, "Print op attributes");
+  sub->add_flag("--json", a->json, "Print the graphs (and the resolved scenario, its probe sites) as JSON");
   return [a] { return show(*a); };
 }
 
