@@ -1,46 +1,87 @@
-// `probelab compare RUN_A RUN_B`: the first op whose captured values differ between two runs.
-// Exit 0 when every matched capture is equal, 1 when they diverge, 2 on bad input.
+// `probelab compare RUN_A RUN_B`: msprobe's compare table per tensor (sim/run/compare_table.h),
+// printed and written as CSV and JSON, and — between two probelab runs — the first op whose
+// captured values differ. Exit 0 when every matched tensor reaches the accuracy criteria, 1 when
+// one does not (the runs differ), 2 on bad input (a missing directory, no manifest, a foreign or
+// corrupt manifest).
 #include <cmath>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "probes/dump_writer.h"
 #include "sim/cli/commands.h"
+#include "sim/run/compare_table.h"
 #include "sim/run/run_compare.h"
 
 namespace probelab::cli {
+
+namespace {
+
+std::string short_cell(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string("N/A"); }
+
+}  // namespace
 
 Command add_compare(CLI::App& app) {
   struct Args {
     std::string a, b;
     bool json = false;
     std::size_t max = 20;
+    std::string output = "compare_result";
+    sim::TableOptions table;
   };
   auto a = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("compare", "Compare two runs' dumps op by op and report the first divergent op");
-  sub->add_option("RUN_A", a->a, "Output directory of the first run (or a directory of dump.json manifests)")->required();
-  sub->add_option("RUN_B", a->b, "Output directory of the second run")->required();
-  sub->add_flag("--json", a->json, "Print the comparison as JSON");
-  sub->add_option("--max", a->max, "Divergent captures to list (default 20)");
+  auto* sub = app.add_subcommand(
+      "compare", "Compare two dumps tensor by tensor (msprobe's compare table: Cosine, EucDist, MaxAbsErr, "
+                 "MaxRelativeErr, error ratios, Accuracy Reached or Not) and report the first divergent op");
+  sub->add_option("RUN_A", a->a, "NPU side: a run's output directory, a dump directory, or an msprobe dump_path")
+      ->required();
+  sub->add_option("RUN_B", a->b, "Bench side, the same kinds")->required();
+  sub->add_flag("--json", a->json, "Print the table and the comparison as JSON");
+  sub->add_option("--max", a->max, "Rows and divergent captures to print (default 20; the files have all)");
+  sub->add_option("--output", a->output, "Directory for compare_result.csv and compare_result.json (default "
+                                         "./compare_result)");
+  auto& c = a->table.criteria;
+  sub->add_option("--cosine", c.cosine_min, "Not reached when Cosine < this and MaxAbsErr > --max-abs-err (0.99)");
+  sub->add_option("--max-abs-err", c.max_abs_err, "See --cosine (0.001)");
+  sub->add_option("--cosine-hard", c.cosine_hard_min, "Not reached when Cosine < this (0.9)");
+  sub->add_option("--max-abs-err-hard", c.max_abs_err_hard, "Not reached when MaxAbsErr > this (1.0)");
+  sub->add_option("--stats-rtol", a->table.stats_rtol,
+                  "Statistics-only rows: Warning when Max/Min/Mean/Norm differ by more than this, relatively (0.5)");
   return [a] {
-    const sim::RunComparison c = sim::compare_runs(a->a, a->b);
+    const sim::CompareTable t = sim::build_compare_table(a->a, a->b, a->table);
+    std::optional<sim::RunComparison> c;
+    if (!t.npu_msprobe && !t.bench_msprobe) c = sim::compare_runs(a->a, a->b);
+    std::filesystem::create_directories(a->output);
+    const std::string csv = t.to_csv(), js = t.to_json().dump(1);
+    probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.csv", std::as_bytes(std::span(csv.data(), csv.size())));
+    probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.json", std::as_bytes(std::span(js.data(), js.size())));
     if (a->json) {
-      fmt::print("{}\n", c.to_json().dump(2));
+      nlohmann::json j = {{"table", t.to_json()}};
+      if (c) j["comparison"] = c->to_json();
+      fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print("{} captures matched, {} equal, {} differ; {} only in A, {} only in B\n", c.matched, c.equal,
-                 c.diffs.size(), c.only_a.size(), c.only_b.size());
-      for (std::size_t i = 0; i < c.diffs.size() && i < a->max; ++i) {
-        const auto& d = c.diffs[i];
-        fmt::print("  step {} rank {} {} {} ({}): {}{}\n", d.step, d.rank, d.op, d.edge, d.basis,
-                   std::isnan(d.max_abs_diff) ? std::string("bits differ") : fmt::format("max |diff| {:.6g}", d.max_abs_diff),
-                   d.note.empty() ? "" : "; " + d.note);
+      fmt::print("{:<44} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}  {}\n", "NPU Name", "Cosine", "EucDist", "MaxAbsErr",
+                 "MaxRelErr", "1/1000", "5/1000", "Accuracy Reached or Not");
+      std::size_t shown = 0;
+      for (const auto& r : t.rows) {
+        if (shown++ >= a->max) break;
+        fmt::print("{:<44} {:>9} {:>10} {:>10} {:>10} {:>7} {:>7}  {}{}\n",
+                   fmt::format("s{} r{} {}", r.step, r.rank, r.npu_name), short_cell(r.cosine), short_cell(r.euc_dist),
+                   short_cell(r.max_abs_err), short_cell(r.max_rel_err), short_cell(r.one_thousandth),
+                   short_cell(r.five_thousandths), r.result, r.result == "Yes" || r.message.empty() ? "" : "  " + r.message);
       }
-      if (auto f = c.first())
-        fmt::print("first divergent op: {} (step {}, rank {}, {} {})\n", f->op, f->step, f->rank, f->edge, f->tensor);
-      else
-        fmt::print("no divergence in the matched captures\n");
+      if (t.rows.size() > a->max) fmt::print("  ... {} more rows\n", t.rows.size() - a->max);
+      fmt::print("{} tensors compared: {} reached, {} not; {} only in A, {} only in B; table in {}/compare_result.csv\n",
+                 t.rows.size(), t.reached(), t.not_reached(), t.only_a, t.only_b, a->output);
+      if (c) {
+        if (auto f = c->first())
+          fmt::print("first divergent op: {} (step {}, rank {}, {} {})\n", f->op, f->step, f->rank, f->edge, f->tensor);
+        else
+          fmt::print("no divergence in the matched captures\n");
+      }
     }
-    return c.diffs.empty() ? 0 : 1;
+    return t.not_reached() == 0 ? 0 : 1;
   };
 }
 
