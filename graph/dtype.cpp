@@ -1,6 +1,8 @@
 // Element types, shapes and formats: names, sizes, parsing.
 #include "graph/dtype.h"
 
+#include "graph/graph.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -73,8 +75,18 @@ std::optional<Format> parse_format(std::string_view s) {
 }
 
 std::int64_t numel(const Shape& s) {
+  bool zero = false;
+  for (std::int64_t d : s) {
+    if (d < 0) throw GraphError(fmt::format("shape {}: dimension {} is negative", shape_str(s), d));
+    zero = zero || d == 0;
+  }
+  if (zero) return 0;
   std::int64_t n = 1;
-  for (std::int64_t d : s) n *= d;
+  for (std::int64_t d : s) {
+    if (n > kMaxElements / d)
+      throw GraphError(fmt::format("shape {}: more than 2^48 elements (the element count overflows)", shape_str(s)));
+    n *= d;
+  }
   return n;
 }
 

@@ -30,6 +30,11 @@ std::optional<Format> parse_format(std::string_view s);
 
 /// Logical shape (row-major, outermost first). A scalar has rank 0 and one element.
 using Shape = std::vector<std::int64_t>;
+/// Largest element count of a tensor (2^48): byte sizes of any dtype and layout stay far from
+/// overflowing 64 bits.
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+/// Element count. Throws GraphError for a negative dimension or more than kMaxElements elements,
+/// so a product never wraps (a shape with a 0 dimension has 0 elements whatever the others).
 std::int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3, 4]"
 

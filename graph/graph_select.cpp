@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/graph.h"
+#include "graph/user_regex.h"
 
 namespace probelab::graph {
 namespace {
@@ -111,13 +112,14 @@ std::vector<const TensorInfo*> Graph::select_tensors(const std::string& glob) co
 std::vector<const Op*> Graph::select_scope(const std::string& regex) const {
   std::regex re;
   try {
-    re = std::regex(regex, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw GraphError(fmt::format("scope regex '{}' is invalid: {}", regex, e.what()));
+    re = compile_user_regex(regex);
+  } catch (const GraphError& e) {
+    throw GraphError(fmt::format("scope regex '{}' is invalid: {}", regex.size() > 80 ? regex.substr(0, 80) + "..." : regex,
+                                 e.what()));
   }
   std::vector<const Op*> out;
   for (const Op& op : ops_)
-    if (std::regex_match(op.scope, re)) out.push_back(&op);
+    if (user_regex_match(op.scope, re)) out.push_back(&op);
   return out;
 }
 

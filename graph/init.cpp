@@ -55,7 +55,7 @@ InitSpec parse_init(const std::string& text) {
         "kaiming, xavier, randint(lo, hi) or arange)",
         text, why));
   };
-  if (!std::regex_match(text, m, re)) throw bad("cannot parse");
+  if (text.size() > 256 || !std::regex_match(text, m, re)) throw bad("cannot parse");
   const std::string name = m[1];
   std::vector<double> args;
   for (int i = 2; i <= 3; ++i) {

@@ -15,6 +15,7 @@
 #include "graph/format.h"
 #include "graph/npy.h"
 #include "graph/op_registry.h"
+#include "graph/yaml_check.h"
 
 namespace probelab::graph {
 namespace {
@@ -347,6 +348,8 @@ ModelFile parse_model_yaml(const std::string& text, const std::string& path) {
   } catch (const YAML::Exception& e) {
     throw GraphError(fmt::format("{}:{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  if (auto issue = check_yaml_document(root))
+    throw GraphError(fmt::format("{}:{}:{}: {}: {}", path, issue->line, issue->column, issue->key, issue->message));
   l.model(root);
   return std::move(l.m);
 }

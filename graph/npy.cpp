@@ -1,9 +1,9 @@
 // .npy encoding and decoding, see npy.h.
 #include "graph/npy.h"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -37,13 +37,68 @@ std::optional<DType> dtype_of(const std::string& descr) {
   return std::nullopt;
 }
 
-// Value of `key` in the header dict: the text after "'key':" up to the matching delimiter.
+// numpy refuses headers above 10000 bytes by default (numpy.lib.format, max_header_size); so do we.
+constexpr std::size_t kMaxHeaderBytes = 10000;
+
+// Value of `key` in the header dict: the text after "'key':" up to the matching delimiter (a
+// quoted string, a parenthesised tuple, True or False). A plain scan, no regex: the header is
+// untrusted input.
 std::string dict_value(const std::string& header, const std::string& key, const std::string& what) {
-  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|\\([^)]*\\)|True|False)");
-  std::smatch m;
-  if (!std::regex_search(header, m, re))
-    throw GraphError(fmt::format("{}: .npy header has no '{}' entry: {}", what, key, header));
-  return m[1].str();
+  for (const char q : {'\'', '"'}) {
+    const std::string quoted = std::string(1, q) + key + q;
+    for (std::size_t at = header.find(quoted); at != std::string::npos; at = header.find(quoted, at + 1)) {
+      std::size_t i = at + quoted.size();
+      while (i < header.size() && (header[i] == ' ' || header[i] == '\t')) ++i;
+      if (i >= header.size() || header[i] != ':') continue;
+      ++i;
+      while (i < header.size() && (header[i] == ' ' || header[i] == '\t')) ++i;
+      if (i >= header.size()) break;
+      const char c = header[i];
+      const char close = c == '(' ? ')' : c;
+      if (c == '\'' || c == '"' || c == '(') {
+        const std::size_t end = header.find(close, i + 1);
+        if (end == std::string::npos) break;
+        return header.substr(i, end - i + 1);
+      }
+      for (const char* word : {"True", "False"})
+        if (header.compare(i, std::strlen(word), word) == 0) return word;
+      break;
+    }
+  }
+  throw GraphError(fmt::format("{}: .npy header has no '{}' entry: {}", what, key,
+                               header.size() > 200 ? header.substr(0, 200) + "..." : header));
+}
+
+// "(2, 3)", "(4,)", "()": non-negative decimal dimensions, checked for overflow.
+Shape parse_shape(const std::string& tuple, const std::string& what) {
+  Shape shape;
+  const std::string body = tuple.substr(1, tuple.size() - 2);
+  std::size_t begin = 0;
+  while (begin <= body.size()) {
+    std::size_t end = body.find(',', begin);
+    if (end == std::string::npos) end = body.size();
+    std::string item = body.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    const bool last = end == body.size();
+    if (item.empty()) {
+      // only "()" and the trailing comma of "(4,)" leave an empty item
+      if (!(last && (shape.size() == 1 || body.find_first_not_of(" \t") == std::string::npos)))
+        throw GraphError(fmt::format("{}: .npy shape {} is not a tuple of dimensions", what, tuple));
+      break;
+    }
+    std::int64_t d = 0;
+    const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && p == item.data() + item.size() && d > kMaxElements))
+      throw GraphError(fmt::format("{}: .npy shape {}: dimension {} is too large", what, tuple, item));
+    if (ec != std::errc() || p != item.data() + item.size() || d < 0)
+      throw GraphError(fmt::format("{}: .npy shape {}: dimension '{}' is not a non-negative integer", what, tuple, item));
+    shape.push_back(d);
+    if (last) break;
+    begin = end + 1;
+  }
+  numel(shape);  // throws when the element count overflows
+  return shape;
 }
 
 }  // namespace
@@ -88,10 +143,15 @@ Tensor decode_npy(const std::vector<std::byte>& data, const std::string& what) {
   } else {
     throw GraphError(fmt::format("{}: unsupported .npy format version {}", what, major));
   }
+  if (header_len > kMaxHeaderBytes)
+    throw GraphError(fmt::format("{}: .npy header of {} bytes (at most {} are accepted, as numpy does)", what,
+                                 header_len, kMaxHeaderBytes));
   if (data.size() < start + header_len) throw GraphError(fmt::format("{}: truncated .npy header", what));
   const std::string header(reinterpret_cast<const char*>(data.data() + start), header_len);
 
   std::string descr = dict_value(header, "descr", what);
+  if (descr.front() != '\'' && descr.front() != '"')
+    throw GraphError(fmt::format("{}: .npy descr {} is not a string", what, descr));
   descr = descr.substr(1, descr.size() - 2);
   const auto dtype = dtype_of(descr);
   if (!dtype)
@@ -100,10 +160,8 @@ Tensor decode_npy(const std::vector<std::byte>& data, const std::string& what) {
   if (dict_value(header, "fortran_order", what) != "False")
     throw GraphError(fmt::format("{}: Fortran-ordered .npy arrays are not supported (expected C order)", what));
   const std::string shape_txt = dict_value(header, "shape", what);
-  Shape shape;
-  const std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(shape_txt.begin(), shape_txt.end(), num); it != std::sregex_iterator(); ++it)
-    shape.push_back(std::stoll(it->str()));
+  if (shape_txt.front() != '(') throw GraphError(fmt::format("{}: .npy shape {} is not a tuple", what, shape_txt));
+  const Shape shape = parse_shape(shape_txt, what);
 
   const std::size_t body = start + header_len;
   const auto need = static_cast<std::size_t>(numel(shape)) * dtype_size(*dtype);

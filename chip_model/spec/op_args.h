@@ -109,10 +109,19 @@ class OpArgsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Logical element count of a tensor reference.
+/// Logical element count of a tensor reference. Throws OpArgsError for a negative dimension or
+/// a count above 2^48 (an argument block read back from memory may hold anything).
 inline std::int64_t tensor_numel(const TensorRef& t) {
+  constexpr std::int64_t kMax = std::int64_t{1} << 48;
+  const int rank = t.rank > kMaxDims ? kMaxDims : t.rank;
   std::int64_t n = 1;
-  for (int i = 0; i < t.rank; ++i) n *= t.dims[i];
+  for (int i = 0; i < rank; ++i) {
+    const std::int64_t d = t.dims[i];
+    if (d < 0) throw OpArgsError("op args: negative tensor dimension " + std::to_string(d));
+    if (d == 0) return 0;
+    if (n > kMax / d) throw OpArgsError("op args: tensor element count above 2^48");
+    n *= d;
+  }
   return n;
 }
 

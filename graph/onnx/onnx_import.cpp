@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -57,7 +58,41 @@ std::vector<std::string> forward_op_types() {
   return out;
 }
 
-void load(const std::string& path, onnx::ModelProto& m) { onnx_detail::parse_file(path, m); }
+// What every reader of a model file checks first: a model with a graph that has outputs, and
+// nodes in topological order reading only defined values (ONNX requires both). An empty or
+// foreign file parses as an empty ModelProto, so these checks are what rejects it.
+void validate_model(const std::string& path, const onnx::ModelProto& m) {
+  if (m.ir_version() <= 0 || !m.has_graph()) {
+    std::error_code ec;
+    const bool empty = std::filesystem::file_size(path, ec) == 0 && !ec;
+    throw GraphError(fmt::format("{}: not an ONNX model (no ir_version or no graph{})", path,
+                                 empty ? "; the file is empty" : ""));
+  }
+  const auto& g = m.graph();
+  if (g.output_size() == 0) throw GraphError(fmt::format("{}: the ONNX graph declares no outputs", path));
+  if (g.node_size() == 0) throw GraphError(fmt::format("{}: the ONNX graph has no nodes", path));
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        throw GraphError(fmt::format("{}: node '{}' ({}, node {}): input '{}' is not a graph input, an initializer "
+                                     "or an output of an earlier node",
+                                     path, n.name(), n.op_type(), i, in));
+    for (const auto& out : n.output())
+      if (!out.empty()) defined.insert(out);
+  }
+  for (const auto& v : g.output())
+    if (!defined.count(v.name()))
+      throw GraphError(fmt::format("{}: graph output '{}' is not produced by any node", path, v.name()));
+}
+
+void load(const std::string& path, onnx::ModelProto& m) {
+  onnx_detail::parse_file(path, m);
+  validate_model(path, m);
+}
 
 std::vector<std::string> unsupported_ops(const onnx::GraphProto& g) {
   std::set<std::string> bad;

@@ -106,6 +106,8 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
   Shape s;
   for (const auto& d : type.tensor_type().shape().dim()) {
     if (d.has_dim_value()) {
+      if (d.dim_value() < 0)
+        throw GraphError(fmt::format("{}: dimension {} is negative ({})", where, s.size(), d.dim_value()));
       s.push_back(d.dim_value());
     } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
       s.push_back(it->second);

@@ -15,6 +15,7 @@ struct BnGeom {
 
 BnGeom bn_geom(const Op& op, const Shape& x) {
   if (x.size() < 2) fail(op, "input X must be [N, C, D...], got {}", shape_str(x));
+  check_epsilon(op);
   return {x[0], x[1], prod(x, 2, x.size())};
 }
 

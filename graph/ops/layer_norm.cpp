@@ -16,6 +16,7 @@ struct LnGeom {
 
 LnGeom ln_geom(const Op& op, const Shape& x) {
   if (x.empty()) fail(op, "input X must have rank >= 1");
+  check_epsilon(op);
   const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(x.size())));
   return {axis, prod(x, 0, axis), prod(x, axis, x.size()), Shape(x.begin() + static_cast<std::ptrdiff_t>(axis), x.end())};
 }

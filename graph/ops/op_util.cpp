@@ -2,6 +2,7 @@
 #include "graph/ops/op_util.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace probelab::graph::ops {
 
@@ -88,10 +89,15 @@ std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t rank) {
   return out;
 }
 
+void check_epsilon(const Op& op) {
+  const double eps = AttrReader(op).f("epsilon");
+  if (!(eps >= 0) || !std::isfinite(eps)) fail(op, "attribute epsilon is {}; expected a finite number >= 0", eps);
+}
+
 std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end) {
-  std::int64_t p = 1;
-  for (std::size_t i = begin; i < end && i < s.size(); ++i) p *= s[i];
-  return p;
+  end = std::min(end, s.size());
+  if (begin >= end) return 1;
+  return numel(Shape(s.begin() + static_cast<std::ptrdiff_t>(begin), s.begin() + static_cast<std::ptrdiff_t>(end)));
 }
 
 void expect_inputs(const Op& op, Descs in, int min, int max) {

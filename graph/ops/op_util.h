@@ -58,6 +58,8 @@ std::vector<std::int64_t> strides_of(const Shape& s);
 std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t rank);
 std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end);
 
+/// The op's `epsilon` attribute (normalisations) is finite and >= 0; fails naming the op.
+void check_epsilon(const Op& op);
 void expect_inputs(const Op& op, Descs in, int min, int max);
 void expect_outputs(const Op& op, int min, int max);
 void expect_float(const Op& op, const TensorDesc& d, const char* what);

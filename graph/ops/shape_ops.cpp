@@ -34,6 +34,7 @@ Shape reshape_target(const Op& op, const Shape& in) {
     }
     if (v < 0) fail(op, "shape {} has a negative entry other than -1", shape_str(spec));
     out[i] = v;
+    if (v != 0 && known > kMaxElements / v) fail(op, "shape {} has more than 2^48 elements", shape_str(spec));
     known *= v;
   }
   const std::int64_t total = numel(in);
