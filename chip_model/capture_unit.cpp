@@ -81,10 +81,12 @@ bool CaptureUnit::produce(spec::CaptureRecordHeader header, std::span<const std:
   const auto seq = static_cast<std::uint32_t>(counters_.produced++);  // unique even if we stall
   const bool enabled = (ctrl_ & spec::kCapEnable) != 0;
   if (!enabled || record_bytes > buf_size_) {
-    if (enabled && !warned_oversize_) {
-      fmt::print(stderr, "[chip.capture] {}: record of {} bytes exceeds the {}-byte buffer; dropped (reported once)\n",
-                 name(), record_bytes, buf_size_);
-      warned_oversize_ = true;
+    if (enabled) {  // no buffer can ever hold it: dropped whatever the policy, and counted as such
+      ++counters_.oversize;
+      counters_.oversize_max = std::max(counters_.oversize_max, record_bytes);
+      if (trace_ && trace_->enabled())
+        trace_->instant(rank_, "capture", "oversize drop", "capture", ChipClock::to_ps(qk.get_current_time()),
+                        {{"op_id", std::uint64_t{header.op_id}}, {"bytes", record_bytes}});
     }
     ++counters_.dropped;
     return false;
@@ -181,6 +183,8 @@ std::uint32_t CaptureUnit::read_reg(std::uint32_t offset) const {
     case kRegCapBytesHi: return static_cast<std::uint32_t>(counters_.bytes >> 32);
     case kRegCapStallLo: return static_cast<std::uint32_t>(counters_.stall_cycles);
     case kRegCapStallHi: return static_cast<std::uint32_t>(counters_.stall_cycles >> 32);
+    case kRegCapOversize: return static_cast<std::uint32_t>(counters_.oversize);
+    case kRegCapOversizeMax: return static_cast<std::uint32_t>(std::min<std::uint64_t>(counters_.oversize_max, UINT32_MAX));
     default: return 0;
   }
 }

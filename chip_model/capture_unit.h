@@ -12,7 +12,8 @@
 //  - While no buffer is free: policy stall (kCapDropOnFull = 0) blocks the producer until a
 //    release; the wait is added to the stall counter (summed over producers). Policy drop
 //    discards the record (counted). A record larger than a whole buffer, or a record produced
-//    while kCapEnable is 0, is dropped under either policy.
+//    while kCapEnable is 0, is dropped under either policy; the oversize ones are also counted
+//    in kRegCapOversize (with the largest size in kRegCapOversizeMax) for the host to report.
 //  Invariant: produced = drained + dropped + buffered (records in active or ready buffers).
 //  seq numbers count produced records in the order they were offered, dropped ones included
 //  (gaps in a drain = drops; producers stalled together may land slightly out of seq order).
@@ -81,6 +82,8 @@ class CaptureUnit : public sc_core::sc_module {
     std::uint64_t bytes = 0;      // record bytes written to buffers
     std::uint64_t stall_cycles = 0;
     std::uint64_t buffers_closed = 0;  // times a buffer became ready
+    std::uint64_t oversize = 0;        // records larger than a buffer (dropped, in `dropped` too)
+    std::uint64_t oversize_max = 0;    // bytes of the largest of them
   };
   const Counters& counters() const { return counters_; }
   /// Notified whenever a buffer becomes ready (in addition to the interrupt).
@@ -115,7 +118,6 @@ class CaptureUnit : public sc_core::sc_module {
   sc_core::sc_time engine_free_ = sc_core::SC_ZERO_TIME;    // capture write engine busy until
   sc_core::sc_time last_write_end_ = sc_core::SC_ZERO_TIME;  // last record's bytes in HBM
   std::vector<std::byte> scratch_;
-  bool warned_oversize_ = false;
   std::uint64_t fill_trace_ps_ = 0;  // time of the last fill sample (trace)
   sc_core::sc_event released_;
   sc_core::sc_event ready_event_;

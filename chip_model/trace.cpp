@@ -1,6 +1,8 @@
 #include "chip_model/trace.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -195,13 +197,19 @@ std::string Trace::to_json_string() const {
 }
 
 void Trace::write_file(const std::string& path, Format format) const {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open trace file '" + path + "' for writing");
-  if (format == Format::Json)
-    write_json(f);
-  else
-    write_perfetto(f);
-  if (!f) throw std::runtime_error("error writing trace file '" + path + "'");
+  // Written beside its final name and renamed into place: a reader never sees a partial trace.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot open trace file '" + tmp + "' for writing");
+    if (format == Format::Json)
+      write_json(f);
+    else
+      write_perfetto(f);
+    f.flush();
+    if (!f) throw std::runtime_error("error writing trace file '" + tmp + "'");
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace probelab::chip

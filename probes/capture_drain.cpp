@@ -143,6 +143,8 @@ nlohmann::json to_json(const CaptureAccounting& a) {
           {"buffers", a.buffers},           {"bytes", a.bytes},
           {"device_bytes", a.device_bytes}, {"stall_cycles", a.stall_cycles},
           {"bytes_skipped", a.bytes_skipped}, {"unaccounted", a.unaccounted()},
+          {"oversize", a.oversize}, {"oversize_max_bytes", a.oversize_max_bytes},
+          {"lost_in_corrupt_regions", a.lost_in_corrupt_regions},
           {"balanced", a.balanced()},       {"errors", a.errors}};
 }
 
@@ -209,6 +211,15 @@ void CaptureDrain::take_counters(std::span<const std::uint32_t> block) {
   acc_.dropped = at(spec::kRegCapDropped);
   acc_.device_bytes = u64(at(spec::kRegCapBytesLo), at(spec::kRegCapBytesHi));
   acc_.stall_cycles = u64(at(spec::kRegCapStallLo), at(spec::kRegCapStallHi));
+  acc_.oversize = at(spec::kRegCapOversize);
+  acc_.oversize_max_bytes = at(spec::kRegCapOversizeMax);
+}
+
+void CaptureDrain::settle() {
+  const std::int64_t missing = acc_.unaccounted();
+  if (missing <= 0 || acc_.bytes_skipped == 0) return;
+  acc_.lost_in_corrupt_regions += static_cast<std::uint64_t>(missing);
+  acc_.corrupt += static_cast<std::uint64_t>(missing);
 }
 
 void CaptureDrain::drain(bool device_idle) {
@@ -220,9 +231,9 @@ void CaptureDrain::drain(bool device_idle) {
   draining_ = true;
   do {
     pending_ = false;
-    // Ready bits, both ready byte counts and the counters (kRegCapReady..kRegCapStallHi) in one
+    // Ready bits, both ready byte counts and the counters (kRegCapReady..kRegCapOversizeMax) in one
     // burst; the counters are final when nothing is ready or the device is idle.
-    std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapReady) / 4 + 1> st{};
+    std::array<std::uint32_t, (spec::kRegCapOversizeMax - spec::kRegCapReady) / 4 + 1> st{};
     dev_.read_regs(spec::kRegCapReady, st);
     take_counters(st);
     const std::uint32_t ready = st[0] & (opts_.ping_pong ? 3u : 1u);
@@ -256,7 +267,7 @@ void CaptureDrain::flush(bool device_idle) {
 }
 
 void CaptureDrain::read_counters() {
-  std::array<std::uint32_t, (spec::kRegCapStallHi - spec::kRegCapReady) / 4 + 1> st{};
+  std::array<std::uint32_t, (spec::kRegCapOversizeMax - spec::kRegCapReady) / 4 + 1> st{};
   dev_.read_regs(spec::kRegCapReady, st);
   take_counters(st);
 }

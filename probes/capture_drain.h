@@ -1,7 +1,8 @@
 // The host side of the debug capture unit: programs the ping-pong (or single) HBM buffers,
 // drains ready buffers over DMA on kIrqCaptureFull, parses and validates records (magic, size,
 // CRC-32 of the payload), releases buffers, and keeps exact accounting so that nothing is lost
-// silently: produced (kRegCapRecords) = drained + corrupt + dropped (kRegCapDropped) once flushed.
+// silently: produced (kRegCapRecords) = drained + corrupt + dropped (kRegCapDropped) once flushed
+// and settled (records lost inside corrupt buffer regions are counted from the production count).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,11 @@ struct CaptureAccounting {
   std::uint64_t device_bytes = 0;  // device: kRegCapBytes
   std::uint64_t stall_cycles = 0;  // device: kRegCapStall
   std::uint64_t bytes_skipped = 0;
+  std::uint64_t oversize = 0;          // device: kRegCapOversize (records larger than a buffer; in `dropped`)
+  std::uint64_t oversize_max_bytes = 0;  // device: kRegCapOversizeMax
+  /// Records whose headers were destroyed inside skipped (corrupt) buffer regions: counted from
+  /// the device's production count once everything was drained (settle()); in `corrupt`.
+  std::uint64_t lost_in_corrupt_regions = 0;
   /// produced - (drained + corrupt + dropped): records neither drained nor reported dropped.
   std::int64_t unaccounted() const;
   bool balanced() const { return unaccounted() == 0; }
@@ -77,8 +83,12 @@ class CaptureDrain {
   void drain(bool device_idle = false);
   /// kRegCapFlush, then drains until nothing is ready.
   void flush(bool device_idle = false);
-  /// Reads kRegCapRecords/Dropped/Bytes/Stall into the accounting.
+  /// Reads kRegCapRecords/Dropped/Bytes/Stall/Oversize into the accounting.
   void read_counters();
+  /// After the final flush, with the device idle: records still unaccounted while parsing had
+  /// to skip corrupt bytes were in those bytes (their headers destroyed), so they are counted as
+  /// corrupt (lost_in_corrupt_regions) and the accounting balances. Otherwise nothing changes.
+  void settle();
   const CaptureAccounting& accounting() const { return acc_; }
   bool programmed() const { return programmed_; }
 

@@ -1,4 +1,6 @@
 // The sections of the probe config: watch points, conditions, rules and the option blocks.
+#include <cctype>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -188,6 +190,27 @@ Rule rule(const Reader& r, const YAML::Node& n, const std::string& key) {
   return out;
 }
 
+// Why `dir` is not a plain relative directory (nullopt when it is): dumps must stay inside the
+// output directory the runtime was given.
+std::optional<std::string> relative_dir_problem(const std::string& dir) {
+  if (dir.empty()) return "is empty";
+  if (dir.size() > 255) return "is longer than 255 characters";
+  if (dir.front() == '/') return "is an absolute path";
+  std::size_t begin = 0;
+  while (begin <= dir.size()) {
+    std::size_t end = dir.find('/', begin);
+    if (end == std::string::npos) end = dir.size();
+    const std::string part = dir.substr(begin, end - begin);
+    if (part == "..") return "leaves the output directory ('..')";
+    if (part.empty() || part == ".") return "has an empty or '.' path component";
+    for (char c : part)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+        return fmt::format("has the character '{}' (use letters, digits, '_', '-', '.' and '/')", c);
+    begin = end + 1;
+  }
+  return std::nullopt;
+}
+
 std::map<graph::DType, double> per_dtype(const Reader& r, const YAML::Node& n, const std::string& key) {
   std::map<graph::DType, double> out;
   if (!n.IsMap()) r.fail(n, key, "expected a mapping dtype -> threshold (e.g. {float16: 0.001})");
@@ -288,7 +311,13 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
 
   if (const auto& o = root["output"]) {
     r.check_keys(o, "output", {"dir", "compression", "zstd_level", "delta", "level"});
-    if (o["dir"]) cfg.output.dir = r.str(o["dir"], "output.dir");
+    if (o["dir"]) {
+      cfg.output.dir = r.str(o["dir"], "output.dir");
+      if (auto why = relative_dir_problem(cfg.output.dir))
+        r.fail(o["dir"], "output.dir", fmt::format("'{}' {}; expected a relative directory inside the run's output "
+                                                   "directory (e.g. dump)",
+                                                   cfg.output.dir, *why));
+    }
     if (const auto& c = o["compression"]) {
       std::string s = r.str(c, "output.compression");
       bool b = false;

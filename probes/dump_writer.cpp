@@ -1,12 +1,15 @@
 #include "probes/dump_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include "graph/graph.h"
 #include "graph/npy.h"
 #include "probes/anomaly.h"
 #include "probes/capture_drain.h"
@@ -47,13 +50,16 @@ std::vector<std::byte> zstd_compress(std::span<const std::byte> in, int level) {
   return out;
 }
 
-std::vector<std::byte> zstd_decompress(std::span<const std::byte> in, const std::string& what) {
+// `max_size`: the most the frame may decode to (a frame header may claim any size).
+std::vector<std::byte> zstd_decompress(std::span<const std::byte> in, const std::string& what, std::uint64_t max_size) {
   unsigned long long size = ZSTD_getFrameContentSize(in.data(), in.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-    throw std::runtime_error(fmt::format("{}: not a zstd frame with a known content size", what));
+    throw DumpError(fmt::format("{}: not a zstd frame with a known content size", what));
+  if (size > max_size)
+    throw DumpError(fmt::format("{}: zstd frame claims {} bytes, the manifest allows {}", what, size, max_size));
   std::vector<std::byte> out(size);
   std::size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
-  if (ZSTD_isError(n) || n != size) throw std::runtime_error(fmt::format("{}: zstd decompression failed", what));
+  if (ZSTD_isError(n) || n != size) throw DumpError(fmt::format("{}: zstd decompression failed", what));
   return out;
 }
 
@@ -177,30 +183,107 @@ void DumpWriter::write_manifest() const {
   j["checksum"] = "crc32";
   j["entries"] = nlohmann::json::array();
   for (const auto& e : entries_) j["entries"].push_back(to_json(e));
+  j["manifest_crc32"] = manifest_checksum(j);
   std::string s = j.dump(1);
   s += '\n';
   write_file_atomic(dir_ / "dump.json", std::as_bytes(std::span(s.data(), s.size())));
 }
 
-graph::Tensor load_dump(const fs::path& dir, const nlohmann::json& manifest, const nlohmann::json& entry) {
-  std::string file = entry.at("file").get<std::string>();
-  std::vector<std::byte> bytes = read_file_bytes(dir / file);
-  if (fmt::format("{:08x}", crc32(bytes)) != entry.at("crc32").get<std::string>())
-    throw std::runtime_error(fmt::format("{}: crc32 mismatch (file corrupted)", file));
-  if (entry.value("compression", "none") == "zstd") bytes = zstd_decompress(bytes, file);
-  graph::Tensor t = graph::decode_npy(bytes, file);
-  if (entry.value("encoding", "raw") == "xor_delta") {
-    std::string base_file = entry.at("delta_base").get<std::string>();
-    const nlohmann::json* base = nullptr;
-    for (const auto& e : manifest.at("entries"))
-      if (e.value("file", "") == base_file) base = &e;
-    if (!base) throw std::runtime_error(fmt::format("{}: delta base {} not in the manifest", file, base_file));
-    graph::Tensor b = load_dump(dir, manifest, *base);
-    if (b.nbytes() != t.nbytes()) throw std::runtime_error(fmt::format("{}: delta base {} has another size", file, base_file));
-    xor_into(t.bytes(), b.bytes());
+std::string manifest_checksum(const nlohmann::json& manifest) {
+  nlohmann::json body = manifest;
+  if (body.is_object()) body.erase("manifest_crc32");
+  const std::string text = body.dump();
+  return fmt::format("{:08x}", crc32(std::as_bytes(std::span(text.data(), text.size()))));
+}
+
+void check_manifest(const nlohmann::json& m, const std::string& what) {
+  if (!m.is_object() || !m.contains("entries") || !m["entries"].is_array())
+    throw DumpError(fmt::format("{}: not a probelab dump manifest (no \"entries\" list)", what));
+  if (m.value("format_version", 0) != 1)
+    throw DumpError(fmt::format("{}: dump manifest format_version {} (this build reads 1)", what,
+                                m.contains("format_version") ? m["format_version"].dump() : std::string("missing")));
+  if (!m.contains("manifest_crc32") || !m["manifest_crc32"].is_string())
+    throw DumpError(fmt::format("{}: dump manifest without its manifest_crc32 checksum", what));
+  if (m["manifest_crc32"].get<std::string>() != manifest_checksum(m))
+    throw DumpError(fmt::format("{}: manifest_crc32 mismatch (the manifest was modified or corrupted)", what));
+  for (std::size_t i = 0; i < m["entries"].size(); ++i)
+    if (!m["entries"][i].is_object()) throw DumpError(fmt::format("{}: entries[{}] is not an object", what, i));
+}
+
+fs::path dump_file_path(const fs::path& dir, const std::string& file) {
+  const fs::path rel(file);
+  if (file.empty() || rel.is_absolute())
+    throw DumpError(fmt::format("'{}': a dump file must be a relative path inside the dump directory", file));
+  for (const auto& part : rel)
+    if (part == "..")
+      throw DumpError(fmt::format("'{}': a dump file path may not leave the dump directory ('..')", file));
+  const fs::path p = dir / rel;
+  // Symbolic links may not lead out either.
+  std::error_code ec;
+  const fs::path real_dir = fs::weakly_canonical(dir, ec);
+  const fs::path real = ec ? fs::path() : fs::weakly_canonical(p, ec);
+  if (!ec) {
+    const auto [d, f] = std::mismatch(real_dir.begin(), real_dir.end(), real.begin(), real.end());
+    if (d != real_dir.end())
+      throw DumpError(fmt::format("'{}': resolves to {}, outside the dump directory", file, real.string()));
   }
-  if (fmt::format("{:08x}", crc32(t.bytes())) != entry.at("data_crc32").get<std::string>())
-    throw std::runtime_error(fmt::format("{}: data crc32 mismatch after decoding", file));
+  return p;
+}
+
+graph::Tensor load_dump(const fs::path& dir, const nlohmann::json& manifest, const nlohmann::json& entry) {
+  auto text_of = [](const nlohmann::json& e, const char* key) -> std::string {
+    if (!e.contains(key) || !e[key].is_string())
+      throw DumpError(fmt::format("manifest entry without a \"{}\" string", key));
+    return e[key].get<std::string>();
+  };
+  // The delta chain from `entry` down to its raw base, followed without recursion (a chain is as
+  // long as the run has steps) and checked for cycles.
+  std::map<std::string, const nlohmann::json*> by_file;
+  if (manifest.contains("entries") && manifest["entries"].is_array())
+    for (const auto& e : manifest["entries"])
+      if (e.is_object() && e.contains("file") && e["file"].is_string()) by_file.emplace(e["file"].get<std::string>(), &e);
+  std::vector<const nlohmann::json*> chain{&entry};
+  std::set<std::string> seen{text_of(entry, "file")};
+  while (chain.back()->value("encoding", std::string("raw")) == "xor_delta") {
+    const std::string file = text_of(*chain.back(), "file");
+    const std::string base_file = text_of(*chain.back(), "delta_base");
+    const auto it = by_file.find(base_file);
+    if (it == by_file.end()) throw DumpError(fmt::format("{}: delta base {} not in the manifest", file, base_file));
+    if (!seen.insert(base_file).second)
+      throw DumpError(fmt::format("{}: delta chain loops back to {}", file, base_file));
+    chain.push_back(it->second);
+  }
+  graph::Tensor t;
+  for (auto e = chain.rbegin(); e != chain.rend(); ++e) {
+    const std::string file = text_of(**e, "file");
+    std::vector<std::byte> bytes;
+    const fs::path path = dump_file_path(dir, file);
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) throw DumpError(fmt::format("{}: missing", file));
+    bytes = read_file_bytes(path);
+    if (fmt::format("{:08x}", crc32(bytes)) != text_of(**e, "crc32"))
+      throw DumpError(fmt::format("{}: crc32 mismatch (file corrupted)", file));
+    if ((*e)->value("compression", std::string("none")) == "zstd") {
+      // the .npy inside: the tensor's bytes (raw_bytes) and a header of at most 64 KiB
+      const auto& raw = (**e).contains("raw_bytes") ? (**e)["raw_bytes"] : nlohmann::json();
+      if (!raw.is_number_unsigned()) throw DumpError(fmt::format("{}: compressed entry without raw_bytes", file));
+      bytes = zstd_decompress(bytes, file, raw.get<std::uint64_t>() + 65536);
+    }
+    graph::Tensor cur;
+    try {
+      cur = graph::decode_npy(bytes, file);
+    } catch (const graph::GraphError& err) {
+      throw DumpError(err.what());
+    }
+    if (e != chain.rbegin()) {
+      if (t.nbytes() != cur.nbytes())
+        throw DumpError(fmt::format("{}: delta base {} has another size", file, text_of(**e, "delta_base")));
+      xor_into(cur.bytes(), t.bytes());
+    }
+    if (fmt::format("{:08x}", crc32(cur.bytes())) != text_of(**e, "data_crc32"))
+      throw DumpError(fmt::format("{}: data crc32 mismatch after decoding", file));
+    t = std::move(cur);
+  }
   return t;
 }
 

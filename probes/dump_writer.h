@@ -8,8 +8,9 @@
 // dtype and shape, the stored .npy holds the XOR of the element bit patterns (current ^ previous);
 // the manifest entry names the base file in "delta_base" and "encoding": "xor_delta". Unchanged
 // elements become zero bytes, which is what makes deltas of slowly changing tensors compress well.
-// Decoding XORs with the decoded base (recursively). Checksums: "crc32" is the CRC-32 of the file
-// bytes as stored, "data_crc32" the CRC-32 of the tensor's raw element bytes before encoding.
+// Decoding XORs with the decoded base (down the chain of bases). Checksums: "crc32" is the CRC-32 of
+// the file bytes as stored, "data_crc32" the CRC-32 of the tensor's raw element bytes before
+// encoding, and the manifest carries "manifest_crc32" over its own content (see manifest_checksum).
 // numpy reads a raw uncompressed file as it is; zstd and xor_delta files need `probelab dump
 // decode` first (probes/dump_decode.h).
 #pragma once
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -86,9 +88,27 @@ class DumpWriter {
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
 
+/// A dump that cannot be read back: missing or corrupt file, a checksum mismatch, a path
+/// leaving the dump directory, a manifest that is not one. what() names the file.
+class DumpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// "manifest_crc32" of dump.json: the CRC-32 of the manifest serialized compactly (keys sorted,
+/// as nlohmann::json writes them) without that field, so any change to its content is caught
+/// whatever the whitespace.
+std::string manifest_checksum(const nlohmann::json& manifest);
+/// Throws DumpError unless `manifest` is a probelab dump manifest (format_version 1, an
+/// "entries" list of objects) whose manifest_crc32 matches. `what` names it in messages.
+void check_manifest(const nlohmann::json& manifest, const std::string& what);
+/// `dir / file` for a manifest's file name; throws DumpError when the name is absolute, climbs
+/// with '..', or resolves (through symbolic links) outside `dir`.
+std::filesystem::path dump_file_path(const std::filesystem::path& dir, const std::string& file);
+
 /// Reads back the tensor of manifest entry `entry` (a JSON object of dump.json) from `dir`:
-/// decompresses, verifies crc32 and data_crc32 (throws std::runtime_error on mismatch) and
-/// undoes delta encoding using the manifest `manifest` to find the base.
+/// decompresses, verifies crc32 and data_crc32 and undoes delta encoding, following the chain
+/// of bases in `manifest` (iteratively; a loop is an error). Throws DumpError naming the file.
 graph::Tensor load_dump(const std::filesystem::path& dir, const nlohmann::json& manifest, const nlohmann::json& entry);
 
 }  // namespace probelab::probes

@@ -205,20 +205,42 @@ class Parser {
       else return n;
     }
   }
+  // Nesting (parentheses and prefix operators) recurses; past kMaxExprDepth levels the parser
+  // stops with an error instead of exhausting the stack.
+  class DepthGuard {
+   public:
+    DepthGuard(Parser& p, std::size_t col) : p_(p) {
+      if (++p_.depth_ > kMaxExprDepth)
+        throw ExprError(fmt::format("nesting deeper than {} levels (parentheses and prefix operators)", kMaxExprDepth),
+                        col);
+    }
+    ~DepthGuard() { --p_.depth_; }
+    DepthGuard(const DepthGuard&) = delete;
+    DepthGuard& operator=(const DepthGuard&) = delete;
+
+   private:
+    Parser& p_;
+  };
   NodeP parse_unary() {
+    const std::size_t col = peek().col;
     if (accept_op("!")) {
+      DepthGuard guard(*this, col);
       auto n = std::make_unique<Expr::Node>();
       n->kind = Expr::Node::Not;
       n->a = parse_unary();
       return n;
     }
     if (accept_op("-")) {
+      DepthGuard guard(*this, col);
       auto n = std::make_unique<Expr::Node>();
       n->kind = Expr::Node::Neg;
       n->a = parse_unary();
       return n;
     }
-    if (accept_op("+")) return parse_unary();
+    if (accept_op("+")) {
+      DepthGuard guard(*this, col);
+      return parse_unary();
+    }
     return parse_primary();
   }
   NodeP parse_primary() {
@@ -245,6 +267,7 @@ class Parser {
     }
     if (t.kind == Tok::LParen) {
       std::size_t col = t.col;
+      DepthGuard guard(*this, col);
       ++pos_;
       NodeP n = parse_or();
       if (peek().kind != Tok::RParen) throw ExprError(fmt::format("missing ')' for '(' at column {}", col), peek().col);
@@ -257,6 +280,7 @@ class Parser {
 
   std::vector<Token> t_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;
 };
 
 bool truthy(double v) { return !std::isnan(v) && v != 0.0; }
@@ -407,6 +431,9 @@ Expr& Expr::operator=(Expr&&) noexcept = default;
 
 Expr Expr::parse(std::string_view text) {
   Expr e;
+  if (text.size() > kMaxExprLength)
+    throw ExprError(fmt::format("expression of {} characters (at most {})", text.size(), kMaxExprLength),
+                    kMaxExprLength + 1);
   e.text_ = std::string(text);
   e.root_ = Parser(lex(text)).parse();
   return e;

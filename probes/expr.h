@@ -9,6 +9,7 @@
 //   unary   := ("!" | "-" | "+") unary | primary
 //   primary := NUMBER | IDENT | "(" expr ")"
 //   NUMBER  := decimal with optional fraction and exponent: 3, 0.5, 1e-6, 65504, 2.5E+3
+//   (at most kMaxExprLength characters, nesting at most kMaxExprDepth levels: see below)
 //
 // Identifiers: the statistics of a capture (min max mean abs_mean std l2 max_abs nan_count
 // inf_count zero_count count), the context (step rank), and the runtime counters (overflow_count
@@ -33,6 +34,12 @@
 #include "chip_model/spec/kernel_args.h"
 
 namespace probelab::probes {
+
+/// Limits of the parser (it recurses on nesting, and every evaluation walks the tree): an
+/// expression is at most kMaxExprLength characters and nests parentheses and prefix operators at
+/// most kMaxExprDepth levels deep; longer or deeper text is an ExprError, not a stack overflow.
+inline constexpr std::size_t kMaxExprLength = 4096;
+inline constexpr std::size_t kMaxExprDepth = 64;
 
 /// Parse error: `column` is 1-based in the expression text.
 class ExprError : public std::runtime_error {

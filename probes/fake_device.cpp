@@ -58,6 +58,8 @@ std::uint32_t FakeDevice::read_reg(std::uint32_t off) {
     case kRegCapReadyBytes1: return ready_bytes_[1];
     case kRegCapRecords: return static_cast<std::uint32_t>(produced_);
     case kRegCapDropped: return static_cast<std::uint32_t>(dropped_);
+    case kRegCapOversize: return static_cast<std::uint32_t>(oversize_);
+    case kRegCapOversizeMax: return static_cast<std::uint32_t>(oversize_max_);
     case kRegCapBytesLo: return static_cast<std::uint32_t>(cap_bytes_);
     case kRegCapBytesHi: return static_cast<std::uint32_t>(cap_bytes_ >> 32);
     case kRegCapStallLo: return static_cast<std::uint32_t>(stall_cycles_);
@@ -258,6 +260,10 @@ void FakeDevice::cap_append(std::span<const std::byte> rec) {
   ++produced_;
   std::uint32_t size = reg(kRegCapBufSize);
   if (!(ctrl & kCapEnable) || rec.size() > size) {
+    if (ctrl & kCapEnable) {
+      ++oversize_;
+      oversize_max_ = std::max<std::uint64_t>(oversize_max_, rec.size());
+    }
     ++dropped_;
     return;
   }

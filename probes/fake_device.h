@@ -124,6 +124,7 @@ class FakeDevice : public Device {
   std::uint32_t ready_bytes_[2] = {0, 0};
   std::uint32_t seq_ = 0;
   std::uint64_t produced_ = 0, dropped_ = 0, cap_bytes_ = 0, stall_cycles_ = 0, stall_drops_ = 0;
+  std::uint64_t oversize_ = 0, oversize_max_ = 0;
   // exception latch
   bool latched_ = false;
   std::uint32_t exc_counts_[spec::kExcKindCount] = {};

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "graph/user_regex.h"
+
 namespace probelab::probes {
 
 namespace {
@@ -109,8 +111,8 @@ std::vector<SelectedEdge> select_edges(const graph::Graph& g, const WatchPoint& 
   std::optional<std::regex> scope;
   if (wp.scope) {
     try {
-      scope.emplace(*wp.scope, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
+      scope.emplace(graph::compile_user_regex(*wp.scope));
+    } catch (const graph::GraphError& e) {
       throw ConfigError("<config>", 0, fmt::format("watch point '{}' scope", wp.id),
                         fmt::format("invalid regex '{}': {}", *wp.scope, e.what()));
     }
@@ -120,7 +122,7 @@ std::vector<SelectedEdge> select_edges(const graph::Graph& g, const WatchPoint& 
   for (const auto& op : g.ops()) {
     if (is_probe_op(op) || !op.debug.capture) continue;
     if (!direction_ok(wp.direction, op.direction)) continue;
-    if (scope && !std::regex_match(op.scope, *scope)) continue;
+    if (scope && !graph::user_regex_match(op.scope, *scope)) continue;
     if (in_range && !in_range->count(op.id)) continue;
     bool op_hit = any_glob(wp.patterns, op.name) || any_type(wp.types, op.type);
     if (wp.capture_inputs)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "graph/yaml_check.h"
 #include "probes/detail/config_reader.h"
 #include "probes/msprobe_config.h"
 
@@ -115,6 +116,7 @@ ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& so
                                        f.string(), source));
   }
   if (!node.IsMap()) r.fail(node, "probes", "expected a mapping, or the path of a config file");
+  if (auto issue = graph::check_yaml_document(node)) throw ConfigError(source, issue->line, issue->key, issue->message);
   try {
     if (is_msprobe_config(node)) {
       MsprobeTranslation t = translate_msprobe(node, source);

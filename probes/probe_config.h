@@ -40,6 +40,7 @@
 //               async_full: true,            # full tensors copied by the capture DMA engine
 //               drain: auto}                 # step | buffer_full | auto (see CaptureUnitOptions)
 //     output: {dir: dump, compression: zstd, zstd_level: 1, delta: false, level: all}
+//             # dir: relative, inside the run's output directory (no '..', not absolute)
 //             # compression: zstd | none (or true/false); level: all | triggered | none
 //     consistency: {enabled: false, reference_rank: 0, sync_at_collectives: true, mode: hash,
 //                   tolerance: 0.0, steps: all, compare_inputs: false}

@@ -47,36 +47,76 @@ void RuntimeState::warn(std::string msg) {
   if (rep.warnings.size() < 256) rep.warnings.push_back(std::move(msg));
 }
 
+void RuntimeState::report_capture_losses() {
+  if (!drain->programmed()) return;
+  const auto& acc = drain->accounting();
+  if (acc.oversize > 0)
+    warn(fmt::format("{} capture record(s) of up to {} bytes were larger than the {}-byte capture buffer and were "
+                     "dropped (under either overrun policy): raise probes.capture.buffer_bytes to at least {}",
+                     acc.oversize, acc.oversize_max_bytes, cfg.capture.buffer_bytes, acc.oversize_max_bytes));
+  if (acc.corrupt > 0)
+    warn(fmt::format("{} capture record(s) were corrupt and not used: {} rejected by their checks, {} lost inside "
+                     "damaged buffer regions ({} bytes skipped); {} of {} records drained",
+                     acc.corrupt, acc.corrupt - acc.lost_in_corrupt_regions, acc.lost_in_corrupt_regions,
+                     acc.bytes_skipped, acc.drained, acc.produced));
+}
+
 void RuntimeState::flush_capture(const std::string& when) {
   if (!drain->programmed()) return;
   dev.wait_deferred();  // a drain started by an interrupt finishes first
   drain->flush(true);   // called between steps: nothing produces records
   // a breakpoint or condition may have produced more records while draining: drain until quiet
   for (int i = 0; i < 4 && !drain->accounting().balanced(); ++i) drain->flush(true);
+  drain->settle();  // records lost inside corrupt buffer regions are counted as corrupt
   const auto& acc = drain->accounting();
   if (!acc.balanced())
     warn(fmt::format("{}: {} capture record(s) neither drained nor reported dropped after flush", when,
                      acc.unaccounted()));
 }
 
+namespace {
+
+int detail(CaptureMode m) { return m == CaptureMode::Full ? 2 : m == CaptureMode::Statistics ? 1 : 0; }
+
+}  // namespace
+
+bool RuntimeState::wp_active(const WatchPoint& wp, std::uint32_t at_step) const {
+  return wp.steps.contains(at_step) && wp.ranks.contains(opts.rank);
+}
+
+// A site merges every watch point selecting its edge; at each step only those whose steps and
+// ranks include it, and whose own sample rate draws it, apply. The same draw serves all of them
+// (one hash per probe, step and rank compared with each rate), so the site captures when the
+// most generous applying watch point does, in the most detailed mode among those drawn.
+std::optional<CaptureMode> RuntimeState::drawn_mode(const ProbeSite& site, std::uint32_t at_step) const {
+  std::optional<CaptureMode> mode;
+  const auto& override_rate = op(site.target_op_id).debug.sample_rate;
+  for (std::size_t w : site.watch_points) {
+    const WatchPoint& wp = cfg.watch_points[w];
+    if (!wp_active(wp, at_step)) continue;
+    if (!sampled(seed, site.probe_op, at_step, opts.rank, override_rate.value_or(wp.sample_rate))) continue;
+    if (!mode || detail(wp.mode) > detail(*mode)) mode = wp.mode;
+  }
+  return mode;
+}
+
 bool RuntimeState::should_capture(const ProbeSite& site, std::uint32_t at_step) const {
   if (!cfg.enabled) return false;
   if (site.kind == ProbeKind::Sync) return cfg.consistency.steps.contains(at_step);
   bool active = false;
-  for (std::size_t w : site.watch_points) {
-    const WatchPoint& wp = cfg.watch_points[w];
-    if (wp.steps.contains(at_step) && wp.ranks.contains(opts.rank)) active = true;
-  }
+  for (std::size_t w : site.watch_points) active = active || wp_active(cfg.watch_points[w], at_step);
   if (!active) return false;
   if (site.kind == ProbeKind::Breakpoint) return true;
   auto v = verbose_from.find(site.probe_op_id);
   if (v != verbose_from.end() && at_step >= v->second) return true;
-  return sampled(seed, site.probe_op, at_step, opts.rank, site.sample_rate);
+  return drawn_mode(site, at_step).has_value();
 }
 
 CaptureMode RuntimeState::mode_at(const ProbeSite& site, std::uint32_t at_step) const {
   auto v = verbose_from.find(site.probe_op_id);
-  return v != verbose_from.end() && at_step >= v->second ? CaptureMode::Full : site.mode;
+  if (v != verbose_from.end() && at_step >= v->second) return CaptureMode::Full;
+  if (site.kind != ProbeKind::Capture) return site.mode;
+  return drawn_mode(site, at_step).value_or(site.mode);
 }
 
 bool RuntimeState::kernel_captures(const ProbeSite& site, std::uint32_t at_step) const {
@@ -246,6 +286,7 @@ void ProbeRuntime::finish() {
     s.refresh_counters();
     s.evaluate_rules();
   }
+  s.report_capture_losses();
   if (s.cfg.compare.enabled) s.run_comparisons();
   DiagnosisInput in;
   in.graph = &s.graph;

@@ -166,6 +166,7 @@ void RuntimeState::run_host_conditions(const ProbeSite& site, const CaptureRecor
   ctx.set_stats(stats);
   for (std::size_t w : site.watch_points) {
     const WatchPoint& wp = cfg.watch_points[w];
+    if (!wp_active(wp, rec.header.step)) continue;  // merged on this edge, but not at this step
     for (const auto& c : wp.conditions) {
       bool has_break = std::find(c.actions.begin(), c.actions.end(), Action::Break) != c.actions.end();
       if (has_break || !c.expr.test(ctx)) continue;  // break conditions run on the device

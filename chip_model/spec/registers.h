@@ -86,6 +86,9 @@ inline constexpr std::uint32_t kRegCapBytesLo = 0x0448;      // RO: bytes writte
 inline constexpr std::uint32_t kRegCapBytesHi = 0x044C;
 inline constexpr std::uint32_t kRegCapStallLo = 0x0450;      // RO: cycles producers stalled (stall policy)
 inline constexpr std::uint32_t kRegCapStallHi = 0x0454;
+inline constexpr std::uint32_t kRegCapOversize = 0x0458;     // RO: records larger than a buffer, dropped
+                                                             //     under either policy (counted in kRegCapDropped)
+inline constexpr std::uint32_t kRegCapOversizeMax = 0x045C;  // RO: bytes of the largest such record
 
 enum CapCtrlBits : std::uint32_t {
   kCapEnable = 1u << 0,

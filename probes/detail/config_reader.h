@@ -3,9 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "graph/graph.h"
+#include "graph/user_regex.h"
 #include "probes/probe_config.h"
 
 namespace probelab::probes::detail {
@@ -73,6 +74,7 @@ class Reader {
   double number(const YAML::Node& n, const std::string& key) const {
     double v = 0;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) fail(n, key, "expected a number");
+    if (std::isnan(v)) fail(n, key, "expected a number, got NaN");  // .inf may disable a bound; NaN means nothing
     return v;
   }
   double rate(const YAML::Node& n, const std::string& key) const {
@@ -152,9 +154,9 @@ class Reader {
   std::string regex(const YAML::Node& n, const std::string& key) const {
     std::string r = str(n, key);
     try {
-      std::regex re(r, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      fail(n, key, fmt::format("invalid regex '{}': {}", r, e.what()));
+      graph::compile_user_regex(r);
+    } catch (const graph::GraphError& e) {
+      fail(n, key, fmt::format("invalid regex '{}': {}", r.size() > 80 ? r.substr(0, 80) + "..." : r, e.what()));
     }
     return r;
   }

@@ -83,6 +83,13 @@ struct RuntimeState {
   bool kernel_captures(const ProbeSite& site, std::uint32_t at_step) const;
   /// Capture mode of `site` at `at_step` (Full once enable_verbose switched it).
   CaptureMode mode_at(const ProbeSite& site, std::uint32_t at_step) const;
+  /// End of run: warnings for capture records lost to a too small buffer or to corruption.
+  void report_capture_losses();
+  /// Whether watch point `wp` applies at `at_step` on this rank (its steps and ranks).
+  bool wp_active(const WatchPoint& wp, std::uint32_t at_step) const;
+  /// The most detailed mode among the site's watch points that apply at `at_step` and draw it
+  /// by their sample rates; nullopt when none does.
+  std::optional<CaptureMode> drawn_mode(const ProbeSite& site, std::uint32_t at_step) const;
   bool should_capture(const ProbeSite& site, std::uint32_t at_step) const;
 
   // runtime_records.cpp
