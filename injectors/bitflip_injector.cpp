@@ -125,9 +125,10 @@ void register_bitflip_injector(InjectorRegistry& r) {
   ps[0].doc = "op name glob whose execution sees the flipped buffer (buffer targets)";
   ps.push_back({"target", "hbm|l1|l0a|l0b|l0c|accumulator|ub", "", "where the bits flip"});
   ps.push_back({"bits", "int | list of int", "[0]", "bit positions within the element (hbm) or the 8-byte word at `byte`"});
-  ps.push_back({"tensor", "tensor name", "-", "hbm: tensor whose element is flipped"});
+  ps.push_back({"tensor", "tensor name", "required (hbm)", "hbm: tensor whose element is flipped"});
   ps.push_back({"element", "int", "0", "hbm: row-major element index in the tensor"});
-  ps.push_back({"cycle", "int", "-", "hbm: device cycle at which the word is flipped"});
+  ps.push_back({"cycle", "int", "required (hbm)",
+                "hbm: device cycle at which the word is flipped (campaigns draw it: `cycle: live|any`)"});
   ps.push_back({"byte", "int", "0", "buffers: byte offset in the buffer contents (modulo their size)"});
   ps.push_back(seed_param());
   r.add({"bitflip", "single or multi-bit flips in HBM, on-chip buffers (L1/L0/UB) or the Cube accumulator",

@@ -55,8 +55,21 @@ SiteFilter read_site(const Params& p, const graph::Graph* g, std::uint32_t ranks
       }
       std::string types;
       for (const auto& t : op_types) types += (types.empty() ? "" : "/") + t;
-      p.fail("op", fmt::format("'{}' matches no {}op of the executed graph (ops: {})", glob,
-                               types.empty() ? "" : types + " ", some.empty() ? "none" : some));
+      // Fusion renames ops: name the fused ops that hold a match, and how to reach the inner one.
+      std::string fused;
+      for (const auto& op : g->ops()) {
+        std::string inner;
+        for (const auto& from : op.fused_from)
+          if (graph::glob_match(glob, from)) inner = from;
+        for (const auto& body : op.fused_body)
+          if (inner.empty() && graph::glob_match(glob, body.name)) inner = body.name;
+        if (inner.empty()) continue;
+        fused += fmt::format("{}'{}' is inside the fused op '{}' (use op: '{}'; a value fault on its intermediate: "
+                             "op: '{}', tensor: output, inner: '{}')",
+                             fused.empty() ? "; " : ", ", inner, op.name, op.name, op.name, inner);
+      }
+      p.fail("op", fmt::format("'{}' matches no {}op of the executed graph (ops: {}){}", glob,
+                               types.empty() ? "" : types + " ", some.empty() ? "none" : some, fused));
     }
   } else {
     f.any_op = glob == "*";
