@@ -4,19 +4,60 @@
 
 #include "graph/graph.h"
 #include "probes/insertion_pass.h"
+#include "sim/scenario/bad_input.h"
 #include "sim/scenario/injections.h"
 #include "sim/scenario/model_loader.h"
 
 namespace probelab::sim {
 
+namespace {
+
+// The chip of `chip: {preset, overrides}`: every error names the file, line and key.
+chip::ChipConfig resolve_chip(const Scenario& s) {
+  const ChipSpec& c = s.chip;
+  const YamlView root(s.resolved, s.file.string(), "");
+  const YamlView chip_view = c.source ? *c.source : YamlView(YAML::Node(), s.file.string(), "chip", root.mark());
+  chip::ChipConfig cfg;
+  const std::string preset = c.preset.empty() ? std::string("ascend910b") : c.preset;
+  try {
+    cfg = chip::chip_preset(preset);
+  } catch (const chip::ConfigError&) {
+    const YamlView at = chip_view.is_map() && chip_view.get("preset") ? *chip_view.get("preset") : chip_view;
+    at.fail(fmt::format("a chip preset ({})", fmt::join(chip::chip_preset_names(), ", ")), "'" + preset + "'");
+  }
+  for (const auto& [key, value] : c.overrides) {
+    try {
+      chip::set_param(cfg, key, value);
+    } catch (const chip::ConfigError& e) {
+      (*chip_view.get("overrides"))[key].fail("a valid chip parameter value (`probelab list chips`)", e.what());
+    }
+  }
+  try {
+    cfg.validate();
+  } catch (const chip::ConfigError& e) {
+    chip_view.fail("a consistent chip configuration", e.what());
+  }
+  return cfg;
+}
+
+}  // namespace
+
 PreparedRun prepare_run(const Scenario& s) {
   PreparedRun r;
   r.scenario = s;
   const std::string where = s.file.string();
-  // chip: PRESET | {preset, overrides: {param: value}} (parsed into s.chip).
-  r.chip = chip::chip_preset(s.chip.preset.empty() ? "ascend910b" : s.chip.preset);
-  for (const auto& [key, value] : s.chip.overrides) chip::set_param(r.chip, key, value, where + ": chip.overrides");
-  r.chip.validate();
+  r.chip = resolve_chip(s);
+  // One float mode: precision.overflow_mode when given (it must agree with an explicit
+  // chip.overrides.fp_mode), else the chip's.
+  if (s.precision.overflow_mode_given) {
+    if (s.chip.overrides.count("fp_mode") && r.chip.fp_mode != s.precision.overflow_mode)
+      YamlView(s.resolved, where, "")["precision"]["overflow_mode"].fail(
+          fmt::format("the same float mode as chip.overrides.fp_mode ({})", r.chip.fp_mode),
+          "'" + s.precision.overflow_mode + "'");
+    r.chip.fp_mode = s.precision.overflow_mode;
+  } else {
+    r.scenario.precision.overflow_mode = r.chip.fp_mode;
+  }
 
   LoadedModel model = load_model(s.model);
   r.workload = build_workload(s, model.graph, model.input_inits);
@@ -63,12 +104,21 @@ std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::G
 PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts) {
   LoadOptions o = opts;
   for (const auto& [key, value] : v.sets) o.sets.push_back(SetOverride{key, value});
-  Scenario s = parse_scenario(base.source_text, base.file, o);
-  s.variants.clear();
-  s.expectations.clear();
-  PreparedRun r = prepare_run(s);
-  r.variant = v.name;
-  return r;
+  try {
+    Scenario s = parse_scenario(base.source_text, base.file, o);
+    s.variants.clear();
+    s.expectations.clear();
+    PreparedRun r = prepare_run(s);
+    r.variant = v.name;
+    return r;
+  } catch (const std::exception& e) {
+    if (!is_bad_input(e) || !v.source) throw;
+    // Name the variant and where its settings are: the error itself may only know "--set".
+    const YamlView& at = *v.source;
+    const YAML::Mark m = at.mark();
+    throw ScenarioError(at.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, at.path(),
+                        fmt::format("settings that make a valid scenario (variant '{}')", v.name), e.what());
+  }
 }
 
 bool variant_changes_probes_only(const Variant& v) {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "graph/yaml_check.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::sim {
@@ -86,9 +86,17 @@ YAML::Node set_at(YAML::Node node, const std::vector<std::string>& segs, std::si
   return node;
 }
 
+// Names become directory names under --out: letters, digits, '_', '.', '-', not starting with
+// '.' (so never "." or "..", and never one of the runner's hidden scratch directories), at most
+// 128 characters.
 void check_name(const YamlView& v, const std::string& s) {
-  static const std::regex re("[A-Za-z0-9_.-]+");
-  if (!std::regex_match(s, re)) v.fail("a name of letters, digits, '_', '.', '-'", "'" + s + "'");
+  const bool chars = std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+  const std::string shown = s.size() > 60 ? "'" + s.substr(0, 60) + "...'" : "'" + s + "'";
+  if (s.empty() || !chars || s.size() > 128)
+    v.fail("a name of at most 128 letters, digits, '_', '.', '-'", shown);
+  if (s.front() == '.') v.fail("a name not starting with '.' (it names a directory under --out)", shown);
 }
 
 ChipSpec parse_chip(const YamlView& v) {
@@ -216,7 +224,10 @@ PrecisionPolicy parse_precision(const YamlView& v) {
   }
   if (auto m = v.get("master_weights")) p.master_fp32 = m->str_in({"fp32", "none"}) == "fp32";
   if (auto a = v.get("accumulation")) p.accumulation = a->str_in({"fp32", "fp16", "fp16_via_fp32"});
-  if (auto o = v.get("overflow_mode")) p.overflow_mode = o->str_in({"inf_nan", "saturation"});
+  if (auto o = v.get("overflow_mode")) {
+    p.overflow_mode = o->str_in({"inf_nan", "saturation"});
+    p.overflow_mode_given = true;
+  }
   return p;
 }
 
@@ -226,6 +237,7 @@ Variant parse_variant(const YamlView& v) {
   out.name = v["name"].str();
   check_name(v["name"], out.name);
   YamlView s = v["set"];
+  out.source = s;
   for (const auto& key : s.keys()) {
     if (key == "variants" || key.rfind("variants.", 0) == 0) s[key].fail("a key outside 'variants'", "'" + key + "'");
     out.sets.emplace_back(key, YAML::Dump(s[key].node()));
@@ -275,7 +287,18 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
     YamlView(doc, fname, "").fail("a mapping of scenario keys at the top level",
                                   doc.IsDefined() && !doc.IsNull() ? YamlView(doc, fname, "").describe() : "an empty file");
   }
+  if (auto issue = graph::check_yaml_document(doc))
+    throw ScenarioError(fname, issue->line, issue->column, issue->key, "each key once in a mapping", issue->message);
+  // `chip: tiny` is the short form of `chip: {preset: tiny}`; a --set of a chip key needs the long one.
+  for (const auto& set : opts.sets)
+    if (set.key.rfind("chip.", 0) == 0 && doc["chip"].IsScalar()) {
+      YAML::Node chip(YAML::NodeType::Map);
+      chip["preset"] = doc["chip"].Scalar();
+      doc["chip"] = chip;
+    }
   apply_overrides(doc, opts.sets, fname);
+  if (auto issue = graph::check_yaml_document(doc))  // values given with --set
+    throw ScenarioError(fname + " (--set)", 0, 0, issue->key, "each key once in a mapping", issue->message);
   YamlView root(doc, fname, "");
   root.expect_keys(scenario_keys());
 

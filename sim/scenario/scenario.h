@@ -2,7 +2,7 @@
 // expectations the run must meet. Loaded from YAML (format below), validated at load with
 // ScenarioError naming file, line:column, key and what was expected; unknown keys are errors.
 //
-//   name: nan_in_softmax                # required, [A-Za-z0-9_.-]+ (names the output directory)
+//   name: nan_in_softmax                # required, [A-Za-z0-9_.-]+, not starting with '.' (names the output directory)
 //   description: ...                    # optional
 //   chip:                               # optional; default preset, no overrides
 //     preset: ascend910b                #   a chip preset (`probelab list chips`)
@@ -98,17 +98,21 @@ struct DataSpec {
 ///  - `compute`: dtype of every floating-point activation, weight and gradient on the device
 ///    (fp16 by default, the Ascend mixed-precision default; fp32 and bf16 allowed);
 ///  - `master_weights`: `none` (default) updates the weights in the `compute` dtype directly; fp32
-///    (training with a 16-bit `compute` dtype) keeps FP32 master weights and optimizer state that
-///    the optimizer updates, and every step casts them to the compute dtype (needs a Cast op).
+///    (training with a 16-bit `compute` dtype) is to keep FP32 master weights and optimizer state
+///    that the optimizer updates, cast to the compute dtype every step. It needs a Cast op, which
+///    the op registry does not have yet: until then fp32 with a 16-bit compute dtype is rejected
+///    (naming the key), and with compute fp32 it changes nothing.
 ///  - `accumulation`: Cube (MatMul/Conv) accumulator: fp32 (hardware default), fp16 (correctly
 ///    rounded every step) or fp16_via_fp32 (FP32 add, then round: double rounding);
-///  - `overflow_mode`: the chip's float mode, inf_nan (IEEE 754) or saturation.
+///  - `overflow_mode`: the chip's float mode, inf_nan (IEEE 754) or saturation; default: the
+///    chip's `fp_mode` (its preset, or chip.overrides.fp_mode, which must then agree).
 /// Integer tensors keep their dtype.
 struct PrecisionPolicy {
   graph::DType compute = graph::DType::F16;
   bool master_fp32 = false;
   std::string accumulation = "fp32";   // fp32 | fp16 | fp16_via_fp32
   std::string overflow_mode = "inf_nan";  // inf_nan | saturation
+  bool overflow_mode_given = false;       // false: the chip's fp_mode (preset or override) applies
 };
 
 /// One injected fault: its kind and the whole descriptor mapping (kind included), validated by
@@ -125,6 +129,7 @@ struct InjectionSpec {
 struct Variant {
   std::string name;
   std::vector<std::pair<std::string, std::string>> sets;  // dotted key -> YAML value text
+  std::optional<YamlView> source;                          // its `set` mapping, for error positions
 };
 
 struct Scenario {

@@ -182,14 +182,15 @@ std::uint64_t YamlView::uinteger() const {
 }
 
 double YamlView::number() const {
-  std::string s = scalar_or_fail("a number");
+  std::string s = scalar_or_fail("a finite number");
   double v = 0;
   try {
     v = node_.as<double>();
   } catch (const YAML::Exception&) {
-    fail("a number", "'" + s + "'");
+    fail("a finite number", "'" + s + "'");
   }
-  if (std::isnan(v) && s != ".nan" && s != ".NaN" && s != ".NAN") fail("a number", "'" + s + "'");
+  // YAML's .nan and .inf parse as numbers; no scenario value means either.
+  if (!std::isfinite(v)) fail("a finite number", "'" + s + "'");
   return v;
 }
 

@@ -54,7 +54,7 @@ class YamlView {
   std::string str_in(const std::vector<std::string>& choices) const;
   std::int64_t integer(std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX) const;
   std::uint64_t uinteger() const;
-  double number() const;
+  double number() const;  // finite: .nan and .inf are errors
   bool boolean() const;
 
   // Optional scalars with defaults.
