@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/yaml_check.h"
 #include "injectors/injector.h"
 #include "sim/campaign/campaign_html.h"
 #include "sim/campaign/campaign_outcome.h"
@@ -107,6 +108,9 @@ void Campaign::prepare() {
       } catch (const YAML::Exception& e) {
         throw ScenarioError("--fault", 0, 0, fmt::format("fault[{}]", i), "a YAML mapping of fault keys", e.what());
       }
+      if (auto issue = graph::check_yaml_document(n))
+        throw ScenarioError("--fault", 0, 0, join_path(fmt::format("fault[{}]", i), issue->key),
+                            "each key once in a mapping", issue->message);
       model_.faults.push_back(parse_fault_entry(YamlView(n, "--fault", fmt::format("fault[{}]", i))));
     }
   }
@@ -153,6 +157,76 @@ json Campaign::identity() const {
           {"golden_runs", model_.golden_runs},
           {"envelope", {{"atol", model_.atol}, {"rtol", model_.rtol}}},
           {"faults", faults}};
+}
+
+void Campaign::prepare_output_dir() const {
+  std::error_code ec;
+  const std::string shown = fmt::format("'{}'", out_.string());
+  if (fs::exists(out_, ec) && !fs::is_directory(out_, ec))
+    throw ScenarioError("--out", 0, 0, "", "a campaign output directory", shown + " (a file, not a directory)");
+  fs::create_directories(out_, ec);
+  if (ec) throw ScenarioError("--out", 0, 0, "", "a campaign output directory that can be created", shown + ": " + ec.message());
+  if (::access(out_.c_str(), W_OK | X_OK) != 0)
+    throw ScenarioError("--out", 0, 0, "", "a writable campaign output directory", shown);
+  for (const char* f : {"trials.jsonl", "campaign.json"}) {
+    const fs::path p = out_ / f;
+    if (fs::exists(p, ec) && !fs::is_regular_file(p, ec))
+      throw ScenarioError(p.string(), 0, 0, "", "a regular file (or nothing) where the campaign keeps " + std::string(f),
+                          "a directory or special file");
+  }
+  // Scratch of earlier runs whose process is gone (a live one may be another campaign's).
+  auto sweep = [](const fs::path& dir) {
+    std::error_code e;
+    for (auto it = fs::directory_iterator(dir, e); !e && it != fs::directory_iterator(); it.increment(e)) {
+      const std::string n = it->path().filename().string();
+      if (n.rfind("work.", 0) != 0) continue;
+      const std::string pid = n.substr(5);
+      if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (!process_alive(std::stoi(pid))) {
+        std::error_code rm;
+        fs::remove_all(it->path(), rm);
+      }
+    }
+  };
+  sweep(out_);
+  for (auto it = fs::directory_iterator(out_, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().rfind("rank", 0) == 0 && it->is_directory()) sweep(it->path());
+}
+
+LoadedTrials Campaign::resume_trials(const json& id) const {
+  const fs::path idf = out_ / "campaign.json", jsonl = out_ / "trials.jsonl";
+  std::error_code ec;
+  const bool have_id = fs::exists(idf, ec);
+  if (have_id) {
+    std::ifstream in(idf, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json old;
+    try {
+      old = json::parse(ss.str());
+    } catch (const std::exception& e) {
+      throw ScenarioError(idf.string(), 0, 0, "",
+                          "the campaign.json of an earlier run to --resume (it holds the identity --resume checks; "
+                          "start afresh without --resume)",
+                          fmt::format("an unreadable file ({})", e.what()));
+    }
+    if (old != id)
+      throw ScenarioError(idf.string(), 0, 0, "",
+                          "the same scenario, seed and fault model to --resume (start afresh without --resume)",
+                          "a campaign with another identity");
+  }
+  LoadedTrials loaded;
+  try {
+    loaded = load_trials(jsonl);
+  } catch (const std::system_error& e) {
+    throw ScenarioError(jsonl.string(), 0, 0, "", "a readable trials.jsonl of an earlier run to --resume", e.what());
+  }
+  if (!have_id && !loaded.records.empty())
+    throw ScenarioError(idf.string(), 0, 0, "",
+                        "the campaign.json beside the trials to --resume (without it their identity cannot be "
+                        "checked; start afresh without --resume)",
+                        "no such file");
+  return loaded;
 }
 
 Campaign::Shared Campaign::golden(double& wall_seconds) {
@@ -241,21 +315,16 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   std::vector<std::uint8_t> blob;
   LoadedTrials loaded;
   if (root) {
-    fs::create_directories(out_);
+    prepare_output_dir();
     const json id = identity();
     if (opts_.resume) {
-      const json old = read_json_file(out_ / "campaign.json");
-      if (!old.is_null() && old != id)
-        throw ScenarioError((out_ / "campaign.json").string(), 0, 0, "",
-                            "the same scenario, seed and fault model to --resume (start afresh without --resume)",
-                            "a campaign with another identity");
-      loaded = load_trials(jsonl);
+      loaded = resume_trials(id);
+      // (stderr only: summary.json of a resumed campaign is the same as of an uninterrupted one)
+      for (const auto& w : loaded.warnings(jsonl.string())) fmt::print(stderr, "probelab: warning: {}\n", w);
     } else {
       std::error_code ec;
       for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt", "logs", "golden"})
         fs::remove_all(out_ / f, ec);
-      for (const auto& e : fs::directory_iterator(out_))  // scratch of earlier runs
-        if (e.path().filename().string().rfind("work.", 0) == 0) fs::remove_all(e.path(), ec);
     }
     write_text_atomic(out_ / "campaign.json", id.dump(2) + "\n");
     double wall = 0;

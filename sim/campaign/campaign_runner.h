@@ -25,6 +25,7 @@
 
 #include "sim/campaign/campaign_comm.h"
 #include "sim/campaign/campaign_envelope.h"
+#include "sim/campaign/campaign_store.h"
 #include "sim/campaign/campaign_trials.h"
 #include "sim/scenario/prepared_run.h"
 
@@ -71,6 +72,13 @@ class Campaign {
   int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work,
                 const std::filesystem::path& scratch) const;
   nlohmann::json identity() const;
+  /// Rank 0, before anything is written: --out is (or can be made) a writable directory whose
+  /// trials.jsonl and campaign.json are regular files if present; removes scratch directories
+  /// (work.<pid>) of processes that are gone. Throws ScenarioError.
+  void prepare_output_dir() const;
+  /// --resume: campaign.json must parse and match `id` (and must exist when trials do); returns
+  /// the finished trials. Throws ScenarioError.
+  LoadedTrials resume_trials(const nlohmann::json& id) const;
 
   CampaignOptions opts_;
   PreparedRun base_;

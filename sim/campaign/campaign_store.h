@@ -17,9 +17,16 @@ struct LoadedTrials {
   std::vector<TrialRecord> records;  // in file order, first occurrence of each index
   std::uint64_t valid_bytes = 0;     // length of the file up to its last complete line
   std::size_t skipped = 0;           // truncated or unreadable lines (and repeated indices)
+  std::vector<std::size_t> unreadable_lines;  // 1-based numbers of lines that are not a trial record
+  std::vector<std::size_t> repeated_lines;    // 1-based numbers of lines repeating an earlier index
+  bool truncated_tail = false;                // the last line has no newline (an interrupted write)
+  /// One line for the user per kind of skipped line ("" when none): the trials of skipped lines
+  /// run again.
+  std::vector<std::string> warnings(const std::string& file) const;
 };
 
-/// Reads trials.jsonl; a missing file gives nothing.
+/// Reads trials.jsonl; a missing file gives nothing. Throws std::system_error when `file` exists
+/// but is not a readable regular file.
 LoadedTrials load_trials(const std::filesystem::path& file);
 
 class TrialLog {

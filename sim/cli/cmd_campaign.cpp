@@ -1,7 +1,8 @@
 // `probelab campaign SCENARIO --trials N [--jobs J] [--seed S] [--out DIR] [--resume]`: a
 // fault-injection campaign scoring the probe runtime (sim/campaign/campaign_runner.h). Under
 // `mpirun -np K` the trials are split over the ranks and rank 0 writes the results.
-// Exit 0 when the campaign completed, 1 when it failed, 2 on bad input (nothing is run then).
+// Exit 0 when the campaign completed, 1 when it did not, 2 on bad input (nothing is run then), 3 on an
+// internal error.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -105,7 +106,7 @@ int campaign(const CampaignArgs& a) {
   } catch (const std::exception& e) {
     if (comm->size() <= 1) throw;
     // One failing rank ends the job (the others would wait for it forever).
-    const int code = sim::is_bad_input(e) ? 2 : 1;
+    const int code = sim::is_bad_input(e) ? 2 : 3;
     fmt::print(stderr, "probelab: rank {}: {}: {}\n", comm->rank(), code == 2 ? "error" : "internal error", e.what());
     std::fflush(stderr);
     comm->abort(code);
@@ -125,7 +126,8 @@ Command add_campaign(CLI::App& app) {
   sub->add_option("--trials,-n", a->trials, "Number of trials (default: campaign.trials)")->check(CLI::Range(1, 100000000));
   sub->add_option("--jobs,-j", a->jobs, "Worker processes at a time (per MPI rank)")->check(CLI::Range(1, 256));
   sub->add_option("--seed", a->seed, "Campaign seed: the trial list derives from it alone (default: campaign.seed, "
-                                     "else the scenario seed)");
+                                     "else the scenario seed)")
+      ->check(non_negative_integer());
   sub->add_option("--out", a->out, "Output directory (default out/campaign/<scenario name>)");
   sub->add_flag("--resume", a->resume, "Continue an interrupted campaign in --out: finished trials are kept, the "
                                        "others run");

@@ -1,8 +1,8 @@
 // `probelab compare RUN_A RUN_B`: msprobe's compare table per tensor (sim/run/compare_table.h),
 // printed and written as CSV and JSON, and — between two probelab runs — the first op whose
 // captured values differ. Exit 0 when every matched tensor reaches the accuracy criteria, 1 when
-// one does not (the runs differ), 2 on bad input (a missing directory, no manifest, a foreign or
-// corrupt manifest).
+// one does not (the runs differ), 2 on bad input: a missing directory, no manifest, a foreign
+// manifest, or any damaged manifest or dump file (each is reported, naming its run and file).
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -56,6 +56,10 @@ Command add_compare(CLI::App& app) {
     const std::string csv = t.to_csv(), js = t.to_json().dump(1);
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.csv", std::as_bytes(std::span(csv.data(), csv.size())));
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.json", std::as_bytes(std::span(js.data(), js.size())));
+    if (c)
+      for (const auto& d : c->damaged)
+        fmt::print(stderr, "probelab: error: {} ({}): {}\n", d.run == "run A" ? a->a : d.run == "run B" ? a->b : d.run,
+                   d.file, d.problem);
     if (a->json) {
       nlohmann::json j = {{"table", t.to_json()}};
       if (c) j["comparison"] = c->to_json();
@@ -80,6 +84,11 @@ Command add_compare(CLI::App& app) {
         else
           fmt::print("no divergence in the matched captures\n");
       }
+    }
+    if (c && !c->damaged.empty()) {
+      fmt::print(stderr, "probelab: error: {} damaged dump file(s) or manifest(s); the comparison is incomplete\n",
+                 c->damaged.size());
+      return 2;
     }
     return t.not_reached() == 0 ? 0 : 1;
   };

@@ -1,5 +1,6 @@
 // `probelab run [SCENARIO|DIR ...]`: replay scenarios; exit 0 when every expectation held, 1 when
-// one failed (or a simulation failed), 2 on bad input (nothing is run then).
+// one failed, 2 on bad input (nothing is run then, or a simulation found its input bad), 3 when
+// a simulation failed otherwise (crashed, timed out, an internal error).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@ struct RunArgs {
   bool strict = false;
   std::vector<std::string> trace_formats;
   unsigned timeout = 3600;
+  std::uint64_t host_memory_mib = 0;
 };
 
 std::string overhead_cell(const nlohmann::json& r) {
@@ -52,6 +54,7 @@ int run(const RunArgs& a) {
     for (const auto& f : a.trace_formats) opts.trace_formats.push_back(chip::Trace::parse_format(f));
   }
   opts.timeout_s = a.timeout;
+  opts.host_memory_limit = a.host_memory_mib << 20;
   const auto files = sim::expand_scenario_args(a.paths, opts.load.source_root);
 
   sim::Runner runner(opts);
@@ -68,10 +71,12 @@ int run(const RunArgs& a) {
   const auto outcomes = runner.run(progress);
   if (tty) fmt::print(stderr, "\n");
 
-  bool bad_input = false, all = true;
+  bool bad_input = false, failed_run = false, all = true;
   for (const auto& o : outcomes) {
     all = all && o.passed;
-    bad_input = bad_input || o.report.value("bad_input", false);
+    const bool bad = o.report.value("bad_input", false);
+    bad_input = bad_input || bad;
+    failed_run = failed_run || (!bad && o.report.value("status", "") != "ok");
   }
   if (a.json) {
     nlohmann::json j = {{"passed", all}, {"scenarios", nlohmann::json::array()}};
@@ -105,7 +110,7 @@ int run(const RunArgs& a) {
       if (r["warnings"].is_array() && !r["warnings"].empty()) {
         fmt::print("\n{}: {} warning(s):\n", o.name, r["warnings"].size());
         for (std::size_t i = 0; i < r["warnings"].size() && i < 5; ++i)
-          fmt::print("  {}\n", r["warnings"][i].get<std::string>());
+          fmt::print("  {}\n", r["warnings"][i].is_string() ? r["warnings"][i].get<std::string>() : r["warnings"][i].dump());
         if (r["warnings"].size() > 5) fmt::print("  ... (all in {})\n", (o.out_dir / "report.json").string());
       }
     }
@@ -126,6 +131,7 @@ int run(const RunArgs& a) {
   }
   std::fflush(stdout);
   if (bad_input) return 2;
+  if (failed_run) return 3;  // a simulation failed for a reason other than its input
   return all ? 0 : 1;
 }
 
@@ -137,7 +143,8 @@ Command add_run(CLI::App& app) {
                                         "their expectations");
   sub->add_option("scenarios", a->paths, "Scenario files or directories of *.yaml files");
   sub->add_option("--out", a->out, "Output root; each scenario writes <out>/<name>/ (default ./out)");
-  sub->add_option("--seed", a->seed, "Override every scenario's seed");
+  sub->add_option("--seed", a->seed, "Override every scenario's seed (a non-negative integer)")
+      ->check(non_negative_integer());
   sub->add_option("--set", a->sets, "Override a scenario key before validation: key=value (dotted path, "
                                     "e.g. chip.overrides.num_cores=4, injections.0.step=1); repeatable");
   sub->add_flag("--json", a->json, "Print the machine-readable result (every report) on stdout");
@@ -151,7 +158,12 @@ Command add_run(CLI::App& app) {
   sub->add_flag("--strict", a->strict,
                 "Treat preparation warnings as bad input (exit 2): a probe config that selects nothing, an msprobe "
                 "key with no equivalent");
-  sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)");
+  sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)")
+      ->check(non_negative_integer());
+  sub->add_option("--host-memory", a->host_memory_mib,
+                  "MiB of host memory the simulations running at once may use; a run estimated to need more is "
+                  "refused before it starts (default 0: the memory available on this machine)")
+      ->check(non_negative_integer());
   return [a] { return run(*a); };
 }
 

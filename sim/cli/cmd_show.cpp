@@ -13,6 +13,7 @@
 #include "graph/snapshot.h"
 #include "probes/insertion_pass.h"
 #include "sim/cli/commands.h"
+#include "sim/run/resources.h"
 #include "sim/scenario/model_loader.h"
 #include "sim/scenario/prepared_run.h"
 #include "sim/scenario/source_root.h"
@@ -113,6 +114,9 @@ int show(const ShowArgs& a) {
     for (const auto& s : a.sets) lo.sets.push_back(sim::parse_set(s));
     sim::Scenario s = sim::load_scenario(path, lo);
     sim::PreparedRun run = sim::prepare_run(s);
+    // Everything `run` would check before running: the variants too.
+    std::vector<sim::PreparedRun> variants;
+    for (const auto& v : s.variants) variants.push_back(sim::prepare_variant(s, v, lo));
     if (a.json) {
       json chip = json::object();
       const chip::ChipConfig preset = chip::chip_preset(run.chip.preset);
@@ -153,7 +157,9 @@ int show(const ShowArgs& a) {
       const std::string v = chip::get_param(run.chip, info.name);
       if (v != chip::get_param(preset, info.name)) fmt::print(", {}={}", info.name, v);
     }
-    fmt::print("\ndata inputs: {}\n", fmt::join(run.workload.data_inputs, ", "));
+    fmt::print("\nestimated resources: {}\n", sim::estimate_resources(run).str());
+    for (const auto& v : variants) fmt::print("variant {}: {}\n", v.variant, sim::estimate_resources(v).str());
+    fmt::print("data inputs: {}\n", fmt::join(run.workload.data_inputs, ", "));
     if (!run.workload.loss.empty()) fmt::print("loss: {}\n", run.workload.loss);
     if (!run.workload.collectives.empty())
       fmt::print("collectives: {}\n", fmt::join(run.workload.collectives, ", "));

@@ -1,6 +1,7 @@
 // probelab: replay scenarios on the simulated accelerator, list what can be configured, show
-// models and scenarios, compare two runs, run fault-injection campaigns. Exit codes: 0 success /
-// all expectations held, 1 an expectation failed, 2 bad input.
+// models and scenarios, compare two runs, run fault-injection campaigns. Exit codes, in every
+// subcommand: 0 success / all expectations held, 1 an expectation failed or the runs differ,
+// 2 bad input (the message names the file, line, key and what was expected), 3 internal error.
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -23,6 +24,19 @@ int main(int argc, char** argv) {
   commands["compare"] = probelab::cli::add_compare(app);
   commands["campaign"] = probelab::cli::add_campaign(app);
   commands["dump"] = probelab::cli::add_dump(app);
+  // The first word that is not an option names the subcommand; say so when it names none.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word.front() == '-') continue;
+    if (!commands.count(word)) {
+      std::string known;
+      for (const auto& [name, cmd] : commands) known += (known.empty() ? "" : ", ") + name;
+      fmt::print(stderr, "probelab: error: unknown subcommand '{}' (expected one of: {}; see probelab --help)\n", word,
+                 known);
+      return 2;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,7 +52,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     fmt::print(stderr, "probelab: internal error: {}\n", e.what());
-    return 1;
+    return 3;
+  } catch (...) {
+    fmt::print(stderr, "probelab: internal error: unknown exception\n");
+    return 3;
   }
   return 0;
 }

@@ -103,7 +103,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   const probes::OpComparison* first = nullptr;
   std::vector<probes::OpComparison> all_cmp;
   json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
-              {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0}};
+              {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0},
+              {"oversize", 0}, {"lost_in_corrupt_regions", 0}};
   auto add = [&cap](const char* k, std::uint64_t v) { cap[k] = cap[k].get<std::uint64_t>() + v; };
   json float_status = json::array();
   for (const auto& rr : job.ranks)
@@ -134,6 +135,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
     add("drained", a.drained);
     add("dropped", a.dropped);
     add("corrupt", a.corrupt);
+    add("oversize", a.oversize);
+    add("lost_in_corrupt_regions", a.lost_in_corrupt_regions);
     add("bytes", a.bytes);
     add("device_bytes", a.device_bytes);
     add("stall_cycles", a.stall_cycles);

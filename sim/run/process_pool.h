@@ -1,6 +1,11 @@
 // Runs jobs in forked child processes (SystemC elaborates one design per process, so every
 // simulation gets its own process), at most `max_parallel` at a time, started in submission
 // order. The parent must be single-threaded and must not have elaborated SystemC itself.
+//
+// Children never outlive the parent: each asks the kernel for SIGKILL when its parent dies
+// (PR_SET_PDEATHSIG), so a `kill -9` of probelab ends its workers too. While run() waits,
+// SIGINT, SIGTERM and SIGHUP kill (SIGKILL) and reap every running child, run the cleanup given
+// to set_interrupt_cleanup() and then end the process by the same signal (default action).
 #pragma once
 
 #include <cstddef>
@@ -28,13 +33,24 @@ class ProcessPool {
 
   /// Queues a job; returns its index.
   std::size_t submit(Job job);
+  /// Runs in the parent when a signal interrupts run(), after the children are reaped (e.g. to
+  /// remove scratch directories); then the process ends by that signal.
+  void set_interrupt_cleanup(std::function<void()> cleanup) { cleanup_ = std::move(cleanup); }
   /// Starts every queued job and waits for all of them; `on_done` is called in the parent as
   /// each child ends (completion order). Throws std::system_error when fork fails.
   void run(const Done& on_done);
 
+  /// Most children running at once (the parallelism is clamped to it).
+  static constexpr int kMaxParallel = 256;
+
  private:
   int max_;
   std::vector<Job> jobs_;
+  std::function<void()> cleanup_;
 };
+
+/// Whether process `pid` exists (kill(pid, 0)); used to tell scratch directories of a live
+/// process from leftovers of a killed one.
+bool process_alive(int pid);
 
 }  // namespace probelab::sim

@@ -169,8 +169,9 @@ std::string summary_text(const json& r) {
                            : std::string());
   if (r["capture"].is_object()) {
     const json& c = r["capture"];
-    out += fmt::format("  capture: {} records, {} dropped, {} bytes, {} stall cycles, overhead {}\n",
+    out += fmt::format("  capture: {} records, {} dropped, {} corrupt, {} bytes, {} stall cycles, overhead {}\n",
                        c.value("records", std::uint64_t{0}), c.value("dropped", std::uint64_t{0}),
+                       c.value("corrupt", std::uint64_t{0}),
                        c.value("bytes", std::uint64_t{0}), c.value("stall_cycles", std::uint64_t{0}),
                        c["overhead_percent"].is_number() ? fmt::format("{:.3f}%", c["overhead_percent"].get<double>())
                                                          : std::string("n/a"));
@@ -209,6 +210,10 @@ std::string summary_text(const json& r) {
     for (const auto& d : r["diagnosis"])
       out += fmt::format("    {}. {} ({}){}\n", k++, d.value("op", "?"), d.value("cause", "?"),
                          d.value("suggestion", "").empty() ? std::string() : " — " + d.value("suggestion", ""));
+  }
+  if (r["warnings"].is_array() && !r["warnings"].empty()) {
+    out += fmt::format("  warnings: {}\n", r["warnings"].size());
+    for (const auto& w : r["warnings"]) out += "    " + (w.is_string() ? w.get<std::string>() : w.dump()) + "\n";
   }
   if (r.contains("expectations")) {
     out += "  expectations:\n";

@@ -38,9 +38,12 @@
 //                  missing}; rank_diffs: each divergent rank's own difference, parallel to ranks
 //   diagnosis     [{op, cause, score, tensor, inner_op, forward_op, step, rank, evidence,
 //                   suggestion}] best first
-//   capture       {records, drained, dropped, corrupt, bytes, device_bytes, stall_cycles, buffers,
-//                  dump_files, dump_bytes, cycles_with_probes, cycles_without_probes,
-//                  overhead_percent, total_overhead_percent}
+//   capture       {records, drained, dropped, corrupt, oversize, lost_in_corrupt_regions, bytes,
+//                  device_bytes, stall_cycles, buffers, dump_files, dump_bytes, unaccounted,
+//                  cycles_with_probes, cycles_without_probes, overhead_percent, total_overhead_percent}
+//                 oversize: records larger than a capture buffer (dropped under either policy, in
+//                 `dropped`); lost_in_corrupt_regions: records whose headers were destroyed (in
+//                 `corrupt`); both also give a warning
 //                 overhead against the same run without probes: overhead_percent over the step
 //                 cycles (per rank the sum of its steps, the slowest rank: what a training step
 //                 costs more), total_overhead_percent over the whole program (setup, the final

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -21,6 +23,7 @@ namespace {
 
 struct Capture {
   fs::path dir;
+  fs::path manifest_file;
   const json* manifest = nullptr;
   json entry;
   std::size_t index = 0;  // position in its manifest
@@ -34,37 +37,58 @@ struct Run {
   std::vector<Key> order;
 };
 
-Run load_run(const fs::path& root) {
+// `label` ("run A"/"run B") names the run in messages; unreadable manifests go to `damaged`.
+Run load_run(const fs::path& root, const std::string& label, std::vector<DamagedFile>& damaged) {
   std::error_code ec;
   if (!fs::is_directory(root, ec))
     throw ScenarioError(root.string(), 0, 0, "", "a run output directory (or a directory of dump.json manifests)",
                         "not a directory");
   std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     if (it->is_directory() && it->path().filename() == "variants" && it.depth() == 0) {
       it.disable_recursion_pending();
       continue;
     }
     if (it->is_regular_file() && it->path().filename() == "dump.json") files.push_back(it->path());
   }
+  if (ec) throw ScenarioError(root.string(), 0, 0, "", "a readable run output directory", ec.message());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw ScenarioError(root.string(), 0, 0, "", "a directory holding dump.json manifests", "none");
   Run run;
   for (const auto& f : files) {
-    std::ifstream in(f);
+    std::ifstream in(f, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     auto m = std::make_unique<json>();
     try {
+      if (!in) throw probes::DumpError("cannot read the file");
       *m = json::parse(ss.str());
+      probes::check_manifest(*m, f.filename().string());
     } catch (const std::exception& e) {
-      throw ScenarioError(f.string(), 0, 0, "", "a JSON dump manifest", e.what());
+      damaged.push_back({label, f.string(), fmt::format("not a valid dump manifest: {}", e.what())});
+      continue;
     }
-    const json& entries = (*m).contains("entries") ? (*m)["entries"] : *m;
     std::size_t i = 0;
-    for (const auto& e : entries) {
-      Key k{e.value("rank", 0u), e.value("step", 0u), e.value("op", std::string()), e.value("edge", std::string())};
-      if (run.captures.emplace(k, Capture{f.parent_path(), m.get(), e, i++}).second) run.order.push_back(k);
+    for (const auto& e : (*m)["entries"]) {
+      const auto uint_of = [&](const char* k) -> std::uint32_t {
+        if (!e.contains(k)) return 0;
+        if (!e[k].is_number_unsigned() || e[k].get<std::uint64_t>() > UINT32_MAX)
+          throw probes::DumpError(fmt::format("entries[{}].{} is not a non-negative integer", i, k));
+        return e[k].get<std::uint32_t>();
+      };
+      const auto str_of = [&](const char* k) -> std::string {
+        if (!e.contains(k)) return {};
+        if (!e[k].is_string()) throw probes::DumpError(fmt::format("entries[{}].{} is not a string", i, k));
+        return e[k].get<std::string>();
+      };
+      try {
+        Key k{uint_of("rank"), uint_of("step"), str_of("op"), str_of("edge")};
+        if (run.captures.emplace(k, Capture{f.parent_path(), f, m.get(), e, i}).second) run.order.push_back(k);
+      } catch (const probes::DumpError& err) {
+        damaged.push_back({label, f.string(), err.what()});
+      }
+      ++i;
     }
     run.manifests.push_back(std::move(m));
   }
@@ -78,19 +102,34 @@ std::string key_str(const Key& k) {
   return fmt::format("rank {} step {} {} {}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
 }
 
-// Returns true when equal; fills d otherwise.
-bool compare_one(const Capture& a, const Capture& b, CaptureDiff& d) {
+// The tensor of a capture, or nullopt with the damage recorded.
+std::optional<graph::Tensor> load(const Capture& c, const std::string& label, std::vector<DamagedFile>& damaged) {
+  try {
+    return probes::load_dump(c.dir, *c.manifest, c.entry);
+  } catch (const std::exception& e) {
+    damaged.push_back({label, c.manifest_file.string(), e.what()});
+    return std::nullopt;
+  }
+}
+
+enum class Verdict { Equal, Differ, Damaged };
+
+// Fills d when the captures differ.
+Verdict compare_one(const Capture& a, const Capture& b, CaptureDiff& d, std::vector<DamagedFile>& damaged) {
   const bool fa = a.entry.contains("file"), fb = b.entry.contains("file");
   if (fa && fb) {
-    graph::Tensor ta = probes::load_dump(a.dir, *a.manifest, a.entry);
-    graph::Tensor tb = probes::load_dump(b.dir, *b.manifest, b.entry);
+    const auto la = load(a, "run A", damaged);
+    const auto lb = load(b, "run B", damaged);
+    if (!la || !lb) return Verdict::Damaged;
+    const graph::Tensor& ta = *la;
+    const graph::Tensor& tb = *lb;
     if (ta.shape() != tb.shape()) {
       d.basis = "shape";
       d.max_abs_diff = std::nan("");
       d.note = fmt::format("{} vs {}", graph::shape_str(ta.shape()), graph::shape_str(tb.shape()));
-      return false;
+      return Verdict::Differ;
     }
-    if (ta == tb) return true;
+    if (ta == tb) return Verdict::Equal;
     const auto va = ta.to_f64(), vb = tb.to_f64();
     double m = 0;
     std::size_t n = 0;
@@ -103,12 +142,12 @@ bool compare_one(const Capture& a, const Capture& b, CaptureDiff& d) {
     d.basis = "tensor";
     d.max_abs_diff = m;
     d.note = fmt::format("{} of {} elements differ", n, va.size());
-    return n == 0;
+    return n == 0 ? Verdict::Equal : Verdict::Differ;
   }
   if (a.entry.contains("statistics") && b.entry.contains("statistics")) {
     const json& sa = a.entry["statistics"];
     const json& sb = b.entry["statistics"];
-    if (sa == sb) return true;
+    if (sa == sb) return Verdict::Equal;
     double m = 0;
     std::string fields;
     for (const auto& [k, v] : sa.items()) {
@@ -119,19 +158,19 @@ bool compare_one(const Capture& a, const Capture& b, CaptureDiff& d) {
     d.basis = "statistics";
     d.max_abs_diff = m;
     d.note = "fields differ: " + fields;
-    return false;
+    return Verdict::Differ;
   }
   if (a.entry.contains("hash") && b.entry.contains("hash")) {
-    if (a.entry["hash"] == b.entry["hash"]) return true;
+    if (a.entry["hash"] == b.entry["hash"]) return Verdict::Equal;
     d.basis = "hash";
     d.max_abs_diff = std::nan("");
     d.note = fmt::format("hash {} vs {}", a.entry["hash"].get<std::string>(), b.entry["hash"].get<std::string>());
-    return false;
+    return Verdict::Differ;
   }
   d.basis = "payload";
   d.max_abs_diff = std::nan("");
   d.note = fmt::format("payloads not comparable ({} vs {})", a.entry.value("payload", "?"), b.entry.value("payload", "?"));
-  return false;
+  return Verdict::Differ;
 }
 
 }  // namespace
@@ -143,13 +182,15 @@ json RunComparison::to_json() const {
                        {"basis", d.basis},
                        {"max_abs_diff", std::isnan(d.max_abs_diff) ? json(nullptr) : json(d.max_abs_diff)},
                        {"note", d.note}});
+  json damaged_j = json::array();
+  for (const auto& d : damaged) damaged_j.push_back({{"run", d.run}, {"file", d.file}, {"problem", d.problem}});
   return {{"matched", matched}, {"equal", equal}, {"only_a", only_a}, {"only_b", only_b}, {"diffs", diffs_j},
-          {"first_divergent_op", diffs.empty() ? json(nullptr) : json(diffs.front().op)}};
+          {"damaged", damaged_j}, {"first_divergent_op", diffs.empty() ? json(nullptr) : json(diffs.front().op)}};
 }
 
 RunComparison compare_runs(const fs::path& a, const fs::path& b) {
-  const Run ra = load_run(a), rb = load_run(b);
   RunComparison out;
+  const Run ra = load_run(a, "run A", out.damaged), rb = load_run(b, "run B", out.damaged);
   for (const Key& k : ra.order) {
     auto it = rb.captures.find(k);
     if (it == rb.captures.end()) {
@@ -164,13 +205,22 @@ RunComparison compare_runs(const fs::path& a, const fs::path& b) {
     d.op = std::get<2>(k);
     d.edge = std::get<3>(k);
     d.tensor = ca.entry.value("tensor", "");
-    if (compare_one(ca, it->second, d))
-      ++out.equal;
-    else
-      out.diffs.push_back(std::move(d));
+    try {
+      switch (compare_one(ca, it->second, d, out.damaged)) {
+        case Verdict::Equal: ++out.equal; break;
+        case Verdict::Differ: out.diffs.push_back(std::move(d)); break;
+        case Verdict::Damaged: break;
+      }
+    } catch (const json::exception& e) {  // a field of the wrong type in either manifest
+      out.damaged.push_back({"run A/B", ca.manifest_file.string() + " / " + it->second.manifest_file.string(),
+                             fmt::format("{} {}: {}", key_str(k), "malformed entry", e.what())});
+    }
   }
   for (const Key& k : rb.order)
     if (!ra.captures.count(k)) out.only_b.push_back(key_str(k));
+  // A damaged delta base is met by every capture built on it: list each damage once.
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  std::erase_if(out.damaged, [&](const DamagedFile& d) { return !seen.insert({d.run, d.file, d.problem}).second; });
   return out;
 }
 

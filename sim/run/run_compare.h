@@ -24,18 +24,28 @@ struct CaptureDiff {
   std::string note;
 };
 
+/// A manifest or dump file that could not be read: missing, corrupt (checksum), not a manifest,
+/// or naming a path outside its run. Compare reports every one and exits with 2.
+struct DamagedFile {
+  std::string run;      // "run A" | "run B"
+  std::string file;     // the manifest (dump.json) the entry belongs to
+  std::string problem;  // names the dump file and what is wrong with it
+};
+
 struct RunComparison {
   std::size_t matched = 0;   // captures present in both runs
   std::size_t equal = 0;
   std::vector<std::string> only_a, only_b;  // "rank r step s op edge"
   std::vector<CaptureDiff> diffs;           // in run A's order
+  std::vector<DamagedFile> damaged;         // captures that could not be compared (not counted equal)
   std::optional<CaptureDiff> first() const {
     return diffs.empty() ? std::nullopt : std::optional<CaptureDiff>(diffs.front());
   }
   nlohmann::json to_json() const;
 };
 
-/// Throws ScenarioError when a directory does not exist or holds no dump.json.
+/// Throws ScenarioError when a directory does not exist or holds no dump.json. Damaged
+/// manifests and files do not stop the comparison: each is listed in `damaged`.
 RunComparison compare_runs(const std::filesystem::path& a, const std::filesystem::path& b);
 
 }  // namespace probelab::sim

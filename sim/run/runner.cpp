@@ -1,22 +1,28 @@
 #include "sim/run/runner.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "probes/dump_writer.h"
 #include "sim/html/report_html.h"
-#include "sim/scenario/bad_input.h"
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
+#include "sim/run/resources.h"
 #include "sim/run/simulation.h"
+#include "sim/scenario/bad_input.h"
 
 namespace probelab::sim {
 
@@ -24,16 +30,76 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+  probes::write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
 }
+
+namespace {
+
+void check_output_root(const fs::path& root) {
+  std::error_code ec;
+  const std::string shown = fmt::format("'{}'", root.string());
+  if (fs::exists(root, ec) && !fs::is_directory(root, ec))
+    throw ScenarioError("--out", 0, 0, "", "an output directory", shown + " (a file, not a directory)");
+  fs::create_directories(root, ec);
+  if (ec) throw ScenarioError("--out", 0, 0, "", "an output directory that can be created", shown + ": " + ec.message());
+  if (::access(root.c_str(), W_OK | X_OK) != 0)
+    throw ScenarioError("--out", 0, 0, "", "a writable output directory",
+                        shown + ": " + std::error_code(errno, std::generic_category()).message());
+}
+
+void remove_stale_scratch(const fs::path& root) {
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.empty() || n.front() != '.') continue;
+    for (const char* tag : {".partial-", ".old-"}) {
+      const auto at = n.rfind(tag);
+      if (at == std::string::npos) continue;
+      const std::string digits = n.substr(at + std::strlen(tag));
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+      if (!process_alive(std::stoi(digits))) {
+        std::error_code rm;
+        fs::remove_all(it->path(), rm);
+      }
+    }
+  }
+}
+
+void publish_dir(const fs::path& stage, const fs::path& final) {
+  if (::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, final.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(stage);  // now the previous results
+    return;
+  }
+  if (errno == ENOENT) {  // no previous results
+    fs::rename(stage, final);
+    return;
+  }
+  // A filesystem without RENAME_EXCHANGE: move the previous results aside, then into place.
+  const fs::path old = final.parent_path() / fmt::format(".{}.old-{}", final.filename().string(), ::getpid());
+  fs::rename(final, old);
+  fs::rename(stage, final);
+  fs::remove_all(old);
+}
+
+// The probe runtime's dump directory lives beside the runner's own outputs; it must not be one.
+void check_dump_dir(const PreparedRun& run) {
+  if (!run.probes) return;
+  const std::string first = fs::path(run.probes->output.dir).begin()->string();
+  for (const char* reserved : {"report.json", "summary.txt", "trace.json", "outputs", "variants", ".results"})
+    if (first == reserved) {
+      const std::string expected =
+          "a dump directory other than the run's own outputs (report.json, summary.txt, trace.json, outputs, variants)";
+      const std::string got = "'" + run.probes->output.dir + "'";
+      if (!run.scenario.probes_source)
+        throw ScenarioError(run.scenario.file.string(), 0, 0, "probes.output.dir", expected, got);
+      const YamlView& v = *run.scenario.probes_source;
+      const auto out = v.is_map() ? v.get("output") : std::nullopt;
+      const auto dir = out && out->is_map() ? out->get("dir") : std::nullopt;
+      (dir ? *dir : v).fail(expected, got);
+    }
+}
+
+}  // namespace
 
 std::vector<fs::path> expand_scenario_args(const std::vector<std::string>& args, const fs::path& source_root) {
   std::vector<fs::path> out;
@@ -75,10 +141,16 @@ void Runner::add(const Scenario& s) {
   Entry e;
   e.main = prepare_run(s);
   for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
+  check_dump_dir(e.main);
+  for (const auto& v : e.variants) check_dump_dir(v);
+  check_resources(e.main, opts_.jobs, opts_.host_memory_limit);
+  for (const auto& v : e.variants) check_resources(v, opts_.jobs, opts_.host_memory_limit);
+  check_output_root(opts_.out_root);
   if (opts_.strict && !e.main.warnings.empty())
     throw ScenarioError(s.file.string(), 0, 0, "probes",
                         "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
   e.out_dir = opts_.out_root / s.name;
+  e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", s.name, ::getpid());
   scenarios_.push_back(std::move(e));
   names_.emplace(s.name, s.file);
 }
@@ -108,39 +180,40 @@ json read_result(const Job& job, const ChildStatus& st) {
   return {{"status", "error"}, {"error", fmt::format("the simulation process ended without a result ({})", st.describe())}};
 }
 
-void clean_outputs(const fs::path& dir) {
-  std::error_code ec;
-  for (const char* name : {"report.json", "report.html", "summary.txt", "trace.json", "trace.pftrace", "dump", "outputs",
-                           "variants", ".results"})
-    fs::remove_all(dir / name, ec);
-}
-
 }  // namespace
 
 std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::string&)>& progress) {
+  // Every scenario runs in a scratch directory beside its final one and replaces it only when
+  // complete: a killed run leaves the previous results as they were (and its scratch is removed
+  // by the next run), never a mixture.
+  remove_stale_scratch(opts_.out_root);
   std::vector<Job> jobs;
   for (std::size_t i = 0; i < scenarios_.size(); ++i) {
     Entry& e = scenarios_[i];
-    clean_outputs(e.out_dir);
-    fs::create_directories(e.out_dir / ".results");
+    const fs::path& dir = e.stage_dir;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::create_directories(dir / ".results");
     const bool probes = e.main.probes.has_value();
-    jobs.push_back({i, -1, false, e.out_dir / ".results" / "main.json", e.out_dir, e.main.scenario.name});
+    jobs.push_back({i, -1, false, dir / ".results" / "main.json", dir, e.main.scenario.name});
     if (probes && opts_.baseline)
-      jobs.push_back({i, -1, true, e.out_dir / ".results" / "baseline.json", e.out_dir,
-                      e.main.scenario.name + " (no probes)"});
+      jobs.push_back({i, -1, true, dir / ".results" / "baseline.json", dir, e.main.scenario.name + " (no probes)"});
     for (std::size_t v = 0; v < e.variants.size(); ++v) {
       const auto& var = e.main.scenario.variants[v];
       const std::string label = fmt::format("{} [{}]", e.main.scenario.name, var.name);
-      jobs.push_back({i, static_cast<int>(v), false, e.out_dir / ".results" / ("variant." + var.name + ".json"),
-                      e.out_dir / "variants" / var.name, label});
+      jobs.push_back({i, static_cast<int>(v), false, dir / ".results" / ("variant." + var.name + ".json"),
+                      dir / "variants" / var.name, label});
       if (e.variants[v].probes && opts_.baseline && !variant_changes_probes_only(var))
-        jobs.push_back({i, static_cast<int>(v), true,
-                        e.out_dir / ".results" / ("variant." + var.name + ".baseline.json"),
-                        e.out_dir / "variants" / var.name, label + " (no probes)"});
+        jobs.push_back({i, static_cast<int>(v), true, dir / ".results" / ("variant." + var.name + ".baseline.json"),
+                        dir / "variants" / var.name, label + " (no probes)"});
     }
   }
 
   ProcessPool pool(opts_.jobs);
+  pool.set_interrupt_cleanup([this] {
+    std::error_code ec;
+    for (const Entry& e : scenarios_) fs::remove_all(e.stage_dir, ec);
+  });
   for (const Job& job : jobs) {
     pool.submit([this, job]() -> int {
       ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
@@ -195,10 +268,11 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     json report = build_report(e.main, main, baseline, variants);
     add_expectations(report, e.main.scenario);
     std::error_code ec;
-    fs::remove_all(e.out_dir / ".results", ec);
-    write_text_atomic(e.out_dir / "summary.txt", summary_text(report));
-    write_text_atomic(e.out_dir / "report.html", html::report_html(report));
-    write_text_atomic(e.out_dir / "report.json", report.dump(2) + "\n");
+    fs::remove_all(e.stage_dir / ".results", ec);
+    write_text_atomic(e.stage_dir / "summary.txt", summary_text(report));
+    write_text_atomic(e.stage_dir / "report.html", html::report_html(report));
+    write_text_atomic(e.stage_dir / "report.json", report.dump(2) + "\n");
+    publish_dir(e.stage_dir, e.out_dir);
     ScenarioOutcome o;
     o.name = e.main.scenario.name;
     o.file = e.main.scenario.file;

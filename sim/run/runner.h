@@ -1,17 +1,24 @@
-// The scenario runner: prepares every scenario (bad input is reported before anything runs),
-// then simulates each in forked child processes — the run with probes, the same run without
-// probes (the capture-overhead baseline) and every variant — at most `jobs` at a time, and
-// writes per scenario under <out>/<name>/:
+// The scenario runner: prepares every scenario (bad input is reported before anything runs:
+// scenario, model, probes, an output directory that cannot be written, a run whose memory
+// estimate does not fit, see sim/run/resources.h), then simulates each in forked child processes
+// — the run with probes, the same run without probes (the capture-overhead baseline) and every
+// variant — at most `jobs` at a time. Each scenario is written into a scratch directory
+// <out>/.<name>.partial-<pid> that replaces <out>/<name> (atomically where the filesystem can
+// exchange directories) only once complete, so a killed or interrupted run leaves the previous
+// results untouched; scratch directories of dead processes are removed by the next run. Per
+// scenario under <out>/<name>/:
 //   report.json   (sim/run/report.h; written last, atomically: a report.json is always complete)
 //   report.html   the same as a self-contained page (sim/html/report_html.h), written before it
 //   summary.txt   the human summary
 //   trace.json    Chrome/Perfetto timeline of the run with probes (chip_model/trace.h);
 //   trace.pftrace the same as Perfetto's protobuf trace (RunOptions::trace_formats)
 //   dump/         the probe runtime's dumps (dump.json manifests, .npy files), per rank
-//   outputs/      the fetched tensors of the run (rank<r>/<tensor>.npy)
+//   outputs/      the fetched tensors of the run (rank<r>/<tensor>.npy; rank<r>/outputs.json maps
+//                 tensor names to files)
 //   variants/<v>/ dumps of each variant
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -35,6 +42,7 @@ struct RunOptions {
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};  // trace.json, trace.pftrace
   unsigned timeout_s = 3600;    // a simulation still running after this long is killed
   bool strict = false;          // preparation warnings (PreparedRun::warnings) are bad input
+  std::uint64_t host_memory_limit = 0;  // bytes the simulations at once may use (0: what is available)
 };
 
 struct ScenarioOutcome {
@@ -69,7 +77,8 @@ class Runner {
   struct Entry {
     PreparedRun main;
     std::vector<PreparedRun> variants;
-    std::filesystem::path out_dir;
+    std::filesystem::path out_dir;    // <out>/<name>: replaced only by a complete result
+    std::filesystem::path stage_dir;  // <out>/.<name>.partial-<pid>: where this run writes
   };
   RunOptions opts_;
   std::vector<Entry> scenarios_;

@@ -2,11 +2,13 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "chip_model/spec/registers.h"
 #include "graph/npy.h"
+#include "probes/dump_writer.h"
 #include "probes/probe_runtime.h"
 #include "sim/platform/core_factory.h"
 #include "sim/scenario/data_gen.h"
@@ -31,7 +33,36 @@ std::string sanitize_name(const std::string& name) {
   return s;
 }
 
+std::map<std::string, std::string> output_file_names(const std::vector<std::string>& tensors) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> used;
+  for (const auto& name : tensors) {
+    const std::string base = sanitize_name(name);
+    std::string file = base + ".npy";
+    for (int n = 2; !used.insert(file).second; ++n) file = fmt::format("{}#{}.npy", base, n);
+    out[name] = file;
+  }
+  return out;
+}
+
 namespace {
+
+// outputs/rank<r>/: one .npy per fetched tensor (each written atomically) and outputs.json
+// mapping tensor names to files (two names may sanitize to the same file name).
+void save_outputs(const fs::path& dir, const std::map<std::string, graph::Tensor>& values) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : values) names.push_back(name);
+  const auto files = output_file_names(names);
+  json index = json::object();
+  for (const auto& [name, t] : values) {
+    const std::string& file = files.at(name);
+    const std::vector<std::byte> bytes = graph::encode_npy(t);
+    probes::write_file_atomic(dir / file, bytes);
+    index[name] = file;
+  }
+  const std::string text = index.dump(1) + "\n";
+  probes::write_file_atomic(dir / "outputs.json", std::as_bytes(std::span(text.data(), text.size())));
+}
 
 spec::AccumDType accum_of(const std::string& a) {
   if (a == "fp16") return spec::AccumDType::FP16_RN;
@@ -70,8 +101,9 @@ json simulate(const SimRequest& req) {
   const bool probes_on = req.probes && run.probes.has_value();
   std::vector<RankState> st(ranks);
   const DataGenerator gen(s.data);
-  const std::uint32_t fp_mode = (s.precision.overflow_mode == "saturation" ? spec::kFpModeSaturation : 0u) |
-                                (run.chip.flush_denormals ? spec::kFpModeFlushDenormals : 0u);
+  // The chip's float mode (preset, chip.overrides.fp_mode, or precision.overflow_mode: prepare_run
+  // reconciles them) and its flush-to-zero setting.
+  const std::uint32_t fp_mode = run.chip.fp_mode_bits();
   std::vector<std::string> outputs = w.reference.outputs();
   for (std::uint32_t r = 0; r < ranks; ++r) {
     RankState& rs = st[r];
@@ -161,11 +193,7 @@ json simulate(const SimRequest& req) {
       if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));
     losses.push_back(l);
     for (const auto& wmsg : er.warnings) warnings.push_back(wmsg);
-    if (req.save_outputs) {
-      const fs::path dir = req.out_dir / "outputs" / fmt::format("rank{}", r);
-      fs::create_directories(dir);
-      for (const auto& [name, t] : er.final_values) graph::write_npy((dir / (sanitize_name(name) + ".npy")).string(), t);
-    }
+    if (req.save_outputs) save_outputs(req.out_dir / "outputs" / fmt::format("rank{}", r), er.final_values);
   }
   res["tasks"] = tasks;
   res["losses"] = w.loss.empty() ? json(nullptr) : losses;

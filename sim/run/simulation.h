@@ -8,6 +8,8 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,5 +32,9 @@ nlohmann::json simulate(const SimRequest& req);
 
 /// File-name form of a tensor name: '/' -> '.', other characters outside [A-Za-z0-9._-] -> '_'.
 std::string sanitize_name(const std::string& name);
+
+/// Files of fetched outputs (outputs/rank<r>/): "<sanitized>.npy", and "<sanitized>#<n>.npy" for
+/// the n-th name (in the order given) that sanitizes to a file already taken ("a/b" and "a.b").
+std::map<std::string, std::string> output_file_names(const std::vector<std::string>& tensors);
 
 }  // namespace probelab::sim
