@@ -20,7 +20,9 @@ harnesses=("$@")
 ((${#harnesses[@]})) || harnesses=("${all[@]}")
 
 build="$root/build-fuzz"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DPROBELAB_FUZZ=ON >/dev/null
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$root" -B "$build" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DPROBELAB_FUZZ=ON >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target "${harnesses[@]}"
 source "$root/scripts/sanitizers/env.sh"
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1

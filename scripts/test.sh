@@ -31,7 +31,9 @@ fi
 
 build="$root/build-sanitize"
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROBELAB_SANITIZE=ON >/dev/null
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$root" -B "$build" "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROBELAB_SANITIZE=ON >/dev/null
 source "$root/scripts/sanitizers/env.sh"
 if [[ "$sanitize" == parsers ]]; then
   # The test binaries of the input readers and of the probe runtime, nothing that elaborates SystemC.
