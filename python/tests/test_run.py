@@ -2,6 +2,7 @@
 as `probelab run`, many runs per session, and the report's sections as records."""
 
 import json
+import os
 
 import pytest
 
@@ -108,3 +109,35 @@ def test_variants_of_a_dict_scenario(out):
     assert set(v) == {"single", "one_core"} and all(x.status == "ok" for x in v.values())
     assert v["one_core"].cycles > r.cycles.total  # fewer cores, more cycles
     assert r.dumps(variant="single")
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_the_session_goes_on(tmp_path):
+    # SIGINT in the middle of a run: the workers are killed, the scratch directory removed, the
+    # session gets KeyboardInterrupt and can run again (the interpreter is not ended by it).
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent(f"""
+        import os, signal, threading, time, probelab
+        slow = dict(name="py_slow", model="transformer_block", chip="tiny", mode="training", steps=400,
+                    seed=1, probes=dict(mode="full", watch_points=["*"]))
+        out = {str(tmp_path / "out")!r}
+        def interrupt():  # once the run writes its scratch directory
+            while not (os.path.isdir(out) and any(n.startswith(".py_slow.partial-") for n in os.listdir(out))):
+                time.sleep(0.02)
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        try:
+            probelab.run(slow, out=out, baseline=False)
+            print("finished")
+        except KeyboardInterrupt:
+            print("interrupted", sorted(os.listdir(out)))
+        r = probelab.run(dict(slow, name="py_after", steps=1), out=out, baseline=False)
+        print("after", r.status, r.passed)
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
+    assert p.returncode == 0, p.stderr
+    assert "interrupted []" in p.stdout, p.stdout + p.stderr
+    assert "after ok True" in p.stdout, p.stdout + p.stderr

@@ -392,6 +392,10 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   };
 
   ProcessPool pool(opts_.jobs);
+  pool.set_interrupt_cleanup([scratch] {  // trials.jsonl keeps what finished: --resume goes on
+    std::error_code ec;
+    fs::remove_all(scratch, ec);
+  });
   for (const auto& t : mine) pool.submit([this, &t, &sh, work, scratch]() { return run_trial(t, sh, work, scratch); });
   pool.run([&](std::size_t k, const ChildStatus& st) {
     const TrialSpec& t = mine[k];

@@ -12,6 +12,7 @@
 
 #include "sim/scenario/bad_input.h"
 #include "sim/cli/commands.h"
+#include "sim/run/process_pool.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"probelab: a simulated Da Vinci-style accelerator hosting a precision-probe runtime"};
@@ -45,6 +46,8 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto* sub : app.get_subcommands()) return commands.at(sub->get_name())();
+  } catch (const probelab::sim::Interrupted& i) {
+    probelab::sim::end_by_signal(i.signal);  // the workers are gone and the scratch removed
   } catch (const std::exception& e) {
     std::fflush(stdout);
     if (probelab::sim::is_bad_input(e)) {

@@ -37,7 +37,12 @@ extern "C" void on_signal(int sig) {
     if (const int pid = c.load(); pid > 0) ::kill(pid, SIGKILL);
 }
 
-// Installs the handler for the lifetime of one run() (no SA_RESTART: waitpid returns EINTR).
+// Signals the process ignored when run() began (nohup's SIGHUP): they stay ignored, here and in
+// the children.
+std::array<bool, kSignals.size()> g_ignored{};
+
+// Installs the handler for the lifetime of one run() (no SA_RESTART: waitpid returns EINTR) and
+// restores the process's own dispositions after it.
 class SignalScope {
  public:
   SignalScope() {
@@ -45,7 +50,11 @@ class SignalScope {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      ::sigaction(kSignals[i], nullptr, &old_[i]);
+      g_ignored[i] = old_[i].sa_handler == SIG_IGN;
+      if (!g_ignored[i]) ::sigaction(kSignals[i], &sa, nullptr);
+    }
   }
   ~SignalScope() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
@@ -73,7 +82,7 @@ void untrack(pid_t pid) {
 
 // In a fresh child: default signal dispositions, and death with the parent.
 void enter_child(pid_t parent) {
-  for (int sig : kSignals) std::signal(sig, SIG_DFL);
+  for (std::size_t i = 0; i < kSignals.size(); ++i) std::signal(kSignals[i], g_ignored[i] ? SIG_IGN : SIG_DFL);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(137);  // the parent died before prctl took effect
 }
@@ -83,6 +92,14 @@ void enter_child(pid_t parent) {
 std::string ChildStatus::describe() const {
   if (signal != 0) return fmt::format("killed by signal {} ({})", signal, strsignal(signal));
   return fmt::format("exit code {}", exit_code);
+}
+
+void end_by_signal(int sig) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::signal(sig, SIG_DFL);
+  ::raise(sig);
+  ::_exit(128 + sig);  // not reached unless the signal is blocked
 }
 
 bool process_alive(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
@@ -122,7 +139,7 @@ void ProcessPool::run(const Done& on_done) {
     if (it->second.pidfd >= 0) ::close(it->second.pidfd);
     return running.erase(it);
   };
-  // A signal arrived: every child is being killed; reap them all, clean up, end by the signal.
+  // A signal arrived: every child is being killed; reap them all, clean up, throw Interrupted.
   auto interrupted = [&] {
     const int sig = g_signal.load();
     on_signal(sig);
@@ -132,11 +149,8 @@ void ProcessPool::run(const Done& on_done) {
       it = forget(it);
     }
     if (cleanup_) cleanup_();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::signal(sig, SIG_DFL);
-    ::raise(sig);
-    ::_exit(128 + sig);  // not reached unless the signal is blocked
+    jobs_.clear();
+    throw Interrupted{sig};
   };
   // Waits for one of this pool's children only (waitpid on each, never on any child): the process
   // may have children that are not the pool's -- a Python session embedding the runner -- and

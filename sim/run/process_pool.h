@@ -4,8 +4,10 @@
 //
 // Children never outlive the parent: each asks the kernel for SIGKILL when its parent dies
 // (PR_SET_PDEATHSIG), so a `kill -9` of probelab ends its workers too. While run() waits,
-// SIGINT, SIGTERM and SIGHUP kill (SIGKILL) and reap every running child, run the cleanup given
-// to set_interrupt_cleanup() and then end the process by the same signal (default action).
+// SIGINT, SIGTERM and SIGHUP (those the process does not ignore) kill (SIGKILL) and reap every
+// running child, run the cleanup given to set_interrupt_cleanup() and throw Interrupted: the
+// process that embeds the pool decides what the signal means (the CLI ends by it, the Python
+// module raises KeyboardInterrupt for SIGINT).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +16,15 @@
 #include <vector>
 
 namespace probelab::sim {
+
+/// Thrown by ProcessPool::run() after a signal interrupted it (children reaped, cleanup run).
+/// Not a std::exception, so that no handler of errors takes it for one on its way out.
+struct Interrupted {
+  int signal = 0;
+};
+
+/// Ends the process by `sig` with its default action (stdout and stderr flushed).
+[[noreturn]] void end_by_signal(int sig);
 
 struct ChildStatus {
   int exit_code = -1;  // valid when signal == 0
@@ -34,10 +45,11 @@ class ProcessPool {
   /// Queues a job; returns its index.
   std::size_t submit(Job job);
   /// Runs in the parent when a signal interrupts run(), after the children are reaped (e.g. to
-  /// remove scratch directories); then the process ends by that signal.
+  /// remove scratch directories); then run() throws Interrupted.
   void set_interrupt_cleanup(std::function<void()> cleanup) { cleanup_ = std::move(cleanup); }
   /// Starts every queued job and waits for all of them; `on_done` is called in the parent as
-  /// each child ends (completion order). Throws std::system_error when fork fails.
+  /// each child ends (completion order). Throws std::system_error when fork fails, Interrupted
+  /// after a signal.
   void run(const Done& on_done);
 
   /// Most children running at once (the parallelism is clamped to it).

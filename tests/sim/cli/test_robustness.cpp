@@ -1,5 +1,5 @@
 // What a run leaves behind when it is killed or interrupted, what it writes, and what it reports:
-// workers die with the run (kill -9 and SIGTERM), previous complete results stay until new ones
+// workers die with the run (kill -9 and SIGTERM, also of a campaign), previous complete results stay until new ones
 // are complete, scratch directories of dead runs are removed, fetched outputs whose names collide
 // are all kept, losses of capture records and watch points that select nothing are reported, and
 // a simulation that fails for another reason than its input exits with 3.
@@ -148,6 +148,34 @@ TEST(Robustness, SigtermEndsTheWorkersAndRemovesTheScratch) {
     for (pid_t w : workers) EXPECT_TRUE(wait_for([&] { return !alive(w); }, 10)) << "worker " << w << " outlived the run";
     EXPECT_TRUE(entries(dir.path() / "out").empty()) << ::testing::PrintToString(entries(dir.path() / "out"));
   }
+}
+
+TEST(Robustness, SigtermEndsACampaignAndRemovesItsScratch) {
+  TempDir dir;
+  // Statistics only and fewer steps: the golden run comes first and must not take the budget.
+  dir.write("slow.yaml",
+            "name: slow\nmodel: transformer_block\nchip: tiny\nmode: training\nsteps: 60\nseed: 1\n"
+            "probes: {mode: statistics, watch_points: ['*']}\n"
+            "campaign: {trials: 6, golden_runs: 1, faults: [{kind: nan}]}\n");
+  auto scratch = [&] {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir.path() / "c", ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->path().filename().string().rfind("work.", 0) == 0) found.push_back(it->path().string());
+    return found;
+  };
+  const pid_t pid = spawn(dir, {"campaign", "slow.yaml", "--out", "c", "--jobs", "1"});
+  ASSERT_TRUE(wait_for([&] { return !scratch().empty(); }, 120)) << "no trial started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::set<pid_t> workers = children_of(pid);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "status " << status;
+  for (pid_t w : workers) EXPECT_TRUE(wait_for([&] { return !alive(w); }, 10)) << "worker " << w << " outlived the run";
+  EXPECT_TRUE(scratch().empty()) << ::testing::PrintToString(scratch());
+  EXPECT_TRUE(fs::exists(dir.path() / "c" / "campaign.json"));  // what --resume needs stays
 }
 
 TEST(Robustness, OutputsWhoseNamesCollideAreAllKept) {
