@@ -84,6 +84,11 @@ class Reader {
       s.push_back(integer(d, key));
       if (s.back() < 0) fail(d, key, "dimensions must be >= 0");
     }
+    try {
+      (void)numel(s);  // a product that does not wrap, here where the file and line are known
+    } catch (const GraphError& e) {
+      fail(n, key, e.what());
+    }
     return s;
   }
 

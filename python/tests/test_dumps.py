@@ -100,6 +100,6 @@ def test_a_corrupted_dump_is_refused(runs, tmp_path):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x40
     path.write_bytes(bytes(data))
-    with pytest.raises(RuntimeError) as info:
+    with pytest.raises(probelab.BadInputError) as info:  # a damaged file: bad input, as in `compare`
         d.array()
     assert "crc" in str(info.value).lower() or "zstd" in str(info.value).lower()

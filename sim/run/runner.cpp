@@ -85,10 +85,10 @@ void publish_dir(const fs::path& stage, const fs::path& final) {
 void check_dump_dir(const PreparedRun& run) {
   if (!run.probes) return;
   const std::string first = fs::path(run.probes->output.dir).begin()->string();
-  for (const char* reserved : {"report.json", "summary.txt", "trace.json", "outputs", "variants", ".results"})
+  for (const char* reserved : {"report.json", "report.html", "summary.txt", "trace.json", "outputs", "variants", ".results"})
     if (first == reserved) {
       const std::string expected =
-          "a dump directory other than the run's own outputs (report.json, summary.txt, trace.json, outputs, variants)";
+          "a dump directory other than the run's own outputs (report.json, report.html, summary.txt, trace.json, outputs, variants)";
       const std::string got = "'" + run.probes->output.dir + "'";
       if (!run.scenario.probes_source)
         throw ScenarioError(run.scenario.file.string(), 0, 0, "probes.output.dir", expected, got);

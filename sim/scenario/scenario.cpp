@@ -192,6 +192,9 @@ AllReduceSpec parse_allreduce(const YamlView& v) {
 }
 
 TrainingSpec parse_training(const YamlView& v) {
+  if (auto m = v.is_map() ? v.get("master_weights") : std::nullopt)  // a precision setting, often looked for here
+    m->fail("precision.master_weights (FP32 master weights are a precision setting, not a training one)",
+            "training.master_weights");
   v.expect_keys({"loss", "optimizer", "batch", "allreduce"});
   TrainingSpec t;
   if (auto l = v.get("loss")) t.loss = l->str_in({"auto", "cross_entropy", "mse", "model"});
