@@ -160,14 +160,8 @@ json Campaign::identity() const {
 }
 
 void Campaign::prepare_output_dir() const {
+  check_output_dir(out_, "campaign output directory");
   std::error_code ec;
-  const std::string shown = fmt::format("'{}'", out_.string());
-  if (fs::exists(out_, ec) && !fs::is_directory(out_, ec))
-    throw ScenarioError("--out", 0, 0, "", "a campaign output directory", shown + " (a file, not a directory)");
-  fs::create_directories(out_, ec);
-  if (ec) throw ScenarioError("--out", 0, 0, "", "a campaign output directory that can be created", shown + ": " + ec.message());
-  if (::access(out_.c_str(), W_OK | X_OK) != 0)
-    throw ScenarioError("--out", 0, 0, "", "a writable campaign output directory", shown);
   for (const char* f : {"trials.jsonl", "campaign.json"}) {
     const fs::path p = out_ / f;
     if (fs::exists(p, ec) && !fs::is_regular_file(p, ec))

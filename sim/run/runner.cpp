@@ -33,19 +33,20 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   probes::write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
 }
 
-namespace {
-
-void check_output_root(const fs::path& root) {
+void check_output_dir(const fs::path& root, const std::string& what) {
   std::error_code ec;
   const std::string shown = fmt::format("'{}'", root.string());
+  const std::string a = what.find_first_of("aeiou") == 0 ? "an " : "a ";
   if (fs::exists(root, ec) && !fs::is_directory(root, ec))
-    throw ScenarioError("--out", 0, 0, "", "an output directory", shown + " (a file, not a directory)");
+    throw ScenarioError("--out", 0, 0, "", a + what, shown + " (a file, not a directory)");
   fs::create_directories(root, ec);
-  if (ec) throw ScenarioError("--out", 0, 0, "", "an output directory that can be created", shown + ": " + ec.message());
+  if (ec) throw ScenarioError("--out", 0, 0, "", a + what + " that can be created", shown + ": " + ec.message());
   if (::access(root.c_str(), W_OK | X_OK) != 0)
-    throw ScenarioError("--out", 0, 0, "", "a writable output directory",
+    throw ScenarioError("--out", 0, 0, "", "a writable " + what,
                         shown + ": " + std::error_code(errno, std::generic_category()).message());
 }
+
+namespace {
 
 void remove_stale_scratch(const fs::path& root) {
   std::error_code ec;
@@ -85,10 +86,10 @@ void publish_dir(const fs::path& stage, const fs::path& final) {
 void check_dump_dir(const PreparedRun& run) {
   if (!run.probes) return;
   const std::string first = fs::path(run.probes->output.dir).begin()->string();
-  for (const char* reserved : {"report.json", "report.html", "summary.txt", "trace.json", "outputs", "variants", ".results"})
+  for (const char* reserved : {"report.json", "report.html", "summary.txt", "trace.json", "trace.pftrace", "outputs", "variants", ".results"})
     if (first == reserved) {
       const std::string expected =
-          "a dump directory other than the run's own outputs (report.json, report.html, summary.txt, trace.json, outputs, variants)";
+          "a dump directory other than the run's own outputs (report.json, report.html, summary.txt, trace.json, trace.pftrace, outputs, variants)";
       const std::string got = "'" + run.probes->output.dir + "'";
       if (!run.scenario.probes_source)
         throw ScenarioError(run.scenario.file.string(), 0, 0, "probes.output.dir", expected, got);
@@ -145,7 +146,7 @@ void Runner::add(const Scenario& s) {
   for (const auto& v : e.variants) check_dump_dir(v);
   check_resources(e.main, opts_.jobs, opts_.host_memory_limit);
   for (const auto& v : e.variants) check_resources(v, opts_.jobs, opts_.host_memory_limit);
-  check_output_root(opts_.out_root);
+  check_output_dir(opts_.out_root, "output directory");
   if (opts_.strict && !e.main.warnings.empty())
     throw ScenarioError(s.file.string(), 0, 0, "probes",
                         "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
