@@ -5,7 +5,7 @@
 #   scripts/test.sh --sanitize [CTEST ARGS]  ASan + UBSan build in build-sanitize/, every test and
 #                                            the bundled suite (about 40 min of CPU on 2 cores cold)
 #   scripts/test.sh --sanitize=parsers       the same build limited to the input readers and the
-#                                            probe runtime (graph, probes, sim_scenario tests; what CI runs)
+#                                            probe runtime (graph, probes, sim_scenario tests)
 #
 # Sanitizer findings fail the run (halt_on_error); suppressions cover third-party code only and
 # are explained in scripts/sanitizers/.
