@@ -2,7 +2,7 @@
 // vectorised across output columns: each lane carries one FP16 accumulator as an exact FP32 value.
 //
 // Every step computes s = RN32(acc + a*b) with one FMA (a*b is exact in FP32) and rounds it to
-// FP16 with F16C (RN16). For Fp16ViaFp32 that is the definition. For Fp16Rn it is the correctly
+// FP16 precision (RN16, by integer adds on the FP32 pattern in the FP16 normal range). For Fp16ViaFp32 that is the definition. For Fp16Rn it is the correctly
 // rounded RN16(acc + a*b) except when s is exactly an FP16 midpoint: rounding twice to nearest
 // goes wrong only when the first rounding lands on a midpoint of the second format (it cannot jump
 // over one, as midpoints of FP16 are FP32 numbers). So a step whose s has the midpoint bit pattern
@@ -12,9 +12,9 @@
 // (about one step in 4096 per lane), so the fast path costs an AND and a compare per vector.
 //
 // While an accumulator stays in the plain range [2^-14, 65520) or at an exact zero, no Mode effect
-// and no flag can occur. A row of the tile whose accumulators ever held a tiny value is redone by
-// the exact kernel below, which tracks the range per lane; an accumulator that reached +-65520
-// ends non-finite. Lanes that left the plain range are marked for the caller's scalar
+// and no flag can occur. A row of the tile (3 rows x 16 columns, 6 accumulator vectors) whose
+// accumulators ever left it is redone by the exact kernel below, which tracks the range per lane
+// and rounds with F16C; lanes that left the plain range are marked for the caller's scalar
 // recomputation (values and flags).
 #include <immintrin.h>
 
@@ -109,51 +109,68 @@ void row_exact(std::int64_t K, const float* a, const float* bp, std::uint16_t* o
 
 // --- the fast kernel --------------------------------------------------------------------------------
 
+// RN16 of an FP32 value in the FP16 normal range, as an FP32 value: round to nearest even at
+// bit 13 of the pattern with integer adds (shorter latency than the F16C round trip). Outside
+// that range the result is meaningless; the range tracking sends such lanes elsewhere.
+inline __m256 round16_normal(__m256i bits) noexcept {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 13), _mm256_set1_epi32(1));
+  const __m256i up = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0xFFF)));
+  return _mm256_castsi256_ps(_mm256_and_si256(up, _mm256_set1_epi32(~0x1FFF)));
+}
+
 // R rows x 16 columns. a: rows of an A panel (kPanelA floats per k); bp: a B panel (16 per k).
-// A row that held a tiny accumulator anywhere is redone by row_exact.
+// Per row, the minimum of |bits| - 1 (tiny values) and the maximum of |bits| (values >= 65520)
+// over its lanes and steps live in memory (L1), so that all 2R accumulators stay in registers.
+// A row that left the plain range anywhere is redone by row_exact.
 template <int R, bool kRn>
 void tile(std::int64_t K, const float* a, const float* bp, std::uint16_t* out, std::int64_t N, std::int64_t ncols,
           std::uint8_t* attention) {
   __m256 acc[R][2];
-  __m256i lo[R];  // per row: min over its lanes and steps of |bits| - 1 (as tracked by Range::lo)
+  alignas(32) std::uint32_t lo_mem[R][8], hi_mem[R][8];
   for (int i = 0; i < R; ++i) {
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    lo[i] = _mm256_set1_epi32(-1);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lo_mem[i]), _mm256_set1_epi32(-1));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(hi_mem[i]), _mm256_setzero_si256());
   }
-  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
-  const __m256i low13 = _mm256_set1_epi32(0x1FFF), half = _mm256_set1_epi32(0x1000);
   for (std::int64_t k = 0; k < K; ++k) {
     const float* bk = bp + k * kCols;
+    const __m256 b0 = _mm256_load_ps(bk), b1 = _mm256_load_ps(bk + 8);
+#pragma GCC unroll 3
     for (int i = 0; i < R; ++i) {
       const __m256 av = _mm256_broadcast_ss(a + k * kPanelA + i);
-      for (int j = 0; j < 2; ++j) {
-        const __m256 b = _mm256_load_ps(bk + 8 * j);
-        __m256 s = _mm256_fmadd_ps(av, b, acc[i][j]);
-        const __m256i bits = _mm256_castps_si256(s);
-        if constexpr (kRn) {
-          const __m256i mid = _mm256_cmpeq_epi32(_mm256_and_si256(bits, low13), half);
-          if (!_mm256_testz_si256(mid, mid)) [[unlikely]]
-            s = round_to_odd_sum(av, b, acc[i][j]);
+      __m256 s0 = _mm256_fmadd_ps(av, b0, acc[i][0]);
+      __m256 s1 = _mm256_fmadd_ps(av, b1, acc[i][1]);
+      __m256i x0 = _mm256_castps_si256(s0), x1 = _mm256_castps_si256(s1);
+      if constexpr (kRn) {
+        const __m256i low13 = _mm256_set1_epi32(0x1FFF), half = _mm256_set1_epi32(0x1000);
+        const __m256i mid = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(x0, low13), half),
+                                            _mm256_cmpeq_epi32(_mm256_and_si256(x1, low13), half));
+        if (!_mm256_testz_si256(mid, mid)) [[unlikely]] {
+          // One FP32 ulp towards the exact sum (same exponent: the range tests see the same).
+          x0 = _mm256_castps_si256(round_to_odd_sum(av, b0, acc[i][0]));
+          x1 = _mm256_castps_si256(round_to_odd_sum(av, b1, acc[i][1]));
         }
-        lo[i] = _mm256_min_epu32(lo[i], _mm256_sub_epi32(_mm256_and_si256(bits, abs_mask), one));
-        acc[i][j] = round16(s);
       }
+      const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), one = _mm256_set1_epi32(1);
+      const __m256i m0 = _mm256_and_si256(x0, abs_mask), m1 = _mm256_and_si256(x1, abs_mask);
+      const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo_mem[i]));
+      const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_mem[i]));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lo_mem[i]),
+                         _mm256_min_epu32(lo, _mm256_min_epu32(_mm256_sub_epi32(m0, one), _mm256_sub_epi32(m1, one))));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(hi_mem[i]), _mm256_max_epi32(hi, _mm256_max_epi32(m0, m1)));
+      acc[i][0] = round16_normal(x0);
+      acc[i][1] = round16_normal(x1);
     }
   }
   for (int i = 0; i < R; ++i) {
     std::uint8_t* att = attention + i * N;
-    if (!_mm256_testz_si256(tiny_lanes(lo[i]), tiny_lanes(lo[i]))) {
+    const Range r{_mm256_load_si256(reinterpret_cast<const __m256i*>(lo_mem[i])),
+                  _mm256_load_si256(reinterpret_cast<const __m256i*>(hi_mem[i]))};
+    if (bad_lanes(r) != 0) {
       row_exact<kRn>(K, a + i, bp, out + i * N, ncols, att);
       continue;
     }
     store_row(acc[i], out + i * N, ncols);
-    // An accumulator that reached 65520 rounded to Inf and stayed non-finite.
-    for (int j = 0; j < 2; ++j) {
-      const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7F800000));
-      const __m256 mag = _mm256_and_ps(acc[i][j], _mm256_castsi256_ps(abs_mask));
-      const int bad = _mm256_movemask_ps(_mm256_cmp_ps(mag, inf, _CMP_NLT_UQ));  // Inf or NaN
-      mark(bad, ncols - 8 * j, att + 8 * j);
-    }
   }
 }
 
@@ -161,23 +178,18 @@ template <bool kRn>
 void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, std::uint16_t* R,
          std::uint8_t* attention) {
   const std::int64_t K = A.K;
-  static_assert(kPanelA == 6, "rows are taken 4 + 2 per A panel");
   for (std::int64_t n0 = 0; n0 < N; n0 += kCols) {
     const std::int64_t nc = std::min(kCols, N - n0);
     const float* bp = B.panel(n0 / kCols);
-    for (std::int64_t m = 0; m < M;) {
-      const std::int64_t in_panel = m % kPanelA;
-      const std::int64_t rows = std::min<std::int64_t>({in_panel == 0 ? 4 : 2, M - m, kPanelA - in_panel});
-      const float* a = A.panel(m / kPanelA) + in_panel;
+    for (std::int64_t m = 0; m < M; m += 3) {  // two 3-row halves per 6-row A panel
+      const float* a = A.panel(m / kPanelA) + m % kPanelA;
       std::uint16_t* out = R + m * N + n0;
       std::uint8_t* att = attention + m * N + n0;
-      switch (rows) {
-        case 4: tile<4, kRn>(K, a, bp, out, N, nc, att); break;
+      switch (std::min<std::int64_t>(3, M - m)) {
         case 3: tile<3, kRn>(K, a, bp, out, N, nc, att); break;
         case 2: tile<2, kRn>(K, a, bp, out, N, nc, att); break;
         default: tile<1, kRn>(K, a, bp, out, N, nc, att); break;
       }
-      m += rows;
     }
   }
 }
