@@ -181,7 +181,7 @@ std::vector<TensorDesc> infer_nll(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 3);
   expect_float(op, in[0], "input");
   const SceGeom g = sce_geom(op, in[0], in[1]);
-  if (has_input(op, 2)) expect_weights(op, in[0], in[2], g);
+  if (in.size() > 2 && has_input(op, 2)) expect_weights(op, in[0], in[2], g);
   return {TensorDesc{in[0].dtype, reduction_of(op) == Reduction::None ? in[1].shape : Shape{}, Format::ND}};
 }
 
@@ -208,8 +208,11 @@ template <class T> void nll_ref(const Op& op, Ins in, Outs out) {
 // the target class of each position, zero elsewhere.
 std::vector<TensorDesc> infer_nll_grad(const Op& op, Descs in) {
   expect_inputs(op, in, 3, 4);
-  const auto fwd = infer_nll(op, in.subspan(1));
-  if (in[0].shape != fwd[0].shape) fail(op, "dLoss has shape {}, expected {}", shape_str(in[0].shape), shape_str(fwd[0].shape));
+  expect_float(op, in[1], "input");
+  const SceGeom g = sce_geom(op, in[1], in[2]);
+  if (in.size() > 3 && has_input(op, 3)) expect_weights(op, in[1], in[3], g);  // weight is input 3 here
+  const Shape want = reduction_of(op) == Reduction::None ? in[2].shape : Shape{};
+  if (in[0].shape != want) fail(op, "dLoss has shape {}, expected {}", shape_str(in[0].shape), shape_str(want));
   return {in[1]};
 }
 
