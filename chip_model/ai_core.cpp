@@ -151,6 +151,7 @@ void AiCore::execute(TaskContext& ctx) {
       if (f.kinds[k].hit()) {
         ev.kind_mask |= exc_bit(static_cast<spec::ExcKindBit>(k));
         ev.kind_counts[k] = f.kinds[k].count;
+        ev.kind_first[k] = static_cast<std::uint64_t>(f.kinds[k].first);
       }
     if (f.any_kind()) {
       ev.first_kind = f.first_kind();

@@ -33,13 +33,15 @@ void DetectionCircuit::report(const DetectionEvent& ev) {
   valid_ = true;
   more_ = false;
   latch_ = ev;
-  // The latched kind is the first element's kind if it is enabled, else the lowest enabled kind.
+  // The latched kind is the first element's kind if it is enabled, else the enabled kind whose
+  // first element comes first (lowest kind on ties), with that element.
   if ((enabled & (1u << ev.first_kind)) == 0) {
+    int best = -1;
     for (std::uint32_t k = 0; k < spec::kExcKindCount; ++k)
-      if (enabled & (1u << k)) {
-        latch_.first_kind = static_cast<spec::ExcKindBit>(k);
-        break;
-      }
+      if ((enabled & (1u << k)) && (best < 0 || ev.kind_first[k] < ev.kind_first[static_cast<std::size_t>(best)]))
+        best = static_cast<int>(k);
+    latch_.first_kind = static_cast<spec::ExcKindBit>(best);
+    latch_.first_elem = ev.kind_first[static_cast<std::size_t>(best)];
   }
   const sc_core::sc_time at = clock_.time_of_cycle(ev.cycle);
   latch_ps_ = ChipClock::to_ps(at);

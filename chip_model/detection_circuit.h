@@ -14,7 +14,8 @@
 //    kRegFloatStatusClear.
 //  - kRegExcEnable (reset: all kinds enabled): kinds that latch and interrupt.
 //  - latch: the first armed report with an enabled kind while the latch is empty records the
-//    event (kind = first_kind) and raises kIrqException; later armed reports with an enabled kind
+//    event (kind = first_kind, or the enabled kind with the lowest first element when first_kind
+//    is disabled; the element is that kind's, kind_first) and raises kIrqException; later armed reports with an enabled kind
 //    set the "more" bit (kRegExcStatus bit 16). kRegExcAck=1 clears valid+more and re-arms.
 //  - counters (kRegExcCountBase + 4*kind): per kind, the number of offending elements of armed
 //    reports (kind_counts, or 1 when a kind bit is set with a zero count), saturating at 2^32-1,
@@ -44,6 +45,8 @@ struct DetectionEvent {
   std::array<std::uint64_t, spec::kExcKindCount> kind_counts{};  // offending elements per kind
   spec::ExcKindBit first_kind = spec::kExcOverflow;  // kind of first_elem (lowest index if several)
   std::uint64_t first_elem = 0;  // linear row-major index in the op's logical output `output_index`
+  /// First offending element of each kind present (kind_mask), same indexing as first_elem.
+  std::array<std::uint64_t, spec::kExcKindCount> kind_first{};
   std::uint32_t op_id = 0;
   std::uint32_t task_id = 0;
   std::uint32_t core = 0;

@@ -96,4 +96,30 @@ std::string desc_str(const TensorDesc& d) {
   return fmt::format("{}{} {}", dtype_name(d.dtype), shape_str(d.shape), format_name(d.format));
 }
 
+std::optional<DType> dtype_from_onnx_code(std::int64_t code) {
+  switch (code) {
+    case 1: return DType::F32;
+    case 10: return DType::F16;
+    case 16: return DType::BF16;
+    case 6: return DType::I32;
+    case 7: return DType::I64;
+    case 9: return DType::Bool;
+    case 11: return DType::F64;
+    default: return std::nullopt;
+  }
+}
+
+std::int64_t onnx_code(DType t) {
+  switch (t) {
+    case DType::F32: return 1;
+    case DType::F16: return 10;
+    case DType::BF16: return 16;
+    case DType::I32: return 6;
+    case DType::I64: return 7;
+    case DType::Bool: return 9;
+    case DType::F64: return 11;
+  }
+  return 0;
+}
+
 }  // namespace probelab::graph

@@ -21,6 +21,12 @@ std::string_view dtype_name(DType t);
 /// "i32", "i64", "double".
 std::optional<DType> parse_dtype(std::string_view s);
 bool is_float(DType t);
+/// The dtype of an ONNX TensorProto element type code (1 float, 10 float16, 16 bfloat16, 6 int32,
+/// 7 int64, 9 bool, 11 double); nullopt for the others. Attributes naming an element type (Cast's
+/// `to`, ConstantOfShape's `dtype`) hold these codes.
+std::optional<DType> dtype_from_onnx_code(std::int64_t code);
+/// The ONNX element type code of a dtype.
+std::int64_t onnx_code(DType t);
 
 /// Memory layout. NC1HWC0 and FRACTAL_NZ are the Ascend private formats (C0 = 16 for FP16/BF16/FP32
 /// as modelled here); conversions live in graph/format.h.

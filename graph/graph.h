@@ -91,6 +91,10 @@ class Graph {
   std::map<std::string, Tensor>& initializers() { return initializers_; }
   const std::vector<std::string>& inputs() const { return inputs_; }
   const std::vector<std::string>& outputs() const { return outputs_; }
+  /// Nodes of the source model the importer evaluated into constants (shape subgraphs, constant
+  /// masks, If with a known condition), as "name (Type)" in model order; empty for built graphs.
+  const std::vector<std::string>& import_folded() const { return import_folded_; }
+  void add_import_folded(std::string node) { import_folded_.push_back(std::move(node)); }
 
   /// The op producing `tensor`, or nullptr for inputs/initializers.
   const Op* producer(const std::string& tensor) const;
@@ -133,6 +137,7 @@ class Graph {
   std::map<std::string, Tensor> initializers_;
   std::vector<std::string> inputs_;
   std::vector<std::string> outputs_;
+  std::vector<std::string> import_folded_;
   std::map<std::string, std::uint32_t> op_index_;
   std::map<std::string, std::uint32_t> producer_;
 };

@@ -66,6 +66,9 @@ struct OpDef {
   std::vector<std::string> aliases;
   /// True for ops that only appear in backward graphs (ReluGrad, ConvGradInput, ...).
   bool backward = false;
+  /// True when the outputs depend only on the input descs, not on their values (Shape, Size,
+  /// EyeLike): such ops are evaluated at import or by constant folding whatever their inputs.
+  bool shape_only = false;
   /// Output descs from input descs; throws GraphError naming the op on a mismatch. Omitted optional
   /// inputs (empty names in Op::inputs) get a default TensorDesc and must be recognised by name.
   /// Returns exactly op.outputs.size() descs.

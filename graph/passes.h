@@ -11,6 +11,8 @@ namespace probelab::graph {
 
 /// What optimize_graph() removed, in the input graph's op order.
 struct OptimizeLog {
+  /// Nodes the ONNX importer already folded (Graph::import_folded of the original snapshot).
+  std::vector<std::string> folded_at_import;
   std::vector<std::string> folded;  // ops replaced by Constant initializers holding their values
   std::vector<std::string> dead;    // ops whose results reach no graph output
 };

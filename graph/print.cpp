@@ -80,6 +80,9 @@ std::string format_snapshot_summary(const SnapshotSet& s) {
   for (Stage st : {Stage::Original, Stage::Optimized, Stage::Fused})
     out += fmt::format("  {:<9}  {} ops\n", stage_name(st), s.at(st).ops().size());
   const auto& log = s.optimize_log;
+  if (!log.folded_at_import.empty())
+    out += fmt::format("optimized: {} model nodes folded into constants at import: {}\n", log.folded_at_import.size(),
+                       fmt::join(log.folded_at_import, ", "));
   out += fmt::format("optimized: {} folded into constants{}{}\n", log.folded.size(), log.folded.empty() ? "" : ": ",
                      fmt::join(log.folded, ", "));
   out += fmt::format("optimized: {} dead ops eliminated{}{}\n", log.dead.size(), log.dead.empty() ? "" : ": ",

@@ -40,6 +40,7 @@ SnapshotSet build_snapshots(const Graph& original, const SnapshotOptions& opts) 
   SnapshotSet s;
   s.original = original;
   s.optimized = optimize_graph(original, opts.optimize, &s.optimize_log);
+  s.optimize_log.folded_at_import = original.import_folded();
   s.fused = opts.fuse ? fuse_graph(s.optimized) : s.optimized;
   return s;
 }

@@ -29,6 +29,15 @@ ElementResult element_scalar(const GemmOperand& a, const GemmOperand& b, std::in
     const Operand x = read_in(at(a, m, k), a.type, mode, in_fl);
     const Operand y = read_in(at(b, k, n), b.type, mode, in_fl);
     fl |= in_fl & fbit(Flag::Invalid);
+    // A NaN accumulator stays the default NaN whatever follows (fma_core and the FP16 rounding
+    // return F::default_nan for a NaN operand); only Invalid (0 * Inf, a signaling NaN input) can
+    // still be raised. Once it is, nothing more can change: stop.
+    const bool acc_nan = accum == Accum::Fp32 ? is_nan_bits<F32>(acc) : is_nan_bits<F16>(static_cast<std::uint16_t>(acc));
+    if (acc_nan) {
+      if ((x.inf && !y.nan && y.v == 0) || (y.inf && !x.nan && x.v == 0)) fl |= fbit(Flag::Invalid);
+      if (fl & fbit(Flag::Invalid)) break;
+      continue;
+    }
     std::uint8_t ignored = 0;
     if (accum == Accum::Fp32) {
       const Operand c = read<F32>(acc, kIeee, ignored);

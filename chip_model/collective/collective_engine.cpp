@@ -55,6 +55,7 @@ void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::S
   bool any = false;
   for (int k = 0; k < static_cast<int>(spec::kExcKindCount); ++k) {
     if (first[k] < 0) continue;
+    ev.kind_first[static_cast<std::size_t>(k)] = static_cast<std::uint64_t>(first[k]);
     if (!any || static_cast<std::uint64_t>(first[k]) < ev.first_elem) {
       ev.first_elem = static_cast<std::uint64_t>(first[k]);
       ev.first_kind = static_cast<spec::ExcKindBit>(k);

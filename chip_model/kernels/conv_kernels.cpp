@@ -1,4 +1,5 @@
-// Cube kernels of 2-D convolution (NCHW) via im2col: Conv, ConvGradWeight, ConvGradInput.
+// Cube kernels of convolution via im2col: Conv (1 to 3 spatial dims), ConvGradWeight and
+// ConvGradInput (2-D, NCHW).
 //
 // K order (FP32 accumulation from +0, k ascending, see cube_gemm.h):
 //   Conv            per image n and group g: Y[n, g] = W_g [mg x R] @ cols(X[n], g) [R x P] with
@@ -7,6 +8,7 @@
 //                   multiplied like any operand; then bias b[m] is added in FP32.
 //   ConvGradWeight  per group: dW_g [mg x R] = dY_g [mg x N*P] @ cols_g^T [N*P x R], one
 //                   accumulation with k = (n, oh, ow) row-major.
+//   ConvTranspose   as ConvGradInput over N-D tap tables, with k = c of the group, then bias.
 //   ConvGradInput   per image and group: dcols [R x P] = W_g^T @ dY[n, g] with k = m of the group,
 //                   then col2im adds the columns into dX in FP32 in the order (c, kh, kw, oh, ow);
 //                   accumulation flags of dcols are reported at the first element of the image.
@@ -19,6 +21,7 @@
 #include "chip_model/kernels/kernel.h"
 #include "chip_model/kernels/op_args_graph.h"
 #include "graph/format.h"
+#include "graph/ops/conv_transpose.h"
 #include "graph/ops/op_util.h"
 #include "graph/ops/spatial.h"
 
@@ -62,6 +65,38 @@ ConvGeom conv_geom(const graph::Op& op, const Shape& x, const Shape& w) {
   g.s.pw = win.pad_begin[1];
   g.s.oh = win.out[0];
   g.s.ow = win.out[1];
+  return g;
+}
+
+// Convolutions with 1 or 3 spatial dims go through a tap table (graph::ops::tap_table) instead
+// of the 2-D ConvShape; the K order is the same, k = (c, tap) row-major.
+struct NdGeom {
+  std::int64_t n = 0, c = 0, m = 0, group = 1;
+  graph::ops::Window win;
+  std::vector<std::int64_t> taps;
+  std::int64_t cg() const { return c / group; }
+  std::int64_t mg() const { return m / group; }
+  std::int64_t rows() const { return cg() * win.kernel_numel(); }
+  std::int64_t cols() const { return win.out_numel(); }
+  std::int64_t plane() const { return win.in_numel(); }
+};
+
+NdGeom nd_geom(const graph::Op& op, const Shape& x, const Shape& w, bool with_taps) {
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    throw std::runtime_error(fmt::format("{} '{}': X {} and W {} must be [N, C, D...] with 1 to 3 spatial dims",
+                                         op.type, op.name, graph::shape_str(x), graph::shape_str(w)));
+  NdGeom g;
+  g.n = x[0];
+  g.c = x[1];
+  g.m = w[0];
+  g.group = graph::ops::AttrReader(op).i("group");
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w[1] != g.c / g.group)
+    throw std::runtime_error(fmt::format("{} '{}': group {} does not fit X {} and W {}", op.type, op.name, g.group,
+                                         graph::shape_str(x), graph::shape_str(w)));
+  const std::size_t r = x.size() - 2;
+  const auto k = graph::ops::kernel_shape(op, r, {w.begin() + 2, w.end()});
+  g.win = graph::ops::make_window(op, {x.begin() + 2, x.end()}, k, false);
+  if (with_taps) g.taps = graph::ops::tap_table(g.win);
   return g;
 }
 
@@ -127,38 +162,70 @@ class ConvKernel final : public ConvKernelBase {
     Tensor scaled;
     const Tensor& x = scaled_first(c, scaled);
     const Tensor& w = input(c, 1);
-    const ConvGeom g = conv_geom(c.op, x.shape(), w.shape());
-    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg();
-    const std::size_t es = graph::dtype_size(x.dtype());
-    Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
-    auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
     Computed out;
-    out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
     out.flags.resize(1);
-    for (std::int64_t n = 0; n < g.n; ++n)
-      for (std::int64_t grp = 0; grp < g.group; ++grp) {
-        im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es, cp, P);
-        const std::int64_t y0 = (n * g.m + grp * mg) * P;
-        out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), operand_of(cols, 0, P, false),
-                                     out.values[0].data() + y0, P, c.accum, c.mode),
-                           y0);
-      }
+    std::int64_t m_total = 0, P = 0, n_img = 0;
+    if (x.shape().size() == 4) {
+      const ConvGeom g = conv_geom(c.op, x.shape(), w.shape());
+      const std::int64_t R = g.s.rows(), mg = g.mg();
+      P = g.s.cols();
+      m_total = g.m;
+      n_img = g.n;
+      const std::size_t es = graph::dtype_size(x.dtype());
+      Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
+      out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t grp = 0; grp < g.group; ++grp) {
+          im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es, cp, P);
+          const std::int64_t y0 = (n * g.m + grp * mg) * P;
+          out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), operand_of(cols, 0, P, false),
+                                       out.values[0].data() + y0, P, c.accum, c.mode),
+                             y0);
+        }
+    } else {
+      const NdGeom g = nd_geom(c.op, x.shape(), w.shape(), true);
+      const std::int64_t R = g.rows(), mg = g.mg(), kn = g.win.kernel_numel();
+      P = g.cols();
+      m_total = g.m;
+      n_img = g.n;
+      const std::size_t es = graph::dtype_size(x.dtype());
+      Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
+      out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t grp = 0; grp < g.group; ++grp) {
+          im2col_taps(g.taps, g.cg(), kn, P, g.plane(), bytes_at(x, (n * g.c + grp * g.cg()) * g.plane()), es, cp, P);
+          const std::int64_t y0 = (n * g.m + grp * mg) * P;
+          out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), operand_of(cols, 0, P, false),
+                                       out.values[0].data() + y0, P, c.accum, c.mode),
+                             y0);
+        }
+    }
     if (c.inputs.size() > 2 && c.inputs[2]) {
       const std::vector<float> b = c.inputs[2]->to_f32();
-      for (std::int64_t n = 0; n < g.n; ++n)
-        for (std::int64_t m = 0; m < g.m; ++m) {
-          float* y = out.values[0].data() + (n * g.m + m) * P;
+      for (std::int64_t n = 0; n < n_img; ++n)
+        for (std::int64_t m = 0; m < m_total; ++m) {
+          float* y = out.values[0].data() + (n * m_total + m) * P;
           for (std::int64_t p = 0; p < P; ++p) y[p] += b[static_cast<std::size_t>(m)];
         }
     }
     return out;
   }
   OpWork work(const KernelCall& c) const override {
-    const ConvGeom g = conv_geom(c.op, input(c, 0).shape(), input(c, 1).shape());
     const bool bias = c.inputs.size() > 2 && c.inputs[2];
+    const Shape& xs = input(c, 0).shape();
+    std::int64_t n, group, mg, P, R, m;
+    if (xs.size() == 4) {
+      const ConvGeom g = conv_geom(c.op, xs, input(c, 1).shape());
+      n = g.n, group = g.group, mg = g.mg(), P = g.s.cols(), R = g.s.rows(), m = g.m;
+    } else {
+      const NdGeom g = nd_geom(c.op, xs, input(c, 1).shape(), false);
+      n = g.n, group = g.group, mg = g.mg(), P = g.cols(), R = g.rows(), m = g.m;
+    }
     // Operand A = weights (one matrix per group), B = columns of each (image, group).
-    return conv_work(c, shape(g.n * g.group, g.mg(), g.s.cols(), g.s.rows(), g.group, g.n * g.group), 1, 0,
-                     bias ? static_cast<std::uint64_t>(g.n * g.m * g.s.cols()) : 0);
+    return conv_work(c, shape(n * group, mg, P, R, group, n * group), 1, 0,
+                     bias ? static_cast<std::uint64_t>(n * m * P) : 0);
   }
 };
 
@@ -236,12 +303,61 @@ class ConvGradInputKernel final : public ConvKernelBase {
   }
 };
 
+// ---- ConvTranspose (X, W, B?) -------------------------------------------------------------------
+
+// Per image and group, the Cube computes cols [R x P] = W_g^T @ X[n, g] with k = c of the group
+// (R = M/group * taps, P = X's spatial size); the Vector unit then adds the columns into Y
+// (col2im over the tap table, order (c, tap, p)) and the bias, in FP32.
+class ConvTransposeKernel final : public ConvKernelBase {
+ public:
+  Computed compute(const KernelCall& c) const override {
+    Tensor scaled;
+    const Tensor& x = scaled_first(c, scaled);
+    const Tensor& w = input(c, 1);
+    const graph::ops::ConvTransposeGeom g = graph::ops::conv_transpose_geom(c.op, x.shape(), w.shape());
+    const std::vector<std::int64_t> taps = graph::ops::tap_table(g.win);
+    const std::int64_t P = g.win.out_numel(), plane = g.win.in_numel(), kn = g.win.kernel_numel();
+    const std::int64_t cg = g.cg(), mg = g.mg(), R = mg * kn;
+    std::vector<float> cols(static_cast<std::size_t>(R * P));
+    Computed out;
+    out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * plane), 0.0f);
+    out.flags.resize(1);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t grp = 0; grp < g.group; ++grp) {
+        const num::BulkReport r = cube_gemm(R, P, cg, operand_of(w, grp * cg * R, R, true),
+                                            operand_of(x, (n * g.c + grp * cg) * P, P, false), cols.data(), P,
+                                            c.accum, c.mode);
+        const std::int64_t y0 = (n * g.m + grp * mg) * plane;
+        col2im_taps(taps, mg, kn, P, plane, cols.data(), out.values[0].data() + y0);
+        if (r.flags.any()) out.flags[0].raise(r.flags, y0);
+      }
+    if (c.inputs.size() > 2 && c.inputs[2]) {
+      const std::vector<float> b = c.inputs[2]->to_f32();
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t m = 0; m < g.m; ++m) {
+          float* y = out.values[0].data() + (n * g.m + m) * plane;
+          for (std::int64_t p = 0; p < plane; ++p) y[p] += b[static_cast<std::size_t>(m)];
+        }
+    }
+    return out;
+  }
+  OpWork work(const KernelCall& c) const override {
+    const graph::ops::ConvTransposeGeom g =
+        graph::ops::conv_transpose_geom(c.op, input(c, 0).shape(), input(c, 1).shape());
+    const std::int64_t P = g.win.out_numel(), R = g.mg() * g.win.kernel_numel();
+    // Operand A = W_g^T (one per group), B = X of each (image, group); col2im on the Vector unit.
+    return conv_work(c, shape(g.n * g.group, R, P, g.cg(), g.group, g.n * g.group), 1, 0,
+                     static_cast<std::uint64_t>(g.n * g.group * R * P));
+  }
+};
+
 }  // namespace
 
 void register_conv_kernels(KernelRegistry& r) {
   r.add("Conv", std::make_unique<ConvKernel>());
   r.add("ConvGradWeight", std::make_unique<ConvGradWeightKernel>());
   r.add("ConvGradInput", std::make_unique<ConvGradInputKernel>());
+  r.add("ConvTranspose", std::make_unique<ConvTransposeKernel>());
 }
 
 }  // namespace probelab::chip::kernels

@@ -138,6 +138,32 @@ void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byt
       }
 }
 
+void im2col_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                 std::int64_t plane, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t t = 0; t < kn; ++t) {
+      const std::int64_t* tap = taps.data() + t * P;
+      std::byte* row = cols + static_cast<std::size_t>((c * kn + t) * row_stride) * elem;
+      const std::byte* src = img + static_cast<std::size_t>(c * plane) * elem;
+      for (std::int64_t p = 0; p < P; ++p) {
+        if (tap[p] < 0) std::memset(row + p * elem, 0, elem);
+        else std::memcpy(row + p * elem, src + tap[p] * elem, elem);
+      }
+    }
+}
+
+void col2im_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                 std::int64_t plane, const float* cols, float* img) {
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t t = 0; t < kn; ++t) {
+      const std::int64_t* tap = taps.data() + t * P;
+      const float* row = cols + (c * kn + t) * P;
+      float* dst = img + c * plane;
+      for (std::int64_t p = 0; p < P; ++p)
+        if (tap[p] >= 0) dst[tap[p]] += row[p];
+    }
+}
+
 void col2im(const ConvShape& g, const float* cols, float* img) {
   const std::int64_t P = g.cols();
   for (std::int64_t ci = 0; ci < g.c; ++ci)

@@ -71,4 +71,14 @@ void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byt
 /// (ci, i, j, y, x) row-major, in FP32. `img` must be zeroed by the caller.
 void col2im(const ConvShape& g, const float* cols, float* img);
 
+/// The same over any number of spatial dims, driven by a tap table (graph::ops::tap_table: for
+/// tap t and window position p, the offset taps[t * P + p] in one input plane of `plane`
+/// elements, or -1 in padding): cols[(c * kn + t) * row_stride + p] = img[c * plane + tap]
+/// (zero at -1), for c < channels.
+void im2col_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                 std::int64_t plane, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride);
+/// img[c * plane + tap] += cols[(c * kn + t) * P + p] in the order (c, t, p), in FP32.
+void col2im_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                 std::int64_t plane, const float* cols, float* img);
+
 }  // namespace probelab::chip::kernels

@@ -66,6 +66,9 @@ struct KernelCall {
 struct Computed {
   std::vector<std::vector<float>> values;
   std::vector<num::BulkReport> flags;
+  /// Integer and bool outputs held exactly (an int64 above 2^24 does not survive FP32): when
+  /// exact[o] has output o's dtype, the output conversion copies it instead of converting values[o].
+  std::vector<graph::Tensor> exact;
   /// Fused kernels with partial outputs requested: FP32 value of each intermediate (index i is
   /// body tensor n_in + n_out + i), empty where none was requested.
   std::vector<std::vector<float>> intermediates;

@@ -235,7 +235,12 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
       throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
                                            op_label(args_), o));
     graph::Tensor out(d);
-    const num::BulkReport conv = deliver(pre, out, mode_);
+    num::BulkReport conv;
+    if (o < computed_.exact.size() && computed_.exact[o].dtype() == d.dtype && computed_.exact[o].nbytes() == out.nbytes() &&
+        !graph::is_float(d.dtype))
+      std::copy(computed_.exact[o].bytes().begin(), computed_.exact[o].bytes().end(), out.bytes().begin());
+    else
+      conv = deliver(pre, out, mode_);
     if (lanes) hooks->on_vector_lanes(site, d, 0, vector_lanes, out.bytes());
     if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
     outputs_.push_back(std::move(out));

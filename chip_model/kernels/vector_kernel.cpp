@@ -97,7 +97,12 @@ class VectorKernel final : public Kernel {
  public:
   Computed compute(const KernelCall& call) const override {
     Computed c;
-    c.values = run_vector_f32(call.op, call.inputs, call.mode);
+    std::vector<graph::Tensor> outs = run_vector(call.op, call.inputs, call.mode);
+    c.exact.resize(outs.size());
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      c.values.push_back(f32_values(outs[o]));
+      if (!graph::is_float(outs[o].dtype())) c.exact[o] = std::move(outs[o]);
+    }
     return c;
   }
   OpWork work(const KernelCall& call) const override { return vector_work(call); }

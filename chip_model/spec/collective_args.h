@@ -67,7 +67,7 @@ struct CollectiveArgs {
   std::uint16_t order[kMaxCollectiveRanks] = {};  // OrderMode::Explicit: this rank's order (chip ranks)
 };
 static_assert(std::is_trivially_copyable_v<CollectiveArgs>);
-static_assert(sizeof(CollectiveArgs) == 416);
+static_assert(sizeof(CollectiveArgs) == 448);
 
 inline std::string_view collective_op_name(CollectiveOp op) {
   switch (op) {

@@ -7,7 +7,8 @@
 
 namespace probelab::spec {
 
-inline constexpr int kMaxDims = 6;
+/// Dims a TensorRef holds (exported ONNX models reach rank 7: [N, C, d1..d5] losses).
+inline constexpr int kMaxDims = 8;
 
 /// A tensor in HBM: logical dims (outermost first) and the physical layout at `addr`.
 struct TensorRef {
@@ -18,7 +19,7 @@ struct TensorRef {
   std::uint8_t pad[5] = {};
   std::int64_t dims[kMaxDims] = {};
 };
-static_assert(sizeof(TensorRef) == 64);
+static_assert(sizeof(TensorRef) == 80);
 
 /// TaskKind::Capture: copy (after conversion to ND/NCHW), summarize or hash one tensor into the
 /// capture unit. The record header is stamped with the task's op id, task id and step.

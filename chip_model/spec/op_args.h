@@ -7,7 +7,7 @@
 // Byte layout (little endian, version 1):
 //   u32 magic 'OPA1' | u16 version | u16 reserved(0) | u32 total_bytes (whole block)
 //   str op_type | str op_name | u8 accum (AccumDType) | u8[3] reserved(0) | u32 split_k_chunk
-//   attrs | u32 n_in, n_in x TensorRef (64 raw bytes) | u32 n_out, n_out x TensorRef
+//   attrs | u32 n_in, n_in x TensorRef (80 raw bytes) | u32 n_out, n_out x TensorRef
 //   u32 n_internal | u32 n_body, n_body x { str type | str name | attrs |
 //                                            u32 n, n x i32 inputs | u32 n, n x i32 outputs }
 //   u32 n_partial (0 or n_internal), n_partial x TensorRef: debug partial dumps of a fused op —

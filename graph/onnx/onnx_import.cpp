@@ -8,40 +8,29 @@
 
 #include <fmt/format.h>
 
+#include "graph/onnx/onnx_fold.h"
 #include "graph/onnx/onnx_proto.h"
 #include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
 
 namespace probelab::graph {
+
+const std::vector<std::pair<std::string, std::string>>& onnx_importer_ops() {
+  static const std::vector<std::pair<std::string, std::string>> ops = {
+      {"Constant", "becomes a constant initializer"},
+      {"If", "replaced by the branch its condition selects; the condition must be known at import"}};
+  return ops;
+}
+
 namespace {
 
 using onnx_detail::attr_value;
 using onnx_detail::constant_value;
+using onnx_detail::fold_rule;
+using onnx_detail::FoldRule;
+using onnx_detail::is_folded;
 using onnx_detail::tensor_from_proto;
 using onnx_detail::value_desc;
-
-// Inputs folded into attributes: op type, first opset where they are inputs, (position, attr).
-struct FoldRule {
-  const char* op;
-  std::int64_t min_opset;
-  std::vector<std::pair<std::size_t, const char*>> inputs;
-};
-
-const FoldRule* fold_rule(const std::string& op, std::int64_t opset) {
-  static const std::vector<FoldRule> rules = {
-      {"Reshape", 5, {{1, "shape"}}},
-      {"Slice", 10, {{1, "starts"}, {2, "ends"}, {3, "axes"}, {4, "steps"}}},
-      {"ReduceSum", 13, {{1, "axes"}}},
-      {"ReduceMean", 18, {{1, "axes"}}},
-      {"Expand", 8, {{1, "shape"}}},
-  };
-  for (const FoldRule& r : rules)
-    if (op == r.op && opset >= r.min_opset) return &r;
-  return nullptr;
-}
-
-bool is_folded(const FoldRule* rule, std::size_t pos) {
-  return rule && std::any_of(rule->inputs.begin(), rule->inputs.end(), [&](const auto& p) { return p.first == pos; });
-}
 
 bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -55,6 +44,8 @@ std::vector<std::string> forward_op_types() {
   std::vector<std::string> out;
   for (const auto& [name, def] : OpRegistry::instance().all())
     if (!def.backward) out.push_back(name);
+  for (const auto& [name, doc] : onnx_importer_ops()) out.push_back(name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -94,35 +85,85 @@ void load(const std::string& path, onnx::ModelProto& m) {
   validate_model(path, m);
 }
 
-std::vector<std::string> unsupported_ops(const onnx::GraphProto& g) {
-  std::set<std::string> bad;
-  for (const auto& n : g.node()) {
-    if (!default_domain(n.domain())) bad.insert(n.domain() + ":" + n.op_type());
-    else if (n.op_type() != "Constant" && !OpRegistry::instance().find(n.op_type())) bad.insert(n.op_type());
+std::string node_label(const onnx::NodeProto& n, int index) {
+  return n.name().empty() ? fmt::format("#{}", index) : n.name();
+}
+
+bool importer_op(const std::string& type) {
+  for (const auto& [t, doc] : onnx_importer_ops())
+    if (t == type) return true;
+  return false;
+}
+
+// Unsupported op type -> the nodes using it, in the graph and its subgraphs (If branches).
+void collect_unsupported(const onnx::GraphProto& g, std::map<std::string, std::vector<std::string>>& bad) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (!default_domain(n.domain())) bad[n.domain() + ":" + n.op_type()].push_back(node_label(n, i));
+    else if (!importer_op(n.op_type()) && !OpRegistry::instance().find(n.op_type()))
+      bad[n.op_type()].push_back(node_label(n, i));
+    for (const auto& a : n.attribute())
+      if (a.type() == onnx::AttributeProto_AttributeType_GRAPH) collect_unsupported(a.g(), bad);
   }
-  return {bad.begin(), bad.end()};
+}
+
+std::map<std::string, std::vector<std::string>> unsupported_nodes(const onnx::GraphProto& g) {
+  std::map<std::string, std::vector<std::string>> bad;
+  collect_unsupported(g, bad);
+  return bad;
+}
+
+std::string describe_unsupported(const std::map<std::string, std::vector<std::string>>& bad) {
+  std::vector<std::string> parts;
+  for (const auto& [type, nodes] : bad) {
+    std::vector<std::string> shown(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(nodes.size(), 5)));
+    parts.push_back(fmt::format("{} ({} node{}: {}{})", type, nodes.size(), nodes.size() == 1 ? "" : "s",
+                                fmt::join(shown, ", "), nodes.size() > shown.size() ? ", ..." : ""));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+[[noreturn]] void unsupported_type(int code, const std::string& where) {
+  const std::string name = onnx_detail::onnx_type_name(code);
+  throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::ValueTypes, {name},
+                             fmt::format("{}: element type {} is not supported", where, name));
 }
 
 class Importer {
  public:
   Importer(const std::string& path, const onnx::ModelProto& m, const OnnxImportOptions& opts)
-      : path_(path), m_(m), opts_(opts), opset_(default_opset(m)) {}
+      : path_(path), base_dir_(std::filesystem::path(path).parent_path().string()), m_(m), opts_(opts),
+        opset_(default_opset(m)) {}
 
   Graph run() {
     const auto& gp = m_.graph();
+    if (opset_ > kMaxOnnxOpset)
+      throw GraphError(fmt::format("the model uses ai.onnx opset {}, newer than the newest this importer implements ({})",
+                                   opset_, kMaxOnnxOpset));
     g_.set_name(gp.name().empty() ? std::filesystem::path(path_).stem().string() : gp.name());
-    collect_constants();
-    scan_uses();
-    for (const auto& [name, value] : consts_)
-      if (used_.count(name)) g_.add_initializer(name, value, kind_of(name, value));
+    check_dims();
+    scan_frozen(gp);
+    for (const auto& t : gp.initializer()) {
+      consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name()), base_dir_));
+      inits_.insert(t.name());
+    }
+    for (const auto& [name, value] : opts_.bind_inputs) {
+      if (std::none_of(gp.input().begin(), gp.input().end(), [&](const auto& v) { return v.name() == name; }))
+        throw GraphError(fmt::format("bound input '{}' is not a graph input of the model", name));
+      consts_.insert_or_assign(name, value);
+      bound_.insert(name);
+    }
     for (const auto& v : gp.input()) {
-      if (consts_.count(v.name())) continue;
+      if (auto it = consts_.find(v.name()); it != consts_.end()) {
+        check_initializer_shape(v, it->second);
+        continue;
+      }
       g_.add_tensor({v.name(), value_desc(v, opts_, fmt::format("graph input '{}'", v.name())), TensorKind::Input});
       g_.mark_input(v.name());
     }
-    for (int i = 0; i < gp.node_size(); ++i)
-      if (gp.node(i).op_type() != "Constant") add_node(gp.node(i), i);
+    add_nodes(gp);
     for (const auto& v : gp.output()) {
+      if (!g_.find_tensor(v.name()) && consts_.count(v.name())) emit_constant_output(v.name());
       const TensorInfo* t = g_.find_tensor(v.name());
       if (!t) throw GraphError(fmt::format("graph output '{}' is not produced by any node", v.name()));
       check_declared(v, *t);
@@ -133,35 +174,55 @@ class Importer {
   }
 
  private:
-  void collect_constants() {
-    for (const auto& t : m_.graph().initializer())
-      consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name())));
-    for (const auto& n : m_.graph().node())
-      if (n.op_type() == "Constant" && default_domain(n.domain()) && n.output_size() == 1)
-        consts_.insert_or_assign(n.output(0), constant_value(n, fmt::format("Constant node '{}'", n.output(0))));
-    for (const auto& [name, value] : opts_.bind_inputs) {
-      consts_.insert_or_assign(name, value);
-      bound_.insert(name);
+  // Every bound dimension must be a symbolic dimension of the model, with a value >= 1.
+  void check_dims() const {
+    std::set<std::string> names;
+    for (const auto& v : m_.graph().input())
+      for (const std::string& d : onnx_detail::value_dim_params(v)) names.insert(d);
+    for (const auto& [name, value] : opts_.dim_params) {
+      if (!names.count(name))
+        throw GraphError(fmt::format("dimension '{}' is not a symbolic dimension of the model (it has: {})", name,
+                                     names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+      if (value < 1) throw GraphError(fmt::format("dimension '{}' = {} must be >= 1", name, value));
     }
   }
 
-  // Tensors read at positions that are not folded into attributes (and graph outputs) are real
-  // graph tensors; BatchNormalization statistics are never trainable.
-  void scan_uses() {
-    for (const auto& n : m_.graph().node()) {
-      const FoldRule* rule = fold_rule(n.op_type(), opset_);
-      for (int i = 0; i < n.input_size(); ++i)
-        if (!is_folded(rule, static_cast<std::size_t>(i)) && !n.input(i).empty()) used_.insert(n.input(i));
+  void check_initializer_shape(const onnx::ValueInfoProto& v, const Tensor& t) const {
+    if (bound_.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    Shape s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    if (s != t.shape())
+      throw GraphError(fmt::format("initializer '{}' holds {} but the graph input of that name declares {}", v.name(),
+                                   shape_str(t.shape()), shape_str(s)));
+  }
+
+  void scan_frozen(const onnx::GraphProto& g) {
+    for (const auto& n : g.node())
       if (n.op_type() == "BatchNormalization")
         for (int i = 3; i < std::min(5, n.input_size()); ++i) frozen_.insert(n.input(i));
-    }
-    for (const auto& v : m_.graph().output()) used_.insert(v.name());
   }
 
-  TensorKind kind_of(const std::string& name, const Tensor& v) const {
-    const bool trainable = opts_.trainable_initializers && is_float(v.dtype()) && !frozen_.count(name) &&
-                           !bound_.count(name);
-    return trainable ? TensorKind::Weight : TensorKind::Constant;
+  bool is_weight(const std::string& name) const {
+    auto it = consts_.find(name);
+    return it != consts_.end() && inits_.count(name) && opts_.trainable_initializers && is_float(it->second.dtype()) &&
+           !frozen_.count(name) && !bound_.count(name);
+  }
+  // A value the importer knows (so a node reading only such values is evaluated at import).
+  bool known(const std::string& name) const { return consts_.count(name) && !is_weight(name); }
+
+  void add_nodes(const onnx::GraphProto& gp) {
+    for (int i = 0; i < gp.node_size(); ++i) {
+      const auto& n = gp.node(i);
+      if (n.op_type() == "Constant" && default_domain(n.domain())) {
+        if (n.output_size() != 1) throw GraphError(fmt::format("Constant node '{}' must have one output", n.name()));
+        consts_.insert_or_assign(n.output(0), constant_value(n, fmt::format("Constant node '{}'", n.output(0))));
+        continue;
+      }
+      add_node(n, i);
+    }
   }
 
   std::string op_name(const onnx::NodeProto& n, int index) {
@@ -172,24 +233,24 @@ class Importer {
     return name;
   }
 
-  std::vector<std::int64_t> const_ints(const Op& op, const std::string& tensor, const char* what) {
-    auto it = consts_.find(tensor);
-    if (it == consts_.end())
-      throw GraphError(fmt::format("node '{}' ({}): input '{}' ({}) determines the output shape and must be a "
-                                   "constant (initializer, Constant node or bound input)",
-                                   op.name, op.type, tensor, what));
-    if (it->second.dtype() != DType::I64 && it->second.dtype() != DType::I32)
-      throw GraphError(fmt::format("node '{}' ({}): input '{}' ({}) must be int64, got {}", op.name, op.type, tensor,
-                                   what, dtype_name(it->second.dtype())));
-    std::vector<std::int64_t> v;
-    if (it->second.dtype() == DType::I64) {
-      auto d = it->second.data<std::int64_t>();
-      v.assign(d.begin(), d.end());
-    } else {
-      auto d = it->second.data<std::int32_t>();
-      v.assign(d.begin(), d.end());
+  // Attributes whose ONNX type the registry has no AttrValue for, or which name element types.
+  void convert_attrs(const onnx::NodeProto& n, Op& op, const std::string& where) {
+    for (const auto& a : n.attribute()) {
+      if (op.type == "ConstantOfShape" && a.name() == "value" && a.type() == onnx::AttributeProto_AttributeType_TENSOR) {
+        const Tensor v = tensor_from_proto(a.t(), where + " attribute 'value'", base_dir_);
+        if (v.numel() != 1) throw GraphError(fmt::format("{}: attribute 'value' must hold one element", where));
+        op.attrs["value"] = v.to_f64()[0];
+        op.attrs["dtype"] = onnx_code(v.dtype());
+        continue;
+      }
+      if (a.type() == onnx::AttributeProto_AttributeType_GRAPH) continue;  // If branches, read by inline_if
+      op.attrs[a.name()] = attr_value(a, where);
     }
-    return v;
+    for (const char* key : {"to", "dtype"})
+      if ((op.type == "Cast" || op.type == "EyeLike") && op.has_attr(key)) {
+        const std::int64_t code = op.attr_int(key);
+        if (!dtype_from_onnx_code(code)) unsupported_type(static_cast<int>(code), where);
+      }
   }
 
   void add_node(const onnx::NodeProto& n, int index) {
@@ -199,26 +260,167 @@ class Importer {
     op.scope = op.name.starts_with('/') ? op.name.substr(1) : op.name;
     const std::string where = fmt::format("node '{}' ({})", op.name, op.type);
     op.inputs.assign(n.input().begin(), n.input().end());
-    while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     op.outputs.assign(n.output().begin(), n.output().end());
     while (!op.outputs.empty() && op.outputs.back().empty()) op.outputs.pop_back();
     for (std::size_t i = 0; i < op.outputs.size(); ++i)
       if (op.outputs[i].empty()) op.outputs[i] = fmt::format("{}:{}", op.name, i);
-    for (const auto& a : n.attribute()) op.attrs[a.name()] = attr_value(a, where);
-    adapt_legacy(op, where);
-    if (const FoldRule* rule = fold_rule(op.type, opset_)) {
-      for (const auto& [pos, attr] : rule->inputs)
-        if (pos < op.inputs.size() && !op.inputs[pos].empty()) {
-          if (op.attrs.count(attr)) throw GraphError(fmt::format("{}: '{}' given as input and attribute", where, attr));
-          op.attrs[attr] = const_ints(op, op.inputs[pos], attr);
-        }
-      op.inputs.resize(std::min<std::size_t>(op.inputs.size(), 1));
+    convert_attrs(n, op, where);
+    if (op.type == "If") {
+      inline_if(n, op, where);
+      return;
     }
+    if (op.type == "Range" && !op.inputs.empty() && consts_.count(op.inputs[0]))
+      op.attrs["dtype"] = onnx_code(consts_.at(op.inputs[0]).dtype());
+    fold_inputs(op, where);
+    while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
+    adapt_legacy(op, where);
+    if (op.type == "Dropout" && op.attr_int("training_mode", 0) != 0 && op.attr_float("ratio", 0.5) > 0)
+      throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::Features, {"Dropout training_mode"},
+                                 fmt::format("{}: Dropout in training mode draws a random mask, which a replay does "
+                                             "not model; export the model in eval mode",
+                                             where));
     if ((op.type == "Softmax" || op.type == "LogSoftmax") && opset_ < 13) {
       add_legacy_softmax(std::move(op));
       return;
     }
+    if (try_fold(op, where)) return;
+    add_op(std::move(op));
+  }
+
+  // Moves the inputs the fold rule names into attributes.
+  void fold_inputs(Op& op, const std::string& where) {
+    const FoldRule* rule = fold_rule(op.type, opset_);
+    if (!rule) return;
+    for (const auto& f : rule->inputs) {
+      if (f.pos >= op.inputs.size() || op.inputs[f.pos].empty()) continue;
+      const std::string& t = op.inputs[f.pos];
+      auto it = consts_.find(t);
+      if (it == consts_.end())
+        throw GraphError(fmt::format("{}: input '{}' ({}) must be a constant (initializer, Constant node, bound "
+                                     "input or a value computable at import)",
+                                     where, t, f.attr));
+      if (op.attrs.count(f.attr)) throw GraphError(fmt::format("{}: '{}' given as input and attribute", where, f.attr));
+      try {
+        op.attrs[f.attr] = onnx_detail::folded_attr(it->second, f.scalar);
+      } catch (const GraphError& e) {
+        throw GraphError(fmt::format("{}: input '{}' ({}) {}", where, t, f.attr, e.what()));
+      }
+    }
+    std::vector<std::string> kept;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i)
+      if (!is_folded(rule, i)) kept.push_back(op.inputs[i]);
+    op.inputs = std::move(kept);
+  }
+
+  // Evaluates `op` at import when every input is known (or the op needs only shapes).
+  bool try_fold(const Op& op, const std::string& where) {
+    const OpDef* def = OpRegistry::instance().find(op.type);
+    if (!def || !def->reference) return false;
+    std::vector<const Tensor*> values;
+    std::vector<TensorDesc> descs;
+    for (const std::string& in : op.inputs) {
+      if (in.empty()) {
+        values.push_back(nullptr);
+        descs.emplace_back();
+        continue;
+      }
+      if (known(in)) {
+        values.push_back(&consts_.at(in));
+        descs.push_back(consts_.at(in).desc());
+        continue;
+      }
+      if (!def->shape_only) return false;
+      const TensorDesc d = desc_of(in, where);
+      values.push_back(nullptr);
+      descs.push_back(d);
+    }
+    std::optional<std::vector<Tensor>> out;
+    try {
+      out = onnx_detail::evaluate_node(op, values, descs);
+    } catch (const GraphError& e) {
+      throw GraphError(fmt::format("{} (evaluated at import): {}", where, e.what()));
+    }
+    if (!out) return false;
+    for (std::size_t i = 0; i < out->size() && i < op.outputs.size(); ++i)
+      consts_.insert_or_assign(op.outputs[i], std::move((*out)[i]));
+    g_.add_import_folded(fmt::format("{} ({})", op.name, op.type));
+    return true;
+  }
+
+  TensorDesc desc_of(const std::string& tensor, const std::string& where) const {
+    if (auto it = consts_.find(tensor); it != consts_.end()) return it->second.desc();
+    const TensorInfo* t = g_.find_tensor(tensor);
+    if (!t) throw GraphError(fmt::format("{}: input '{}' is not produced by any earlier node", where, tensor));
+    return t->desc;
+  }
+
+  // Declares the known values an op reads as initializers, then adds the op.
+  void add_op(Op op) {
+    for (const std::string& in : op.inputs) {
+      if (in.empty() || g_.find_tensor(in) || !consts_.count(in)) continue;
+      const Tensor& v = consts_.at(in);
+      g_.add_initializer(in, v, is_weight(in) ? TensorKind::Weight : TensorKind::Constant);
+    }
     g_.add_op(std::move(op));
+  }
+
+  void emit_constant_output(const std::string& out) {
+    const std::string src = out + ":const";
+    g_.add_initializer(src, consts_.at(out), TensorKind::Constant);
+    Op id;
+    id.name = out + "/const";
+    id.type = "Identity";
+    id.scope = id.name;
+    id.inputs = {src};
+    id.outputs = {out};
+    g_.add_op(std::move(id));
+  }
+
+  // If with a condition known at import: the taken branch's nodes join the graph; its outputs
+  // become the If's outputs.
+  void inline_if(const onnx::NodeProto& n, const Op& op, const std::string& where) {
+    if (op.inputs.empty() || !consts_.count(op.inputs[0]))
+      throw GraphError(fmt::format("{}: the condition '{}' must be known at import (a constant or a bound input)",
+                                   where, op.inputs.empty() ? std::string() : op.inputs[0]));
+    const Tensor& c = consts_.at(op.inputs[0]);
+    if (c.numel() != 1) throw GraphError(fmt::format("{}: the condition must hold one element", where));
+    const bool cond = c.to_f64()[0] != 0;
+    const onnx::GraphProto* branch = nullptr;
+    for (const auto& a : n.attribute())
+      if (a.name() == (cond ? "then_branch" : "else_branch")) branch = &a.g();
+    if (!branch) throw GraphError(fmt::format("{}: no {} attribute", where, cond ? "then_branch" : "else_branch"));
+    if (const auto bad = unsupported_nodes(*branch); !bad.empty())
+      throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::OpTypes, keys(bad),
+                                 fmt::format("{}: unsupported op types in the {} branch: {}", where,
+                                             cond ? "then" : "else", describe_unsupported(bad)));
+    if (static_cast<std::size_t>(branch->output_size()) != op.outputs.size())
+      throw GraphError(fmt::format("{}: the branch has {} outputs, the If {}", where, branch->output_size(),
+                                   op.outputs.size()));
+    for (const auto& t : branch->initializer())
+      consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name()), base_dir_));
+    scan_frozen(*branch);
+    add_nodes(*branch);
+    for (std::size_t i = 0; i < op.outputs.size(); ++i) {
+      const std::string& from = branch->output(static_cast<int>(i)).name();
+      if (known(from)) {
+        consts_.insert_or_assign(op.outputs[i], consts_.at(from));
+        continue;
+      }
+      Op id;
+      id.name = fmt::format("{}/out{}", op.name, i);
+      id.type = "Identity";
+      id.scope = op.scope;
+      id.inputs = {from};
+      id.outputs = {op.outputs[i]};
+      add_op(std::move(id));
+    }
+    g_.add_import_folded(fmt::format("{} (If: {} branch)", op.name, cond ? "then" : "else"));
+  }
+
+  static std::vector<std::string> keys(const std::map<std::string, std::vector<std::string>>& m) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : m) out.push_back(k);
+    return out;
   }
 
   // Attributes of early opsets whose meaning the current definitions already cover (or which the
@@ -233,19 +435,39 @@ class Importer {
       op.attrs.erase("axis");
       if (bcast && axis >= 0 && op.inputs.size() == 2) {
         // Legacy broadcast aligns B with A's dims starting at `axis`: append trailing 1s to B.
-        const Shape a = g_.tensor(op.inputs[0]).desc.shape;
-        Shape b = g_.tensor(op.inputs[1]).desc.shape;
+        const Shape a = desc_of(op.inputs[0], where).shape;
+        Shape b = desc_of(op.inputs[1], where).shape;
         const auto extra = static_cast<std::int64_t>(a.size()) - axis - static_cast<std::int64_t>(b.size());
         if (extra > 0) {
           b.insert(b.end(), static_cast<std::size_t>(extra), 1);
           Op reshape = helper_op(op, "/broadcast", "Reshape", {op.inputs[1]}, {op.name + "/broadcast:0"},
                                  {{"shape", b}, {"allowzero", std::int64_t{1}}});
           op.inputs[1] = reshape.outputs[0];
-          g_.add_op(std::move(reshape));
+          if (!try_fold(reshape, where)) add_op(std::move(reshape));
         }
       }
     }
     if (opset_ < 7 && op.type == "Gemm") op.attrs.erase("broadcast");
+    if (op.type == "Upsample" || (op.type == "Resize" && opset_ < 11)) {
+      // Opset <= 10 resizing: output coordinate x reads input x / scale, nearest rounds down.
+      op.type = "Resize";
+      op.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+      op.attrs["nearest_mode"] = std::string("floor");
+      if (op.attr_str("mode", "nearest") == "bilinear") op.attrs["mode"] = std::string("linear");
+    }
+    if (opset_ < 7 && op.type == "PRelu" && op.inputs.size() == 2) {
+      // Opset 6 PRelu: a 1-D slope of C values applies per channel (dimension 1) of X.
+      const Shape x = desc_of(op.inputs[0], where).shape;
+      const Shape slope = desc_of(op.inputs[1], where).shape;
+      if (slope.size() == 1 && x.size() > 2 && slope[0] == x[1] && slope[0] != 1) {
+        Shape b{slope[0]};
+        b.insert(b.end(), x.size() - 2, 1);
+        Op reshape = helper_op(op, "/channel_slope", "Reshape", {op.inputs[1]}, {op.name + "/channel_slope:0"},
+                               {{"shape", b}, {"allowzero", std::int64_t{1}}});
+        op.inputs[1] = reshape.outputs[0];
+        if (!try_fold(reshape, where)) add_op(std::move(reshape));
+      }
+    }
     if (op.type == "BatchNormalization" && opset_ < 14) {
       if (op.attr_int("is_test", 1) == 0 || op.outputs.size() > 1)
         throw GraphError(fmt::format("{}: training-mode BatchNormalization before opset 14 is not supported", where));
@@ -270,15 +492,16 @@ class Importer {
 
   // Opset < 13: softmax over the flattened dims [axis, rank) (default axis 1).
   void add_legacy_softmax(Op op) {
+    const std::string where = fmt::format("node '{}' ({})", op.name, op.type);
     if (op.inputs.size() != 1 || op.outputs.size() != 1)
-      throw GraphError(fmt::format("node '{}' ({}): expected one input and one output", op.name, op.type));
-    const Shape s = g_.tensor(op.inputs[0]).desc.shape;
+      throw GraphError(fmt::format("{}: expected one input and one output", where));
+    const Shape s = desc_of(op.inputs[0], where).shape;
     const auto rank = static_cast<std::int64_t>(s.size());
     std::int64_t axis = op.attr_int("axis", 1);
     if (axis < 0) axis += rank;
     if (axis == rank - 1 || rank == 0) {
       op.attrs["axis"] = std::int64_t{-1};
-      g_.add_op(std::move(op));
+      if (!try_fold(op, where)) add_op(std::move(op));
       return;
     }
     Op flat = helper_op(op, "/flatten", "Flatten", op.inputs, {op.name + "/flatten:0"}, {{"axis", axis}});
@@ -287,33 +510,41 @@ class Importer {
     op.inputs = flat.outputs;
     op.outputs = back.inputs;
     op.attrs["axis"] = std::int64_t{1};
-    g_.add_op(std::move(flat));
-    g_.add_op(std::move(op));
-    g_.add_op(std::move(back));
+    for (Op* o : {&flat, &op, &back})
+      if (!try_fold(*o, where)) add_op(std::move(*o));
   }
 
   void check_declared(const onnx::ValueInfoProto& v, const TensorInfo& t) const {
     const auto& type = v.type();
-    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return;
-    const auto dt = onnx_detail::dtype_of(type.tensor_type().elem_type());
-    Shape s;
-    for (const auto& d : type.tensor_type().shape().dim()) {
-      if (!d.has_dim_value()) return;  // symbolic: nothing to compare
-      s.push_back(d.dim_value());
+    if (!type.has_tensor_type()) return;
+    const int code = type.tensor_type().elem_type();
+    const auto dt = onnx_detail::dtype_of(code);
+    if (!dt && code != 0) unsupported_type(code, fmt::format("graph output '{}'", v.name()));
+    if (!type.tensor_type().has_shape()) {
+      if (dt && *dt != t.desc.dtype) mismatch(v, t, Shape{});
+      return;
     }
-    if ((dt && *dt != t.desc.dtype) || s != t.desc.shape)
-      throw GraphError(fmt::format("graph output '{}': the model declares {} {}, the imported graph computes {}",
-                                   v.name(), onnx_detail::onnx_type_name(type.tensor_type().elem_type()), shape_str(s),
-                                   desc_str(t.desc)));
+    Shape s;  // -1: a symbolic dimension, matching any size
+    for (const auto& d : type.tensor_type().shape().dim()) s.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    bool same = s.size() == t.desc.shape.size();
+    for (std::size_t i = 0; same && i < s.size(); ++i) same = s[i] < 0 || s[i] == t.desc.shape[i];
+    if ((dt && *dt != t.desc.dtype) || !same) mismatch(v, t, s);
+  }
+
+  [[noreturn]] void mismatch(const onnx::ValueInfoProto& v, const TensorInfo& t, const Shape& s) const {
+    throw GraphError(fmt::format("graph output '{}': the model declares {} {}, the imported graph computes {}", v.name(),
+                                 onnx_detail::onnx_type_name(v.type().tensor_type().elem_type()), shape_str(s),
+                                 desc_str(t.desc)));
   }
 
   const std::string& path_;
+  std::string base_dir_;
   const onnx::ModelProto& m_;
   const OnnxImportOptions& opts_;
   std::int64_t opset_;
   Graph g_;
   std::map<std::string, Tensor> consts_;
-  std::set<std::string> used_, frozen_, bound_, taken_;
+  std::set<std::string> inits_, frozen_, bound_, taken_;
 };
 
 }  // namespace
@@ -321,7 +552,9 @@ class Importer {
 std::vector<std::string> onnx_unsupported_ops(const std::string& path) {
   onnx::ModelProto m;
   load(path, m);
-  return unsupported_ops(m.graph());
+  std::vector<std::string> out;
+  for (const auto& [type, nodes] : unsupported_nodes(m.graph())) out.push_back(type);
+  return out;
 }
 
 OnnxModelIo onnx_model_io(const std::string& path) {
@@ -330,28 +563,46 @@ OnnxModelIo onnx_model_io(const std::string& path) {
   OnnxModelIo io;
   std::set<std::string> inits;
   for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  for (const auto& v : m.graph().input())
-    if (!inits.count(v.name())) io.inputs.push_back(v.name());
+  for (const auto& v : m.graph().input()) {
+    if (inits.count(v.name())) continue;
+    io.inputs.push_back(v.name());
+    for (const std::string& d : onnx_detail::value_dim_params(v)) io.dim_params.insert(d);
+  }
   for (const auto& v : m.graph().output()) io.outputs.push_back(v.name());
   const std::int64_t opset = default_opset(m);
+  // Tensors whose values must be known at import: inputs at folded positions, and (walking the
+  // nodes backwards) every input of a node computing such a tensor, except the data inputs of
+  // shape-only ops, whose values are never read.
+  std::set<std::string> needed;
   for (const auto& n : m.graph().node()) {
     io.op_types.insert(n.op_type());
     const FoldRule* rule = fold_rule(n.op_type(), opset);
     for (int i = 0; i < n.input_size(); ++i)
-      if (is_folded(rule, static_cast<std::size_t>(i)) &&
-          std::find(io.inputs.begin(), io.inputs.end(), n.input(i)) != io.inputs.end())
-        io.shape_inputs.insert(n.input(i));
+      if (is_folded(rule, static_cast<std::size_t>(i))) needed.insert(n.input(i));
   }
+  for (int k = m.graph().node_size(); k-- > 0;) {
+    const auto& n = m.graph().node(k);
+    if (std::none_of(n.output().begin(), n.output().end(), [&](const std::string& o) { return needed.count(o) != 0; }))
+      continue;
+    const OpDef* def = OpRegistry::instance().find(n.op_type());
+    if (def && def->shape_only) continue;
+    for (const std::string& in : n.input()) needed.insert(in);
+  }
+  for (const std::string& in : io.inputs)
+    if (needed.count(in)) io.shape_inputs.insert(in);
   return io;
 }
 
 Graph import_onnx(const std::string& path, const OnnxImportOptions& opts) {
   onnx::ModelProto m;
   load(path, m);
-  if (const auto bad = unsupported_ops(m.graph()); !bad.empty())
-    throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::OpTypes, bad,
-                               fmt::format("{}: unsupported op types: {} (supported: {})", path, fmt::join(bad, ", "),
-                                           fmt::join(forward_op_types(), ", ")));
+  if (const auto bad = unsupported_nodes(m.graph()); !bad.empty()) {
+    std::vector<std::string> types;
+    for (const auto& [type, nodes] : bad) types.push_back(type);
+    throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::OpTypes, types,
+                               fmt::format("{}: unsupported op types: {} (supported: {})", path,
+                                           describe_unsupported(bad), fmt::join(forward_op_types(), ", ")));
+  }
   try {
     return Importer(path, m, opts).run();
   } catch (const OnnxUnsupportedError& e) {

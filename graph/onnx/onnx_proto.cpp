@@ -1,6 +1,7 @@
 // ONNX protobuf messages -> IR values: tensors, value types, attributes, Constant nodes; file parsing.
 #include <cstring>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -48,20 +49,56 @@ void copy_field(const Field& f, std::vector<std::byte>& out, std::size_t n, cons
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where) {
+namespace {
+
+// Bytes of externally stored tensor data (ONNX external data: location, offset, length).
+std::vector<std::byte> external_bytes(const onnx::TensorProto& t, std::size_t want, const std::string& where,
+                                      const std::string& base_dir) {
+  std::string location;
+  std::uint64_t offset = 0, length = want;
+  for (const auto& e : t.external_data()) {
+    try {
+      if (e.key() == "location") location = e.value();
+      else if (e.key() == "offset") offset = std::stoull(e.value());
+      else if (e.key() == "length") length = std::stoull(e.value());
+    } catch (const std::exception&) {
+      throw GraphError(fmt::format("{}: external data entry '{}' = '{}' is not a number", where, e.key(), e.value()));
+    }
+  }
+  if (location.empty()) throw GraphError(fmt::format("{}: external data without a 'location' entry", where));
+  if (length != want)
+    throw GraphError(fmt::format("{}: external data length {} does not match the {} bytes its dims need", where,
+                                 length, want));
+  const std::filesystem::path file = std::filesystem::path(base_dir) / location;
+  std::ifstream f(file, std::ios::binary);
+  if (!f)
+    throw GraphError(fmt::format("{}: external data file '{}' is missing (looked for {})", where, location,
+                                 file.string()));
+  f.seekg(static_cast<std::streamoff>(offset));
+  std::vector<std::byte> bytes(want);
+  f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(want));
+  if (!f || static_cast<std::size_t>(f.gcount()) != want)
+    throw GraphError(fmt::format("{}: external data file '{}' is too short for {} bytes at offset {}", where,
+                                 file.string(), want, offset));
+  return bytes;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where, const std::string& base_dir) {
   const auto dt = dtype_of(t.data_type());
   if (!dt) {
     const std::string name = onnx_type_name(t.data_type());
     throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::ValueTypes, {name},
                                fmt::format("{}: element type {} is not supported", where, name));
   }
-  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
-    throw GraphError(fmt::format("{}: external tensor data is not supported", where));
   Shape shape(t.dims().begin(), t.dims().end());
   for (std::int64_t d : shape)
     if (d < 0) throw GraphError(fmt::format("{}: negative dimension in {}", where, shape_str(shape)));
   const auto n = static_cast<std::size_t>(numel(shape));
   const std::size_t es = dtype_size(*dt);
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+    return Tensor(TensorDesc{*dt, std::move(shape), Format::ND}, external_bytes(t, n * es, where, base_dir));
   std::vector<std::byte> bytes(n * es);
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes.size())
@@ -111,12 +148,22 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
       s.push_back(d.dim_value());
     } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
       s.push_back(it->second);
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}') and no value is bound for it (dims: {{{}: N}})",
+                                   where, s.size(), d.dim_param(), d.dim_param()));
     } else {
-      throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}'); give its value in dim_params", where, s.size(),
-                                   d.dim_param()));
+      throw GraphError(fmt::format("{}: dimension {} has neither a size nor a name", where, s.size()));
     }
   }
   return {*dt, s, Format::ND};
+}
+
+std::vector<std::string> value_dim_params(const onnx::ValueInfoProto& v) {
+  std::vector<std::string> out;
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return out;
+  for (const auto& d : v.type().tensor_type().shape().dim())
+    if (!d.has_dim_value() && d.has_dim_param() && !d.dim_param().empty()) out.push_back(d.dim_param());
+  return out;
 }
 
 AttrValue attr_value(const onnx::AttributeProto& a, const std::string& where) {

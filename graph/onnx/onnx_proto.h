@@ -15,11 +15,16 @@ namespace probelab::graph::onnx_detail {
 std::optional<DType> dtype_of(int onnx_type);
 /// ONNX name of a data type for messages ("uint8", "string", ...).
 std::string onnx_type_name(int onnx_type);
-/// Tensor from a TensorProto; `where` names it in errors. Throws OnnxUnsupportedError for
-/// unsupported element types, GraphError for external data or size mismatches.
-Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where);
-/// Desc of a graph input/output value; symbolic dims are looked up in opts.dim_params.
+/// Tensor from a TensorProto; `where` names it in errors. Data stored externally is read from
+/// the file its `location` names, relative to `base_dir` (the model's directory), at `offset` for
+/// `length` bytes. Throws OnnxUnsupportedError for unsupported element types, GraphError for a
+/// missing or short external file or a size mismatch.
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where, const std::string& base_dir = {});
+/// Desc of a graph input/output value; symbolic dims are looked up in opts.dim_params. Throws
+/// GraphError naming the input and the dimension when a symbolic dimension has no value.
 TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& opts, const std::string& where);
+/// Names of the symbolic dimensions of a value (empty when it has none).
+std::vector<std::string> value_dim_params(const onnx::ValueInfoProto& v);
 /// Attribute value (float, int, string and their lists); other attribute types are errors.
 AttrValue attr_value(const onnx::AttributeProto& a, const std::string& where);
 /// Value of a Constant node (value, value_float(s), value_int(s)).

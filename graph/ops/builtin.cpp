@@ -19,6 +19,15 @@ void register_reduce_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_gather_ops(OpRegistry& r);
 void register_optimizer_ops(OpRegistry& r);
+void register_math_ops(OpRegistry& r);
+void register_activation_param_ops(OpRegistry& r);
+void register_binary_math_ops(OpRegistry& r);
+void register_shape_query_ops(OpRegistry& r);
+void register_shape_edit_ops(OpRegistry& r);
+void register_conv_transpose_ops(OpRegistry& r);
+void register_resize_ops(OpRegistry& r);
+void register_axis_scan_ops(OpRegistry& r);
+void register_pointwise_grad_op(OpRegistry& r);
 }  // namespace ops
 
 // Every built-in family registers here, explicitly: static registrar objects in a static library
@@ -37,6 +46,15 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_loss_ops(r);
   ops::register_gather_ops(r);
   ops::register_optimizer_ops(r);
+  ops::register_math_ops(r);
+  ops::register_activation_param_ops(r);
+  ops::register_binary_math_ops(r);
+  ops::register_shape_query_ops(r);
+  ops::register_shape_edit_ops(r);
+  ops::register_conv_transpose_ops(r);
+  ops::register_resize_ops(r);
+  ops::register_axis_scan_ops(r);
+  ops::register_pointwise_grad_op(r);  // after every family with pointwise gradients
   register_fused_ops(r);
 }
 

@@ -1,4 +1,4 @@
-// Gather (ONNX Gather along `axis`; "Embedding" is the axis-0 lookup of rows of a weight table by
+// Gather and GatherElements (ONNX, along `axis`; "Embedding" is the axis-0 lookup of rows of a weight table by
 // int64 indices) and its backward op GatherGrad (scatter-add).
 #include <cstring>
 
@@ -83,6 +83,74 @@ void gather_grad(GradBuilder& b, const Op& op) {
          {{"axis", AttrReader(op).i("axis")}, {"data_shape", b.desc(op.inputs[0]).shape}});
 }
 
+// --- GatherElements --------------------------------------------------------------------------------
+
+// Output element at coordinate i (the indices' shape) reads data at i with coordinate `axis`
+// replaced by indices[i]. Calls f(output offset, data offset).
+template <class F>
+void for_each_gather_element(const Op& op, const Shape& data, const Tensor& indices, F f) {
+  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(data.size())));
+  const Shape& is = indices.shape();
+  const std::vector<std::int64_t> idx = read_indices(indices);
+  const auto ds = strides_of(data);
+  std::vector<std::int64_t> c(is.size(), 0);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    std::int64_t j = idx[k];
+    if (j < -data[axis] || j >= data[axis]) fail(op, "index {} is out of range for a dimension of size {}", j, data[axis]);
+    if (j < 0) j += data[axis];
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < is.size(); ++d) off += (d == axis ? j : c[d]) * ds[d];
+    f(static_cast<std::int64_t>(k), off);
+    for (std::size_t d = is.size(); d-- > 0;) {
+      if (++c[d] < is[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
+std::vector<TensorDesc> infer_gather_elements(const Op& op, Descs in) {
+  expect_inputs(op, in, 2, 2);
+  expect_int(op, in[1], "indices");
+  if (in[0].shape.size() != in[1].shape.size() || in[0].shape.empty())
+    fail(op, "data {} and indices {} must have the same rank >= 1", shape_str(in[0].shape), shape_str(in[1].shape));
+  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(in[0].shape.size())));
+  for (std::size_t d = 0; d < in[0].shape.size(); ++d)
+    if (d != axis && in[1].shape[d] > in[0].shape[d])
+      fail(op, "indices {} exceed data {} in dimension {}", shape_str(in[1].shape), shape_str(in[0].shape), d);
+  return {TensorDesc{in[0].dtype, in[1].shape, Format::ND}};
+}
+
+void gather_elements_ref(const Op& op, Ins in, Outs out, RefPrecision) {
+  const std::size_t es = dtype_size(in[0]->dtype());
+  const std::byte* src = in[0]->bytes().data();
+  std::byte* dst = out[0].bytes().data();
+  for_each_gather_element(op, in[0]->shape(), *in[1], [&](std::int64_t k, std::int64_t off) {
+    std::memcpy(dst + k * static_cast<std::int64_t>(es), src + off * static_cast<std::int64_t>(es), es);
+  });
+}
+
+// GatherElementsGrad(dY, indices; axis, data_shape) -> dData (scatter-add).
+std::vector<TensorDesc> infer_gather_elements_grad(const Op& op, Descs in) {
+  expect_inputs(op, in, 2, 2);
+  expect_float(op, in[0], "input dY");
+  if (in[0].shape != in[1].shape) fail(op, "dY {} must have the indices' shape {}", shape_str(in[0].shape), shape_str(in[1].shape));
+  return {TensorDesc{in[0].dtype, op.attr_ints("data_shape"), Format::ND}};
+}
+
+template <class T> void gather_elements_grad_ref(const Op& op, Ins in, Outs out) {
+  auto dy = cdata<T>(in[0]);
+  auto dx = mdata<T>(out[0]);
+  for_each_gather_element(op, op.attr_ints("data_shape"), *in[1], [&](std::int64_t k, std::int64_t off) {
+    dx[static_cast<std::size_t>(off)] += dy[static_cast<std::size_t>(k)];
+  });
+}
+
+void gather_elements_grad(GradBuilder& b, const Op& op) {
+  if (!b.needs(op, 0)) return;
+  b.emit(op, "", "GatherElementsGrad", {b.dy(op), op.inputs[1]}, {b.dx(op, 0)},
+         {{"axis", AttrReader(op).i("axis")}, {"data_shape", b.desc(op.inputs[0]).shape}});
+}
+
 AttrSpec axis_attr() { return attr_int("axis", 0, "gathered axis of data (negative counts from the end)"); }
 
 }  // namespace
@@ -112,6 +180,30 @@ void register_gather_ops(OpRegistry& r) {
   gg.infer = infer_gather_grad;
   gg.reference = typed(gather_grad_ref<float>, gather_grad_ref<double>);
   r.add(std::move(gg));
+
+  OpDef ge;
+  ge.type = "GatherElements";
+  ge.doc = "out[i] = data[i with coordinate axis replaced by indices[i]] (ONNX GatherElements)";
+  ge.min_inputs = ge.max_inputs = 2;
+  ge.attrs = {axis_attr()};
+  ge.input_names = {"data", "indices"};
+  ge.output_names = {"output"};
+  ge.infer = infer_gather_elements;
+  ge.reference = gather_elements_ref;
+  ge.gradient = gather_elements_grad;
+  r.add(std::move(ge));
+
+  OpDef geg;
+  geg.type = "GatherElementsGrad";
+  geg.doc = "dData of GatherElements: dY scatter-added at the gathered positions";
+  geg.min_inputs = geg.max_inputs = 2;
+  geg.attrs = {axis_attr(), attr_nodefault("data_shape", true, "shape of the forward input data")};
+  geg.input_names = {"dY", "indices"};
+  geg.output_names = {"dData"};
+  geg.backward = true;
+  geg.infer = infer_gather_elements_grad;
+  geg.reference = typed(gather_elements_grad_ref<float>, gather_elements_grad_ref<double>);
+  r.add(std::move(geg));
 }
 
 }  // namespace probelab::graph::ops

@@ -1,4 +1,4 @@
-// Losses: SoftmaxCrossEntropyLoss (ONNX semantics: [N, C, d...] scores, int labels, optional class
+// Losses: SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (ONNX semantics: [N, C, d...] scores, int labels, optional class
 // weights, ignore_index, reduction none/sum/mean, optional log_prob output), MSELoss, and their
 // backward ops.
 #include <cmath>
@@ -173,6 +173,74 @@ std::vector<AttrSpec> sce_attr_specs() {
           attr_nodefault("ignore_index", false, "label value whose positions contribute nothing")};
 }
 
+// --- NegativeLogLikelihoodLoss ---------------------------------------------------------------------
+
+// NegativeLogLikelihoodLoss(input [N, C, d...] log-probabilities, target, weight?) with the
+// targets, weights, ignore_index and reductions of SoftmaxCrossEntropyLoss.
+std::vector<TensorDesc> infer_nll(const Op& op, Descs in) {
+  expect_inputs(op, in, 2, 3);
+  expect_float(op, in[0], "input");
+  const SceGeom g = sce_geom(op, in[0], in[1]);
+  if (in.size() > 2 && has_input(op, 2)) expect_weights(op, in[0], in[2], g);
+  return {TensorDesc{in[0].dtype, reduction_of(op) == Reduction::None ? in[1].shape : Shape{}, Format::ND}};
+}
+
+template <class T> void nll_ref(const Op& op, Ins in, Outs out) {
+  const SceGeom g = sce_geom(op, in[0]->desc(), in[1]->desc());
+  const Targets t = targets<T>(op, g, *in[1], in.size() > 2 ? in[2] : nullptr);
+  auto x = cdata<T>(in[0]);
+  auto loss = mdata<T>(out[0]);
+  const Reduction red = reduction_of(op);
+  double total = 0;
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t d = 0; d < g.d; ++d) {
+      const auto k = static_cast<std::size_t>(n * g.d + d);
+      const double l =
+          t.weight[k] == 0 ? 0.0 : -static_cast<double>(x[static_cast<std::size_t>((n * g.c + t.label[k]) * g.d + d)]) * t.weight[k];
+      if (red == Reduction::None) loss[k] = static_cast<T>(l);
+      total += l;
+    }
+  if (red == Reduction::Sum) loss[0] = static_cast<T>(total);
+  if (red == Reduction::Mean) loss[0] = static_cast<T>(total / t.weight_sum);
+}
+
+// NegativeLogLikelihoodLossGrad(dLoss, input, target, weight?) -> dInput: -weight * upstream at
+// the target class of each position, zero elsewhere.
+std::vector<TensorDesc> infer_nll_grad(const Op& op, Descs in) {
+  expect_inputs(op, in, 3, 4);
+  expect_float(op, in[1], "input");
+  const SceGeom g = sce_geom(op, in[1], in[2]);
+  if (in.size() > 3 && has_input(op, 3)) expect_weights(op, in[1], in[3], g);  // weight is input 3 here
+  const Shape want = reduction_of(op) == Reduction::None ? in[2].shape : Shape{};
+  if (in[0].shape != want) fail(op, "dLoss has shape {}, expected {}", shape_str(in[0].shape), shape_str(want));
+  return {in[1]};
+}
+
+template <class T> void nll_grad_ref(const Op& op, Ins in, Outs out) {
+  const SceGeom g = sce_geom(op, in[1]->desc(), in[2]->desc());
+  const Targets t = targets<T>(op, g, *in[2], in.size() > 3 ? in[3] : nullptr);
+  auto dl = cdata<T>(in[0]);
+  auto dx = mdata<T>(out[0]);
+  const Reduction red = reduction_of(op);
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t d = 0; d < g.d; ++d) {
+      const auto k = static_cast<std::size_t>(n * g.d + d);
+      if (t.weight[k] == 0) continue;
+      const double upstream = red == Reduction::None ? static_cast<double>(dl[k])
+                              : red == Reduction::Sum ? static_cast<double>(dl[0])
+                                                      : static_cast<double>(dl[0]) / t.weight_sum;
+      dx[static_cast<std::size_t>((n * g.c + t.label[k]) * g.d + d)] = static_cast<T>(-upstream * t.weight[k]);
+    }
+}
+
+void nll_grad(GradBuilder& b, const Op& op) {
+  if (has_input(op, 2) && b.needs(op, 2)) fail(op, "the class weights are not differentiable; make them constants");
+  if (!b.needs(op, 0)) return;
+  std::vector<std::string> ins{b.dy(op), op.inputs[0], op.inputs[1]};
+  if (has_input(op, 2)) ins.push_back(op.inputs[2]);
+  b.emit(op, "", "NegativeLogLikelihoodLossGrad", std::move(ins), {b.dx(op, 0)}, sce_attrs(op));
+}
+
 // --- MSELoss ---------------------------------------------------------------------------------------
 
 std::vector<TensorDesc> infer_mse(const Op& op, Descs in) {
@@ -258,6 +326,33 @@ void register_loss_ops(OpRegistry& r) {
   sg.infer = infer_sce_grad;
   sg.reference = typed(sce_grad_ref<float>, sce_grad_ref<double>);
   r.add(std::move(sg));
+
+  OpDef nll;
+  nll.type = "NegativeLogLikelihoodLoss";
+  nll.aliases = {"NLLLoss"};
+  nll.doc = "-input[target] (log-probabilities) per position, weighted and reduced (ONNX NegativeLogLikelihoodLoss)";
+  nll.min_inputs = 2;
+  nll.max_inputs = 3;
+  nll.attrs = sce_attr_specs();
+  nll.input_names = {"input", "target", "weight?"};
+  nll.output_names = {"loss"};
+  nll.infer = infer_nll;
+  nll.reference = typed(nll_ref<float>, nll_ref<double>);
+  nll.gradient = nll_grad;
+  r.add(std::move(nll));
+
+  OpDef ng;
+  ng.type = "NegativeLogLikelihoodLossGrad";
+  ng.doc = "dInput of NegativeLogLikelihoodLoss: -weight * upstream at each target class";
+  ng.min_inputs = 3;
+  ng.max_inputs = 4;
+  ng.attrs = sce_attr_specs();
+  ng.input_names = {"dLoss", "input", "target", "weight?"};
+  ng.output_names = {"dInput"};
+  ng.backward = true;
+  ng.infer = infer_nll_grad;
+  ng.reference = typed(nll_grad_ref<float>, nll_grad_ref<double>);
+  r.add(std::move(ng));
 
   OpDef mse;
   mse.type = "MSELoss";

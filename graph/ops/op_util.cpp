@@ -149,4 +149,13 @@ std::vector<std::int64_t> read_indices(const Tensor& t) {
   throw GraphError(fmt::format("expected an int64/int32 index tensor, got {}", dtype_name(t.dtype())));
 }
 
+AttrValue tensor_to_attr(const Tensor& t) {
+  if (is_float(t.dtype())) return t.to_f64();
+  if (t.dtype() == DType::Bool) {
+    auto d = t.data<std::uint8_t>();
+    return std::vector<std::int64_t>(d.begin(), d.end());
+  }
+  return read_indices(t);
+}
+
 }  // namespace probelab::graph::ops

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ inline bool has_input(const Op& op, std::size_t i) { return i < op.inputs.size()
 
 /// Same dtype/format as `like` with another shape.
 inline TensorDesc with_shape(const TensorDesc& like, Shape s) { return {like.dtype, std::move(s), like.format}; }
+
+/// Integer or float values of a small tensor as an attribute list: int64 list for integer and bool
+/// tensors, float list for float tensors.
+AttrValue tensor_to_attr(const Tensor& t);
 
 /// Index values of an I32/I64 tensor as int64.
 std::vector<std::int64_t> read_indices(const Tensor& t);

@@ -1,5 +1,10 @@
-// ReduceSum / ReduceMean (ONNX semantics: axes, keepdims, noop_with_empty_axes; the axes input of
+// Reductions (ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceSumSquare, ReduceL1,
+// ReduceL2, ReduceLogSum, ReduceLogSumExp; ArgMax, ArgMin) and ReduceGrad (ONNX semantics: axes, keepdims, noop_with_empty_axes; the axes input of
 // opset 13/18 is the `axes` attribute here).
+#include <cmath>
+#include <limits>
+#include <map>
+
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
 
@@ -33,20 +38,168 @@ ReduceSpec reduce_spec(const Op& op, const Shape& in) {
 
 std::vector<TensorDesc> infer_reduce(const Op& op, Descs in) {
   expect_inputs(op, in, 1, 1);
-  expect_float(op, in[0], "input data");
+  if (in[0].dtype == DType::Bool) fail(op, "input data must be a float or integer tensor, got bool");
   return {TensorDesc{in[0].dtype, reduce_spec(op, in[0].shape).out, Format::ND}};
 }
 
-template <class T, bool Mean> void reduce_ref(const Op& op, Ins in, Outs out) {
+// How one reduction combines the elements: the accumulator starts at init(), add() folds an
+// element in, finish() gives the result from the accumulator and the element count; d() is the
+// derivative of the result with respect to one element x given the result y (ReduceGrad).
+enum class Red { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
+
+double red_init(Red r) {
+  switch (r) {
+    case Red::Max: return -std::numeric_limits<double>::infinity();
+    case Red::Min: return std::numeric_limits<double>::infinity();
+    case Red::Prod: return 1.0;
+    default: return 0.0;
+  }
+}
+
+// LogSumExp folds against the running maximum held separately (see reduce_ref).
+double red_add(Red r, double acc, double x) {
+  switch (r) {
+    case Red::Max: return std::isnan(x) || x > acc ? x : acc;
+    case Red::Min: return std::isnan(x) || x < acc ? x : acc;
+    case Red::Prod: return acc * x;
+    case Red::SumSquare:
+    case Red::L2: return acc + x * x;
+    case Red::L1: return acc + std::fabs(x);
+    default: return acc + x;
+  }
+}
+
+double red_finish(Red r, double acc, std::int64_t count) {
+  switch (r) {
+    case Red::Mean: return count ? acc / static_cast<double>(count) : 0.0;
+    case Red::L2: return std::sqrt(acc);
+    case Red::LogSum: return std::log(acc);
+    default: return acc;
+  }
+}
+
+template <class T> T red_grad(Red r, T x, T y, std::int64_t count) {
+  switch (r) {
+    case Red::Sum: return T(1);
+    case Red::Mean: return T(1) / static_cast<T>(std::max<std::int64_t>(count, 1));
+    case Red::Max:
+    case Red::Min: return x == y ? T(1) : T(0);
+    case Red::Prod: return x != T(0) ? y / x : T(0);
+    case Red::SumSquare: return T(2) * x;
+    case Red::L1: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
+    case Red::L2: return y != T(0) ? x / y : T(0);
+    case Red::LogSum: return std::exp(-y);
+    case Red::LogSumExp: return std::exp(x - y);
+  }
+  return T(0);
+}
+
+Red red_of(const Op& op, const std::string& type) {
+  static const std::map<std::string, Red> kinds = {
+      {"ReduceSum", Red::Sum},          {"ReduceMean", Red::Mean}, {"ReduceMax", Red::Max},
+      {"ReduceMin", Red::Min},          {"ReduceProd", Red::Prod}, {"ReduceSumSquare", Red::SumSquare},
+      {"ReduceL1", Red::L1},            {"ReduceL2", Red::L2},     {"ReduceLogSum", Red::LogSum},
+      {"ReduceLogSumExp", Red::LogSumExp}};
+  auto it = kinds.find(type);
+  if (it == kinds.end()) fail(op, "'{}' is not a reduction", type);
+  return it->second;
+}
+
+template <class T> void reduce_ref(const Op& op, Ins in, Outs out) {
   const Shape& xs = in[0]->shape();
   const ReduceSpec s = reduce_spec(op, xs);
-  auto x = cdata<T>(in[0]);
-  auto y = mdata<T>(out[0]);
-  std::vector<double> acc(y.size(), 0.0);
-  for_each_broadcast(xs, xs, s.keep,
-                     [&](std::int64_t ox, std::int64_t oy, std::int64_t) { acc[static_cast<std::size_t>(oy)] += x[ox]; });
-  for (std::size_t i = 0; i < y.size(); ++i)
-    y[i] = static_cast<T>(Mean ? (s.count ? acc[i] / static_cast<double>(s.count) : 0.0) : acc[i]);
+  const Red r = red_of(op, op.type);
+  const std::vector<double> x = in[0]->to_f64();
+  const std::size_t n_out = static_cast<std::size_t>(numel(s.out));
+  std::vector<double> acc(n_out, red_init(r));
+  if (r == Red::LogSumExp) {
+    std::vector<double> mx(n_out, -std::numeric_limits<double>::infinity());
+    for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+      mx[static_cast<std::size_t>(oy)] = std::max(mx[static_cast<std::size_t>(oy)], x[static_cast<std::size_t>(ox)]);
+    });
+    for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+      const auto k = static_cast<std::size_t>(oy);
+      acc[k] += std::exp(x[static_cast<std::size_t>(ox)] - mx[k]);
+    });
+    for (std::size_t i = 0; i < n_out; ++i) acc[i] = std::isinf(mx[i]) ? mx[i] : mx[i] + std::log(acc[i]);
+  } else {
+    for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+      const auto k = static_cast<std::size_t>(oy);
+      acc[k] = red_add(r, acc[k], x[static_cast<std::size_t>(ox)]);
+    });
+  }
+  std::vector<double> v(n_out);
+  for (std::size_t i = 0; i < n_out; ++i) v[i] = red_finish(r, acc[i], s.count);
+  out[0] = Tensor::from_f64(out[0].shape(), v, out[0].dtype());
+}
+
+// ReduceGrad(dY, X, Y; of, axes, keepdims, noop_with_empty_axes) -> dX = dY * dReduce/dX.
+std::vector<TensorDesc> infer_reduce_grad(const Op& op, Descs in) {
+  expect_inputs(op, in, 3, 3);
+  expect_float(op, in[0], "input dY");
+  Op fwd = op;
+  fwd.type = op.attr_str("of");
+  fwd.attrs.erase("of");
+  const ReduceSpec s = reduce_spec(fwd, in[1].shape);
+  if (in[0].shape != s.out || in[2].shape != s.out)
+    fail(op, "dY {} and Y {} must have the reduced shape {}", shape_str(in[0].shape), shape_str(in[2].shape),
+         shape_str(s.out));
+  return {TensorDesc{in[0].dtype, in[1].shape, Format::ND}};
+}
+
+template <class T> void reduce_grad_ref(const Op& op, Ins in, Outs out) {
+  Op fwd = op;
+  fwd.type = op.attr_str("of");
+  fwd.attrs.erase("of");
+  const Shape& xs = in[1]->shape();
+  const ReduceSpec s = reduce_spec(fwd, xs);
+  const Red r = red_of(op, fwd.type);
+  auto dy = cdata<T>(in[0]), x = cdata<T>(in[1]), y = cdata<T>(in[2]);
+  auto dx = mdata<T>(out[0]);
+  for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+    const auto i = static_cast<std::size_t>(ox), k = static_cast<std::size_t>(oy);
+    dx[i] = dy[k] * red_grad<T>(r, x[i], y[k], s.count);
+  });
+}
+
+void reduce_grad_generic(GradBuilder& b, const Op& op) {
+  if (!b.needs(op, 0)) return;
+  Attrs a = op.attrs;
+  a["of"] = op.type;
+  b.emit(op, "", "ReduceGrad", {b.dy(op), op.inputs[0], op.outputs[0]}, {b.dx(op, 0)}, std::move(a));
+}
+
+// --- ArgMax / ArgMin ------------------------------------------------------------------------------
+
+std::vector<TensorDesc> infer_arg(const Op& op, Descs in) {
+  expect_inputs(op, in, 1, 1);
+  const Shape& x = in[0].shape;
+  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(x.size())));
+  Shape s;
+  for (std::size_t d = 0; d < x.size(); ++d)
+    if (d != axis) s.push_back(x[d]);
+    else if (AttrReader(op).i("keepdims") != 0) s.push_back(1);
+  return {TensorDesc{DType::I64, s, Format::ND}};
+}
+
+template <bool Max> void arg_ref(const Op& op, Ins in, Outs out, RefPrecision) {
+  const Shape& x = in[0]->shape();
+  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(x.size())));
+  const bool last = AttrReader(op).i("select_last_index") != 0;
+  const std::int64_t outer = prod(x, 0, axis), n = x[axis], inner = prod(x, axis + 1, x.size());
+  const std::vector<double> v = in[0]->to_f64();
+  auto y = out[0].data<std::int64_t>();
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) {
+      std::int64_t best = 0;
+      for (std::int64_t k = 1; k < n; ++k) {
+        const double a = v[static_cast<std::size_t>((o * n + k) * inner + i)];
+        const double b = v[static_cast<std::size_t>((o * n + best) * inner + i)];
+        const bool better = Max ? (a > b || (last && a == b)) : (a < b || (last && a == b));
+        if (better) best = k;
+      }
+      y[static_cast<std::size_t>(o * inner + i)] = best;
+    }
 }
 
 template <bool Mean> void reduce_grad(GradBuilder& b, const Op& op) {
@@ -85,10 +238,39 @@ OpDef reduce_def(std::string type, std::string doc, decltype(OpDef::reference) r
 }  // namespace
 
 void register_reduce_ops(OpRegistry& r) {
-  r.add(reduce_def("ReduceSum", "sum over `axes` (ONNX ReduceSum)", typed(reduce_ref<float, false>, reduce_ref<double, false>),
-                   reduce_grad<false>));
-  r.add(reduce_def("ReduceMean", "mean over `axes` (ONNX ReduceMean)", typed(reduce_ref<float, true>, reduce_ref<double, true>),
-                   reduce_grad<true>));
+  const auto ref = typed(reduce_ref<float>, reduce_ref<double>);
+  r.add(reduce_def("ReduceSum", "sum over `axes` (ONNX ReduceSum)", ref, reduce_grad<false>));
+  r.add(reduce_def("ReduceMean", "mean over `axes` (ONNX ReduceMean)", ref, reduce_grad<true>));
+  r.add(reduce_def("ReduceMax", "maximum over `axes` (NaN propagates)", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceMin", "minimum over `axes` (NaN propagates)", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceProd", "product over `axes`", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceSumSquare", "sum of squares over `axes`", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceL1", "sum of absolute values over `axes`", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceL2", "square root of the sum of squares over `axes`", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceLogSum", "ln of the sum over `axes`", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceLogSumExp", "ln of the sum of exp over `axes` (max-shifted)", ref, reduce_grad_generic));
+
+  OpDef g = reduce_def("ReduceGrad", "dX of a reduction `of`: dY broadcast back times dReduce/dX", typed(reduce_grad_ref<float>, reduce_grad_ref<double>), {});
+  g.attrs.push_back(attr_nodefault("of", true, "forward reduction type"));
+  g.min_inputs = g.max_inputs = 3;
+  g.input_names = {"dY", "X", "Y"};
+  g.output_names = {"dX"};
+  g.backward = true;
+  g.infer = infer_reduce_grad;
+  r.add(std::move(g));
+
+  for (const bool mx : {true, false}) {
+    OpDef a;
+    a.type = mx ? "ArgMax" : "ArgMin";
+    a.doc = mx ? "index of the maximum along `axis` (int64)" : "index of the minimum along `axis` (int64)";
+    a.attrs = {attr_int("axis", 0, "axis searched"), attr_int("keepdims", 1, "1: keep the axis as size 1"),
+               attr_int("select_last_index", 0, "1: the last of equal extremes")};
+    a.input_names = {"data"};
+    a.output_names = {"reduced"};
+    a.infer = infer_arg;
+    a.reference = mx ? arg_ref<true> : arg_ref<false>;
+    r.add(std::move(a));
+  }
 }
 
 }  // namespace probelab::graph::ops

@@ -62,10 +62,20 @@ Command add_list(CLI::App& app) {
                                          "probe options and expectation kinds");
   auto what = std::make_shared<std::vector<std::string>>();
   auto as_json = std::make_shared<bool>(false);
+  auto markdown = std::make_shared<bool>(false);
   sub->add_flag("--json", *as_json, "Print every registry as JSON (the sections named, or all)");
   sub->add_option("what", *what, "Sections to print: chips, ops, injectors, probes, expectations (default: all)")
       ->check(CLI::IsMember({"chips", "ops", "injectors", "probes", "expectations"}));
-  return [what, as_json] {
+  sub->add_flag("--markdown", *markdown, "With `ops`: print the op table of README.md (Markdown) instead");
+  return [what, as_json, markdown] {
+    if (*markdown) {
+      if (what->size() != 1 || what->front() != "ops" || *as_json)
+        throw sim::ScenarioError("probelab list", 0, 0, "--markdown", "`probelab list ops --markdown`",
+                                 what->empty() ? "all sections" : fmt::format("{}", fmt::join(*what, " ")));
+      fmt::print("{}", sim::ops_markdown_table());
+      std::fflush(stdout);
+      return 0;
+    }
     auto want = [&](const char* s) { return what->empty() || std::count(what->begin(), what->end(), s) > 0; };
     if (*as_json) {
       const nlohmann::json all = sim::catalog_json();

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
+
 #include "chip_model/chip_config.h"
+#include "chip_model/kernels/kernel.h"
 #include "graph/fused_ops.h"
+#include "graph/onnx/onnx_import.h"
 #include "graph/op_registry.h"
+#include "graph/passes.h"
 #include "injectors/injector.h"
 #include "probes/diagnosis.h"
 #include "probes/insertion_pass.h"
@@ -36,6 +42,37 @@ std::vector<std::string> describe_ops() {
     }
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+std::string ops_markdown_table() {
+  graph::ensure_fused_ops_registered();
+  const auto& reg = graph::OpRegistry::instance();
+  const auto cube = chip::kernels::KernelRegistry::instance().explicit_types();
+  std::string out = "| op | aliases | on the chip | training | what it computes |\n|---|---|---|---|---|\n";
+  std::vector<std::string> backward, fused;
+  std::set<std::string> fused_types;
+  for (const auto& p : graph::fusion_patterns()) fused_types.insert(p.fused_type);
+  for (const auto& [type, def] : reg.all()) {
+    if (fused_types.count(type)) {
+      fused.push_back(type);
+      continue;
+    }
+    if (def.backward) {
+      backward.push_back(type);
+      continue;
+    }
+    if (!def.reference && std::find(cube.begin(), cube.end(), type) == cube.end()) continue;  // probe ops
+    const bool on_cube = std::find(cube.begin(), cube.end(), type) != cube.end();
+    std::string doc;  // a literal | escaped so it stays inside its Markdown cell
+    for (char c : def.doc) doc += c == '|' ? std::string("\\|") : std::string(1, c);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", type, fmt::join(def.aliases, ", "), on_cube ? "Cube" : "Vector",
+                       def.gradient ? "gradient" : "inference only", doc);
+  }
+  for (const auto& [type, doc] : graph::onnx_importer_ops())
+    out += fmt::format("| {} |  | (import) | - | ONNX import: {} |\n", type, doc);
+  out += fmt::format("\nBackward ops (autodiff emits them; every one runs on the chip): {}.\n", fmt::join(backward, ", "));
+  out += fmt::format("\nFused ops (the fusion pass emits them): {}.\n", fmt::join(fused, ", "));
   return out;
 }
 

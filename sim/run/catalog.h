@@ -13,6 +13,11 @@ namespace probelab::sim {
 /// One multi-line block per registered op type (name order): inputs, outputs, attributes with
 /// required/default and doc.
 std::vector<std::string> describe_ops();
+/// The op table of README.md, generated from the registries: one Markdown row per forward op type
+/// (name order) with its aliases, where it runs on the chip (a Cube kernel or the Vector unit),
+/// whether it trains (a gradient) or is inference only, and its doc line; then the backward and
+/// fused op types in one line each. Probe ops are not listed.
+std::string ops_markdown_table();
 /// One block per registered injector with its parameters.
 std::vector<std::string> describe_injectors();
 /// Probe configuration keys with a one-line doc each.

@@ -14,7 +14,9 @@ namespace fs = std::filesystem;
 LoadedModel load_model(const ModelSpec& spec) {
   LoadedModel m;
   if (spec.source == ModelSpec::Source::Onnx) {
-    m.graph = graph::import_onnx(spec.path.string());
+    graph::OnnxImportOptions opts;
+    opts.dim_params = spec.dims;
+    m.graph = graph::import_onnx(spec.path.string(), opts);
     return m;
   }
   graph::ModelFile f = graph::load_model_yaml(spec.path.string());

@@ -127,11 +127,17 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
                    m.ref.ends_with(".yml") || m.ref.ends_with(".onnx");
     kind = is_file ? (m.ref.ends_with(".onnx") ? "onnx" : "file") : "name";
   } else {
-    v.expect_keys({"name", "file", "onnx"});
-    auto keys = v.keys();
+    v.expect_keys({"name", "file", "onnx", "dims"});
+    std::vector<std::string> keys;
+    for (const std::string& k : v.keys())
+      if (k != "dims") keys.push_back(k);
     if (keys.size() != 1) v.fail("exactly one of name, file, onnx", v.describe());
     kind = keys.front();
     m.ref = v[kind].str();
+    if (auto d = v.get("dims")) {
+      if (!d->is_map()) d->fail("a map of symbolic dimension names to sizes, e.g. {batch: 2, seq: 128}", d->describe());
+      for (const std::string& k : d->keys()) m.dims[k] = (*d)[k].integer(1);
+    }
   }
   if (kind == "name") {
     m.source = ModelSpec::Source::Bundled;
@@ -145,6 +151,8 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
     }
     m.path = *p;
     m.source = p->extension() == ".onnx" ? ModelSpec::Source::Onnx : ModelSpec::Source::Bundled;
+    if (!m.dims.empty() && m.source != ModelSpec::Source::Onnx)
+      v["dims"].fail("no dims: dimensions are bound for ONNX models only", "a YAML model");
     return m;
   }
   m.source = kind == "onnx" || m.ref.ends_with(".onnx") ? ModelSpec::Source::Onnx : ModelSpec::Source::YamlFile;
@@ -152,6 +160,8 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
   if (p.is_relative()) p = scenario_dir / p;
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) v.fail("an existing model file (relative to the scenario)", "'" + p.string() + "' (not found)");
+  if (!m.dims.empty() && m.source != ModelSpec::Source::Onnx)
+    v["dims"].fail("no dims: dimensions are bound for ONNX models only", "a YAML model");
   m.path = fs::weakly_canonical(p, ec);
   if (ec) m.path = p;
   return m;

@@ -60,6 +60,9 @@ struct ModelSpec {
   Source source = Source::Bundled;
   std::string ref;                  // as written in the scenario
   std::filesystem::path path;       // the resolved model file
+  /// ONNX models: values of the symbolic input dimensions, `model: {onnx: F, dims: {batch: 2}}`.
+  /// Every name must be a symbolic dimension of the model and every symbolic dimension needs one.
+  std::map<std::string, std::int64_t> dims;
 };
 
 struct OptimizerSpec {

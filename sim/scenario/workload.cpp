@@ -132,6 +132,13 @@ void apply_precision(graph::Graph& g, const Scenario& s) {
   for (const auto& name : names) g.tensor(name).desc.dtype = dt;
   for (auto& [name, value] : g.initializers())
     if (value.dtype() == graph::DType::F32) value = graph::Tensor::from_f32(value.shape(), value.to_f32(), dt);
+  // Ops whose result dtype is an attribute (Cast's `to`, ConstantOfShape's and Range's `dtype`)
+  // compute in the policy's dtype where the model says float32.
+  for (graph::Op& op : g.ops())
+    for (const char* key : {"to", "dtype"})
+      if (auto it = op.attrs.find(key); it != op.attrs.end() && std::holds_alternative<std::int64_t>(it->second) &&
+                                        graph::dtype_from_onnx_code(std::get<std::int64_t>(it->second)) == graph::DType::F32)
+        it->second = graph::onnx_code(dt);
   g.infer_shapes();
 }
 

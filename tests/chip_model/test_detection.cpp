@@ -25,6 +25,7 @@ pc::DetectionEvent event(spec::ExcKindBit kind, std::uint64_t elem, std::uint32_
   ev.kind_counts[kind] = count;
   ev.first_kind = kind;
   ev.first_elem = elem;
+  ev.kind_first[kind] = elem;
   ev.op_id = op;
   ev.task_id = op + 1000;
   ev.core = 1;
@@ -102,6 +103,24 @@ TEST(DetectionCircuit, LatchHoldsFirstAnomalyWithMoreBitUntilAck) {
   sc_core::sc_start();
   EXPECT_TRUE(f.det.anomaly_seen(43, 9));
   EXPECT_FALSE(f.det.anomaly_seen(43, 10));
+}
+
+TEST(DetectionCircuit, ADisabledFirstKindLatchesTheEnabledKindAtItsOwnElement) {
+  Fixture f;
+  spawn([&] {
+    f.det.write_reg(spec::kRegExcEnable, pc::exc_bit(spec::kExcOverflow) | pc::exc_bit(spec::kExcInvalid));
+    // A block whose first offending element (85) is an underflow, with an overflow at 40000 and
+    // a NaN produced at 50000: the latch names the overflow and its element, not element 85.
+    auto ev = event(spec::kExcUnderflow, 85, 7, 10);
+    ev.kind_mask |= pc::exc_bit(spec::kExcOverflow) | pc::exc_bit(spec::kExcInvalid);
+    ev.kind_first[spec::kExcOverflow] = 40000;
+    ev.kind_first[spec::kExcInvalid] = 50000;
+    ev.status |= spec::kFsOverflow | spec::kFsInvalid;
+    f.det.report(ev);
+    EXPECT_EQ((f.det.read_reg(spec::kRegExcStatus) >> 8) & 0xFF, static_cast<std::uint32_t>(spec::kExcOverflow));
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcElemLo), 40000u);
+  });
+  sc_core::sc_start();
 }
 
 TEST(DetectionCircuit, CountersSaturateAndCountDisabledKinds) {

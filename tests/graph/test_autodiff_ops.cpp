@@ -2,6 +2,8 @@
 // test feeds loss = sum(Y * R) with a fixed random R, all float inputs are weights.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "tests/graph/grad_check.h"
@@ -14,7 +16,7 @@ using testing::random_f64;
 
 struct In {
   Shape shape;
-  enum Kind { Diff, Const, Labels, Omitted } kind = Diff;
+  enum Kind { Diff, Const, Labels, Omitted, Mask } kind = Diff;  // Mask: bool from labels != 0
   double lo = -1, hi = 1, min_abs = 0;
   std::vector<std::int64_t> labels{};
 };
@@ -38,18 +40,22 @@ Graph build_case(const GradCase& c) {
   op.attrs = c.attrs;
   for (std::size_t i = 0; i < c.inputs.size(); ++i) {
     const In& in = c.inputs[i];
-    const std::string name = "x" + std::to_string(i);
+    const std::string name = fmt::format("x{}", i);
     if (in.kind == In::Omitted) {
       op.inputs.push_back("");
       continue;
     }
     if (in.kind == In::Labels) g.add_initializer(name, int64_tensor(in.shape, in.labels), TensorKind::Constant);
-    else
+    else if (in.kind == In::Mask) {
+      std::vector<std::byte> b;
+      for (std::int64_t v : in.labels) b.push_back(std::byte{v != 0});
+      g.add_initializer(name, Tensor(TensorDesc{DType::Bool, in.shape, Format::ND}, std::move(b)), TensorKind::Constant);
+    } else
       g.add_initializer(name, random_f64(in.shape, rng, in.lo, in.hi, in.min_abs),
                         in.kind == In::Const ? TensorKind::Constant : TensorKind::Weight);
     op.inputs.push_back(name);
   }
-  for (int k = 0; k < c.outputs; ++k) op.outputs.push_back("y" + std::to_string(k));
+  for (int k = 0; k < c.outputs; ++k) op.outputs.push_back(fmt::format("y{}", k));
   g.add_op(op);
   const Shape ys = g.tensor("y0").desc.shape;
   g.add_initializer("r", random_f64(ys, rng), TensorKind::Constant);
@@ -156,6 +162,79 @@ const GradCase kCases[] = {
     {"MSELoss_none", "MSELoss", {{"reduction", std::string("none")}}, {{{4}}, {{4}}}},
     {"Embedding_repeated_rows", "Embedding", {}, {{{5, 3}}, {{4}, In::Labels, 0, 0, 0, {1, 4, 1, -5}}}},
     {"Gather_axis1", "Gather", {{"axis", std::int64_t{1}}}, {{{2, 4, 3}}, {{2, 2}, In::Labels, 0, 0, 0, {3, 0, 0, 2}}}},
+    // Pointwise ops (graph/ops/pointwise.h): inputs kept away from kinks and domain edges.
+    {"Abs", "Abs", {}, {{{2, 3}, In::Diff, -1, 1, 0.1}}},
+    {"Acos", "Acos", {}, {{{5}, In::Diff, -0.8, 0.8}}},
+    {"Acosh", "Acosh", {}, {{{5}, In::Diff, 1.2, 3}}},
+    {"Asin", "Asin", {}, {{{5}, In::Diff, -0.8, 0.8}}},
+    {"Asinh", "Asinh", {}, {{{5}, In::Diff, -2, 2}}},
+    {"Atan", "Atan", {}, {{{5}, In::Diff, -2, 2}}},
+    {"Atanh", "Atanh", {}, {{{5}, In::Diff, -0.8, 0.8}}},
+    {"Cos", "Cos", {}, {{{5}, In::Diff, -3, 3}}},
+    {"Cosh", "Cosh", {}, {{{5}}}},
+    {"Sin", "Sin", {}, {{{5}, In::Diff, -3, 3}}},
+    {"Sinh", "Sinh", {}, {{{5}}}},
+    {"Tan", "Tan", {}, {{{5}}}},
+    {"Erf", "Erf", {}, {{{2, 3}, In::Diff, -2, 2}}},
+    {"Exp", "Exp", {}, {{{2, 3}}}},
+    {"Log", "Log", {}, {{{2, 3}, In::Diff, 0.5, 2}}},
+    {"Sqrt", "Sqrt", {}, {{{2, 3}, In::Diff, 0.5, 2}}},
+    {"Reciprocal", "Reciprocal", {}, {{{2, 3}, In::Diff, 0.5, 2, 0}}},
+    {"Neg", "Neg", {}, {{{4}}}},
+    {"Pow_broadcast", "Pow", {}, {{{2, 3}, In::Diff, 0.5, 2}, {{3}, In::Diff, -1.5, 2.5}}},
+    {"Celu", "Celu", {{"alpha", 0.7}}, {{{6}, In::Diff, -2, 2, 0.05}}},
+    {"Elu", "Elu", {{"alpha", 0.5}}, {{{6}, In::Diff, -2, 2, 0.05}}},
+    {"Selu", "Selu", {}, {{{6}, In::Diff, -2, 2, 0.05}}},
+    {"LeakyRelu", "LeakyRelu", {{"alpha", 0.1}}, {{{6}, In::Diff, -1, 1, 0.05}}},
+    {"ThresholdedRelu", "ThresholdedRelu", {{"alpha", 0.3}}, {{{2, 4}, In::Diff, -1, 1}}},
+    {"HardSigmoid", "HardSigmoid", {}, {{{2, 5}, In::Diff, -4, 4}}},
+    {"HardSwish", "HardSwish", {}, {{{2, 5}, In::Diff, -4, 4}}},
+    {"Softplus", "Softplus", {}, {{{5}, In::Diff, -3, 3}}},
+    {"Softsign", "Softsign", {}, {{{5}, In::Diff, -3, 3}}},
+    {"Shrink", "Shrink", {{"lambd", 0.5}, {"bias", 0.2}}, {{{2, 4}}}},
+    {"Clip_attrs", "Clip", {{"min", -0.5}, {"max", 0.5}}, {{{2, 4}}}},
+    {"Clip_inputs", "Clip", {}, {{{2, 4}, In::Diff, -8, 8}, {{}, In::Const, 0, 0.001}, {{}, In::Const, 6, 6.001}}},
+    {"PRelu_channel_slope", "PRelu", {}, {{{2, 3, 2}, In::Diff, -1, 1, 0.05}, {{3, 1}}}},
+    {"Max_three", "Max", {}, {{{2, 3}}, {{3}}, {{2, 1}}}},
+    {"Min_two", "Min", {}, {{{2, 3}}, {{2, 3}}}},
+    {"Sum_three", "Sum", {}, {{{2, 3}}, {{3}}, {{2, 1}}}},
+    {"Mean_two", "Mean", {}, {{{2, 3}}, {{1, 3}}}},
+    {"Where_broadcast", "Where", {}, {{{2, 3}, In::Mask, 0, 0, 0, {1, 0, 0, 1, 1, 0}}, {{2, 3}}, {{3}}}},
+    {"Cast_to_f64", "Cast", {{"to", std::int64_t{11}}}, {{{2, 3}}}},
+    {"Dropout_inference", "Dropout", {}, {{{2, 3}}}},
+    // Reductions.
+    {"ReduceL1", "ReduceL1", {{"axes", I{1}}}, {{{2, 3, 2}, In::Diff, -1, 1, 0.1}}},
+    {"ReduceL2", "ReduceL2", {{"axes", I{0, 2}}}, {{{2, 3, 2}}}},
+    {"ReduceLogSum", "ReduceLogSum", {{"axes", I{-1}}}, {{{2, 3}, In::Diff, 0.5, 2}}},
+    {"ReduceLogSumExp", "ReduceLogSumExp", {{"keepdims", std::int64_t{0}}}, {{{2, 3}}}},
+    {"ReduceMax", "ReduceMax", {{"axes", I{1}}}, {{{2, 4}}}},
+    {"ReduceMin", "ReduceMin", {{"axes", I{0}}, {"keepdims", std::int64_t{0}}}, {{{3, 2}}}},
+    {"ReduceProd", "ReduceProd", {{"axes", I{1}}}, {{{2, 3}, In::Diff, 0.5, 1.5}}},
+    {"ReduceSumSquare", "ReduceSumSquare", {{"axes", I{1}}}, {{{2, 3}}}},
+    {"CumSum", "CumSum", {{"axis", std::int64_t{1}}}, {{{2, 4}}}},
+    {"CumSum_exclusive_reverse", "CumSum", {{"axis", std::int64_t{0}}, {"exclusive", std::int64_t{1}}, {"reverse", std::int64_t{1}}},
+     {{{3, 2}}}},
+    // Shape edits.
+    {"Squeeze", "Squeeze", {{"axes", I{1}}}, {{{2, 1, 3}}}},
+    {"Unsqueeze", "Unsqueeze", {{"axes", I{0, 2}}}, {{{2, 3}}}},
+    {"Split_uneven", "Split", {{"axis", std::int64_t{1}}, {"split", I{1, 3}}}, {{{2, 4}}}, 2},
+    {"Tile", "Tile", {{"repeats", I{2, 1, 3}}}, {{{1, 2, 2}}}},
+    {"Trilu_lower_k1", "Trilu", {{"upper", std::int64_t{0}}, {"k", std::int64_t{1}}}, {{{2, 3, 4}}}},
+    {"Trilu_upper", "Trilu", {}, {{{4, 3}}}},
+    {"Pad_constant", "Pad", {{"pads", I{1, 0, 0, 2}}, {"value", 0.5}}, {{{2, 3}}}},
+    {"Pad_axes", "Pad", {{"pads", I{0, 2}}, {"axes", I{1}}}, {{{2, 4}}}},  // reflect, edge, crops: inference only
+    {"Resize_linear", "Resize", {{"mode", std::string("linear")}, {"scales", std::vector<double>{1, 1, 2, 1.5}}},
+     {{{1, 2, 2, 3}}}},
+    {"Resize_nearest", "Resize", {{"scales", std::vector<double>{1, 1, 2, 2}}}, {{{1, 1, 2, 3}}}},
+    {"GatherElements", "GatherElements", {{"axis", std::int64_t{1}}},
+     {{{2, 3}}, {{2, 2}, In::Labels, 0, 0, 0, {2, 0, 1, 1}}}},
+    {"ConvTranspose_stride_group_bias", "ConvTranspose", {{"strides", I{2, 2}}, {"group", std::int64_t{2}}, {"pads", I{1, 0, 0, 1}}},
+     {{{1, 4, 3, 2}}, {{4, 1, 3, 2}}, {{2}}}},
+    {"ConvTranspose_1d_output_padding", "ConvTranspose", {{"strides", I{2}}, {"output_padding", I{1}}},
+     {{{2, 2, 3}}, {{2, 3, 2}}}},
+    {"NLLLoss_mean", "NegativeLogLikelihoodLoss", {}, {{{3, 4}}, kLabels3}},
+    {"NLLLoss_weighted_ignore", "NegativeLogLikelihoodLoss", {{"ignore_index", std::int64_t{0}}},
+     {{{3, 4}}, kLabels3, {{4}, In::Const, 0.5, 2.0}}},
 };
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpGradient, ::testing::ValuesIn(kCases),

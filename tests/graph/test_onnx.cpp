@@ -2,6 +2,7 @@
 // legacy opsets, errors (every unsupported op listed), and autodiff on an imported model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -51,16 +52,84 @@ TEST(OnnxImport, SymbolicDimsNeedAValue) {
   }
 }
 
-TEST(OnnxImport, AllUnsupportedOpsAreListedInOneError) {
-  const std::string model = kOnnx + "node/test_softmax_axis_0_expanded/model.onnx";
-  EXPECT_EQ(onnx_unsupported_ops(model), (std::vector<std::string>{"Exp", "ReduceMax"}));
+TEST(OnnxImport, AllUnsupportedOpsAreListedWithTheirNodes) {
+  const std::string model = kData + "onnx_import/unsupported_ops.onnx";
+  EXPECT_EQ(onnx_unsupported_ops(model), (std::vector<std::string>{"Einsum", "NonMaxSuppression"}));
   try {
     import_onnx(model);
     FAIL();
   } catch (const OnnxUnsupportedError& e) {
     EXPECT_EQ(e.kind(), OnnxUnsupportedError::Kind::OpTypes);
-    EXPECT_EQ(e.items(), (std::vector<std::string>{"Exp", "ReduceMax"}));
-    EXPECT_NE(std::string(e.what()).find("unsupported op types: Exp, ReduceMax"), std::string::npos) << e.what();
+    EXPECT_EQ(e.items(), (std::vector<std::string>{"Einsum", "NonMaxSuppression"}));
+    EXPECT_NE(std::string(e.what()).find("unsupported op types: Einsum (1 node: einsum), NonMaxSuppression (2 nodes: "
+                                         "nms_1, nms_2)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+std::string import_error(const std::string& model, const OnnxImportOptions& o = {}) {
+  try {
+    import_onnx(model, o);
+  } catch (const GraphError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(OnnxImport, BadModelsAreNamedErrors) {
+  const std::string d = kData + "onnx_import/";
+  EXPECT_NE(import_error(d + "opset_too_new.onnx").find("opset 99, newer than the newest this importer implements (18)"),
+            std::string::npos);
+  EXPECT_NE(import_error(d + "initializer_shape_mismatch.onnx")
+                .find("initializer 'w' holds [2, 3] but the graph input of that name declares [3, 2]"),
+            std::string::npos);
+  const std::string missing = import_error(d + "external_data_missing.onnx");
+  EXPECT_NE(missing.find("initializer 'w': external data file 'weights_missing.bin' is missing"), std::string::npos)
+      << missing;
+  EXPECT_NE(missing.find("external_data_missing.onnx"), std::string::npos) << "the message names the model";
+}
+
+TEST(OnnxImport, ExternalDataIsReadNextToTheModel) {
+  const Graph g = import_onnx(kData + "onnx_import/external_data_ok.onnx");
+  EXPECT_EQ(g.initializers().at("w").to_f32(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(OnnxImport, ShapeSubgraphsFoldAtImportAndAreListed) {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape in an exported GPT-2 block at a small size.
+  OnnxImportOptions o;
+  o.dim_params = {{"batch", 1}, {"seq", 4}};
+  const Graph g = import_onnx(std::string(PROBELAB_SOURCE_DIR) + "/scenarios/models/gpt2_block.onnx", o);
+  const auto& f = g.import_folded();
+  auto has = [&](const std::string& s) { return std::find(f.begin(), f.end(), s) != f.end(); };
+  EXPECT_TRUE(has("/h.0/attn/Shape (Shape)"));
+  EXPECT_TRUE(has("/h.0/attn/Concat (Concat)"));
+  EXPECT_TRUE(has("/h.0/attn/mask/Trilu (Trilu)"));
+  const Op* reshape = g.find_op("/h.0/attn/Reshape");
+  ASSERT_NE(reshape, nullptr);
+  EXPECT_EQ(reshape->attr_ints("shape"), (std::vector<std::int64_t>{1, 4, 12, 64}));
+  EXPECT_EQ(reshape->inputs.size(), 1u);
+  const Op* where = g.find_op("/h.0/attn/Where");
+  ASSERT_NE(where, nullptr);
+  EXPECT_EQ(g.tensor(where->inputs[0]).kind, TensorKind::Constant) << "the causal mask is a constant";
+  const Tensor& mask = g.initializers().at(where->inputs[0]);
+  EXPECT_EQ(mask.shape(), (Shape{4, 4}));
+  EXPECT_EQ(mask.data<std::uint8_t>()[1], 0) << "above the diagonal is masked";
+  EXPECT_EQ(mask.data<std::uint8_t>()[4], 1);
+}
+
+TEST(OnnxImport, IfWithAKnownConditionIsReplacedByItsBranch) {
+  const std::string model = kOnnx + "node/test_if/model.onnx";
+  const OnnxModelIo io = onnx_model_io(model);
+  ASSERT_EQ(io.shape_inputs.size(), 1u) << "the condition must be bound";
+  for (const bool cond : {true, false}) {
+    OnnxImportOptions o;
+    o.bind_inputs.emplace(io.inputs[0], Tensor::from_f32({}, std::vector<float>{cond ? 1.0f : 0.0f}, DType::Bool));
+    const Graph g = import_onnx(model, o);
+    const auto v = run_graph_reference(g, {}, RefPrecision::F32);
+    const std::vector<float> y = v.at(io.outputs[0]).to_f32();
+    EXPECT_EQ(y.front(), cond ? 1.0f : 5.0f) << "then: [1..5], else: [5..1]";
+    EXPECT_NE(g.import_folded().back().find(cond ? "then branch" : "else branch"), std::string::npos);
   }
 }
 

@@ -1,0 +1,90 @@
+// Folded ONNX inputs and import-time evaluation, see onnx_fold.h.
+#include "graph/onnx/onnx_fold.h"
+
+#include <algorithm>
+
+#include "graph/op_registry.h"
+#include "graph/ops/op_util.h"
+
+namespace probelab::graph::onnx_detail {
+
+const FoldRule* fold_rule(const std::string& op, std::int64_t opset) {
+  // Later entries of the same op (higher opsets) win: the table is scanned from the end.
+  static const std::vector<FoldRule> rules = {
+      {"Reshape", 5, {{1, "shape"}}},
+      {"Slice", 10, {{1, "starts"}, {2, "ends"}, {3, "axes"}, {4, "steps"}}},
+      {"ReduceSum", 13, {{1, "axes"}}},
+      {"ReduceMean", 18, {{1, "axes"}}},
+      {"ReduceMax", 18, {{1, "axes"}}},
+      {"ReduceMin", 18, {{1, "axes"}}},
+      {"ReduceProd", 18, {{1, "axes"}}},
+      {"ReduceSumSquare", 18, {{1, "axes"}}},
+      {"ReduceL1", 18, {{1, "axes"}}},
+      {"ReduceL2", 18, {{1, "axes"}}},
+      {"ReduceLogSum", 18, {{1, "axes"}}},
+      {"ReduceLogSumExp", 18, {{1, "axes"}}},
+      {"Expand", 8, {{1, "shape"}}},
+      {"Unsqueeze", 13, {{1, "axes"}}},
+      {"Squeeze", 13, {{1, "axes"}}},
+      {"Split", 13, {{1, "split"}}},
+      {"Tile", 6, {{1, "repeats"}}},
+      {"Pad", 11, {{1, "pads"}, {2, "value", true}, {3, "axes"}}},
+      {"Trilu", 14, {{1, "k", true}}},
+      {"ConstantOfShape", 9, {{0, "shape"}}},
+      {"Range", 11, {{0, "start", true}, {1, "limit", true}, {2, "delta", true}}},
+      {"Dropout", 12, {{1, "ratio", true}, {2, "training_mode", true}}},
+      {"Resize", 10, {{1, "scales"}}},
+      {"Resize", 11, {{1, "roi"}, {2, "scales"}, {3, "sizes"}}},
+      {"Upsample", 9, {{1, "scales"}}},
+      {"CumSum", 11, {{1, "axis", true}}},
+      {"TopK", 10, {{1, "k", true}}},
+      {"OneHot", 9, {{1, "depth", true}}},
+      {"If", 1, {{0, "cond", true}}},
+  };
+  for (auto it = rules.rbegin(); it != rules.rend(); ++it)
+    if (op == it->op && opset >= it->min_opset) return &*it;
+  return nullptr;
+}
+
+bool is_folded(const FoldRule* rule, std::size_t pos) {
+  return rule && std::any_of(rule->inputs.begin(), rule->inputs.end(), [&](const FoldInput& f) { return f.pos == pos; });
+}
+
+AttrValue folded_attr(const Tensor& t, bool scalar) {
+  const AttrValue list = ops::tensor_to_attr(t);
+  if (!scalar) return list;
+  if (t.numel() != 1) throw GraphError(fmt::format("holds {} values, expected one", t.numel()));
+  if (const auto* i = std::get_if<std::vector<std::int64_t>>(&list)) return (*i)[0];
+  return std::get<std::vector<double>>(list)[0];
+}
+
+std::optional<std::vector<Tensor>> evaluate_node(const Op& op, const std::vector<const Tensor*>& values,
+                                                 const std::vector<TensorDesc>& descs) {
+  const OpDef& def = OpRegistry::instance().get(op.type);
+  if (!def.reference || !def.infer) return std::nullopt;
+  std::vector<Tensor> placeholders(values.size());
+  std::vector<const Tensor*> in(values.size(), nullptr);
+  bool f64 = false;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (op.inputs[i].empty()) continue;
+    if (values[i]) {
+      in[i] = values[i];
+    } else if (def.shape_only) {
+      placeholders[i] = Tensor(descs[i]);  // the value is never read
+      in[i] = &placeholders[i];
+    } else {
+      return std::nullopt;
+    }
+    f64 = f64 || in[i]->dtype() == DType::F64;
+  }
+  const std::vector<TensorDesc> out_descs = def.infer(op, descs);
+  std::vector<Tensor> out = run_reference(op, in, f64 ? RefPrecision::F64 : RefPrecision::F32);
+  for (std::size_t i = 0; i < out.size() && i < out_descs.size(); ++i)
+    if (out[i].dtype() != out_descs[i].dtype) {
+      const std::vector<double> v = out[i].to_f64();
+      out[i] = Tensor::from_f64(out_descs[i].shape, v, out_descs[i].dtype);
+    }
+  return out;
+}
+
+}  // namespace probelab::graph::onnx_detail

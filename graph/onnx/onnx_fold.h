@@ -1,0 +1,43 @@
+// Private: which ONNX node inputs the importer folds into attributes, and import-time evaluation
+// of nodes whose inputs are all known (constant folding of shape subgraphs and constant masks).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/tensor.h"
+
+namespace probelab::graph::onnx_detail {
+
+/// Inputs of `op` (from `opset` on) that determine output shapes or are scalar parameters, and the
+/// attribute each becomes: a list attribute (int64 list for integer tensors, float list for float
+/// tensors) or, for `scalar`, one int64 or float value.
+struct FoldInput {
+  std::size_t pos;
+  const char* attr;
+  bool scalar = false;
+};
+struct FoldRule {
+  const char* op;
+  std::int64_t min_opset;
+  std::vector<FoldInput> inputs;
+};
+/// The rule of an op type at an opset; nullptr when it folds no input.
+const FoldRule* fold_rule(const std::string& op, std::int64_t opset);
+bool is_folded(const FoldRule* rule, std::size_t pos);
+
+/// Attribute value of a folded input.
+AttrValue folded_attr(const Tensor& t, bool scalar);
+
+/// Evaluates `op` (a registered type) on known input values (nullptr for an omitted input). A
+/// shape-only op (OpDef::shape_only) needs only the input descs. Returns the outputs in the dtypes
+/// shape inference gives, or nullopt when an input value is unknown. Throws GraphError when the
+/// op rejects its inputs.
+std::optional<std::vector<Tensor>> evaluate_node(const Op& op, const std::vector<const Tensor*>& values,
+                                                 const std::vector<TensorDesc>& descs);
+
+}  // namespace probelab::graph::onnx_detail

@@ -1,0 +1,282 @@
+// Resize (ONNX opset 11+ semantics: modes nearest / linear / cubic over any dims;
+// coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric,
+// tf_crop_and_resize with roi and extrapolation_value; nearest_mode; cubic_coeff_a;
+// exclude_outside; roi/scales/sizes inputs are attributes here) and its backward op ResizeGrad.
+// Interpolation is separable: each dimension, last to first, maps its input positions to output
+// positions by a few weighted taps (ONNX's reference interpolates recursively in the same order,
+// so extrapolated values take part in the outer dimensions' interpolation exactly as there).
+#include <algorithm>
+#include <cmath>
+
+#include "graph/autodiff.h"
+#include "graph/ops/op_util.h"
+
+namespace probelab::graph::ops {
+namespace {
+
+struct ResizeSpec {
+  Shape out;
+  std::vector<double> scale;  // output / input per dimension
+};
+
+ResizeSpec resize_spec(const Op& op, const Shape& in) {
+  const std::vector<std::int64_t> sizes = op.attr_ints("sizes", {});
+  const std::vector<double> scales = op.attr_floats("scales", {});
+  ResizeSpec s;
+  if (!sizes.empty()) {
+    if (sizes.size() != in.size()) fail(op, "sizes has {} entries for an input of rank {}", sizes.size(), in.size());
+    s.out = sizes;
+    for (std::size_t d = 0; d < in.size(); ++d)
+      s.scale.push_back(in[d] ? static_cast<double>(sizes[d]) / static_cast<double>(in[d]) : 1.0);
+  } else if (!scales.empty()) {
+    if (scales.size() != in.size()) fail(op, "scales has {} entries for an input of rank {}", scales.size(), in.size());
+    s.scale = scales;
+    for (std::size_t d = 0; d < in.size(); ++d) {
+      if (scales[d] <= 0) fail(op, "scale {} of dimension {} must be > 0", scales[d], d);
+      // ONNX: floor(input * scale), the product in double precision.
+      s.out.push_back(static_cast<std::int64_t>(std::floor(scales[d] * static_cast<double>(in[d]))));
+    }
+  } else {
+    fail(op, "needs scales or sizes");
+  }
+  return s;
+}
+
+std::vector<TensorDesc> infer_resize(const Op& op, Descs in) {
+  expect_inputs(op, in, 1, 1);
+  expect_float(op, in[0], "input X");
+  return {TensorDesc{in[0].dtype, resize_spec(op, in[0].shape).out, Format::ND}};
+}
+
+// One output position along one dimension: sum of weight * input[index] (indices clamped to the
+// dimension, as ONNX's edge padding), or the extrapolation value.
+struct Tap1d {
+  bool extrapolate = false;
+  std::vector<std::pair<std::int64_t, double>> taps;
+};
+
+struct Params {
+  std::string mode, coord, nearest;
+  double cubic_a, extrapolation;
+  bool exclude_outside;
+  std::vector<double> roi;
+};
+
+Params params(const Op& op) {
+  const AttrReader at(op);
+  Params p{at.s("mode"), at.s("coordinate_transformation_mode"), at.s("nearest_mode"), at.f("cubic_coeff_a"),
+           at.f("extrapolation_value"), at.i("exclude_outside") != 0, op.attr_floats("roi", {})};
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    fail(op, "mode must be nearest, linear or cubic, got \"{}\"", p.mode);
+  static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                                  "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+  if (std::find(coords.begin(), coords.end(), p.coord) == coords.end())
+    fail(op, "coordinate_transformation_mode \"{}\" is not one of {}", p.coord, fmt::join(coords, ", "));
+  return p;
+}
+
+std::vector<double> coeffs(const Params& p, double ratio, bool integer) {
+  if (p.mode == "linear") return {1 - ratio, ratio};
+  if (p.mode == "nearest") {
+    if (integer) return {0, 1};
+    if (p.nearest == "round_prefer_ceil") return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    if (p.nearest == "floor") return {1, 0};
+    if (p.nearest == "ceil") return {0, 1};
+    return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
+  }
+  const double A = p.cubic_a, r = ratio, q = 1 - ratio;
+  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+          ((A + 2) * q - (A + 3)) * q * q + 1, ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A};
+}
+
+// Taps of every output position of dimension d (roi_lo/hi: tf_crop_and_resize's region).
+std::vector<Tap1d> taps_1d(const Params& p, std::int64_t in, std::int64_t out, double scale, double roi_lo,
+                           double roi_hi) {
+  std::vector<Tap1d> res(static_cast<std::size_t>(out));
+  const auto iw = static_cast<double>(in), ow = scale * iw;
+  for (std::int64_t xi = 0; xi < out; ++xi) {
+    const auto x = static_cast<double>(xi);
+    double xo = 0;
+    if (p.coord == "align_corners") {
+      xo = ow == 1 ? 0.0 : x * (iw - 1) / (ow - 1);
+    } else if (p.coord == "asymmetric") {
+      xo = x / scale;
+    } else if (p.coord == "tf_crop_and_resize") {
+      xo = ow == 1 ? (roi_hi - roi_lo) * (iw - 1) / 2 : x * (roi_hi - roi_lo) * (iw - 1) / (ow - 1);
+      xo += roi_lo * (iw - 1);
+      if (xo < 0 || xo > iw - 1) {
+        res[static_cast<std::size_t>(xi)].extrapolate = true;
+        continue;
+      }
+    } else if (p.coord == "pytorch_half_pixel") {
+      xo = ow == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    } else if (p.coord == "tf_half_pixel_for_nn") {
+      xo = (x + 0.5) / scale;
+    } else {  // half_pixel
+      xo = (x + 0.5) / scale - 0.5;
+    }
+    const double fl = std::floor(xo);
+    const bool integer = xo == fl;
+    std::vector<double> c = coeffs(p, integer ? 1.0 : xo - fl, integer);
+    const auto n = static_cast<std::int64_t>(c.size());
+    // The n indices nearest to xo, ties to the smaller (ONNX's get_neighbor_idxes), over the
+    // edge-padded range [-pad, in + pad).
+    const std::int64_t pad = (n + 1) / 2;
+    std::vector<std::int64_t> cand;
+    for (std::int64_t i = static_cast<std::int64_t>(fl) - n; i <= static_cast<std::int64_t>(fl) + n; ++i)
+      if (i >= -pad && i < in + pad) cand.push_back(i);
+    std::stable_sort(cand.begin(), cand.end(), [&](std::int64_t a, std::int64_t b) {
+      const double da = std::fabs(xo - static_cast<double>(a)), db = std::fabs(xo - static_cast<double>(b));
+      return da != db ? da < db : a < b;
+    });
+    cand.resize(static_cast<std::size_t>(std::min<std::int64_t>(n, static_cast<std::int64_t>(cand.size()))));
+    std::sort(cand.begin(), cand.end());
+    if (p.exclude_outside) {
+      double sum = 0;
+      for (std::size_t i = 0; i < cand.size(); ++i) {
+        if (cand[i] < 0 || cand[i] >= in) c[i] = 0;
+        sum += c[i];
+      }
+      for (double& v : c) v /= sum;
+    }
+    Tap1d& t = res[static_cast<std::size_t>(xi)];
+    for (std::size_t i = 0; i < cand.size(); ++i)
+      if (c[i] != 0) t.taps.emplace_back(std::clamp<std::int64_t>(cand[i], 0, in - 1), c[i]);
+  }
+  return res;
+}
+
+// Per-dimension taps of a resize from `in` to the op's output.
+std::vector<std::vector<Tap1d>> all_taps(const Op& op, const Shape& in) {
+  const ResizeSpec s = resize_spec(op, in);
+  const Params p = params(op);
+  const std::size_t r = in.size();
+  if (p.coord == "tf_crop_and_resize" && p.roi.size() != 2 * r)
+    fail(op, "tf_crop_and_resize needs roi with {} entries, got {}", 2 * r, p.roi.size());
+  std::vector<std::vector<Tap1d>> t(r);
+  for (std::size_t d = 0; d < r; ++d)
+    t[d] = taps_1d(p, in[d], s.out[d], s.scale[d], p.roi.empty() ? 0.0 : p.roi[d], p.roi.empty() ? 1.0 : p.roi[d + r]);
+  return t;
+}
+
+// Applies dimension d's taps to `x` of shape `shape` (shape[d] becomes the output size).
+std::vector<double> apply_dim(const std::vector<double>& x, Shape& shape, std::size_t d, const std::vector<Tap1d>& taps,
+                              double extrapolation) {
+  const std::int64_t outer = prod(shape, 0, d), n_in = shape[d], inner = prod(shape, d + 1, shape.size());
+  const auto n_out = static_cast<std::int64_t>(taps.size());
+  std::vector<double> y(static_cast<std::size_t>(outer * n_out * inner));
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < n_out; ++j) {
+      const Tap1d& t = taps[static_cast<std::size_t>(j)];
+      double* dst = y.data() + (o * n_out + j) * inner;
+      if (t.extrapolate) {
+        std::fill(dst, dst + inner, extrapolation);
+        continue;
+      }
+      for (const auto& [idx, w] : t.taps) {
+        const double* src = x.data() + (o * n_in + idx) * inner;
+        for (std::int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+      }
+    }
+  shape[d] = n_out;
+  return y;
+}
+
+// The transpose of apply_dim: from output gradients of dimension d back to its input positions.
+std::vector<double> apply_dim_t(const std::vector<double>& dy, Shape& shape, std::size_t d, std::int64_t n_in,
+                                const std::vector<Tap1d>& taps) {
+  const std::int64_t outer = prod(shape, 0, d), inner = prod(shape, d + 1, shape.size());
+  const auto n_out = static_cast<std::int64_t>(taps.size());
+  std::vector<double> dx(static_cast<std::size_t>(outer * n_in * inner), 0.0);
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < n_out; ++j) {
+      const Tap1d& t = taps[static_cast<std::size_t>(j)];
+      if (t.extrapolate) continue;
+      const double* src = dy.data() + (o * n_out + j) * inner;
+      for (const auto& [idx, w] : t.taps) {
+        double* dst = dx.data() + (o * n_in + idx) * inner;
+        for (std::int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+      }
+    }
+  shape[d] = n_in;
+  return dx;
+}
+
+void resize_ref(const Op& op, Ins in, Outs out, RefPrecision) {
+  const Shape& xs = in[0]->shape();
+  const auto taps = all_taps(op, xs);
+  const double extrapolation = AttrReader(op).f("extrapolation_value");
+  std::vector<double> v = in[0]->to_f64();
+  Shape s = xs;
+  for (std::size_t d = xs.size(); d-- > 0;) v = apply_dim(v, s, d, taps[d], extrapolation);
+  out[0] = Tensor::from_f64(s, v, out[0].dtype());
+}
+
+// ResizeGrad(dY; input_shape + Resize's attributes) -> dX.
+std::vector<TensorDesc> infer_resize_grad(const Op& op, Descs in) {
+  expect_inputs(op, in, 1, 1);
+  expect_float(op, in[0], "input dY");
+  const Shape xs = op.attr_ints("input_shape");
+  const ResizeSpec s = resize_spec(op, xs);
+  if (s.out != in[0].shape) fail(op, "dY has shape {}, expected {}", shape_str(in[0].shape), shape_str(s.out));
+  return {TensorDesc{in[0].dtype, xs, Format::ND}};
+}
+
+void resize_grad_ref(const Op& op, Ins in, Outs out, RefPrecision) {
+  const Shape xs = op.attr_ints("input_shape");
+  const auto taps = all_taps(op, xs);
+  std::vector<double> g = in[0]->to_f64();
+  Shape s = in[0]->shape();
+  for (std::size_t d = 0; d < xs.size(); ++d) g = apply_dim_t(g, s, d, xs[d], taps[d]);
+  out[0] = Tensor::from_f64(xs, g, out[0].dtype());
+}
+
+void resize_grad(GradBuilder& b, const Op& op) {
+  if (!b.needs(op, 0)) return;
+  Attrs a = op.attrs;
+  a["input_shape"] = b.desc(op.inputs[0]).shape;
+  b.emit(op, "", "ResizeGrad", {b.dy(op)}, {b.dx(op, 0)}, std::move(a));
+}
+
+std::vector<AttrSpec> resize_attrs() {
+  return {attr_str("mode", "nearest", "nearest, linear or cubic"),
+          attr_str("coordinate_transformation_mode", "half_pixel",
+                   "half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_crop_and_resize"),
+          attr_str("nearest_mode", "round_prefer_floor", "round_prefer_floor, round_prefer_ceil, floor or ceil"),
+          attr_float("cubic_coeff_a", -0.75, "cubic kernel parameter"),
+          attr_int("exclude_outside", 0, "1: taps outside the input get weight 0 (renormalised)"),
+          attr_float("extrapolation_value", 0.0, "tf_crop_and_resize: value outside the roi"),
+          attr_nodefault("roi", false, "tf_crop_and_resize: [starts..., ends...] normalised"),
+          attr_nodefault("scales", false, "output / input per dimension"),
+          attr_nodefault("sizes", false, "output shape (instead of scales)")};
+}
+
+}  // namespace
+
+void register_resize_ops(OpRegistry& r) {
+  OpDef d;
+  d.type = "Resize";
+  d.doc = "interpolating resize (nearest, linear, cubic) over any dims (roi/scales/sizes as attributes)";
+  d.aliases = {"Upsample"};
+  d.attrs = resize_attrs();
+  d.input_names = {"X"};
+  d.output_names = {"Y"};
+  d.infer = infer_resize;
+  d.reference = resize_ref;
+  d.gradient = resize_grad;
+  r.add(std::move(d));
+
+  OpDef g;
+  g.type = "ResizeGrad";
+  g.doc = "dX of Resize: dY spread back over the taps that read each input element";
+  g.attrs = resize_attrs();
+  g.attrs.push_back(attr_nodefault("input_shape", true, "shape of the forward input"));
+  g.input_names = {"dY"};
+  g.output_names = {"dX"};
+  g.backward = true;
+  g.infer = infer_resize_grad;
+  g.reference = resize_grad_ref;
+  r.add(std::move(g));
+}
+
+}  // namespace probelab::graph::ops

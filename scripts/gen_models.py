@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Generates the bundled real-size ONNX models in scenarios/models/ with onnx.helper, in the form
+PyTorch's exporter emits them (decomposed LayerNorm, tanh-GELU written out, causal mask through
+Where, Reshape shapes computed by Shape -> Gather -> Unsqueeze -> Concat subgraphs, ReLU6 as Clip
+with min/max inputs, BatchNormalization in eval mode):
+
+  gpt2_block.onnx         one GPT-2 decoder block, d_model 768, 12 heads, MLP 3072; input
+                          x [batch, seq, 768] with symbolic batch and seq
+  mobilenetv2_stack.onnx  MobileNetV2 inverted-residual blocks (expand 1x1, depthwise 3x3,
+                          ReLU6, project 1x1, residual) on [batch, 16, 112, 112], then a pooled
+                          10-way classifier head
+  resnet50_stage.onnx     the conv2_x stage of ResNet-50: three bottlenecks (1x1, 3x3, 1x1 with
+                          BatchNormalization and Relu, projection shortcut) on [batch, 64, 56, 56]
+
+It also writes the small models of the importer's bad-input tests to tests/graph/data/onnx_import/
+(opset too new, unsupported ops, an initializer whose graph-input shape disagrees, external data
+present and missing). The weights are seeded (numpy), so the files are reproducible. The generated files are committed:
+building and running probelab needs no Python. Needs Debian's python3-onnx and python3-numpy.
+
+    python3 scripts/gen_models.py [OUT_DIR]     (default: scenarios/models)
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+class Builder:
+    """Collects nodes and initializers; names intermediates like torch.onnx does (/scope/Op_output_0)."""
+
+    def __init__(self, seed):
+        self.nodes, self.inits, self.rng, self.count = [], [], np.random.default_rng(seed), {}
+
+    def name(self, scope, op):
+        key = f"{scope}/{op}"
+        n = self.count.get(key, 0)
+        self.count[key] = n + 1
+        return key if n == 0 else f"{key}_{n}"
+
+    def node(self, op, inputs, scope, n_out=1, **attrs):
+        name = self.name(scope, op)
+        outs = [f"{name}_output_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=name, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, value, scope, dtype=np.float32):
+        name = self.name(scope, "Constant")
+        out = f"{name}_output_0"
+        t = numpy_helper.from_array(np.asarray(value, dtype=dtype), out)
+        self.nodes.append(helper.make_node("Constant", [], [out], name=name, value=t))
+        return out
+
+    def weight(self, name, shape, std=0.02, mean=0.0):
+        w = (self.rng.standard_normal(shape) * std + mean).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(w, name))
+        return name
+
+    def fixed(self, name, value):
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
+        return name
+
+    def model(self, graph_name, inputs, outputs):
+        g = helper.make_graph(self.nodes, graph_name, inputs, outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="probelab-gen")
+        onnx.checker.check_model(m)
+        return m
+
+
+# --- GPT-2 decoder block ---------------------------------------------------------------------------
+
+def layer_norm(b, x, scope, d):
+    """x -> (x - mean) / sqrt(var + eps) * gamma + beta, as torch.onnx decomposes LayerNorm."""
+    mean = b.node("ReduceMean", [x], scope, axes=[-1], keepdims=1)
+    diff = b.node("Sub", [x, mean], scope)
+    sq = b.node("Pow", [diff, b.const(2.0, scope)], scope)
+    var = b.node("ReduceMean", [sq], scope, axes=[-1], keepdims=1)
+    std = b.node("Sqrt", [b.node("Add", [var, b.const(1e-5, scope)], scope)], scope)
+    norm = b.node("Div", [diff, std], scope)
+    g = b.weight(f"{scope}.weight", [d], std=0.02, mean=1.0)
+    beta = b.weight(f"{scope}.bias", [d], std=0.02)
+    return b.node("Add", [b.node("Mul", [norm, g], scope), beta], scope)
+
+
+def linear(b, x, scope, d_in, d_out):
+    w = b.weight(f"{scope}.weight", [d_in, d_out])
+    bias = b.weight(f"{scope}.bias", [d_out])
+    return b.node("Add", [b.node("MatMul", [x, w], scope), bias], scope)
+
+
+def dim_of(b, x, axis, scope):
+    """Unsqueeze(Gather(Shape(x), axis)): one dim of x as a 1-element int64 tensor."""
+    shape = b.node("Shape", [x], scope)
+    g = b.node("Gather", [shape, b.const(axis, scope, np.int64)], scope, axis=0)
+    return b.node("Unsqueeze", [g, b.const([0], scope, np.int64)], scope)
+
+
+def gpt2_block(d=768, heads=12, mlp=3072):
+    b = Builder(seed=2)
+    hd = d // heads
+    x = "x"
+    # attention
+    h = layer_norm(b, x, "/h.0/ln_1", d)
+    qkv = linear(b, h, "/h.0/attn/c_attn", d, 3 * d)
+    q, k, v = b.node("Split", [qkv, b.const([d, d, d], "/h.0/attn", np.int64)], "/h.0/attn", n_out=3, axis=2)
+    batch = dim_of(b, x, 0, "/h.0/attn")
+    seq = dim_of(b, x, 1, "/h.0/attn")
+    head_shape = b.node("Concat", [batch, seq, b.const([heads], "/h.0/attn", np.int64),
+                                   b.const([hd], "/h.0/attn", np.int64)], "/h.0/attn", axis=0)
+
+    def split_heads(t, perm):
+        r = b.node("Reshape", [t, head_shape], "/h.0/attn")
+        return b.node("Transpose", [r], "/h.0/attn", perm=perm)
+
+    qh = split_heads(q, [0, 2, 1, 3])
+    kh = split_heads(k, [0, 2, 3, 1])
+    vh = split_heads(v, [0, 2, 1, 3])
+    scores = b.node("MatMul", [qh, kh], "/h.0/attn")
+    scores = b.node("Div", [scores, b.const(float(np.sqrt(hd)), "/h.0/attn")], "/h.0/attn")
+    # causal mask: a lower-triangular [seq, seq] of ones from the input's shape, as bool
+    sq2 = b.node("Concat", [seq, seq], "/h.0/attn/mask", axis=0)
+    ones = b.node("ConstantOfShape", [sq2], "/h.0/attn/mask",
+                  value=numpy_helper.from_array(np.array([1.0], dtype=np.float32)))
+    tril = b.node("Trilu", [ones], "/h.0/attn/mask", upper=0)
+    mask = b.node("Cast", [tril], "/h.0/attn/mask", to=TensorProto.BOOL)
+    masked = b.node("Where", [mask, scores, b.const(-3.4028234663852886e38, "/h.0/attn/mask")], "/h.0/attn")
+    probs = b.node("Softmax", [masked], "/h.0/attn", axis=-1)
+    ctx = b.node("MatMul", [probs, vh], "/h.0/attn")
+    ctx = b.node("Transpose", [ctx], "/h.0/attn", perm=[0, 2, 1, 3])
+    merged_shape = b.node("Concat", [batch, seq, b.const([d], "/h.0/attn", np.int64)], "/h.0/attn", axis=0)
+    ctx = b.node("Reshape", [ctx, merged_shape], "/h.0/attn")
+    attn = linear(b, ctx, "/h.0/attn/c_proj", d, d)
+    x1 = b.node("Add", [x, attn], "/h.0")
+    # MLP with tanh-GELU written out: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    h2 = layer_norm(b, x1, "/h.0/ln_2", d)
+    fc = linear(b, h2, "/h.0/mlp/c_fc", d, mlp)
+    s = "/h.0/mlp/act"
+    cube = b.node("Pow", [fc, b.const(3.0, s)], s)
+    inner = b.node("Add", [fc, b.node("Mul", [cube, b.const(0.044715, s)], s)], s)
+    t = b.node("Tanh", [b.node("Mul", [inner, b.const(float(np.sqrt(2.0 / np.pi)), s)], s)], s)
+    gelu = b.node("Mul", [b.node("Mul", [fc, b.const(0.5, s)], s), b.node("Add", [t, b.const(1.0, s)], s)], s)
+    proj = linear(b, gelu, "/h.0/mlp/c_proj", mlp, d)
+    y = b.node("Add", [x1, proj], "/h.0")
+    b.nodes.append(helper.make_node("Identity", [y], ["hidden_states"], name="/h.0/output"))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", d])]
+    outputs = [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, ["batch", "seq", d])]
+    return b.model("gpt2_block", inputs, outputs)
+
+
+# --- convolutional blocks ---------------------------------------------------------------------------
+
+def conv(b, x, scope, c_in, c_out, k, stride=1, group=1, bias=True):
+    fan_in = c_in // group * k * k
+    w = b.weight(f"{scope}.weight", [c_out, c_in // group, k, k], std=float(np.sqrt(2.0 / fan_in)))
+    ins = [x, w] + ([b.weight(f"{scope}.bias", [c_out], std=0.01)] if bias else [])
+    p = k // 2
+    return b.node("Conv", ins, scope, kernel_shape=[k, k], strides=[stride, stride], pads=[p, p, p, p],
+                  group=group, dilations=[1, 1])
+
+
+def relu6(b, x, scope):
+    return b.node("Clip", [x, b.const(0.0, scope), b.const(6.0, scope)], scope)
+
+
+def inverted_residual(b, x, scope, c_in, c_out, stride, expand=6):
+    hidden = c_in * expand
+    h = relu6(b, conv(b, x, f"{scope}/conv.0", c_in, hidden, 1), f"{scope}/act.0")
+    h = relu6(b, conv(b, h, f"{scope}/conv.1", hidden, hidden, 3, stride, group=hidden), f"{scope}/act.1")
+    h = conv(b, h, f"{scope}/conv.2", hidden, c_out, 1)
+    if stride == 1 and c_in == c_out:
+        h = b.node("Add", [x, h], scope)
+    return h
+
+
+def mobilenetv2_stack():
+    b = Builder(seed=3)
+    x = "input"
+    # (c_in, c_out, stride) of features.2 .. features.6 of MobileNetV2
+    for i, (ci, co, s) in enumerate([(16, 24, 2), (24, 24, 1), (24, 32, 2), (32, 32, 1), (32, 32, 1)]):
+        x = inverted_residual(b, x, f"/features.{i + 2}", ci, co, s)
+    pooled = b.node("GlobalAveragePool", [x], "/pool")
+    flat = b.node("Flatten", [pooled], "/pool", axis=1)
+    w = b.weight("classifier.weight", [10, 32], std=0.1)
+    bias = b.weight("classifier.bias", [10], std=0.01)
+    b.nodes.append(helper.make_node("Gemm", [flat, w, bias], ["logits"], name="/classifier/Gemm", transB=1))
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 16, 112, 112])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])]
+    return b.model("mobilenetv2_stack", inputs, outputs)
+
+
+def batch_norm(b, x, scope, c):
+    g = b.weight(f"{scope}.weight", [c], std=0.05, mean=1.0)
+    beta = b.weight(f"{scope}.bias", [c], std=0.05)
+    mean = b.weight(f"{scope}.running_mean", [c], std=0.05)
+    var = b.fixed(f"{scope}.running_var", 1.0 + 0.1 * b.rng.random(c))
+    return b.node("BatchNormalization", [x, g, beta, mean, var], scope, epsilon=1e-5, momentum=0.9)
+
+
+def bottleneck(b, x, scope, c_in, width, c_out, project):
+    h = b.node("Relu", [batch_norm(b, conv(b, x, f"{scope}/conv1", c_in, width, 1, bias=False), f"{scope}/bn1", width)], scope)
+    h = b.node("Relu", [batch_norm(b, conv(b, h, f"{scope}/conv2", width, width, 3, bias=False), f"{scope}/bn2", width)], scope)
+    h = batch_norm(b, conv(b, h, f"{scope}/conv3", width, c_out, 1, bias=False), f"{scope}/bn3", c_out)
+    short = x
+    if project:
+        short = batch_norm(b, conv(b, x, f"{scope}/downsample.0", c_in, c_out, 1, bias=False), f"{scope}/downsample.1", c_out)
+    return b.node("Relu", [b.node("Add", [h, short], scope)], scope)
+
+
+def resnet50_stage():
+    b = Builder(seed=4)
+    x = "input"
+    x = bottleneck(b, x, "/layer1/layer1.0", 64, 64, 256, True)
+    x = bottleneck(b, x, "/layer1/layer1.1", 256, 64, 256, False)
+    x = bottleneck(b, x, "/layer1/layer1.2", 256, 64, 256, False)
+    b.nodes.append(helper.make_node("Identity", [x], ["features"], name="/layer1/output"))
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 64, 56, 56])]
+    outputs = [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 256, 56, 56])]
+    return b.model("resnet50_stage", inputs, outputs)
+
+
+# --- small models for the importer's bad-input tests (tests/graph/data/onnx_import/) ------------------
+
+def tiny_model(nodes, inputs, outputs, inits=(), opset=OPSET):
+    g = helper.make_graph(nodes, "tiny", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="probelab-gen")
+
+
+def bad_inputs(out):
+    f = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f, [2, 3])
+    y = helper.make_tensor_value_info("y", f, [2, 3])
+    models = {}
+    models["opset_too_new"] = tiny_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y], opset=99)
+    models["unsupported_ops"] = tiny_model(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms_1"),
+         helper.make_node("NonMaxSuppression", ["b"], ["c"], name="nms_2"),
+         helper.make_node("Einsum", ["c"], ["y"], name="einsum", equation="ij->ij")], [x], [y])
+    w = numpy_helper.from_array(np.ones((2, 3), dtype=np.float32), "w")
+    models["initializer_shape_mismatch"] = tiny_model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [x, helper.make_tensor_value_info("w", f, [3, 2])], [y], [w])
+    ext = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    ext.data_location = TensorProto.EXTERNAL
+    ext.ClearField("raw_data")
+    for k, v in [("location", "weights_missing.bin"), ("offset", "0"), ("length", "24")]:
+        e = ext.external_data.add()
+        e.key, e.value = k, v
+    models["external_data_missing"] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [ext])
+    ok = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    ok.data_location = TensorProto.EXTERNAL
+    ok.ClearField("raw_data")
+    for k, v in [("location", "external_data_ok.bin"), ("offset", "8"), ("length", "24")]:
+        e = ok.external_data.add()
+        e.key, e.value = k, v
+    models["external_data_ok"] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [ok])
+    with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
+        fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
+    for name, m in models.items():
+        path = os.path.join(out, f"{name}.onnx")
+        with open(path, "wb") as fh:  # onnx.save would try to resolve the external data
+            fh.write(m.SerializeToString())
+        print(f"wrote {path}")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "scenarios", "models")
+    for name, make in [("gpt2_block", gpt2_block), ("mobilenetv2_stack", mobilenetv2_stack),
+                       ("resnet50_stage", resnet50_stage)]:
+        path = os.path.join(out, f"{name}.onnx")
+        onnx.save(make(), path)
+        print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+    bad = os.path.join(here, "..", "tests", "graph", "data", "onnx_import")
+    os.makedirs(bad, exist_ok=True)
+    bad_inputs(bad)
+
+
+if __name__ == "__main__":
+    main()

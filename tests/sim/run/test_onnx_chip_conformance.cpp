@@ -1,0 +1,93 @@
+// ONNX conformance on the simulated chip: the libonnx-testdata cases (tests/support/onnx_cases.h)
+// imported as they are (FP32 compute) and executed by the host executor on one simulated chip -
+// HBM, streams, AI cores, the Cube and Vector kernels with their detection circuits - then read
+// back and compared with the expected outputs. One platform per test process runs every case of a
+// kind in sequence. Float64 cases are skipped (the device stores no float64); the CPU-reference
+// run of the same cases is tests/graph/test_onnx_conformance.cpp.
+#include <gtest/gtest.h>
+
+#include "chip_model/chip_config.h"
+#include "sim/platform/core_factory.h"
+#include "sim/platform/executor.h"
+#include "sim/platform/platform.h"
+#include "tests/support/onnx_cases.h"
+
+namespace probelab::sim {
+namespace {
+
+using testing::Outcome;
+
+// Runs one data set on the chip and compares its outputs; "" when they match.
+std::string run_on_chip(probes::Device& dev, const testing::CaseData& c, const graph::OnnxModelIo& io) {
+  ExecutorConfig ec;
+  ec.steps = 1;
+  ec.feeds = [&c](std::uint32_t) { return c.feeds; };
+  ec.fetch_at_end = io.outputs;
+  Executor ex(c.graph, dev, nullptr, ec);
+  const ExecutorResult r = ex.run();
+  for (std::size_t i = 0; i < io.outputs.size(); ++i) {
+    auto it = r.final_values.find(io.outputs[i]);
+    if (it == r.final_values.end()) return fmt::format("output '{}' was not fetched", io.outputs[i]);
+    std::string diff = testing::compare(io.outputs[i], it->second, c.expected[i]);
+    if (!diff.empty()) return diff;
+  }
+  return {};
+}
+
+Outcome run_case(probes::Device& dev, const testing::fs::path& dir, const graph::OnnxModelIo& io) {
+  try {
+    const auto sets = testing::data_sets(dir);
+    if (sets.empty()) return {Outcome::Failed, "no test_data_set_* directory"};
+    for (const auto& s : sets) {
+      const testing::CaseData c = testing::load_data_set(dir / "model.onnx", io, s);
+      if (c.f64) return {Outcome::Skipped, "float64 (not a device dtype)"};
+      const std::string diff = run_on_chip(dev, c, io);
+      if (!diff.empty()) return {Outcome::Failed, fmt::format("{}: {}", s.filename().string(), diff)};
+    }
+    return {Outcome::Passed, {}};
+  } catch (const graph::OnnxUnsupportedError& e) {
+    if (auto skip = testing::skip_of(e)) return *skip;
+    return {Outcome::Failed, e.what()};
+  } catch (const std::exception& e) {
+    return {Outcome::Failed, e.what()};
+  }
+}
+
+testing::Tally run_kind_on_chip(const std::string& kind) {
+  chip::Trace trace(false);
+  PlatformOptions po;
+  po.chip = chip::chip_preset("ascend910b");
+  po.ranks = 1;
+  auto cores = std::make_shared<AiCoreSet>();
+  po.make_cores = ai_core_factory(cores);
+  po.trace = &trace;
+  Platform platform("platform", po);
+  testing::Tally t;
+  platform.host(0).set_program([&] {
+    t = testing::run_onnx_kind(kind, "on the simulated chip", [&](const testing::fs::path& dir, const graph::OnnxModelIo& io) {
+      return run_case(platform.host(0).device(), dir, io);
+    });
+  });
+  platform.run();
+  t.print();
+  EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " supported cases failed on the chip";
+  return t;
+}
+
+TEST(OnnxChipConformance, EverySupportedNodeCasePassesOnTheChip) {
+  const testing::Tally t = run_kind_on_chip("node");
+  EXPECT_GE(t.ran * 2, t.cases) << "fewer than half of the node cases ran on the chip";
+}
+
+TEST(OnnxChipConformance, PytorchConvertedCasesPassOnTheChip) {
+  const testing::Tally t = run_kind_on_chip("pytorch-converted");
+  EXPECT_GE(t.passed * 10, t.cases * 9);
+}
+
+TEST(OnnxChipConformance, PytorchOperatorCasesPassOnTheChip) {
+  const testing::Tally t = run_kind_on_chip("pytorch-operator");
+  EXPECT_GE(t.passed * 10, t.cases * 8);
+}
+
+}  // namespace
+}  // namespace probelab::sim
