@@ -18,5 +18,7 @@ Command add_show(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_campaign(CLI::App& app);
 Command add_dump(CLI::App& app);
+Command add_quantize(CLI::App& app);
+Command add_replay(CLI::App& app);
 
 }  // namespace probelab::cli

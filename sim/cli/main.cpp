@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   commands["compare"] = probelab::cli::add_compare(app);
   commands["campaign"] = probelab::cli::add_campaign(app);
   commands["dump"] = probelab::cli::add_dump(app);
+  commands["quantize"] = probelab::cli::add_quantize(app);
+  commands["replay"] = probelab::cli::add_replay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

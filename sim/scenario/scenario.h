@@ -27,7 +27,6 @@
 //   quantization: {ops: [...], ...}     # low-bit Cube ops, see sim/scenario/quantization.h
 //   checkpoints: {every: 1}             # state checkpoints at step boundaries (every N steps, from
 //                                       # step 0) under <out>/checkpoints/, for `probelab replay`
-//   probes: {...}                       # the probe runtime's config, passed through unchanged
 //   injections: [{kind: nan, ...}]      # fault descriptors, validated by the injector registry
 //   variants: [{name: single, set: {probes.capture.buffering: single}}]  # extra runs, see Variant
 //   expectations: [...]                 # see sim/scenario/expectation.h
