@@ -27,6 +27,11 @@ std::string cell(const nlohmann::json& j, const char* key, const char* fmt_spec)
 
 }  // namespace
 
+void progress_to_stderr(const std::string& line) {
+  fmt::print(stderr, "{}\n", line);
+  std::fflush(stderr);
+}
+
 Command add_quantize(CLI::App& app) {
   struct Args {
     std::string scenario, target, out = "out";
@@ -51,10 +56,7 @@ Command add_quantize(CLI::App& app) {
     o.load.source_root = sim::find_source_root();
     for (const auto& s : a->sets) o.load.sets.push_back(sim::parse_set(s));
     if (!a->target.empty()) o.target = sim::parse_quant_target(a->target, "--target");
-    const sim::QuantSearchResult r = sim::quantize_search(a->scenario, o, [](const std::string& line) {
-      fmt::print(stderr, "{}\n", line);
-      std::fflush(stderr);
-    });
+    const sim::QuantSearchResult r = sim::quantize_search(a->scenario, o, progress_to_stderr);
     const auto& j = r.report;
     if (a->json) {
       fmt::print("{}\n", j.dump(2));

@@ -33,10 +33,7 @@ Command add_replay(CLI::App& app) {
     o.from_step = a->from_step;
     o.out_root = a->out;
     for (const auto& s : a->sets) o.sets.push_back(sim::parse_set(s));
-    const sim::ReplayResult r = sim::replay_run(a->run, o, [](const std::string& line) {
-      fmt::print(stderr, "{}\n", line);
-      std::fflush(stderr);
-    });
+    const sim::ReplayResult r = sim::replay_run(a->run, o, progress_to_stderr);
     const auto& j = r.report;
     if (a->json) {
       fmt::print("{}\n", j.dump(2));
