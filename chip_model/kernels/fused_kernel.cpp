@@ -15,6 +15,7 @@
 #include "chip_model/kernels/cube_gemm.h"
 #include "chip_model/kernels/kernel.h"
 #include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/kernels/quant_kernel.h"
 #include "chip_model/kernels/vector_kernel.h"
 #include "graph/format.h"
 #include "graph/op_registry.h"
@@ -70,7 +71,7 @@ class FusedKernel final : public Kernel {
       std::vector<graph::Tensor> results;
       if (cube) {
         const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum};
-        Computed r = kern.compute(ic);
+        Computed r = is_quantized(inner.args.attrs) ? compute_quantized(kern, ic) : kern.compute(ic);
         for (std::size_t o = 0; o < r.values.size(); ++o) {
           results.push_back(graph::Tensor::from_f32(inner.out_descs[o].shape, r.values[o], graph::DType::F32));
           if (o < r.flags.size() && r.flags[o].flags.any()) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/kernels/quant_kernel.h"
 #include "numerics/fp32.h"
 #include "graph/format.h"
 
@@ -209,7 +210,7 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
     throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
                                          graph::dtype_name(accum_.acc_dtype)));
   KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site};
-  computed_ = kernel_->compute(call);
+  computed_ = is_quantized(args_.attrs) ? compute_quantized(*kernel_, call) : kernel_->compute(call);
   // Cube results sit in the L0C accumulator (FP32) until the output conversion.
   if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultCoreBuffer))
     for (auto& v : computed_.values) hooks->on_core_buffer(site, CoreBuffer::L0C, std::as_writable_bytes(std::span(v)));

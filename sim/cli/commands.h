@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -29,5 +30,9 @@ Command add_show(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_campaign(CLI::App& app);
 Command add_dump(CLI::App& app);
+Command add_quantize(CLI::App& app);
+/// Progress lines of a multi-run command, one per finished simulation, on stderr.
+void progress_to_stderr(const std::string& line);
+Command add_replay(CLI::App& app);
 
 }  // namespace probelab::cli

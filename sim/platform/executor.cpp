@@ -93,8 +93,26 @@ graph::Tensor Executor::read_tensor(const std::string& name) {
 }
 
 void Executor::upload_initializers() {
-  for (const auto& [name, value] : g_.initializers())
-    if (addr_.count(name)) write_tensor(name, value);
+  for (const auto& [name, value] : cfg_.initial_values)
+    if (!g_.initializers().count(name))
+      throw std::runtime_error(fmt::format("initial value '{}' is not an initializer of the graph", name));
+  for (const auto& [name, value] : g_.initializers()) {
+    if (!addr_.count(name)) continue;
+    auto it = cfg_.initial_values.find(name);
+    write_tensor(name, it == cfg_.initial_values.end() ? value : it->second);
+  }
+}
+
+void Executor::checkpoint(std::uint32_t step) {
+  std::map<std::string, graph::Tensor> state;
+  for (const auto& [name, value] : g_.initializers()) {
+    if (!addr_.count(name)) continue;
+    graph::Tensor t = read_tensor(name);
+    res_.checkpoint_bytes += t.bytes().size();
+    state.emplace(name, std::move(t));
+  }
+  ++res_.checkpoints;
+  if (cfg_.on_checkpoint) cfg_.on_checkpoint(step, state);
 }
 
 std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t step) const {
@@ -102,6 +120,7 @@ std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t 
   a.op_type = op.type;
   a.op_name = op.name;
   a.attrs = op.attrs;
+  if (auto it = cfg_.op_attrs.find(op.name); it != cfg_.op_attrs.end()) a.attrs.insert(it->second.begin(), it->second.end());
   if (op.type == "AdamUpdate") a.attrs["step"] = op.attr_int("step", 1) + static_cast<std::int64_t>(step);
   a.accum = cfg_.accum;
   for (const auto& in : op.inputs) {
@@ -126,6 +145,7 @@ std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t 
       f.type = inner.type;
       f.name = inner.name;
       f.attrs = inner.attrs;
+      if (auto it = cfg_.op_attrs.find(inner.name); it != cfg_.op_attrs.end()) f.attrs.insert(it->second.begin(), it->second.end());
       for (const auto& t : inner.inputs) {
         if (t.empty()) {
           f.inputs.push_back(-1);
@@ -337,8 +357,10 @@ ExecutorResult Executor::run() {
     rt_->configure_device();
     rt_->set_tensor_locator([this](const std::string& t) { return locate(t); });
   }
-  for (std::uint32_t s = 0; s < cfg_.steps; ++s) {
+  for (std::uint32_t s = cfg_.first_step; s < cfg_.steps; ++s) {
     step_ = s;
+    if (cfg_.checkpoint_every && s % cfg_.checkpoint_every == 0 && (s > cfg_.first_step || cfg_.first_step == 0))
+      checkpoint(s);
     if (cfg_.on_step) cfg_.on_step(s, true);
     dev_.write_reg(spec::kRegStep, s);
     if (cfg_.feeds)

@@ -36,6 +36,9 @@ struct ExecutorConfig {
   std::uint32_t steps = 1;
   std::uint32_t stream = 0;
   spec::AccumDType accum = spec::AccumDType::FP32;
+  /// Extra attributes of an op's (or fused inner op's) args block by op name: quantization
+  /// (spec/quant_args.h).
+  std::map<std::string, spec::OpAttrs> op_attrs;
   std::uint32_t fp_mode = 0;  // kRegFpMode bits written before the first step
   /// Device tensors of the graph inputs for one step (every non-initializer input).
   std::function<std::map<std::string, graph::Tensor>(std::uint32_t step)> feeds;
@@ -43,6 +46,18 @@ struct ExecutorConfig {
   std::vector<std::string> fetch_at_end;     // read back after the last step (outputs, weights)
   /// Called in the host thread at the start and end of every step (tracing).
   std::function<void(std::uint32_t step, bool begin)> on_step;
+  /// Time travel: the first step to run (a resumed run starts at a checkpoint's step; data feeds
+  /// and per-step arguments follow the step index, so steps first_step.. repeat the original).
+  std::uint32_t first_step = 0;
+  /// Values uploaded instead of the graph's initializers (a checkpoint's weights and optimizer
+  /// state); every name must be an initializer of the graph.
+  std::map<std::string, graph::Tensor> initial_values;
+  /// Checkpoints: at the start of every step s with s % checkpoint_every == 0 (and s > first_step
+  /// or the run is not resumed), every initializer (weights, optimizer state, constants) is read
+  /// back from HBM by DMA (simulated PCIe time, like a capture drain) and handed to on_checkpoint.
+  /// 0: no checkpoints.
+  std::uint32_t checkpoint_every = 0;
+  std::function<void(std::uint32_t step, const std::map<std::string, graph::Tensor>&)> on_checkpoint;
   /// Polls of a halted stream before the executor resumes it itself.
   std::uint32_t max_halted_polls = 64;
 };
@@ -56,6 +71,7 @@ struct ExecutorResult {
   std::uint64_t in_kernel_statistics = 0;  // statistics records requested from kernel tasks
   std::uint64_t in_kernel_dumps = 0;       // output dumps kernel tasks queued on the capture DMA
   std::uint64_t hbm_bytes = 0;  // bytes allocated for tensors and argument blocks
+  std::uint64_t checkpoints = 0, checkpoint_bytes = 0;  // checkpoints taken, bytes read back for them
   std::vector<std::string> warnings;
 };
 
@@ -88,6 +104,7 @@ class Executor {
   void plan_partial_dumps(const graph::Op& op);
   void read_partial_dumps(std::uint32_t step);
   void upload_initializers();
+  void checkpoint(std::uint32_t step);
   void compile();
   std::vector<std::byte> kernel_args(const graph::Op& op, std::uint32_t step) const;
   std::vector<std::byte> collective_args(const graph::Op& op) const;

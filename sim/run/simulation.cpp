@@ -15,6 +15,7 @@
 #include "sim/platform/executor.h"
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
+#include "sim/run/checkpoint_store.h"
 #include "sim/run/probe_results.h"
 #include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
@@ -123,6 +124,19 @@ json simulate(const SimRequest& req) {
     ec.world = ranks;
     ec.steps = static_cast<std::uint32_t>(s.steps);
     ec.accum = accum_of(s.precision.accumulation);
+    ec.op_attrs = run.quantization;
+    if (s.checkpoint_every > 0 && req.save_outputs) {
+      if (r == 0) write_checkpoint_scenario(req.out_dir / "checkpoints", s);
+      ec.checkpoint_every = static_cast<std::uint32_t>(s.checkpoint_every);
+      ec.on_checkpoint = [root = req.out_dir / "checkpoints", r](std::uint32_t step,
+                                                                  const std::map<std::string, graph::Tensor>& state) {
+        write_checkpoint(root, r, step, state);
+      };
+    }
+    if (s.resume) {
+      ec.first_step = s.resume->from_step;
+      ec.initial_values = read_checkpoint(s.resume->checkpoints, r, s.resume->from_step);
+    }
     ec.fp_mode = fp_mode;
     ec.feeds = [&rs, &w, &gen, r](std::uint32_t step) {
       std::map<std::string, graph::Tensor> f;
@@ -196,6 +210,15 @@ json simulate(const SimRequest& req) {
     if (req.save_outputs) save_outputs(req.out_dir / "outputs" / fmt::format("rank{}", r), er.final_values);
   }
   res["tasks"] = tasks;
+  if (s.checkpoint_every > 0 || s.resume) {
+    std::uint64_t count = 0, bytes = 0;
+    for (const RankState& rs : st) {
+      count += rs.result.checkpoints;
+      bytes += rs.result.checkpoint_bytes;
+    }
+    res["checkpoints"] = {{"every", s.checkpoint_every}, {"taken", count}, {"bytes", bytes},
+                          {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
+  }
   res["losses"] = w.loss.empty() ? json(nullptr) : losses;
 
   {

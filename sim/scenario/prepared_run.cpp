@@ -75,6 +75,7 @@ PreparedRun prepare_run(const Scenario& s) {
       r.warnings.push_back("probes: enabled is false: nothing is captured and no exception is reported");
     }
   }
+  if (s.quantization) r.quantization = quantization_attrs(*s.quantization, r.workload.snapshots.fused);
   validate_injections(r);
   return r;
 }

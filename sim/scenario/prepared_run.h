@@ -4,6 +4,7 @@
 // simulation starts; simulations run in forked children that inherit this object.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ struct PreparedRun {
   /// config keys with no equivalent (msprobe), a probe config that selects nothing. `probelab run
   /// --strict` makes them bad input.
   std::vector<std::string> warnings;
+  /// Quantization attributes per op name of the executed graph (empty: nothing quantized).
+  std::map<std::string, spec::OpAttrs> quantization;
 };
 
 /// Why a probe config captures nothing in this scenario ("" when it captures something): no

@@ -18,7 +18,7 @@ std::string_view run_mode_name(RunMode m) { return m == RunMode::Training ? "tra
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k = {
       "name",      "description", "chip",       "ranks",     "model",    "mode",
-      "training",  "data",        "steps",      "seed",      "precision", "probes",
+      "training",  "data",        "steps",      "seed",      "precision", "quantization", "checkpoints", "probes",
       "injections", "variants",   "expectations", "campaign"};
   return k;
 }
@@ -338,6 +338,11 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   s.data.seed = s.seed;
   if (auto d = root.get("data")) s.data = parse_data(*d, s.seed);
   if (auto p = root.get("precision")) s.precision = parse_precision(*p);
+  if (auto q = root.get("quantization")) s.quantization = parse_quantization(*q);
+  if (auto c = root.get("checkpoints")) {
+    c->expect_keys({"every"});
+    s.checkpoint_every = static_cast<int>((*c)["every"].integer(1, 1 << 30));
+  }
   if (auto p = root.get("probes")) {
     if (!p->is_map() && !p->is_scalar())
       p->fail("a mapping (the probe runtime's config) or the path of a config file (YAML, JSON, msprobe's config.json)",

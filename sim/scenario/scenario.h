@@ -24,6 +24,9 @@
 //   precision:                          # device dtype policy, see PrecisionPolicy
 //   probes: {...}                       # the probe runtime's config, passed through unchanged;
 //                                       # or a file: probes: config.json (msprobe's config.json too)
+//   quantization: {ops: [...], ...}     # low-bit Cube ops, see sim/scenario/quantization.h
+//   checkpoints: {every: 1}             # state checkpoints at step boundaries (every N steps, from
+//                                       # step 0) under <out>/checkpoints/, for `probelab replay`
 //   injections: [{kind: nan, ...}]      # fault descriptors, validated by the injector registry
 //   variants: [{name: single, set: {probes.capture.buffering: single}}]  # extra runs, see Variant
 //   expectations: [...]                 # see sim/scenario/expectation.h
@@ -42,6 +45,7 @@
 #include "graph/dtype.h"
 #include "sim/scenario/campaign_model.h"
 #include "sim/scenario/expectation.h"
+#include "sim/scenario/quantization.h"
 #include "sim/scenario/yaml_view.h"
 
 namespace probelab::sim {
@@ -148,6 +152,14 @@ struct Scenario {
   int steps = 1;
   std::uint64_t seed = 0;
   PrecisionPolicy precision;
+  std::optional<QuantizationSpec> quantization;  // the `quantization:` section
+  int checkpoint_every = 0;    // `checkpoints.every`; 0: none
+  /// Set by `probelab replay` (no YAML key): resume at `from_step` from the checkpoints of a run.
+  struct Resume {
+    std::uint32_t from_step = 0;
+    std::filesystem::path checkpoints;  // <run>/checkpoints
+  };
+  std::optional<Resume> resume;
   YAML::Node probes;           // null: no probes
   std::optional<YamlView> probes_source;
   std::vector<InjectionSpec> injections;

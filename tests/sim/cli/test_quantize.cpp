@@ -1,0 +1,100 @@
+// `probelab quantize`: the bundled INT8 CNN keeps exactly conv3 (the layer with outlier weights);
+// per-channel weights need no kept layer; a quantized tiny MLP in another format and target;
+// bad input exits with 2.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+using test::TempDir;
+namespace fs = std::filesystem;
+
+test::CmdResult cli(const std::string& args, const TempDir& dir) {
+  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
+}
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+const std::string kCnn = (test::source_root() / "scenarios" / "quantization" / "int8_cnn.yaml").string();
+
+TEST(Quantize, Int8CnnKeepsExactlyTheOutlierLayer) {
+  TempDir dir;
+  const test::CmdResult r = cli("quantize '" + kCnn + "' --out out --jobs 2", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = read_json(dir.path() / "out" / "int8_cnn" / "quantize.json");
+  EXPECT_EQ(j["keep"], nlohmann::json::array({"conv3"}));
+  EXPECT_EQ(j["sensitivity_order"][0], "conv3");
+  EXPECT_EQ(j["candidates"].size(), 5u);
+  EXPECT_EQ(j["evaluations"], 5 + 2 + 1);  // reference, all, five alone, one greedy step
+  EXPECT_FALSE(j["search"][0]["meets"].get<bool>());
+  EXPECT_TRUE(j["search"][1]["meets"].get<bool>());
+  // Per-layer error of the all-quantized run: SQNR drops at conv3 and stays low after it.
+  double sqnr_conv2 = 0, sqnr_conv3 = 0;
+  for (const auto& l : j["layers"]) {
+    ASSERT_TRUE(l.contains("error")) << l.dump();
+    if (l["op"] == "conv2") sqnr_conv2 = l["error"]["sqnr_db"];
+    if (l["op"] == "conv3") sqnr_conv3 = l["error"]["sqnr_db"];
+    EXPECT_LT(l["alone"]["cosine"].get<double>(), 1.0) << l.dump();
+  }
+  EXPECT_GT(sqnr_conv2 - sqnr_conv3, 6.0);
+  EXPECT_NE(r.out.find("keep in the compute dtype: [conv3]"), std::string::npos) << r.out;
+
+  // Per-channel weight scales absorb the outliers: nothing needs keeping, so expect_keep fails.
+  const test::CmdResult pc = cli("quantize '" + kCnn + "' --out out2 --set quantization.weights.per_channel=true", dir);
+  EXPECT_EQ(pc.code, 1) << pc.out << pc.err;
+  EXPECT_EQ(read_json(dir.path() / "out2" / "int8_cnn" / "quantize.json")["keep"], nlohmann::json::array());
+}
+
+TEST(Quantize, Fp8MlpWithAnSqnrTarget) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("q.yaml", R"(name: fp8
+model: tinynet.yaml
+chip: tiny
+seed: 4
+quantization:
+  ops: ["fc*"]
+  weights: e5m2
+  activations: e5m2
+)");
+  test::CmdResult r = cli("quantize q.yaml --out out --target 'sqnr>=200'", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;  // met by keeping both layers (then equal: sqnr inf)
+  nlohmann::json j = read_json(dir.path() / "out" / "fp8" / "quantize.json");
+  EXPECT_EQ(j["keep"].size(), 2u);
+  EXPECT_EQ(j["evaluations"], 2 + 2 + 2);
+  r = cli("quantize q.yaml --out out --target 'sqnr>=10'", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  j = read_json(dir.path() / "out" / "fp8" / "quantize.json");
+  EXPECT_TRUE(j["keep"].empty());
+  EXPECT_EQ(j["evaluations"], 4);
+}
+
+TEST(Quantize, BadInputExitsWithTwo) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  const std::string base = "name: q\nmodel: tinynet.yaml\nchip: tiny\n";
+  dir.write("none.yaml", base);
+  dir.write("glob.yaml", base + "quantization: {ops: [\"conv*\"], weights: int8}\n");
+  dir.write("fmt.yaml", base + "quantization: {ops: [\"fc*\"], weights: int3}\n");
+  dir.write("asym.yaml", base + "quantization: {ops: [\"fc*\"], weights: {format: e4m3, symmetric: false}}\n");
+  dir.write("ok.yaml", base + "quantization: {ops: [\"fc*\"], weights: int8}\n");
+  for (const char* f : {"none.yaml", "glob.yaml", "fmt.yaml", "asym.yaml"}) {
+    const test::CmdResult r = cli(std::string("quantize ") + f + " --target 'cosine>=0.9'", dir);
+    EXPECT_EQ(r.code, 2) << f << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(cli("quantize ok.yaml", dir).code, 2);                            // no target anywhere
+  EXPECT_EQ(cli("quantize ok.yaml --target 'cosine<=0.9'", dir).code, 2);     // wrong direction
+  EXPECT_EQ(cli("quantize ok.yaml --target 'snr>=3'", dir).code, 2);
+  EXPECT_EQ(cli("run glob.yaml", dir).code, 2);  // `run` validates the section too
+}
+
+}  // namespace
+}  // namespace probelab::sim
