@@ -1,8 +1,9 @@
 #include "sim/run/probe_results.h"
 
+#include <cmath>
 #include <map>
 
-#include <cmath>
+#include <fmt/format.h>
 
 #include "chip_model/spec/registers.h"
 #include "probes/anomaly.h"
@@ -29,22 +30,47 @@ json float_status_names(std::uint32_t bits) {
 }
 
 json anomaly(const probes::AnomalyRecord& a) {
-  return {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
-          {"op", a.op},
-          {"op_type", a.op_type},
-          {"tensor", a.tensor},
-          {"element", a.element},
-          {"coordinate", a.coordinate},
-          {"step", a.step},
-          {"rank", a.rank},
-          {"cycle", a.cycle},
-          {"latency_cycles", a.latency_cycles},
-          {"role", a.is_source ? "source" : "propagation"},
-          {"source_op", a.source_op},
-          {"propagation_path", a.propagation_path},
-          {"call_stack", a.call_stack},
-          {"fused_from", a.fused_from},
-          {"float_status", float_status_names(a.float_status)}};
+  json j = {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
+            {"op", a.op},
+            {"op_type", a.op_type},
+            {"tensor", a.tensor},
+            {"on_input", a.on_input},
+            {"element", a.element},
+            {"coordinate", a.coordinate},
+            {"value", probes::json_number(a.value)},
+            {"raised_by", probes::detail_names(a.detail)},
+            {"suppressed", a.suppressed},
+            {"step", a.step},
+            {"rank", a.rank},
+            {"cycle", a.cycle},
+            {"latency_cycles", a.latency_cycles},
+            {"role", std::string(probes::anomaly_role_name(a.role))},
+            {"origin", std::string(probes::origin_kind_name(a.origin))},
+            {"source_op", a.source_op},
+            {"source_step", a.source_step},
+            {"source_rank", a.source_rank},
+            {"propagation_path", a.propagation_path},
+            {"call_stack", a.call_stack},
+            {"fused_from", a.fused_from},
+            {"float_status", float_status_names(a.float_status)}};
+  if (!a.corrupted_tensor.empty()) {
+    j["corrupted_tensor"] = a.corrupted_tensor;
+    j["corrupted_element"] = a.corrupted_element ? json(*a.corrupted_element) : json(nullptr);
+  }
+  return j;
+}
+
+json integrity(const probes::IntegrityViolation& v) {
+  return {{"kind", "integrity"},
+          {"op", v.reader_op},
+          {"tensor", v.tensor},
+          {"step", v.reader_step},
+          {"rank", v.rank},
+          {"writer_op", v.writer_op},
+          {"writer_step", v.writer_step},
+          {"written_hash", fmt::format("{:016x}", v.written_hash)},
+          {"read_hash", fmt::format("{:016x}", v.read_hash)},
+          {"window_cycles", {v.window_lo, v.window_hi}}};
 }
 
 json condition(const probes::TriggerEvent& t) {
@@ -78,8 +104,12 @@ json candidate(const probes::Candidate& c) {
             {"tensor", c.tensor},
             {"inner_op", c.inner_op},
             {"forward_op", c.forward_op},
+            {"explains", c.explains},
+            {"propagation_path", c.propagation_path},
+            {"replay", c.replay.empty() ? json(nullptr) : json(c.replay)},
             {"evidence", c.evidence},
             {"suggestion", c.suggestion}};
+  j["element"] = c.element ? json(*c.element) : json(nullptr);
   j["step"] = c.step ? json(*c.step) : json(nullptr);
   j["rank"] = c.rank ? json(*c.rank) : json(nullptr);
   return j;
@@ -113,6 +143,7 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   res["float_status"] = float_status;
   for (const auto& rr : job.ranks) {
     for (const auto& a : rr.anomalies) anomalies.push_back(anomaly(a));
+    for (const auto& v : rr.integrity) conditions.push_back(integrity(v));
     for (const auto& t : rr.triggers) conditions.push_back(condition(t));
     for (const auto& b : rr.breakpoints)
       breakpoints.push_back({{"op", b.op}, {"step", b.step}, {"rank", rr.rank}, {"condition", b.condition},
