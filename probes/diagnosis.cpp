@@ -413,7 +413,12 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
       x.suggestion = suggestion(CauseClass::FusedOpPrecision, c.op);
       continue;
     }
-    const bool sparse = c.metrics.max_ulp >= 1024 && c.metrics.within_0_5pct >= 0.99 && c.metrics.nonfinite_mismatch == 0;
+    // a few elements far off (at most 2, or 10% of them, outside 0.5% and the worst >= 1024 ULP):
+    // the pattern of a corrupted value (one bad operand reaches a row or a window of the result);
+    // rounding spreads small errors over most elements
+    const double off = std::round((1.0 - c.metrics.within_0_5pct) * static_cast<double>(c.metrics.count));
+    const bool sparse = c.metrics.max_ulp >= 1024 && c.metrics.nonfinite_mismatch == 0 &&
+                        off <= std::max(2.0, 0.1 * static_cast<double>(c.metrics.count));
     const CauseClass cause = sparse ? CauseClass::DataCorruption : CauseClass::Precision;
     double score = is_first ? 0.6 : 0.25;
     if (sparse) ev += "; the error is confined to a few elements (a corruption pattern, not rounding)";

@@ -22,8 +22,8 @@
 //    (step, class) scores 0.8 (nan_source: 0.92 unless provenance puts its origin elsewhere),
 //    later ones 0.3.
 //  - reference comparisons: the first failing op 0.6 (precision; a fused op's decomposition:
-//    fused_op_precision 0.87; an error confined to at most 1% of the elements and at least 1024
-//    ULP: data_corruption). A first divergence causally before the first non-finite origin on the
+//    fused_op_precision 0.87; an error confined to at most 2 elements or 10% of them (outside 0.5%)
+//    and at least 1024 ULP: data_corruption). A first divergence causally before the first non-finite origin on the
 //    same rank (an earlier step, or the same step and upstream of it) explains that origin: 0.97.
 //  - cross-rank divergence at a collective: collective_order (0.9), elsewhere data_corruption.
 //  - corrupt capture records: data_corruption of the capture path (0.2).

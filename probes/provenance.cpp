@@ -223,7 +223,7 @@ struct Resolver {
     x.op_id = reader;
     x.tensor = tensor;
     x.element = element;
-    if (w.kind == Writer::Op || w.kind == Writer::Carried) {
+    if (w.kind == Writer::Op || w.kind == Writer::Carried || w.kind == Writer::Collective) {
       x.writer_op = w.op;
       x.writer_step = w.step;
       if (const auto* o = obs(r, w.step, w.op, false, w.slot); o && o->cycle) x.window_lo = o->cycle;
@@ -244,6 +244,7 @@ struct Resolver {
     const std::string at_elem = element ? fmt::format(" element {}", *element) : std::string();
     switch (w.kind) {
       case Writer::Op:
+      case Writer::Collective:
       case Writer::Carried: {
         const Tri st = output(r, w.step, w.op, w.slot);
         if (st != Tri::No) {
@@ -258,10 +259,6 @@ struct Resolver {
         return memory_origin(r, s, o, t, element, w,
                              fmt::format("{}@{} read a non-finite value in {}{} that no op wrote: {}@{} wrote it and {}",
                                          op(o).name, s, t, at_elem, op(w.op).name, w.step, how));
-      }
-      case Writer::Collective: {
-        Trace tr = explain_node(r, s, w.op);
-        return tr;
       }
       case Writer::Upload: {
         const auto& v = initial(t);

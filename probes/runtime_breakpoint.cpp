@@ -12,6 +12,7 @@
 #include "chip_model/spec/registers.h"
 #include "probes/detail/runtime_impl.h"
 #include "probes/log.h"
+#include "probes/provenance.h"
 #include "probes/tensor_stats.h"
 
 namespace probelab::probes::detail {
@@ -98,17 +99,25 @@ void RuntimeState::handle_halt(std::uint32_t stream, std::uint32_t task_id) {
 std::vector<const graph::Tensor*> RuntimeState::captured_inputs(std::uint32_t st, std::uint32_t op_id,
                                                                  std::string& missing) const {
   const graph::Op& o = op(op_id);
+  if (!carried) carried = carried_tensors(graph);
+  // the kept output `tensor` of its producer at step `at`
+  auto output_of = [&](const std::string& tensor, std::uint32_t at) -> const graph::Tensor* {
+    if (const graph::Op* p = graph.producer(tensor))
+      for (std::size_t j = 0; j < p->outputs.size(); ++j)
+        if (p->outputs[j] == tensor)
+          if (auto it = store.find({at, p->id, false, static_cast<std::uint16_t>(j)}); it != store.end()) return &it->second;
+    return nullptr;
+  };
   std::vector<const graph::Tensor*> ins_v;
   for (std::size_t i = 0; i < o.inputs.size(); ++i) {
     const std::string& name = o.inputs[i];
     const graph::Tensor* t = nullptr;
     if (!name.empty()) {
       if (auto it = store.find({st, op_id, true, static_cast<std::uint16_t>(i)}); it != store.end()) t = &it->second;
-      if (!t)
-        if (const graph::Op* p = graph.producer(name))
-          for (std::size_t j = 0; j < p->outputs.size() && !t; ++j)
-            if (p->outputs[j] == name)
-              if (auto it = store.find({st, p->id, false, static_cast<std::uint16_t>(j)}); it != store.end()) t = &it->second;
+      if (!t) t = output_of(name, st);
+      // a tensor updated in place (a weight, an optimizer state): the update of the step before
+      if (auto c = carried->find(name); !t && c != carried->end() && first_step && st > *first_step)
+        t = output_of(c->second, st - 1);
       if (!t)
         if (auto it = graph.initializers().find(name); it != graph.initializers().end()) {
           const auto* info = graph.find_tensor(name);
@@ -133,7 +142,8 @@ void RuntimeState::run_comparisons() {
     bool wanted = false;
     for (const auto& g : cfg.compare.ops)
       if (graph::glob_match(g, o.name)) wanted = true;
-    if (!wanted || is_probe_op(o)) continue;
+    // collectives have no CPU reference: the cross-rank consistency check covers them
+    if (!wanted || is_probe_op(o) || is_collective_type(o.type)) continue;
     std::string missing;
     const std::vector<const graph::Tensor*> ins_v = captured_inputs(st, op_id, missing);
     std::vector<const graph::Tensor*> outs_v;

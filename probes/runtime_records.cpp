@@ -189,7 +189,7 @@ void RuntimeState::observe(const EdgeKey& key, const spec::CaptureStats* stats, 
 }
 
 void RuntimeState::check_integrity() {
-  const auto carried = carried_tensors(graph);
+  if (!carried) carried = carried_tensors(graph);
   std::map<std::string, std::uint64_t> initial;  // initializer -> hash of the uploaded value
   for (const HashRead& r : read_hash) {
     const graph::Op& reader = op(r.op_id);
@@ -197,10 +197,10 @@ void RuntimeState::check_integrity() {
     std::optional<HashSeen> want;
     bool by_host = false;
     std::uint32_t writer_step = r.step;
-    auto c = carried.find(tensor);
+    auto c = carried->find(tensor);
     if (graph.producer(tensor)) {
       if (auto w = written_hash.find({r.step, tensor}); w != written_hash.end()) want = w->second;
-    } else if (c != carried.end() && first_step && r.step > *first_step) {
+    } else if (c != carried->end() && first_step && r.step > *first_step) {
       writer_step = r.step - 1;
       if (auto w = written_hash.find({writer_step, c->second}); w != written_hash.end()) want = w->second;
     } else if (auto it = graph.initializers().find(tensor); it != graph.initializers().end()) {

@@ -63,6 +63,7 @@ struct RuntimeState {
   std::uint64_t store_bytes = 0;
   std::map<std::uint32_t, std::map<std::string, graph::Tensor>> partials;  // step -> inner tensor -> value
   std::vector<SyncSample> sync;
+  mutable std::optional<std::map<std::string, std::string>> carried;  // carried_tensors(graph), built on first use
   std::vector<std::uint32_t> suppressed_seen;  // kRegExcSuppressedBase at the previous step end
   /// Edge integrity: hash of each tensor value as written ((step, tensor as written) -> hash,
   /// record cycle, writer op) and each read as captured before its consumer.

@@ -129,12 +129,22 @@ json consistency(const probes::ConsistencyResult& r) {
 void merge_probe_results(json& res, const probes::JobReport& job, const graph::Graph& executed) {
   json anomalies = json::array(), conditions = json::array(), breakpoints = json::array(), rules = json::array();
   json comparisons = json::array(), warnings = json::array();
-  std::map<std::string, std::uint64_t> skipped;  // reason -> count
+  std::map<std::string, std::pair<std::uint64_t, std::string>> skipped;  // reason -> count, first example
   const probes::OpComparison* first = nullptr;
   std::vector<probes::OpComparison> all_cmp;
   json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
               {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0}};
   auto add = [&cap](const char* k, std::uint64_t v) { cap[k] = cap[k].get<std::uint64_t>() + v; };
+  json replays = json::array();
+  for (const auto& rr : job.ranks)
+    for (const auto& r : rr.replays)
+      replays.push_back({{"op", r.op_id < executed.ops().size() ? executed.op(r.op_id).name : std::string("?")},
+                         {"step", r.step},
+                         {"rank", r.rank},
+                         {"kind", std::string(probes::anomaly_kind_name(r.kind))},
+                         {"reproduced", r.reproduced},
+                         {"detail", r.detail}});
+  res["replays"] = replays;
   json float_status = json::array();
   for (const auto& rr : job.ranks)
     for (const auto& st : rr.steps)
@@ -154,7 +164,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
       if (!c.skipped.empty()) {
         // Aggregate by the kind of reason ("inputs not captured at step 2: x" -> "inputs not captured").
         std::string why = c.skipped.substr(0, std::min(c.skipped.find(':'), c.skipped.find(" at step")));
-        ++skipped[why];
+        auto& [n, example] = skipped[why];
+        if (n++ == 0) example = fmt::format("{} step {} rank {}: {}", c.op, c.step, c.rank, c.skipped);
         continue;
       }
       comparisons.push_back(comparison(c));
@@ -183,7 +194,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   res["rules_fired"] = rules;
   res["comparisons"] = comparisons;
   json skipped_json = json::array();
-  for (const auto& [reason, n] : skipped) skipped_json.push_back({{"reason", reason}, {"count", n}});
+  for (const auto& [reason, v] : skipped)
+    skipped_json.push_back({{"reason", reason}, {"count", v.first}, {"example", v.second}});
   res["comparisons_skipped"] = skipped_json;
   res["first_failing_op"] = first ? json(first->op) : json(nullptr);
   res["consistency"] = consistency(job.consistency);

@@ -29,7 +29,7 @@
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,
-//                   inner: [...]}]; comparisons_skipped: [{reason, count}] (why no
+//                   inner: [...]}]; comparisons_skipped: [{reason, count, example}] (why no
 //                   reference replay was possible, e.g. "inputs not captured")
 //   first_failing_op  the first op (step, then executed order) failing its comparison, or null
 //   consistency   {checked, consistent, reference_rank, ranks, first_divergence: {op, step, edge,
