@@ -55,6 +55,9 @@ struct RuntimeReport {
   std::uint32_t first_step = 0;
   std::vector<ReplayCheck> replays;                // CPU replays of latched ops on captured inputs
   std::vector<IntegrityViolation> integrity;       // edge hashes that differ
+  /// XXH64 chained over the payload of every capture record drained, in drain order: two runs
+  /// with the same fingerprint saw the same values (what makes clean runs distinct).
+  std::uint64_t fingerprint = 0;
   bool stop_requested = false;
   std::vector<std::string> warnings;
   nlohmann::json to_json() const;

@@ -77,6 +77,7 @@ std::string RuntimeState::dump_tensor(std::uint32_t op_id, bool is_input, std::u
 void RuntimeState::on_record(CaptureRecord&& rec) {
   const auto& h = rec.header;
   ++summary(h.step).records;
+  rep.fingerprint = xxh64(rec.payload, rep.fingerprint);
   if (h.payload == spec::CapturePayload::StepStatus) {
     spec::StepStatus st;
     std::memcpy(&st, rec.payload.data(), sizeof st);

@@ -100,13 +100,17 @@ Campaign::Campaign(CampaignOptions opts) : opts_(std::move(opts)) {}
 
 namespace {
 
-/// Digest of every output tensor of a run (names and bytes, in name order).
-std::uint64_t outputs_digest(const RunOutputs& outs) {
+/// Digest of a run: every output tensor (names and bytes, in name order), the losses of every
+/// step and the probe runtime's fingerprint of every capture it drained. Bit-identical runs share it.
+std::uint64_t run_digest(const RunOutputs& outs, const json& result) {
   std::uint64_t h = 0;
+  auto text = [&h](const std::string& s) { h = spec::xxh64(std::as_bytes(std::span(s.data(), s.size())), h); };
   for (const auto& [name, t] : outs) {
-    h = spec::xxh64(std::as_bytes(std::span(name.data(), name.size())), h);
+    text(name);
     h = spec::xxh64(t.bytes(), h);
   }
+  text(result.value("losses", json()).dump());
+  text(result.value("fingerprints", json()).dump());
   return h;
 }
 
@@ -169,7 +173,7 @@ std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
         } else {
           const RunOutputs outs = read_run_outputs(dir);
           const TrialObservation o = observe(res, OutputCheck{});
-          c.digest = outputs_digest(outs);
+          c.digest = run_digest(outs, res);
           c.flagged = flags_anything(o);
           c.flag = flag_of(o);
         }

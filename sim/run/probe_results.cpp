@@ -145,6 +145,9 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
                          {"reproduced", r.reproduced},
                          {"detail", r.detail}});
   res["replays"] = replays;
+  json fingerprints = json::array();
+  for (const auto& rr : job.ranks) fingerprints.push_back(fmt::format("{:016x}", rr.fingerprint));
+  res["fingerprints"] = fingerprints;
   json float_status = json::array();
   for (const auto& rr : job.ranks)
     for (const auto& st : rr.steps)

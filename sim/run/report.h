@@ -47,6 +47,9 @@
 //                 drain of the capture buffers and the end-of-run fetches included)
 //   variants      [{name, sets, status, cycles, capture}]
 //   losses        [[loss per step] per rank] (training)
+//   replays       [{op, step, rank, kind, reproduced, detail}] CPU replays of ops that latched
+//                 invalid/overflow, on their captured inputs (full capture with compare)
+//   fingerprints  ["<hex>" per rank]: XXH64 over every capture record the runtime drained
 //   warnings      [..]
 //   expectations  [{index, kind, line, passed, expected, actual}]
 #pragma once

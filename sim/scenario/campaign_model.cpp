@@ -189,21 +189,19 @@ FaultEntry parse_fault_entry(const YamlView& v) {
 }
 
 std::vector<std::pair<std::string, std::string>> CleanRuns::sets(std::uint64_t k) const {
+  auto mix = [](std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [key, values] : vary) {
-    out.emplace_back(key, values[k % values.size()]);
-    k /= values.size();
+    std::uint64_t h = mix(k);
+    for (char c : key) h = mix(h ^ static_cast<unsigned char>(c));
+    out.emplace_back(key, values[h % values.size()]);
   }
   return out;
-}
-
-std::uint64_t CleanRuns::combinations() const {
-  std::uint64_t n = 1;
-  for (const auto& [key, values] : vary) {
-    if (n > (1ull << 63) / values.size()) return 1ull << 63;
-    n *= values.size();
-  }
-  return n;
 }
 
 FaultModel parse_fault_model(const YamlView& v) {

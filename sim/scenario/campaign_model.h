@@ -15,9 +15,9 @@
 //     clean_runs:                 # distinct fault-free runs scored for false positives
 //       runs: 300                 #   how many (0: none; the golden runs are not scored for them)
 //       vary:                     #   --set keys, each a list of values or an "a-b" integer range;
-//         data.seed: "1-100000"   #   run k takes the k-th combination (first key fastest), so
-//         precision.compute: [fp16, bf16]  # runs differ in data, dtype, model... Runs whose
-//                                 #   outputs are bit-identical count once.
+//         data.seed: "1-100000"   #   run k draws one value of each key (a counter-based draw from
+//         precision.compute: [fp16, bf16]  # k and the key), so runs differ in data, dtype,
+//                                 #   model... Runs whose outputs are bit-identical count once.
 //     timeout: {factor: 20, min_seconds: 30} # trial timeout: factor x the fault-free run's wall time
 //     faults:                     # one entry per fault family
 //       - kind: nan               # an injector kind (`probelab list injectors`)
@@ -67,14 +67,13 @@ struct FaultEntry {
   std::string where;                        // "file:line:col: campaign.faults[i]" for messages
 };
 
-/// Fault-free runs for the false-positive rate: run k applies the k-th combination of `vary`.
+/// Fault-free runs for the false-positive rate: run k applies one value of each `vary` key.
 struct CleanRuns {
   std::uint64_t runs = 0;
   std::vector<std::pair<std::string, std::vector<std::string>>> vary;  // key -> values (YAML text), file order
-  /// The --set overrides of run k (mixed radix over `vary`, first key fastest).
+  /// The --set overrides of run k: for each key, the value at index splitmix64(k, key) mod count
+  /// (a pure function of k and the key, so a longer list of runs extends a shorter one).
   std::vector<std::pair<std::string, std::string>> sets(std::uint64_t k) const;
-  /// Distinct combinations (capped at 2^63).
-  std::uint64_t combinations() const;
 };
 
 struct FaultModel {
