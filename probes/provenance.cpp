@@ -378,7 +378,9 @@ std::vector<std::string> split_path(const std::vector<Hop>& path, std::uint32_t 
 
 std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvidence> ranks) {
   Resolver res(g, ranks);
-  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::string>;
+  // An underflow is its own history, never the same origin as a NaN/Inf the same op produced
+  // in the same step (the last key field keeps them apart).
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::string, bool>;
   std::map<Key, Origin> origins;
   std::map<Key, std::size_t> best_path;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
@@ -402,7 +404,8 @@ std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvid
       else if (o.rank != a.rank) a.role = AnomalyRole::Carrier;
       else a.role = AnomalyRole::Propagation;
       a.propagation_path = split_path(t.path, a.rank);
-      const Key k{o.step, res.pos(o.op_id), o.rank, static_cast<std::uint32_t>(o.kind), o.tensor};
+      const Key k{o.step, res.pos(o.op_id), o.rank, static_cast<std::uint32_t>(o.kind), o.tensor,
+                  o.latch && o.latch->kind == AnomalyKind::Underflow};
       auto [it, fresh] = origins.emplace(k, o);
       it->second.explains.push_back(&a);
       if (fresh || t.path.size() > best_path[k]) {

@@ -220,3 +220,24 @@ TEST(Diagnosis, GradientVanishingEarliestTriggerWins) {
   EXPECT_EQ(j["cause"], "underflow");
   EXPECT_EQ(j["op"], "add1");
 }
+
+TEST(Diagnosis, UnderflowAndNanOfOneOpAndStepAreTwoOrigins) {
+  // the per-kind latch reports both of relu1's kinds at step 1; the underflow latched first must
+  // not swallow the NaN's origin
+  graph::Graph g = mlp();
+  Diag d;
+  AnomalyRecord u = anomaly(g, "relu1", AnomalyKind::Underflow, 1);
+  u.element = 7;
+  AnomalyRecord n = anomaly(g, "relu1", AnomalyKind::Invalid, 1);
+  n.element = 70;
+  d.anomalies = {u, n, anomaly(g, "fc2", AnomalyKind::NanInput, 1)};
+  auto c = d.run(g, {}, 5);
+  ASSERT_EQ(d.origins.size(), 2u);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "relu1");
+  EXPECT_EQ(c[0].cause, CauseClass::NanSource);
+  EXPECT_EQ(c[0].element, 70u);
+  bool under = false;
+  for (const auto& x : c) under = under || (x.op == "relu1" && x.cause == CauseClass::Underflow && x.element == 7u);
+  EXPECT_TRUE(under);
+}
