@@ -1,6 +1,7 @@
 #include "chip_model/detection_circuit.h"
 
 #include <algorithm>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,13 @@
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
+
+namespace {
+// One trace track per exception kind ("detect <kind>", the report's anomaly kind names): the
+// latches of different kinds are held at overlapping times.
+const char* const kKindName[spec::kExcKindCount] = {"overflow", "underflow", "invalid", "nan_input", "inf_input"};
+std::string track_of(std::uint32_t kind) { return fmt::format("detect {}", kKindName[kind]); }
+}  // namespace
 
 DetectionCircuit::DetectionCircuit(sc_core::sc_module_name name, const ChipConfig& cfg, InterruptController& irq,
                                    std::uint32_t rank, Trace* trace)
@@ -22,9 +30,10 @@ void DetectionCircuit::report(const DetectionEvent& ev) {
     if (!(filled & (1u << k))) continue;
     const spec::ExcHit& h = ev.kinds[k];
     const sc_core::sc_time at = clock_.time_of_cycle(h.cycle);
-    latch_ps_[k] = ChipClock::to_ps(at);
+    // A latch refilled after an acknowledge holds from then on, even when the tile completed earlier.
+    latch_ps_[k] = std::max(ChipClock::to_ps(at), ack_ps_[k]);
     if (trace_ && trace_->enabled())
-      trace_->instant(rank_, "detect", "latch", "exception", ChipClock::to_ps(at),
+      trace_->instant(rank_, track_of(k), "latch", "exception", ChipClock::to_ps(at),
                       {{"kind", std::uint64_t{k}},
                        {"op_id", std::uint64_t{ev.op_id}},
                        {"task_id", std::uint64_t{ev.task_id}},
@@ -42,12 +51,12 @@ void DetectionCircuit::write_reg(std::uint32_t offset, std::uint32_t value, cons
   if (offset == spec::kRegExcAck && trace_ && trace_->enabled()) {
     // Each latch held from its offending tile until the ISR acknowledged it; a flow from this
     // slice leads to the ISR and the report entry (sim/run/trace_flows.h).
-    static const char* kKind[spec::kExcKindCount] = {"overflow", "underflow", "invalid", "nan_input", "inf_input"};
     for (std::uint32_t k = 0; k < spec::kExcKindCount; ++k) {
       const spec::ExcLatch& l = unit_.latch(k);
       if (!(value & (1u << k)) || !l.valid) continue;
       const std::uint64_t end = std::max(latch_ps_[k], ChipClock::to_ps(now));
-      trace_->complete(rank_, "detect", fmt::format("{} latched", kKind[k]), "exception", latch_ps_[k],
+      ack_ps_[k] = end;
+      trace_->complete(rank_, track_of(k), fmt::format("{} latched", kKindName[k]), "exception", latch_ps_[k],
                        end - latch_ps_[k],
                        {{"op_id", std::uint64_t{l.op_id}}, {"elem", l.hit.element},
                         {"more", std::uint64_t{l.more ? 1u : 0u}}, {"suppressed", std::uint64_t{l.suppressed}}});

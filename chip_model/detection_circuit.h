@@ -81,6 +81,7 @@ class DetectionCircuit : public sc_core::sc_module {
   Trace* trace_;
   spec::ExceptionUnit unit_;
   std::array<std::uint64_t, spec::kExcKindCount> latch_ps_{};  // when each latch was filled (trace)
+  std::array<std::uint64_t, spec::kExcKindCount> ack_ps_{};    // when each latch was last acknowledged (trace)
   std::uint64_t reports_ = 0;
   std::set<std::pair<std::uint32_t, std::uint32_t>> anomalous_ops_;  // (op_id, step)
 };
