@@ -3,40 +3,21 @@
 // steps and ranks, per-kind latches, causes from evidence, user conditions, non-finite-aware
 // statistics, edge integrity). Each runs through the probelab executable: every expectation holds
 // (exit code 0), and the fact the scenario exists for is checked on report.json independently.
-#include <algorithm>
-#include <filesystem>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/scenario_suite.h"
 
 namespace probelab::sim {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using test::TempDir;
 
-std::vector<std::string> scenarios() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(test::source_root() / "scenarios" / "diagnosis"))
-    if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 json run_scenario(const std::string& file, const TempDir& dir) {
-  const fs::path path = test::source_root() / "scenarios" / "diagnosis" / (file + ".yaml");
-  const test::CmdResult r =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + path.string() + "' --out out --no-trace", dir);
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  for (const auto& e : fs::directory_iterator(dir.path() / "out"))
-    return json::parse(test::slurp(e.path() / "report.json"));
-  ADD_FAILURE() << "no report written";
-  return {};
+  return test::run_scenario_report(test::source_root() / "scenarios" / "diagnosis" / (file + ".yaml"), dir);
 }
 
 class DiagnosisScenario : public ::testing::TestWithParam<std::string> {};
@@ -88,12 +69,8 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Suite, DiagnosisScenario, ::testing::ValuesIn(scenarios()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Suite, DiagnosisScenario, ::testing::ValuesIn(test::yaml_stems(test::source_root() / "scenarios" / "diagnosis")),
+                         test::scenario_test_name);
 
 }  // namespace
 }  // namespace probelab::sim
