@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include "chip_model/capture_dma.h"
@@ -141,36 +142,40 @@ void AiCore::execute(TaskContext& ctx) {
   out_site.cycle = svc_.clock.ps_to_cycles(last_tile_ps);
   run.finish(hooks, out_site, std::max<std::uint32_t>(svc_.config->vector_bytes_per_cycle / 4, 1));
 
-  // Detection reports.
+  // Detection reports: one per anomalous tensor, each kind with its own element and the cycle of
+  // the tile holding it (inputs: when the first tile was loaded).
   const kernels::OpDetection& det = run.detection();
-  auto report = [&](std::uint16_t index, const kernels::TensorFlags& f, std::uint64_t done_ps) {
+  auto report = [&](const kernels::TensorFlags& f, bool inputs, std::uint16_t slot, std::uint8_t dtype,
+                    auto&& cycle_of) {
     if (f.status == 0 && !f.any_kind()) return;
-    DetectionEvent ev = ctx.detection_event(lead, index);
+    DetectionEvent ev = ctx.detection_event(lead);
     ev.status = f.status;
-    for (int k = 0; k < static_cast<int>(spec::kExcKindCount); ++k)
-      if (f.kinds[k].hit()) {
-        ev.kind_mask |= exc_bit(static_cast<spec::ExcKindBit>(k));
-        ev.kind_counts[k] = f.kinds[k].count;
-        ev.kind_first[k] = static_cast<std::uint64_t>(f.kinds[k].first);
-      }
-    if (f.any_kind()) {
-      ev.first_kind = f.first_kind();
-      ev.first_elem = static_cast<std::uint64_t>(f.first_elem());
+    for (std::uint32_t k = 0; k < spec::kExcKindCount; ++k) {
+      const kernels::KindHit& kh = f.kinds[k];
+      if (!kh.hit()) continue;
+      spec::ExcHit& h = ev.kinds[k];
+      h.hit = true;
+      h.element = static_cast<std::uint64_t>(kh.first);
+      h.count = kh.count;
+      h.value_bits = std::bit_cast<std::uint32_t>(kh.value);
+      h.detail = kh.detail;
+      const bool in_kind = k == spec::kExcNanInput || k == spec::kExcInfInput;
+      h.is_input = inputs && in_kind;
+      h.slot = !inputs ? slot
+                       : static_cast<std::uint16_t>(std::max(k == spec::kExcNanInput ? det.nan_input : det.inf_input, 0));
+      h.dtype = inputs ? run.args().inputs.at(h.slot).dtype : dtype;
+      h.cycle = svc_.clock.ps_to_cycles(cycle_of(h.element));
     }
-    ev.cycle = svc_.clock.ps_to_cycles(done_ps);
     svc_.detection->report(ev);
   };
-  report(static_cast<std::uint16_t>(std::max(det.nan_input, 0)), det.inputs, first_tile_ps);
-  for (std::size_t o = 0; o < det.outputs.size(); ++o) {
-    const kernels::TensorFlags& f = det.outputs[o];
-    std::uint64_t done = last_tile_ps;
-    if (o == 0 && f.any_kind()) {
-      const std::int64_t tile = plan.tile_of_element(static_cast<std::uint64_t>(f.first_elem()));
-      if (tile >= 0 && static_cast<std::size_t>(tile) < r.tile_done_ps.size())
-        done = r.tile_done_ps[static_cast<std::size_t>(tile)];
-    }
-    report(static_cast<std::uint16_t>(o), f, done);
-  }
+  report(det.inputs, true, 0, 0, [&](std::uint64_t) { return first_tile_ps; });
+  for (std::size_t o = 0; o < det.outputs.size(); ++o)
+    report(det.outputs[o], false, static_cast<std::uint16_t>(o), run.args().outputs[o].dtype, [&](std::uint64_t e) {
+      if (o != 0) return last_tile_ps;
+      const std::int64_t tile = plan.tile_of_element(e);
+      return tile >= 0 && static_cast<std::size_t>(tile) < r.tile_done_ps.size() ? r.tile_done_ps[static_cast<std::size_t>(tile)]
+                                                                                 : last_tile_ps;
+    });
 
   run.store(mem);
   ctx.qk.set(ChipClock::from_ps(r.end_ps) - sc_core::sc_time_stamp());

@@ -103,7 +103,7 @@ std::uint32_t Chip::read_reg(std::uint32_t offset, const sc_core::sc_time& now) 
   std::uint32_t v = 0;
   if (offset < 0x100)
     v = read_global(offset, now);
-  else if (offset < 0x300)
+  else if (DetectionCircuit::owns(offset))
     v = detection_->read_reg(offset);
   else if (offset < 0x400)
     v = irq_->read_reg(offset);
@@ -126,7 +126,7 @@ void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::s
   if (offset < 0x100) {
     if (offset == kRegFpMode) modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
     if (offset == kRegStep) modes_.step = value;
-  } else if (offset < 0x300) {
+  } else if (DetectionCircuit::owns(offset)) {
     detection_->write_reg(offset, value, now);
   } else if (offset < 0x400) {
     irq_->write_reg(offset, value, now);

@@ -73,16 +73,14 @@ struct TaskContext {
   FaultSite site(std::uint32_t core) const {
     return FaultSite{chip.rank, step, task.op_id, task.task_id, core, stream, cycle()};
   }
-  /// A detection event with the ids of this task filled in (caller adds flags, element, cycle).
-  DetectionEvent detection_event(std::uint32_t core, std::uint16_t output_index) const {
+  /// A detection event with the ids of this task filled in (caller adds flags and hits).
+  DetectionEvent detection_event(std::uint32_t core) const {
     DetectionEvent ev;
     ev.op_id = task.op_id;
     ev.task_id = task.task_id;
     ev.core = core;
     ev.stream = stream;
-    ev.output_index = output_index;
     ev.step = step;
-    ev.cycle = cycle();
     ev.armed = checks_armed();
     return ev;
   }

@@ -1,26 +1,17 @@
 // Exception detection circuit. One per chip, with one input per AI core (the core index travels
-// in each event): the float-status register, the exception latch and the counters of
-// spec/registers.h are chip-wide registers, so a single unit owns them and every core reports
-// into it. Latency from a core's report to the register update is zero; the interrupt it raises
-// reaches the host after the interrupt controller's latency.
+// in each report): the float-status register, the per-kind exception latches and the counters of
+// spec/registers.h are chip-wide registers, so a single unit owns them and every core reports into
+// it. The register semantics are spec::ExceptionUnit's (spec/exception_unit.h), shared with the
+// probe runtime's FakeDevice; this module adds the interrupt and the trace. Self-contained: a chip
+// with several core kinds (Cube and Vector cores) may give each kind its own circuit.
 //
-// Inputs: the AI core (and the vector unit of capture/breakpoint tasks) calls report() once per
-// result block it produces that has any numerics flag set — a tile, a vector block — with the
-// flags already mapped to spec bits and the first offending element of that block in the
-// documented scan order (the op's logical output, row-major). Blocks without flags need no call.
-//
-// Registers:
-//  - kRegFloatStatus: sticky OR of `status` of every report (armed or not); W1C via
-//    kRegFloatStatusClear.
-//  - kRegExcEnable (reset: all kinds enabled): kinds that latch and interrupt.
-//  - latch: the first armed report with an enabled kind while the latch is empty records the
-//    event (kind = first_kind, or the enabled kind with the lowest first element when first_kind
-//    is disabled; the element is that kind's, kind_first) and raises kIrqException; later armed reports with an enabled kind
-//    set the "more" bit (kRegExcStatus bit 16). kRegExcAck=1 clears valid+more and re-arms.
-//  - counters (kRegExcCountBase + 4*kind): per kind, the number of offending elements of armed
-//    reports (kind_counts, or 1 when a kind bit is set with a zero count), saturating at 2^32-1,
-//    counted whether or not the kind is enabled; kRegExcCountClear=1 zeroes them.
-// "Armed" = the task's kTaskFlagCheckExceptions flag (DetectionEvent::armed).
+// Inputs: the AI core (the vector unit of capture/breakpoint tasks, the collective engine) calls
+// report() once per result block it produces that has any numerics flag set — a tensor of a task —
+// with the flags mapped to spec bits and, per exception kind present, the first offending element
+// of that kind in the documented scan order (the tensor's logical layout, row-major), the cycle at
+// which the tile holding it completed, its value and what raised it. Blocks without flags need no
+// call. Latency from a report to the register update is zero; each latch it fills raises
+// kIrqException at the latched cycle (the interrupt controller adds its latency).
 #pragma once
 
 #include <array>
@@ -32,6 +23,7 @@
 
 #include "chip_model/chip_config.h"
 #include "chip_model/clock.h"
+#include "chip_model/spec/exception_unit.h"
 #include "chip_model/spec/registers.h"
 
 namespace probelab::chip {
@@ -39,28 +31,13 @@ namespace probelab::chip {
 class InterruptController;
 class Trace;
 
-struct DetectionEvent {
-  std::uint32_t status = 0;      // spec::FloatStatusBits raised by any element of the block
-  std::uint32_t kind_mask = 0;   // 1u << spec::ExcKindBit for every kind present in the block
-  std::array<std::uint64_t, spec::kExcKindCount> kind_counts{};  // offending elements per kind
-  spec::ExcKindBit first_kind = spec::kExcOverflow;  // kind of first_elem (lowest index if several)
-  std::uint64_t first_elem = 0;  // linear row-major index in the op's logical output `output_index`
-  /// First offending element of each kind present (kind_mask), same indexing as first_elem.
-  std::array<std::uint64_t, spec::kExcKindCount> kind_first{};
-  std::uint32_t op_id = 0;
-  std::uint32_t task_id = 0;
-  std::uint32_t core = 0;
-  std::uint32_t stream = 0;
-  std::uint16_t output_index = 0;
-  std::uint32_t step = 0;
-  std::uint64_t cycle = 0;       // cycle at which the offending block completed
-  bool armed = true;             // task flag kTaskFlagCheckExceptions
-};
-
+/// What a core reports: spec::ExcReport (ids, float status, per-kind hits).
 /// Kind mapping expected from callers: overflow -> kExcOverflow + kFsOverflow; underflow or a
 /// denormal result -> kExcUnderflow + kFsUnderflow (and kFsDenormal); NaN produced from non-NaN
-/// operands -> kExcInvalid + kFsInvalid; NaN operand read -> kExcNanInput + kFsNanInput.
-/// Division by zero sets kFsDivByZero only (no latch kind).
+/// operands -> kExcInvalid + kFsInvalid; NaN operand read -> kExcNanInput + kFsNanInput; infinite
+/// operand read -> kExcInfInput + kFsInfInput. Division by zero sets kFsDivByZero only.
+using DetectionEvent = spec::ExcReport;
+
 inline constexpr std::uint32_t exc_bit(spec::ExcKindBit k) { return 1u << k; }
 
 class DetectionCircuit : public sc_core::sc_module {
@@ -68,29 +45,33 @@ class DetectionCircuit : public sc_core::sc_module {
   DetectionCircuit(sc_core::sc_module_name name, const ChipConfig& cfg, InterruptController& irq,
                    std::uint32_t rank = 0, Trace* trace = nullptr);
 
-  /// One result block with flags. Callable from any process; the interrupt is raised at the
-  /// time of `ev.cycle` (or now, if that is earlier than the current simulation time).
+  /// One result block with flags. Callable from any process; the interrupt of each latch it fills
+  /// is raised at the time of that kind's cycle (or now, if that is earlier).
   void report(const DetectionEvent& ev);
 
   /// True if an armed report with an enabled kind was made for (op_id, step) since the start
   /// (breakpoint tasks with halt_on_exception use this).
   bool anomaly_seen(std::uint32_t op_id, std::uint32_t step) const;
 
-  /// MMIO of the float-status and exception blocks (0x100..0x2FF). Other offsets: 0 / ignored.
-  std::uint32_t read_reg(std::uint32_t offset) const;
-  /// `now`: absolute time of the write (the trace shows the latch held until its ack).
+  /// MMIO of the float-status and exception blocks (0x100..0x2FF, latch banks 0x600..). Other
+  /// offsets: 0 / ignored.
+  std::uint32_t read_reg(std::uint32_t offset) const { return unit_.read(offset); }
+  /// `now`: absolute time of the write; an acknowledge draws, per latch it clears, the slice during
+  /// which that latch was held (from the offending tile to the ack).
   void write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now = sc_core::SC_ZERO_TIME);
+  /// Whether `offset` belongs to this block.
+  static bool owns(std::uint32_t offset) { return spec::ExceptionUnit::owns(offset); }
 
   // Direct views for tests and the report.
-  std::uint32_t float_status() const { return float_status_; }
-  /// Float status bits reported since the previous call (for StepStatus records); independent of
-  /// kRegFloatStatus and its clears.
-  std::uint32_t take_step_status() { return std::exchange(step_status_, 0u); }
-  bool latched() const { return valid_; }
-  bool more() const { return more_; }
-  const DetectionEvent& latch() const { return latch_; }
-  std::uint32_t counter(spec::ExcKindBit k) const { return counters_[k]; }
-  std::uint32_t enable_mask() const { return enable_; }
+  std::uint32_t float_status() const { return unit_.float_status(); }
+  /// The StepStatus record contents since the previous call (float status bits and suppressed
+  /// reports per kind); independent of kRegFloatStatus and its clears.
+  spec::StepStatus take_step_status() { return unit_.take_step_status(); }
+  bool latched(spec::ExcKindBit k) const { return unit_.latch(k).valid; }
+  const spec::ExcLatch& latch(spec::ExcKindBit k) const { return unit_.latch(k); }
+  std::uint32_t counter(spec::ExcKindBit k) const { return unit_.counter(k); }
+  std::uint32_t suppressed(spec::ExcKindBit k) const { return unit_.suppressed(k); }
+  std::uint32_t enable_mask() const { return unit_.enable_mask(); }
   std::uint64_t reports() const { return reports_; }
 
  private:
@@ -98,13 +79,9 @@ class DetectionCircuit : public sc_core::sc_module {
   ChipClock clock_;
   std::uint32_t rank_;
   Trace* trace_;
-  std::uint32_t float_status_ = 0;
-  std::uint32_t step_status_ = 0;
-  std::uint32_t enable_ = (1u << spec::kExcKindCount) - 1;
-  bool valid_ = false, more_ = false;
-  DetectionEvent latch_;
-  std::uint64_t latch_ps_ = 0;  // when the latch was set (trace)
-  std::array<std::uint32_t, spec::kExcKindCount> counters_{};
+  spec::ExceptionUnit unit_;
+  std::array<std::uint64_t, spec::kExcKindCount> latch_ps_{};  // when each latch was filled (trace)
+  std::array<std::uint64_t, spec::kExcKindCount> ack_ps_{};    // when each latch was last acknowledged (trace)
   std::uint64_t reports_ = 0;
   std::set<std::pair<std::uint32_t, std::uint32_t>> anomalous_ops_;  // (op_id, step)
 };

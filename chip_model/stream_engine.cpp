@@ -224,8 +224,7 @@ void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, t
 }
 
 void StreamEngine::status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk) {
-  spec::StepStatus st;
-  st.float_status = svc_.detection->take_step_status();
+  const spec::StepStatus st = svc_.detection->take_step_status();
   spec::CaptureRecordHeader h;
   h.op_id = task.op_id;
   h.task_id = task.task_id;

@@ -18,7 +18,7 @@
 //                  kTaskFlagWaitCaptures, before it starts)
 //   Collective  -> CollectiveHandler::run, then kIrqCollective
 // After each task: kTaskFlagStatusRecord makes a StepStatus capture record (float status bits
-// raised since the previous one); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
+// raised and exception reports suppressed since the previous one); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
 // `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
 // ends sc_start with the error). Streams run concurrently; each has its own quantum keeper.
 // Writing RingEntries resets Head and Tail to 0 (program it while the stream is idle); Tail

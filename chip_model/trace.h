@@ -4,7 +4,7 @@
 // Layout: one process (pid) per chip = rank (the host uses kHostPid + rank), one track per
 // resource that works serially: "core<i>.mte", "core<i>.cube", "core<i>.vector", "stream<s>",
 // "hbm.ch<c>" (one per HBM channel), "pcie.h2d", "pcie.d2h", "capture", "capture.stall",
-// "capture_dma", "detect", "irq", "link->r<d>", "collective"; on the host "main", "isr",
+// "capture_dma", "detect <kind>", "irq", "link->r<d>", "collective"; on the host "main", "isr",
 // "report". A caller that records work which really overlaps on one track gets it shown whole
 // anyway: the writer moves a slice that would break the nesting rule onto an extra lane
 // ("<track> #2", ...) and counts it (stats().lane_slices), so nothing is dropped by a viewer.

@@ -10,6 +10,39 @@ std::string_view anomaly_kind_name(AnomalyKind k) {
     case AnomalyKind::Underflow: return "underflow";
     case AnomalyKind::Invalid: return "invalid";
     case AnomalyKind::NanInput: return "nan_input";
+    case AnomalyKind::InfInput: return "inf_input";
+  }
+  return "?";
+}
+
+bool reads_input(AnomalyKind k) { return k == AnomalyKind::NanInput || k == AnomalyKind::InfInput; }
+
+std::vector<std::string> detail_names(std::uint32_t d) {
+  static const std::pair<std::uint32_t, const char*> kNames[] = {
+      {spec::kExcDetailAccumulator, "accumulator"},      {spec::kExcDetailPartial, "split_k_partial"},
+      {spec::kExcDetailConversion, "output_conversion"}, {spec::kExcDetailCompute, "compute"},
+      {spec::kExcDetailAccFp16, "fp16_accumulator"},     {spec::kExcDetailCollective, "collective"}};
+  std::vector<std::string> out;
+  for (const auto& [bit, name] : kNames)
+    if (d & bit) out.emplace_back(name);
+  return out;
+}
+
+std::string_view anomaly_role_name(AnomalyRole r) {
+  switch (r) {
+    case AnomalyRole::Source: return "source";
+    case AnomalyRole::Propagation: return "propagation";
+    case AnomalyRole::Carrier: return "carrier";
+    case AnomalyRole::Corruption: return "corruption";
+  }
+  return "?";
+}
+
+std::string_view origin_kind_name(OriginKind k) {
+  switch (k) {
+    case OriginKind::Op: return "op";
+    case OriginKind::Memory: return "memory";
+    case OriginKind::HostData: return "host_data";
   }
   return "?";
 }
@@ -32,30 +65,41 @@ nlohmann::json stats_json(const spec::CaptureStats& s) {
 }
 
 nlohmann::json to_json(const AnomalyRecord& a) {
-  return {{"kind", anomaly_kind_name(a.kind)},
-          {"op", a.op},
-          {"op_id", a.op_id},
-          {"op_type", a.op_type},
-          {"scope", a.scope},
-          {"fused_from", a.fused_from},
-          {"output_index", a.output_index},
-          {"tensor", a.tensor},
-          {"element", a.element},
-          {"coordinate", a.coordinate},
-          {"step", a.step},
-          {"rank", a.rank},
-          {"task_id", a.task_id},
-          {"core", a.core},
-          {"stream", a.stream},
-          {"cycle", a.cycle},
-          {"isr_cycle", a.isr_cycle},
-          {"latency_cycles", a.latency_cycles},
-          {"more", a.more},
-          {"float_status", a.float_status},
-          {"call_stack", a.call_stack},
-          {"is_source", a.is_source},
-          {"source_op", a.source_op},
-          {"propagation_path", a.propagation_path}};
+  nlohmann::json j = {{"kind", anomaly_kind_name(a.kind)},
+                      {"op", a.op},
+                      {"op_id", a.op_id},
+                      {"op_type", a.op_type},
+                      {"scope", a.scope},
+                      {"fused_from", a.fused_from},
+                      {"output_index", a.output_index},
+                      {"on_input", a.on_input},
+                      {"tensor", a.tensor},
+                      {"element", a.element},
+                      {"coordinate", a.coordinate},
+                      {"value", num(a.value)},
+                      {"raised_by", detail_names(a.detail)},
+                      {"count", a.count},
+                      {"suppressed", a.suppressed},
+                      {"step", a.step},
+                      {"rank", a.rank},
+                      {"task_id", a.task_id},
+                      {"core", a.core},
+                      {"stream", a.stream},
+                      {"cycle", a.cycle},
+                      {"isr_cycle", a.isr_cycle},
+                      {"latency_cycles", a.latency_cycles},
+                      {"more", a.more},
+                      {"float_status", a.float_status},
+                      {"call_stack", a.call_stack},
+                      {"role", anomaly_role_name(a.role)},
+                      {"origin", origin_kind_name(a.origin)},
+                      {"source_op", a.source_op},
+                      {"source_step", a.source_step},
+                      {"source_rank", a.source_rank},
+                      {"propagation_path", a.propagation_path}};
+  if (!a.corrupted_tensor.empty()) j["corrupted_tensor"] = a.corrupted_tensor;
+  if (a.corrupted_element) j["corrupted_element"] = *a.corrupted_element;
+  return j;
 }
 
 nlohmann::json to_json(const TriggerEvent& t) {

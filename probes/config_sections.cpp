@@ -230,7 +230,7 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
   r.check_keys(root, p,
                {"enabled", "seed", "mode", "task", "sample_rate", "direction", "steps", "step", "ranks", "rank", "scope",
                 "data_mode", "watch_points", "conditions", "actions", "rules", "exceptions", "capture", "output",
-                "consistency", "compare"});
+                "consistency", "compare", "integrity"});
   if (root["enabled"]) cfg.enabled = r.boolean(root["enabled"], "enabled");
   if (root["seed"]) cfg.seed = static_cast<std::uint64_t>(r.integer(root["seed"], "seed", 0, INT64_MAX));
 
@@ -277,7 +277,7 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
   }
 
   if (const auto& e = root["exceptions"]) {
-    r.check_keys(e, "exceptions", {"kinds"});
+    r.check_keys(e, "exceptions", {"kinds", "latch_limit"});
     if (e["kinds"]) {
       cfg.exceptions.enable_mask = 0;
       for (const auto& k : r.strings(e["kinds"], "exceptions.kinds")) {
@@ -285,11 +285,18 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
         else if (k == "underflow") cfg.exceptions.enable_mask |= 1u << spec::kExcUnderflow;
         else if (k == "invalid") cfg.exceptions.enable_mask |= 1u << spec::kExcInvalid;
         else if (k == "nan_input") cfg.exceptions.enable_mask |= 1u << spec::kExcNanInput;
-        else if (k == "all") cfg.exceptions.enable_mask = 0xF;
+        else if (k == "inf_input") cfg.exceptions.enable_mask |= 1u << spec::kExcInfInput;
+        else if (k == "all") cfg.exceptions.enable_mask = (1u << spec::kExcKindCount) - 1;
         else if (k == "none") cfg.exceptions.enable_mask = 0;
-        else r.fail(e["kinds"], "exceptions.kinds", fmt::format("unknown exception kind '{}' (expected overflow, underflow, invalid, nan_input, all or none)", k));
+        else
+          r.fail(e["kinds"], "exceptions.kinds",
+                 fmt::format("unknown exception kind '{}' (expected overflow, underflow, invalid, nan_input, inf_input, "
+                             "all or none)",
+                             k));
       }
     }
+    if (e["latch_limit"])
+      cfg.exceptions.latch_limit = static_cast<std::uint32_t>(r.integer(e["latch_limit"], "exceptions.latch_limit", 0, 1 << 20));
   }
 
   if (const auto& c = root["capture"]) {
@@ -350,6 +357,14 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
       if (cfg.consistency.tolerance < 0) r.fail(c["tolerance"], "consistency.tolerance", "must be >= 0");
     }
     if (c["steps"]) cfg.consistency.steps = r.intset(c["steps"], "consistency.steps");
+  }
+
+  if (const auto& c = root["integrity"]) {
+    r.check_keys(c, "integrity", {"tensors", "steps"});
+    if (!c["tensors"]) r.fail(c, "integrity.tensors", "a list of tensor globs whose edges get hash probes");
+    cfg.integrity.tensors = r.strings(c["tensors"], "integrity.tensors");
+    for (const auto& g : cfg.integrity.tensors) r.glob(c["tensors"], "integrity.tensors", g);
+    if (c["steps"]) cfg.integrity.steps = r.intset(c["steps"], "integrity.steps");
   }
 
   if (const auto& c = root["compare"]) {

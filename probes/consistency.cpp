@@ -44,8 +44,9 @@ Diff diff(const SyncSample& r, const SyncSample& ref) {
   if (r.stats && ref.stats) {
     const auto &x = *r.stats, &y = *ref.stats;
     if (x.nan_count != y.nan_count || x.inf_count != y.inf_count || x.count != y.count) return {kInf, "statistics"};
-    double m = std::max({std::fabs(x.min - y.min), std::fabs(x.max - y.max), std::fabs(x.mean - y.mean),
-                         std::fabs(x.max_abs - y.max_abs)});
+    // equal NaN/Inf counts: compare the finite parts (the numpy statistics are NaN/Inf alike)
+    double m = std::max({std::fabs(x.finite_min - y.finite_min), std::fabs(x.finite_max - y.finite_max),
+                         std::fabs(x.finite_mean - y.finite_mean), std::fabs(x.finite_max_abs - y.finite_max_abs)});
     return {m, "statistics"};
   }
   if (r.hash && ref.hash) return {*r.hash == *ref.hash ? 0.0 : kNaN, "hash"};

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "chip_model/spec/registers.h"
 #include "probes/insertion_pass.h"
 
 namespace probelab::probes {
@@ -15,60 +16,74 @@ std::string_view cause_class_name(CauseClass c) {
   switch (c) {
     case CauseClass::NanSource: return "nan_source";
     case CauseClass::Fp16AccumulationOverflow: return "fp16_accumulation_overflow";
+    case CauseClass::OutputRangeOverflow: return "output_range_overflow";
     case CauseClass::Overflow: return "overflow";
     case CauseClass::Underflow: return "underflow";
     case CauseClass::CollectiveOrder: return "collective_order";
     case CauseClass::FusedOpPrecision: return "fused_op_precision";
     case CauseClass::DataCorruption: return "data_corruption";
     case CauseClass::Precision: return "precision";
+    case CauseClass::Condition: return "condition";
   }
   return "?";
 }
 
-namespace {
-
-bool accumulating(std::string_view type) {
-  static const std::set<std::string_view> kinds = {"MatMul", "Gemm", "BatchMatMul", "Conv", "Conv2d", "ReduceSum",
-                                                   "ReduceMean", "FusedMatMulBiasGelu", "FusedConvBnRelu"};
-  return kinds.count(type) || is_collective_type(type) || type.starts_with("Conv") || type.starts_with("MatMul");
+const std::vector<CauseClass>& all_cause_classes() {
+  static const std::vector<CauseClass> v = {
+      CauseClass::NanSource, CauseClass::Fp16AccumulationOverflow, CauseClass::OutputRangeOverflow,
+      CauseClass::Overflow,  CauseClass::Underflow,                CauseClass::CollectiveOrder,
+      CauseClass::FusedOpPrecision, CauseClass::DataCorruption,    CauseClass::Precision,
+      CauseClass::Condition};
+  return v;
 }
 
-std::string suggestion(CauseClass c, const std::string& op) {
-  switch (c) {
-    case CauseClass::NanSource:
-      return fmt::format("inspect the inputs of {} at that step (0*Inf, Inf-Inf, division by zero, log/sqrt of a "
-                         "negative); guard it with an epsilon or clamp, and check the data that feeds it",
-                         op);
-    case CauseClass::Fp16AccumulationOverflow:
-      return fmt::format("accumulate {} in FP32 (or split K with FP32 partial sums); use dynamic loss scaling and "
-                         "gradient clipping to keep FP16 values below 65504",
-                         op);
-    case CauseClass::Overflow:
-      return fmt::format("use dynamic loss scaling and gradient clipping around {}; compute it in FP32 if its range "
-                         "exceeds FP16",
-                         op);
-    case CauseClass::Underflow:
-      return fmt::format("gradients vanish at {}: re-initialise this path (e.g. He/Xavier scaling), add loss scaling "
-                         "so small gradients stay representable, and clip/normalise between the layers",
-                         op);
-    case CauseClass::CollectiveOrder:
-      return fmt::format("ranks reduce {} in different orders: accumulate the communication buffer in FP32, use a "
-                         "rank-independent algorithm (ring/tree) or a fixed reduction order, and revisit the "
-                         "AllReduce grouping",
-                         op);
-    case CauseClass::FusedOpPrecision:
-      return fmt::format("compute the named inner op of {} in FP32 (or disable this fusion pattern) and compare again",
-                         op);
-    case CauseClass::DataCorruption:
-      return fmt::format("values of {} changed without an arithmetic cause: check memory (ECC), DMA and buffers; "
-                         "rerun to see whether it reproduces",
-                         op);
-    case CauseClass::Precision:
-      return fmt::format("{} deviates from the FP64 reference: raise its compute/accumulation precision or check its "
-                         "kernel",
-                         op);
+nlohmann::json to_json(const IntegrityViolation& v) {
+  return {{"rank", v.rank},
+          {"tensor", v.tensor},
+          {"writer_op", v.writer_op},
+          {"writer_step", v.writer_step},
+          {"reader_op", v.reader_op},
+          {"reader_step", v.reader_step},
+          {"written_hash", fmt::format("{:016x}", v.written_hash)},
+          {"read_hash", fmt::format("{:016x}", v.read_hash)},
+          {"window_cycles", {v.window_lo, v.window_hi}}};
+}
+
+namespace {
+
+/// What the graph says about the configuration an op ran with (for suggestions).
+struct Facts {
+  const graph::Graph* g = nullptr;
+
+  std::string dtype_of(const std::string& tensor) const {
+    if (g)
+      if (const auto* t = g->find_tensor(tensor)) return std::string(graph::dtype_name(t->desc.dtype));
+    return "?";
   }
-  return {};
+  /// "loss scale 1024 (Scale op 'scaled_loss')" or "no loss scale".
+  std::string loss_scale() const {
+    if (g)
+      for (const auto& op : g->ops())
+        if (op.type == "Scale" && op.direction == graph::Direction::Forward && !op.outputs.empty() &&
+            std::find(g->outputs().begin(), g->outputs().end(), op.outputs[0]) != g->outputs().end())
+          return fmt::format("loss scale {:g} (Scale op '{}')", op.attr_float("alpha", 1.0), op.name);
+    return "no loss scale in the graph";
+  }
+  std::string collective_accumulation(const std::string& op) const {
+    if (g)
+      if (const auto* o = g->find_op(op)) return o->attr_str("accumulation", "fp32");
+    return "fp32";
+  }
+};
+
+std::string accumulator_name(std::uint32_t detail, bool cube) {
+  if (detail & spec::kExcDetailAccFp16) return "an FP16 accumulator";
+  if (detail & spec::kExcDetailPartial) return "FP32 accumulation with FP16 split-K partial sums";
+  return cube ? "the FP32 accumulator (L0C)" : "FP32 Vector arithmetic";
+}
+
+bool is_cube_type(std::string_view t) {
+  return t.find("MatMul") != std::string_view::npos || t.find("Conv") != std::string_view::npos || t == "Gemm";
 }
 
 struct Builder {
@@ -81,24 +96,180 @@ struct Builder {
     if (x.op.empty()) {
       x.op = op;
       x.cause = c;
-      x.suggestion = suggestion(c, op);
       if (g)
         if (const auto* o = g->find_op(op)) x.forward_op = o->grad_of;
     }
     if (score > x.score) x.score = score;
-    else x.score += 0.01;  // corroborating evidence
-    if (step && (!x.step || *step < *x.step)) x.step = step;
+    else x.score += 0.001;  // corroborating evidence
+    if (step && (!x.step || *step < *x.step)) {
+      x.step = step;
+      x.rank = rank;
+    }
     if (rank && !x.rank) x.rank = rank;
     if (x.evidence.size() < 8) x.evidence.push_back(std::move(evidence));
     return x;
   }
 };
 
+std::string where(const AnomalyRecord& a) {
+  return fmt::format("{} at {} element {}{} step {} rank {} (value {}, cycle {}, latency {} cycles)",
+                     anomaly_kind_name(a.kind), a.op, a.element,
+                     a.coordinate.empty() ? "" : fmt::format(" [{}]", fmt::join(a.coordinate, ", ")), a.step, a.rank,
+                     a.value, a.cycle, a.latency_cycles);
+}
+
+/// Cause of an origin at an op from its latch (before any replay).
+CauseClass op_cause(const Origin& o, const Facts& f, const graph::Op* op) {
+  if (!o.latch || o.latch->kind != AnomalyKind::Overflow) return CauseClass::NanSource;
+  const std::uint32_t d = o.latch->detail;
+  if ((d & spec::kExcDetailAccFp16) && (d & spec::kExcDetailAccumulator)) return CauseClass::Fp16AccumulationOverflow;
+  if (d & spec::kExcDetailPartial) return CauseClass::Fp16AccumulationOverflow;
+  if (d & spec::kExcDetailCollective)
+    return op && f.collective_accumulation(op->name) == "fp16" ? CauseClass::Fp16AccumulationOverflow
+                                                               : CauseClass::Overflow;
+  if (d & spec::kExcDetailConversion) return CauseClass::OutputRangeOverflow;
+  return CauseClass::Overflow;
+}
+
+std::string op_suggestion(CauseClass c, const Origin& o, const Facts& f, const graph::Op* op) {
+  const std::string name = op ? op->name : "?";
+  const std::string out_dtype = o.latch ? f.dtype_of(o.latch->tensor) : (op && !op->outputs.empty() ? f.dtype_of(op->outputs[0]) : "?");
+  const std::uint32_t d = o.latch ? o.latch->detail : 0;
+  const bool cube = op && is_cube_type(op->type);
+  switch (c) {
+    case CauseClass::NanSource:
+      return fmt::format("inspect the inputs of {} at step {} (0*Inf, Inf-Inf, division by zero, log/sqrt of a negative); "
+                         "guard it with an epsilon or clamp; it computes in {} with a {} output",
+                         name, o.step, accumulator_name(d, cube), out_dtype);
+    case CauseClass::Fp16AccumulationOverflow:
+      if (d & spec::kExcDetailCollective)
+        return fmt::format("{} reduces in an FP16 communication buffer: accumulate it in FP32 (allreduce accumulation: "
+                           "fp32); {}",
+                           name, f.loss_scale());
+      return fmt::format("{} overflowed in {}: accumulate in FP32 (the Cube default) or keep split-K partials in FP32; "
+                         "{}",
+                         name, accumulator_name(d, cube), f.loss_scale());
+    case CauseClass::OutputRangeOverflow:
+      return fmt::format("{} accumulates in FP32 ({}) and only the conversion to its {} output overflowed: lower the loss "
+                         "scale ({}), or give the op a BF16/FP32 output",
+                         name, o.latch ? fmt::format("value {:g}", o.latch->value) : std::string("value unknown"), out_dtype,
+                         f.loss_scale());
+    case CauseClass::Overflow:
+      return fmt::format("{} overflowed in its computation ({} output): clamp its input range, use dynamic loss scaling "
+                         "({}) and gradient clipping",
+                         name, out_dtype, f.loss_scale());
+    default: return {};
+  }
+}
+
+std::string suggestion(CauseClass c, const std::string& op) {
+  switch (c) {
+    case CauseClass::Underflow:
+      return fmt::format("values vanish at {}: re-initialise this path (e.g. He/Xavier scaling), add loss scaling so "
+                         "small gradients stay representable, and clip/normalise between the layers",
+                         op);
+    case CauseClass::CollectiveOrder:
+      return fmt::format("ranks reduce {} in different orders: accumulate the communication buffer in FP32, use a "
+                         "rank-independent algorithm (ring/tree) or a fixed reduction order, and revisit the "
+                         "AllReduce grouping",
+                         op);
+    case CauseClass::FusedOpPrecision:
+      return fmt::format("compute the named inner op of {} in FP32 (or disable this fusion pattern) and compare again",
+                         op);
+    case CauseClass::DataCorruption:
+      return fmt::format("values at {} changed without an arithmetic cause: check memory (ECC), DMA and on-chip buffers; "
+                         "rerun to see whether it reproduces",
+                         op);
+    case CauseClass::Precision:
+      return fmt::format("{} deviates from the FP64 reference: raise its compute/accumulation precision or check its "
+                         "kernel",
+                         op);
+    case CauseClass::Condition:
+      return fmt::format("a condition you set held on {}: inspect its dump and the ops feeding it", op);
+    default: return {};
+  }
+}
+
+/// Class of a user condition from its statistic and the direction of its comparison.
+CauseClass condition_class(const TriggerEvent& t) {
+  Expr e;
+  try {
+    e = Expr::parse(t.condition);
+  } catch (const std::exception&) {
+    return CauseClass::Condition;
+  }
+  const auto pred = e.to_device_predicate();
+  if (!pred) {
+    for (Var v : e.vars())
+      if (v == Var::NanCount || v == Var::InfCount) return CauseClass::NanSource;
+    return CauseClass::Condition;
+  }
+  for (const auto& c : pred->clauses) {
+    const auto f = static_cast<spec::StatField>(c.field);
+    const auto op = static_cast<spec::CmpOp>(c.cmp);
+    const bool upper = op == spec::CmpOp::Gt || op == spec::CmpOp::Ge;
+    const bool lower = op == spec::CmpOp::Lt || op == spec::CmpOp::Le;
+    switch (f) {
+      case spec::StatField::NanCount:
+      case spec::StatField::InfCount:
+        if (upper || op == spec::CmpOp::Ne) return CauseClass::NanSource;
+        break;
+      case spec::StatField::MaxAbs:
+      case spec::StatField::FiniteMaxAbs:
+      case spec::StatField::AbsMean:
+      case spec::StatField::FiniteAbsMean:
+      case spec::StatField::L2:
+        if (upper) return CauseClass::Overflow;
+        if (lower) return CauseClass::Underflow;
+        break;
+      case spec::StatField::Max:
+      case spec::StatField::FiniteMax:
+        if (upper) return CauseClass::Overflow;
+        break;
+      case spec::StatField::Std:
+        if (lower) return CauseClass::Underflow;
+        break;
+      case spec::StatField::ZeroCount:
+        if (upper) return CauseClass::Underflow;
+        break;
+      default: break;
+    }
+  }
+  return CauseClass::Condition;
+}
+
+/// "abs_mean = 3.2e-06 (threshold < 1e-05)" for each statistic the condition compares.
+std::string condition_values(const TriggerEvent& t) {
+  if (!t.stats) return "no statistics";
+  Expr e;
+  try {
+    e = Expr::parse(t.condition);
+  } catch (const std::exception&) {
+    return "unparsable condition";
+  }
+  static const char* kCmp[] = {"<", "<=", ">", ">=", "==", "!="};
+  std::vector<std::string> parts;
+  if (auto pred = e.to_device_predicate()) {
+    for (const auto& c : pred->clauses) {
+      const auto f = static_cast<spec::StatField>(c.field);
+      parts.push_back(fmt::format("{} = {:.4g} (threshold {} {:.4g})", var_name(static_cast<Var>(c.field)),
+                                  stat_field_value(*t.stats, f), kCmp[c.cmp % 6], c.value));
+    }
+  } else {
+    EvalContext ctx;
+    ctx.set_stats(*t.stats);
+    for (Var v : e.vars())
+      if (is_stat_var(v)) parts.push_back(fmt::format("{} = {:.4g}", var_name(v), ctx.get(v)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
   Builder b{in.graph, {}};
   const graph::Graph* g = in.graph;
+  const Facts facts{g};
   std::vector<std::uint32_t> pos;
   if (g) {
     pos.assign(g->ops().size(), 0);
@@ -106,111 +277,165 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
     for (std::size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<std::uint32_t>(i);
   }
   auto topo = [&](std::uint32_t id) { return id < pos.size() ? pos[id] : id; };
-  auto type_of = [&](const std::string& op) -> std::string {
-    if (g)
-      if (const auto* o = g->find_op(op)) return o->type;
-    return {};
-  };
-  auto dtype_of = [&](const std::string& tensor) {
-    if (g)
-      if (const auto* t = g->find_tensor(tensor)) return t->desc.dtype;
-    return graph::DType::F32;
+  auto op_at = [&](std::uint32_t id) -> const graph::Op* { return g && id < g->ops().size() ? &g->op(id) : nullptr; };
+  auto replay_of = [&](const Origin& o) -> const ReplayCheck* {
+    for (const auto& r : in.replays)
+      if (r.rank == o.rank && r.step == o.step && r.op_id == o.op_id && o.latch && r.kind == o.latch->kind) return &r;
+    return nullptr;
   };
 
-  // 1. latched anomalies
-  std::set<std::uint32_t> source_steps;
-  for (const auto& a : in.anomalies) {
-    std::string where = fmt::format("{} at {} element {}{} step {} rank {} (cycle {}, latency {} cycles)",
-                                    anomaly_kind_name(a.kind), a.op, a.element,
-                                    a.coordinate.empty() ? "" : fmt::format(" {}", fmt::join(a.coordinate, ",")),
-                                    a.step, a.rank, a.cycle, a.latency_cycles);
-    switch (a.kind) {
-      case AnomalyKind::Invalid:
-      case AnomalyKind::NanInput:
-        if (a.is_source) {
-          b.add(a.op, CauseClass::NanSource, 0.95, "first NaN of the step produced here: " + where, a.step, a.rank);
-        } else {
-          auto& c = b.add(a.source_op, CauseClass::NanSource, 0.9,
-                          fmt::format("{} (propagation path: {})", where, fmt::join(a.propagation_path, " -> ")),
-                          a.step, a.rank);
-          c.tensor = c.tensor.empty() && g && g->find_op(a.source_op) && !g->find_op(a.source_op)->outputs.empty()
-                         ? g->find_op(a.source_op)->outputs[0]
-                         : c.tensor;
-          bool src_flagged = false;
-          for (const auto& o : in.anomalies)
-            if (o.op == a.source_op && o.step == a.step) src_flagged = true;
-          if (!src_flagged)
-            b.add(a.source_op, CauseClass::DataCorruption, 0.35,
-                  fmt::format("{} read a NaN that {} produced without raising an exception flag", a.op, a.source_op),
-                  a.step, a.rank);
-        }
-        break;
-      case AnomalyKind::Overflow: {
-        graph::DType dt = dtype_of(a.tensor);
-        bool acc = accumulating(a.op_type) && (dt == graph::DType::F16 || dt == graph::DType::BF16);
-        b.add(a.op, acc ? CauseClass::Fp16AccumulationOverflow : CauseClass::Overflow, acc ? 0.88 : 0.7,
-              "overflow latched: " + where, a.step, a.rank)
-            .tensor = a.tensor;
-        break;
-      }
-      case AnomalyKind::Underflow:
-        b.add(a.op, CauseClass::Underflow, a.is_source ? 0.6 : 0.4, "underflow latched: " + where, a.step, a.rank).tensor =
-            a.tensor;
-        break;
+  // 1. origins of non-finite values, in causal order
+  const Origin* first_nonfinite = nullptr;
+  std::size_t nth = 0;
+  for (const Origin& o : in.origins) {
+    const graph::Op* op = op_at(o.op_id);
+    const std::string name = op ? op->name : fmt::format("<op {}>", o.op_id);
+    if (o.latch && o.latch->kind == AnomalyKind::Underflow) {
+      auto& c = b.add(name, CauseClass::Underflow, 0.6, "underflow latched: " + where(*o.latch), o.step, o.rank);
+      c.tensor = o.latch->tensor;
+      c.element = o.latch->element;
+      c.explains += o.explains.size();
+      c.suggestion = suggestion(CauseClass::Underflow, name);
+      continue;
+    }
+    const double score = nth == 0 ? 0.95 : std::max(0.5, 0.9 - 0.01 * static_cast<double>(nth - 1));
+    if (!first_nonfinite) first_nonfinite = &o;
+    ++nth;
+    std::string path = o.path.empty() ? std::string() : fmt::format("; path: {}", fmt::join(o.path, " -> "));
+    std::string explained = fmt::format("; explains {} anomal{}", o.explains.size(), o.explains.size() == 1 ? "y" : "ies");
+    if (o.kind == OriginKind::Op) {
+      CauseClass cause = op_cause(o, facts, op);
+      const ReplayCheck* rp = replay_of(o);
+      std::string ev = o.evidence + explained + path;
+      if (rp) ev += fmt::format("; CPU replay on the captured inputs: {} ({})",
+                                rp->reproduced ? "reproduced" : "not reproduced", rp->detail);
+      if (rp && !rp->reproduced) cause = CauseClass::DataCorruption;
+      auto& c = b.add(name, cause, o.presumed ? score - 0.02 : score, ev, o.step, o.rank);
+      if (c.tensor.empty()) c.tensor = o.tensor;
+      if (!c.element) c.element = o.element;
+      if (c.propagation_path.empty()) c.propagation_path = o.path;
+      c.explains += o.explains.size();
+      if (rp) c.replay = rp->reproduced ? "reproduced" : "not_reproduced";
+      c.suggestion = cause == CauseClass::DataCorruption
+                         ? fmt::format("the replay of {} on the inputs it read gives no such value: suspect the hardware "
+                                       "(core buffers, accumulator) or memory, not the arithmetic; rerun to see whether "
+                                       "it reproduces",
+                                       name)
+                         : op_suggestion(cause, o, facts, op);
+    } else {
+      std::string writer = o.writer_op && op_at(*o.writer_op)
+                               ? fmt::format("written by {}@{}", op_at(*o.writer_op)->name, o.writer_step.value_or(0))
+                               : std::string("written by the host");
+      std::string window;
+      if (o.window_lo && o.window_hi)
+        window = fmt::format("; changed between cycle {} and cycle {}", *o.window_lo, *o.window_hi);
+      else if (o.window_hi)
+        window = fmt::format("; changed before cycle {}", *o.window_hi);
+      auto& c = b.add(name, CauseClass::DataCorruption, score,
+                      fmt::format("{} ({}, {}, {}{}{})", o.evidence, o.tensor,
+                                  o.element ? fmt::format("element {}", *o.element) : std::string("element unknown"), writer,
+                                  window, explained + path),
+                      o.step, o.rank);
+      if (c.tensor.empty()) c.tensor = o.tensor;
+      if (!c.element) c.element = o.element;
+      if (c.propagation_path.empty()) c.propagation_path = o.path;
+      c.explains += o.explains.size();
+      c.suggestion = o.kind == OriginKind::HostData
+                         ? fmt::format("{} is written by the host, not by an op: check the data fed into it (input "
+                                       "pipeline, initial values)",
+                                       o.tensor)
+                         : fmt::format("{} changed in memory after {} wrote it and before {} read it: check HBM (ECC), "
+                                       "DMA and buffers; rerun to see whether it reproduces",
+                                       o.tensor, o.writer_op && op_at(*o.writer_op) ? op_at(*o.writer_op)->name : "the host",
+                                       name);
     }
   }
 
-  // 2. condition triggers: the earliest op of a step whose statistics look wrong is the candidate
-  std::map<std::pair<std::uint32_t, CauseClass>, std::vector<const TriggerEvent*>> per_step;
-  for (const auto& t : in.triggers) {
-    if (!t.stats) continue;
-    const auto& s = *t.stats;
-    CauseClass c;
-    if (s.nan_count > 0 || s.inf_count > 0) c = CauseClass::NanSource;
-    else if (s.max_abs > 32752.0 && dtype_of(t.tensor) == graph::DType::F16) c = CauseClass::Overflow;
-    else if (s.count > 0 && (s.abs_mean < 1e-6 || s.zero_count * 10 >= s.count * 9)) c = CauseClass::Underflow;
-    else continue;
-    if (t.is_input && c == CauseClass::NanSource) continue;  // an input carrying NaN is never its reader's fault
-    per_step[{t.step, c}].push_back(&t);
+  // 2. edge integrity: hashes that differ between producer and consumer
+  for (const auto& v : in.integrity) {
+    auto& c = b.add(v.reader_op, CauseClass::DataCorruption, 0.97,
+                    fmt::format("{} read by {}@{} rank {} has hash {:016x}, but {} wrote {:016x}; it changed in memory "
+                                "between cycle {} and cycle {}",
+                                v.tensor, v.reader_op, v.reader_step, v.rank, v.read_hash,
+                                v.writer_op.empty() ? std::string("the host") : fmt::format("{}@{}", v.writer_op, v.writer_step),
+                                v.written_hash, v.window_lo, v.window_hi),
+                    v.reader_step, v.rank);
+    c.tensor = v.tensor;
+    c.suggestion = suggestion(CauseClass::DataCorruption, v.tensor);
   }
+
+  // 3. user conditions: every one that fired is a candidate
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> explained_elsewhere;  // (rank, step, op)
+  for (const Origin& o : in.origins)
+    for (const AnomalyRecord* a : o.explains)
+      if (a->role != AnomalyRole::Source && a->role != AnomalyRole::Corruption)
+        explained_elsewhere.insert({a->rank, a->step, a->op_id});
+  std::map<std::pair<std::uint32_t, CauseClass>, std::vector<const TriggerEvent*>> per_step;
+  for (const auto& t : in.triggers) per_step[{t.step, condition_class(t)}].push_back(&t);
   for (auto& [key, ts] : per_step) {
-    std::sort(ts.begin(), ts.end(), [&](auto* x, auto* y) { return topo(x->op_id) < topo(y->op_id); });
+    std::stable_sort(ts.begin(), ts.end(), [&](auto* x, auto* y) { return topo(x->op_id) < topo(y->op_id); });
     for (std::size_t i = 0; i < ts.size(); ++i) {
       const TriggerEvent& t = *ts[i];
-      const auto& s = *t.stats;
-      std::string ev = fmt::format("condition '{}' held on {} ({} {}{}) at step {}: abs_mean {:.3g}, max_abs {:.3g}, "
-                                   "nan {}, inf {}, zeros {}/{}",
-                                   t.condition, t.tensor, t.op, t.is_input ? "in" : "out", t.index, t.step, s.abs_mean,
-                                   s.max_abs, s.nan_count, s.inf_count, s.zero_count, s.count);
-      double score = i == 0 ? (key.second == CauseClass::NanSource ? 0.92 : 0.8) : 0.3;
-      CauseClass c = key.second;
-      if (c == CauseClass::Overflow && accumulating(type_of(t.op))) c = CauseClass::Fp16AccumulationOverflow;
-      b.add(t.op, c, score, ev, t.step, t.rank).tensor = t.tensor;
+      const CauseClass c = key.second;
+      std::string ev = fmt::format("condition '{}' ({}) held on {} ({} {}{}) at step {} rank {}: {}", t.condition,
+                                   t.watch_point, t.tensor, t.op, t.is_input ? "in" : "out", t.index, t.step, t.rank,
+                                   condition_values(t));
+      double score = i == 0 ? 0.8 : 0.3;
+      if (c == CauseClass::NanSource) {
+        const bool elsewhere = explained_elsewhere.count({t.rank, t.step, t.op_id}) > 0 ||
+                               (first_nonfinite && (first_nonfinite->step < t.step ||
+                                                    (first_nonfinite->step == t.step && topo(first_nonfinite->op_id) < topo(t.op_id))));
+        score = elsewhere ? 0.3 : (i == 0 ? 0.92 : 0.3);
+        if (elsewhere) ev += "; an earlier origin explains it (see the first candidate)";
+      }
+      auto& cand = b.add(t.op, c, score, ev, t.step, t.rank);
+      if (cand.tensor.empty()) cand.tensor = t.tensor;
+      if (cand.suggestion.empty()) cand.suggestion = suggestion(c, t.op);
+      if (cand.suggestion.empty()) cand.suggestion = suggestion(CauseClass::Condition, t.op);
     }
   }
 
-  // 3. reference comparisons
+  // 4. reference comparisons
   const OpComparison* first = g ? first_divergence(in.comparisons, *g) : nullptr;
   for (const auto& c : in.comparisons) {
     if (c.pass || !c.skipped.empty()) continue;
-    std::string ev = fmt::format("{} fails the reference comparison at step {}: cosine {:.6g}, max_abs_err {:.3g}, "
-                                 "max_rel_err {:.3g}, max_ulp {} ({})",
-                                 c.op, c.step, c.metrics.cosine, c.metrics.max_abs_err, c.metrics.max_rel_err,
-                                 c.metrics.max_ulp, fmt::join(c.reasons, "; "));
-    bool is_first = &c == first;
+    std::string ev = fmt::format("{} fails the reference comparison at step {} rank {}: cosine {:.6g}, max_abs_err {:.3g}, "
+                                 "max_rel_err {:.3g}, max_ulp {}, {:.1f}% of elements within 0.5% ({})",
+                                 c.op, c.step, c.rank, c.metrics.cosine, c.metrics.max_abs_err, c.metrics.max_rel_err,
+                                 c.metrics.max_ulp, 100 * c.metrics.within_0_5pct, fmt::join(c.reasons, "; "));
+    const bool is_first = &c == first;
     if (!c.culprit_inner_op.empty()) {
       auto& x = b.add(c.op, CauseClass::FusedOpPrecision, is_first ? 0.87 : 0.5,
                       fmt::format("{}; decomposition ({}) names inner op {}", ev, c.culprit_basis, c.culprit_inner_op),
                       c.step, c.rank);
       x.inner_op = c.culprit_inner_op;
       x.tensor = c.tensor;
-    } else {
-      b.add(c.op, CauseClass::Precision, is_first ? 0.6 : 0.25, (is_first ? "first divergence: " : "") + ev, c.step, c.rank)
-          .tensor = c.tensor;
+      x.suggestion = suggestion(CauseClass::FusedOpPrecision, c.op);
+      continue;
     }
+    // a few elements far off (at most 2, or 10% of them, outside 0.5% and the worst >= 1024 ULP):
+    // the pattern of a corrupted value (one bad operand reaches a row or a window of the result);
+    // rounding spreads small errors over most elements
+    const double off = std::round((1.0 - c.metrics.within_0_5pct) * static_cast<double>(c.metrics.count));
+    const bool sparse = c.metrics.max_ulp >= 1024 && c.metrics.nonfinite_mismatch == 0 &&
+                        off <= std::max(2.0, 0.1 * static_cast<double>(c.metrics.count));
+    const CauseClass cause = sparse ? CauseClass::DataCorruption : CauseClass::Precision;
+    double score = is_first ? 0.6 : 0.25;
+    if (sparse) ev += "; the error is confined to a few elements (a corruption pattern, not rounding)";
+    if (is_first && first_nonfinite && c.rank == first_nonfinite->rank &&
+        (c.step < first_nonfinite->step ||
+         (c.step == first_nonfinite->step && topo(c.op_id) < topo(first_nonfinite->op_id)))) {
+      score = 0.97;
+      ev += fmt::format("; it precedes the first non-finite value ({}@{}) in causal order",
+                        op_at(first_nonfinite->op_id) ? op_at(first_nonfinite->op_id)->name : "?", first_nonfinite->step);
+    }
+    auto& x = b.add(c.op, cause, score, (is_first ? "first divergence: " : "") + ev, c.step, c.rank);
+    x.tensor = c.tensor;
+    x.element = c.metrics.worst_element;
+    x.suggestion = suggestion(cause, c.op);
   }
 
-  // 4. cross-rank consistency
+  // 5. cross-rank consistency
   if (in.consistency && in.consistency->first) {
     const Divergence& d = *in.consistency->first;
     std::string growth;
@@ -221,15 +446,19 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
                                  fmt::join(d.ranks, ","), in.consistency->reference_rank, d.op, d.tensor,
                                  d.is_input ? "in" : "out", d.index, d.step, d.max_abs_diff, d.basis,
                                  growth.empty() ? "" : "; growth " + growth, in.consistency->growing ? " (growing)" : "");
-    bool coll = is_collective_type(type_of(d.op));
-    b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55, ev, d.step).tensor =
-        d.tensor;
+    const graph::Op* o = g ? g->find_op(d.op) : nullptr;
+    const bool coll = o && is_collective_type(o->type);
+    auto& x = b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55, ev, d.step);
+    x.tensor = d.tensor;
+    x.suggestion = suggestion(x.cause, d.op);
   }
 
-  // 5. capture path corruption
-  if (in.corrupt_records > 0)
-    b.add("<capture path>", CauseClass::DataCorruption, 0.2,
-          fmt::format("{} capture record(s) failed their CRC/format check", in.corrupt_records));
+  // 6. capture path corruption
+  if (in.corrupt_records > 0) {
+    auto& x = b.add("<capture path>", CauseClass::DataCorruption, 0.2,
+                    fmt::format("{} capture record(s) failed their CRC/format check", in.corrupt_records));
+    x.suggestion = suggestion(CauseClass::DataCorruption, "the capture path");
+  }
 
   std::vector<Candidate> out;
   for (auto& [k, c] : b.cands) out.push_back(std::move(c));
@@ -240,7 +469,8 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
     std::uint32_t px = g && g->find_op(x.op) ? topo(g->find_op(x.op)->id) : UINT32_MAX;
     std::uint32_t py = g && g->find_op(y.op) ? topo(g->find_op(y.op)->id) : UINT32_MAX;
     if (px != py) return px < py;
-    return x.op < y.op;
+    if (x.op != y.op) return x.op < y.op;
+    return x.cause < y.cause;
   });
   if (out.size() > top_k) out.resize(top_k);
   return out;
@@ -251,10 +481,14 @@ nlohmann::json to_json(const Candidate& c) {
                       {"cause", cause_class_name(c.cause)},
                       {"score", std::round(c.score * 1000) / 1000},
                       {"evidence", c.evidence},
-                      {"suggestion", c.suggestion}};
+                      {"suggestion", c.suggestion},
+                      {"explains", c.explains},
+                      {"propagation_path", c.propagation_path}};
   if (!c.tensor.empty()) j["tensor"] = c.tensor;
   if (!c.inner_op.empty()) j["inner_op"] = c.inner_op;
   if (!c.forward_op.empty()) j["forward_op"] = c.forward_op;
+  if (!c.replay.empty()) j["replay"] = c.replay;
+  j["element"] = c.element ? nlohmann::json(*c.element) : nlohmann::json(nullptr);
   j["step"] = c.step ? nlohmann::json(*c.step) : nlohmann::json(nullptr);
   j["rank"] = c.rank ? nlohmann::json(*c.rank) : nlohmann::json(nullptr);
   return j;

@@ -7,14 +7,18 @@
 
 #include <fmt/format.h>
 
+#include "chip_model/spec/capture_math.h"
+
 namespace probelab::probes {
 
 namespace {
 
 constexpr std::string_view kVarNames[kVarCount] = {
-    "min",  "max",  "mean",           "abs_mean",        "std",           "l2",
-    "max_abs", "nan_count", "inf_count", "zero_count",  "count",         "step",
-    "rank", "overflow_count", "underflow_count", "invalid_count", "nan_input_count", "anomaly_count"};
+    "min",        "max",        "mean",           "abs_mean",    "std",
+    "l2",         "max_abs",    "nan_count",      "inf_count",   "zero_count",
+    "count",      "finite_min", "finite_max",     "finite_max_abs", "finite_mean",
+    "finite_abs_mean", "step",  "rank",           "overflow_count", "underflow_count",
+    "invalid_count", "nan_input_count", "inf_input_count", "anomaly_count"};
 
 enum class Tok { Num, Ident, Op, LParen, RParen, End };
 
@@ -38,7 +42,7 @@ std::optional<Var> parse_var(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_stat_var(Var v) { return v <= Var::Count; }
+bool is_stat_var(Var v) { return v <= Var::FiniteAbsMean; }
 bool is_counter_var(Var v) { return v >= Var::OverflowCount; }
 
 EvalContext::EvalContext() { values.fill(std::numeric_limits<double>::quiet_NaN()); }
@@ -55,6 +59,11 @@ void EvalContext::set_stats(const spec::CaptureStats& s) {
   set(Var::InfCount, static_cast<double>(s.inf_count));
   set(Var::ZeroCount, static_cast<double>(s.zero_count));
   set(Var::Count, static_cast<double>(s.count));
+  set(Var::FiniteMin, s.finite_min);
+  set(Var::FiniteMax, s.finite_max);
+  set(Var::FiniteMaxAbs, s.finite_max_abs);
+  set(Var::FiniteMean, s.finite_mean);
+  set(Var::FiniteAbsMean, s.finite_abs_mean);
 }
 
 // ---- AST ---------------------------------------------------------------------------------------
@@ -377,25 +386,10 @@ void flatten(const Expr::Node& n, const std::string& op, std::vector<const Expr:
 
 }  // namespace
 
-static_assert(static_cast<int>(spec::StatField::Count) == static_cast<int>(Var::Count),
+static_assert(static_cast<int>(spec::StatField::FiniteAbsMean) == static_cast<int>(Var::FiniteAbsMean),
               "statistic variables and device StatField share their order");
 
-double stat_field_value(const spec::CaptureStats& s, spec::StatField f) {
-  switch (f) {
-    case spec::StatField::Min: return s.min;
-    case spec::StatField::Max: return s.max;
-    case spec::StatField::Mean: return s.mean;
-    case spec::StatField::AbsMean: return s.abs_mean;
-    case spec::StatField::Std: return s.std;
-    case spec::StatField::L2: return s.l2;
-    case spec::StatField::MaxAbs: return s.max_abs;
-    case spec::StatField::NanCount: return static_cast<double>(s.nan_count);
-    case spec::StatField::InfCount: return static_cast<double>(s.inf_count);
-    case spec::StatField::ZeroCount: return static_cast<double>(s.zero_count);
-    case spec::StatField::Count: return static_cast<double>(s.count);
-  }
-  return std::numeric_limits<double>::quiet_NaN();
-}
+double stat_field_value(const spec::CaptureStats& s, spec::StatField f) { return spec::stat_value(s, f); }
 
 bool predicate_holds(std::span<const spec::PredicateClause> clauses, bool any, const spec::CaptureStats& s) {
   if (clauses.empty()) return false;

@@ -12,8 +12,11 @@
 //   (at most kMaxExprLength characters, nesting at most kMaxExprDepth levels: see below)
 //
 // Identifiers: the statistics of a capture (min max mean abs_mean std l2 max_abs nan_count
-// inf_count zero_count count), the context (step rank), and the runtime counters (overflow_count
-// underflow_count invalid_count nan_input_count anomaly_count). Booleans are numbers: a comparison
+// inf_count zero_count count, with numpy semantics: max_abs is inf when an Inf is present, NaN
+// when a NaN is; and finite_min finite_max finite_max_abs finite_mean finite_abs_mean over the
+// finite elements only; see spec/capture_math.h), the context (step rank), and the runtime
+// counters (overflow_count underflow_count invalid_count nan_input_count inf_input_count
+// anomaly_count). Booleans are numbers: a comparison
 // gives 1 or 0, `!x` is 1 when x == 0, `&&`/`||` treat non-zero as true. IEEE semantics: any
 // comparison with NaN is false. A variable not available in the evaluation context is NaN.
 #pragma once
@@ -54,11 +57,12 @@ class ExprError : public std::runtime_error {
 };
 
 enum class Var : std::uint8_t {
-  Min, Max, Mean, AbsMean, Std, L2, MaxAbs, NanCount, InfCount, ZeroCount, Count,  // statistics
-  Step, Rank,                                                                        // context
-  OverflowCount, UnderflowCount, InvalidCount, NanInputCount, AnomalyCount,          // counters
+  Min, Max, Mean, AbsMean, Std, L2, MaxAbs, NanCount, InfCount, ZeroCount, Count,     // statistics
+  FiniteMin, FiniteMax, FiniteMaxAbs, FiniteMean, FiniteAbsMean,                       //   (finite only)
+  Step, Rank,                                                                           // context
+  OverflowCount, UnderflowCount, InvalidCount, NanInputCount, InfInputCount, AnomalyCount,  // counters
 };
-inline constexpr std::size_t kVarCount = 18;
+inline constexpr std::size_t kVarCount = 24;
 std::string_view var_name(Var v);
 std::optional<Var> parse_var(std::string_view name);
 bool is_stat_var(Var v);

@@ -1,6 +1,8 @@
 #include "probes/fake_device.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -22,7 +24,6 @@ FakeDevice::FakeDevice(std::uint32_t rank, std::size_t hbm_bytes) : rank_(rank),
   regs_[kRegVersion] = 0x00010000;
   regs_[kRegNumCores] = 1;
   regs_[kRegClockMhz] = 1000;
-  regs_[kRegExcEnable] = 0xF;
 }
 
 std::uint32_t FakeDevice::reg(std::uint32_t offset) const {
@@ -39,7 +40,7 @@ std::uint64_t FakeDevice::cycles() {
 
 std::uint32_t FakeDevice::read_reg(std::uint32_t off) {
   tick();
-  if (off >= kRegExcCountBase && off < kRegExcCountBase + 4 * kExcKindCount) return exc_counts_[(off - kRegExcCountBase) / 4];
+  if (ExceptionUnit::owns(off)) return exc_.read(off);
   if (off >= kRegStreamBase && off < kRegStreamBase + kNumStreams * kStreamStride) {
     std::uint32_t s = (off - kRegStreamBase) / kStreamStride, r = (off - kRegStreamBase) % kStreamStride;
     if (r == kStreamStatus) return halted(s) ? kStreamHalted : kStreamIdle;
@@ -48,7 +49,6 @@ std::uint32_t FakeDevice::read_reg(std::uint32_t off) {
   switch (off) {
     case kRegChipId: return rank_;
     case kRegCycleLo: regs_[kRegCycleHi] = static_cast<std::uint32_t>(cycle_ >> 32); return static_cast<std::uint32_t>(cycle_);
-    case kRegFloatStatus: return float_status_;
     case kRegIrqRaw: return raw_irq_;
     case kRegIrqPending: return raw_irq_ & ~reg(kRegIrqMask);
     case kRegCapActive: return active_ < 0 ? 0 : static_cast<std::uint32_t>(active_);
@@ -80,19 +80,13 @@ void FakeDevice::write_reg(std::uint32_t off, std::uint32_t v) {
       return;
     }
   }
+  if (ExceptionUnit::owns(off)) {
+    exc_.write(off, v);
+    return;
+  }
   switch (off) {
     case kRegIrqAck: raw_irq_ &= ~v; return;
     case kRegIrqMask: regs_[off] = v; deliver(); return;
-    case kRegExcAck:
-      if (v & 1) {
-        latched_ = false;
-        regs_[kRegExcStatus] = 0;
-      }
-      return;
-    case kRegExcCountClear:
-      if (v & 1) std::fill(std::begin(exc_counts_), std::end(exc_counts_), 0u);
-      return;
-    case kRegFloatStatusClear: float_status_ &= ~v; return;
     case kRegCapCtrl:
       if ((v & kCapEnable) && !(reg(kRegCapCtrl) & kCapEnable)) {
         active_ = 0;
@@ -206,32 +200,29 @@ void FakeDevice::deliver() {
 // ---- exception latch ---------------------------------------------------------------------------
 
 void FakeDevice::latch_exception(const Exception& e) {
-  if (e.kind < kExcKindCount && exc_counts_[e.kind] != 0xFFFFFFFFu) ++exc_counts_[e.kind];
-  static constexpr std::uint32_t fs[kExcKindCount] = {kFsOverflow, kFsUnderflow, kFsInvalid, kFsNanInput};
-  if (e.kind < kExcKindCount) {
-    float_status_ |= fs[e.kind];
-    step_status_ |= fs[e.kind];
-  }
-  exc_ops_.insert(e.op_id);
-  if (!(reg(kRegExcEnable) & (1u << e.kind))) return;
-  if (latched_) {
-    regs_[kRegExcStatus] |= 1u << 16;
-    return;
-  }
-  latched_ = true;
-  regs_[kRegExcStatus] = 1u | (e.kind << 8);
-  regs_[kRegExcOpId] = e.op_id;
-  regs_[kRegExcTaskId] = e.task_id;
-  regs_[kRegExcCore] = e.core;
-  regs_[kRegExcStream] = e.stream;
-  regs_[kRegExcElemLo] = static_cast<std::uint32_t>(e.element);
-  regs_[kRegExcElemHi] = static_cast<std::uint32_t>(e.element >> 32);
-  std::uint64_t cyc = e.cycle ? e.cycle : cycle_;
-  regs_[kRegExcCycleLo] = static_cast<std::uint32_t>(cyc);
-  regs_[kRegExcCycleHi] = static_cast<std::uint32_t>(cyc >> 32);
-  regs_[kRegExcStep] = e.step ? *e.step : reg(kRegStep);
-  regs_[kRegExcOutput] = e.output;
-  raise_irq(kIrqException);
+  static constexpr std::uint32_t fs[kExcKindCount] = {kFsOverflow, kFsUnderflow, kFsInvalid, kFsNanInput, kFsInfInput};
+  if (e.kind >= kExcKindCount) throw std::invalid_argument(fmt::format("FakeDevice: exception kind {}", e.kind));
+  ExcReport r;
+  r.status = fs[e.kind];
+  r.op_id = e.op_id;
+  r.task_id = e.task_id;
+  r.core = e.core;
+  r.stream = e.stream;
+  r.step = e.step ? *e.step : reg(kRegStep);
+  ExcHit& h = r.kinds[e.kind];
+  h.hit = true;
+  h.element = e.element;
+  h.count = e.count;
+  h.cycle = e.cycle ? e.cycle : cycle_;
+  const bool nan_kind = e.kind == kExcInvalid || e.kind == kExcNanInput;
+  const float v = e.value ? *e.value : (nan_kind ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity());
+  h.value_bits = std::bit_cast<std::uint32_t>(v);
+  h.detail = e.detail;
+  h.slot = static_cast<std::uint16_t>(e.output);
+  h.is_input = e.kind == kExcNanInput || e.kind == kExcInfInput;
+  h.dtype = e.dtype;
+  if (exc_.enable_mask() & (1u << e.kind)) exc_ops_.insert(e.op_id);
+  if (exc_.report(r)) raise_irq(kIrqException);
 }
 
 // ---- capture unit ------------------------------------------------------------------------------
@@ -327,8 +318,7 @@ void FakeDevice::run_queue(std::uint32_t stream) {
       default: break;
     }
     if (t.flags & kTaskFlagStatusRecord) {
-      StepStatus st;
-      st.float_status = std::exchange(step_status_, 0u);
+      const StepStatus st = exc_.take_step_status();
       CaptureRecordHeader h;
       h.op_id = t.op_id;
       h.task_id = t.task_id;

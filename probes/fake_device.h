@@ -6,7 +6,8 @@
 //     counters, buffer-full interrupts, flush and release;
 //   - Capture tasks executed on submit (statistics, full tensor converted to the logical layout,
 //     or XXH64 hash) and Breakpoint tasks evaluating their predicate and halting the stream;
-//   - a scriptable exception latch (latch_exception) and float-status register;
+//   - the exception block (float status, per-kind latches, counters) with the chip's semantics
+//     (spec::ExceptionUnit), fed by latch_exception() as the datapath would report;
 //   - interrupts delivered synchronously to the handler (a line raised while the handler runs is
 //     delivered after it returns), honouring the mask.
 // Kernel tasks are recorded but not executed: tests place tensor values with dma_write (or in
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "chip_model/spec/capture_record.h"
+#include "chip_model/spec/exception_unit.h"
 #include "chip_model/spec/kernel_args.h"
 #include "chip_model/spec/registers.h"
 #include "chip_model/spec/task.h"
@@ -58,14 +60,18 @@ class FakeDevice : public Device {
   void set_cycles_per_call(std::uint64_t c) { cycles_per_call_ = c; }
   void advance(std::uint64_t cycles) { cycle_ += cycles; }
   std::uint64_t now() const { return cycle_; }
-  /// Latches an exception as the detection circuit would (first one wins until kRegExcAck;
-  /// later ones set the "more" bit), bumps the kind's counter and the float-status bits, and
-  /// raises kIrqException when the kind is enabled in kRegExcEnable.
+  /// Reports an exception as the datapath would to the detection circuit (spec::ExceptionUnit:
+  /// per-kind latch, counters, float status; kIrqException when a latch fills).
   struct Exception {
     std::uint32_t kind = spec::kExcInvalid;  // ExcKindBit
-    std::uint32_t op_id = 0, task_id = 0, core = 0, stream = 0, output = 0;
-    std::uint64_t element = 0, cycle = 0;
+    std::uint32_t op_id = 0, task_id = 0, core = 0, stream = 0;
+    std::uint32_t output = 0;                // tensor slot (the input index for nan_input/inf_input)
+    std::uint64_t element = 0, cycle = 0;    // cycle 0: now
     std::optional<std::uint32_t> step = std::nullopt;  // default: the kRegStep value
+    std::optional<float> value = std::nullopt;         // default: NaN (invalid, nan_input), +Inf (others)
+    std::uint32_t detail = 0;                // spec::ExcDetailBits
+    std::uint64_t count = 1;
+    std::uint8_t dtype = 1;                  // graph::DType (default F16)
   };
   void latch_exception(const Exception& e);
   /// Produces a capture record (header fields op/task/step/rank/etc. as given; seq, sizes and
@@ -125,12 +131,9 @@ class FakeDevice : public Device {
   std::uint32_t seq_ = 0;
   std::uint64_t produced_ = 0, dropped_ = 0, cap_bytes_ = 0, stall_cycles_ = 0, stall_drops_ = 0;
   std::uint64_t oversize_ = 0, oversize_max_ = 0;
-  // exception latch
-  bool latched_ = false;
-  std::uint32_t exc_counts_[spec::kExcKindCount] = {};
-  std::uint32_t float_status_ = 0;
-  std::uint32_t step_status_ = 0;  // bits since the last StepStatus record
-  std::set<std::uint32_t> exc_ops_;  // op ids that latched an exception (halt_on_exception)
+  // exception block
+  spec::ExceptionUnit exc_;
+  std::set<std::uint32_t> exc_ops_;  // op ids that reported an exception (halt_on_exception)
   // streams
   std::map<std::uint32_t, std::uint32_t> halted_task_;
   std::map<std::uint32_t, std::deque<spec::TaskDescriptor>> queue_;  // tasks waiting behind a halt

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "graph/user_regex.h"
+#include "graph/autodiff.h"
 
 namespace probelab::probes {
 
@@ -228,18 +229,50 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
     }
   }
 
+  if (!cfg.integrity.tensors.empty()) {
+    auto add = [&](const graph::Op& op, bool is_input, std::size_t i, const std::string& tensor) {
+      if (is_probe_op(op)) return;
+      Key k{op.id, static_cast<int>(ProbeKind::Integrity), !is_input, static_cast<std::uint16_t>(i), 0};
+      sites[k] = Pending{ProbeSite{ProbeKind::Integrity, is_input ? ProbePosition::Before : ProbePosition::After, 0, "",
+                                   op.id, op.name, tensor, static_cast<std::uint16_t>(i), is_input, CaptureMode::Hash,
+                                   1.0, {}},
+                         "", false, {"integrity"}};
+    };
+    std::size_t selected = 0;
+    for (const auto& [name, info] : g.tensors()) {
+      if (!any_glob(cfg.integrity.tensors, name)) continue;
+      const auto readers = g.consumers(name);
+      if (readers.empty()) continue;
+      ++selected;
+      // the write side: the producer, or for a tensor updated in place the op writing its update
+      std::string written = name;
+      if (!g.producer(name) && g.producer(graph::updated_name(name))) written = graph::updated_name(name);
+      if (const graph::Op* p = g.producer(written))
+        for (std::size_t i = 0; i < p->outputs.size(); ++i)
+          if (p->outputs[i] == written) add(*p, false, i, written);
+      for (const graph::Op* c : readers)
+        for (std::size_t i = 0; i < c->inputs.size(); ++i)
+          if (c->inputs[i] == name) add(*c, true, i, name);
+    }
+    if (selected == 0) res.warnings.push_back("integrity.tensors select no tensor with a consumer");
+  }
+
   std::map<std::pair<std::uint32_t, std::uint16_t>, int> breaks_on_edge;  // for unique names
   for (auto& [k, p] : sites) {
     ProbeSite& s = p.site;
-    const char* kind = s.kind == ProbeKind::Capture ? "probe_capture" : s.kind == ProbeKind::Sync ? "probe_sync" : "probe_break";
+    const char* kind = s.kind == ProbeKind::Capture     ? "probe_capture"
+                       : s.kind == ProbeKind::Sync      ? "probe_sync"
+                       : s.kind == ProbeKind::Integrity ? "probe_integrity"
+                                                        : "probe_break";
     std::string name = fmt::format("{}/{}:{}{}", s.target_op, kind, s.is_input ? "in" : "out", s.index);
     if (s.kind == ProbeKind::Breakpoint)
       if (int n = breaks_on_edge[{s.target_op_id, s.index}]++; n > 0) name += fmt::format("#{}", n);
     graph::Op op;
     op.name = name;
-    op.type = std::string(s.kind == ProbeKind::Capture ? kProbeCaptureType
-                          : s.kind == ProbeKind::Sync  ? kProbeSyncType
-                                                       : kProbeBreakpointType);
+    op.type = std::string(s.kind == ProbeKind::Capture     ? kProbeCaptureType
+                          : s.kind == ProbeKind::Sync      ? kProbeSyncType
+                          : s.kind == ProbeKind::Integrity ? kProbeIntegrityType
+                                                           : kProbeBreakpointType);
     const graph::Op& target = g.op(s.target_op_id);
     op.scope = target.scope;
     op.direction = target.direction;

@@ -5,6 +5,10 @@
 //   ProbeSync        before/after a collective op: hash/statistics of its inputs/outputs on every
 //                    rank, for the cross-rank consistency check; executed after a barrier
 //   ProbeBreakpoint  conditional breakpoint on an op selected by a `break` action
+//   ProbeIntegrity   hash of a tensor selected by `integrity.tensors`: after its producer (output
+//                    edge) and before each consumer (input edge); a carried tensor X (updated in
+//                    place into X/updated) is hashed after the op writing X/updated, and before the
+//                    readers of X
 // Each has exactly one input (the observed tensor) and NO outputs: probes never change the data
 // flow, so graph semantics, tensor names and reference results are unchanged, and the existing op
 // ids stay valid (probe ops are appended). Because they have no outputs, run the pass after
@@ -20,7 +24,7 @@
 // ProbeBreakpoint also: condition (str, may be empty), halt_on_exception (int).
 //
 // Probe op names: "<target_op>/probe_capture:<out|in><index>", "/probe_sync:...",
-// "/probe_break:out<index>". One capture probe per edge: several watch points selecting the same
+// "/probe_break:out<index>", "/probe_integrity:<out|in><index>". One capture probe per edge: several watch points selecting the same
 // edge are merged (mode = most detailed of full > statistics > hash, rate = max, ids joined by ',').
 #pragma once
 
@@ -38,15 +42,16 @@ namespace probelab::probes {
 inline constexpr std::string_view kProbeCaptureType = "ProbeCapture";
 inline constexpr std::string_view kProbeSyncType = "ProbeSync";
 inline constexpr std::string_view kProbeBreakpointType = "ProbeBreakpoint";
+inline constexpr std::string_view kProbeIntegrityType = "ProbeIntegrity";
 
-/// Registers the three probe op types in graph::OpRegistry::instance(); safe to call repeatedly.
+/// Registers the four probe op types in graph::OpRegistry::instance(); safe to call repeatedly.
 void register_probe_ops();
 bool is_probe_op(const graph::Op& op);
 
 /// Op types treated as collectives (sync probes): AllReduce, ReduceScatter, AllGather, Broadcast.
 bool is_collective_type(std::string_view type);
 
-enum class ProbeKind : std::uint8_t { Capture, Sync, Breakpoint };
+enum class ProbeKind : std::uint8_t { Capture, Sync, Breakpoint, Integrity };
 std::string_view probe_kind_name(ProbeKind k);
 enum class ProbePosition : std::uint8_t { Before, After };
 

@@ -34,7 +34,8 @@
 //     rules:                        # over counters; "EXPR -> action[, action]" or a map
 //       - "overflow_count > 3 -> enable_verbose"
 //       - {when: "nan_input_count > 0", actions: [stop], ops: ["*"]}
-//     exceptions: {kinds: [overflow, invalid, nan_input]}   # default; add underflow, or all
+//     exceptions: {kinds: [overflow, invalid, nan_input, inf_input],   # default; add underflow, or all
+//                  latch_limit: 16}      # latches per kind per step (0: unbounded)
 //     capture: {buffer_bytes: 1048576, ping_pong: true, overrun: stall,  # stall | drop
 //               in_kernel_statistics: true,  # statistics of kernel ops computed by the kernel
 //               async_full: true,            # full tensors copied by the capture DMA engine
@@ -45,6 +46,7 @@
 //     consistency: {enabled: false, reference_rank: 0, sync_at_collectives: true, mode: hash,
 //                   tolerance: 0.0, steps: all, compare_inputs: false}
 //     compare: {enabled: false, ops: ["*"], decompose_fused: true, criteria: {...}}
+//     integrity: {tensors: ["fc1/*"], steps: all}   # hash probes on both ends of these tensors' edges
 #pragma once
 
 #include <cstdint>
@@ -226,11 +228,23 @@ struct CompareOptions {
 };
 
 struct ExceptionOptions {
-  /// 1 << spec::ExcKind for each kind the latch reports. Default: overflow, invalid and NaN
-  /// input. Underflow is opt-in (`kinds: [..., underflow]` or `all`): gradual underflow is routine
-  /// in FP16 gradients, so reporting it by default would make every clean training run an alarm;
-  /// vanishing gradients are better caught by a condition such as `abs_mean < 1e-6`.
-  std::uint32_t enable_mask = (1u << spec::kExcOverflow) | (1u << spec::kExcInvalid) | (1u << spec::kExcNanInput);
+  /// 1 << spec::ExcKind for each kind the latches report. Default: overflow, invalid, NaN input
+  /// and Inf input. Underflow is opt-in (`kinds: [..., underflow]` or `all`): gradual underflow is
+  /// routine in FP16 gradients, so reporting it by default would make every clean training run an
+  /// alarm; vanishing gradients are better caught by a condition such as `abs_mean < 1e-6`.
+  std::uint32_t enable_mask = (1u << spec::kExcOverflow) | (1u << spec::kExcInvalid) | (1u << spec::kExcNanInput) |
+                              (1u << spec::kExcInfInput);
+  /// kRegExcLimit: latches per kind per step (0: unbounded). Reports beyond it are counted as
+  /// suppressed; a step with suppressed reports of a kind has incomplete latch evidence.
+  std::uint32_t latch_limit = spec::kExcLimitReset;
+};
+
+/// Edge integrity: for every tensor matching a glob, a hash probe on the producer's output (or the
+/// host's initial value) and one on each consumer's input, every selected step; a consumer-side
+/// hash that differs from the written one is corruption in memory between the two.
+struct IntegrityOptions {
+  std::vector<std::string> tensors;  // globs over tensor names; empty: off
+  IntSet steps;
 };
 
 /// How one key of a foreign config (msprobe's config.json) was translated.
@@ -254,6 +268,7 @@ struct ProbeConfig {
   OutputOptions output;
   ConsistencyOptions consistency;
   CompareOptions compare;
+  IntegrityOptions integrity;
 
   /// Reads a YAML or JSON file (the document may be the config itself or hold it under `probes`).
   /// Either may be msprobe's config.json (recognised by its keys, see msprobe_config.h): it is

@@ -50,13 +50,16 @@ void register_probe_ops() {
       r.add(probe_def(kProbeCaptureType, "debug capture of one tensor edge (statistics, full tensor or hash)"));
     if (!r.find(std::string(kProbeSyncType)))
       r.add(probe_def(kProbeSyncType, "cross-rank consistency sample of a collective's input or output"));
+    if (!r.find(std::string(kProbeIntegrityType)))
+      r.add(probe_def(kProbeIntegrityType, "hash of a tensor as its producer wrote it or as a consumer reads it"));
     if (!r.find(std::string(kProbeBreakpointType)))
       r.add(probe_def(kProbeBreakpointType, "conditional breakpoint: halts the stream after the observed op"));
   });
 }
 
 bool is_probe_op(const graph::Op& op) {
-  return op.type == kProbeCaptureType || op.type == kProbeSyncType || op.type == kProbeBreakpointType;
+  return op.type == kProbeCaptureType || op.type == kProbeSyncType || op.type == kProbeBreakpointType ||
+         op.type == kProbeIntegrityType;
 }
 
 bool is_collective_type(std::string_view t) {
@@ -68,6 +71,7 @@ std::string_view probe_kind_name(ProbeKind k) {
     case ProbeKind::Capture: return "capture";
     case ProbeKind::Sync: return "sync";
     case ProbeKind::Breakpoint: return "breakpoint";
+    case ProbeKind::Integrity: return "integrity";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "chip_model/spec/irq.h"
+#include "chip_model/spec/exception_unit.h"
 #include "chip_model/spec/registers.h"
 #include "probes/detail/runtime_impl.h"
 #include "probes/log.h"
@@ -26,7 +27,8 @@ RuntimeState::RuntimeState(ProbeConfig c, const graph::Graph& g, Device& d, Runt
   seed = cfg.seed.value_or(opts.seed);
   rep.rank = opts.rank;
   rule_state.assign(cfg.rules.size(), false);
-  for (const char* k : {"overflow_count", "underflow_count", "invalid_count", "nan_input_count", "anomaly_count"})
+  for (const char* k : {"overflow_count", "underflow_count", "invalid_count", "nan_input_count", "inf_input_count",
+                        "anomaly_count"})
     counters[k] = 0;
 }
 
@@ -38,6 +40,7 @@ EvalContext RuntimeState::context(std::uint32_t at_step) const {
   ctx.set(Var::UnderflowCount, static_cast<double>(counters.at("underflow_count")));
   ctx.set(Var::InvalidCount, static_cast<double>(counters.at("invalid_count")));
   ctx.set(Var::NanInputCount, static_cast<double>(counters.at("nan_input_count")));
+  ctx.set(Var::InfInputCount, static_cast<double>(counters.at("inf_input_count")));
   ctx.set(Var::AnomalyCount, static_cast<double>(counters.at("anomaly_count")));
   return ctx;
 }
@@ -103,6 +106,7 @@ std::optional<CaptureMode> RuntimeState::drawn_mode(const ProbeSite& site, std::
 bool RuntimeState::should_capture(const ProbeSite& site, std::uint32_t at_step) const {
   if (!cfg.enabled) return false;
   if (site.kind == ProbeKind::Sync) return cfg.consistency.steps.contains(at_step);
+  if (site.kind == ProbeKind::Integrity) return cfg.integrity.steps.contains(at_step);
   bool active = false;
   for (std::size_t w : site.watch_points) active = active || wp_active(cfg.watch_points[w], at_step);
   if (!active) return false;
@@ -179,7 +183,6 @@ const InsertionResult& ProbeRuntime::instrument(graph::Graph& g) {
     }
     s.breaks[site.probe_op_id] = std::move(bc);
   }
-  s.tracker = std::make_unique<PropagationTracker>(s.graph);
   s.isr = std::make_unique<ExceptionIsr>(s.dev, s.graph, s.original ? &*s.original : nullptr);
   s.dumps = std::make_unique<DumpWriter>(s.opts.output_dir / s.cfg.output.dir / fmt::format("rank{}", s.opts.rank),
                                          s.cfg.output, s.opts.rank);
@@ -201,8 +204,11 @@ void ProbeRuntime::configure_device() {
   using namespace spec;
   s.dev.write_reg(kRegExcCountClear, 1);
   s.dev.write_reg(kRegFloatStatusClear, 0xFFFFFFFFu);
-  s.dev.write_reg(kRegExcAck, 1);
+  s.dev.write_reg(kRegExcAck, ExceptionUnit::kAllKinds);
   s.dev.write_reg(kRegExcEnable, s.cfg.enabled ? s.cfg.exceptions.enable_mask : 0);
+  s.dev.write_reg(kRegExcLimit, s.cfg.exceptions.latch_limit);
+  s.rep.enabled_kinds = s.cfg.enabled ? s.cfg.exceptions.enable_mask : 0;
+  s.suppressed_seen.assign(kExcKindCount, 0);
   bool capture = s.cfg.enabled && !s.ins.probes.empty();
   if (capture) s.drain->program();
   std::uint32_t mask = s.dev.read_reg(kRegIrqMask);
@@ -223,11 +229,10 @@ std::uint32_t ProbeRuntime::on_interrupt(std::uint32_t lines) {
   std::uint32_t handled = 0;
   if (lines & spec::kIrqException) {
     handled |= spec::kIrqException;
-    if (auto a = s.isr->handle()) {
-      s.tracker->classify(*a);
+    for (AnomalyRecord& a : s.isr->handle()) {
       ++s.counters["anomaly_count"];
-      ++s.summary(a->step).anomalies;
-      s.rep.anomalies.push_back(std::move(*a));
+      ++s.summary(a.step).anomalies;
+      s.rep.anomalies.push_back(std::move(a));
     }
   }
   if (lines & spec::kIrqCaptureFull) {
@@ -255,15 +260,25 @@ std::uint32_t ProbeRuntime::on_interrupt(std::uint32_t lines) {
 void ProbeRuntime::begin_step(std::uint32_t step) {
   auto& s = *impl_;
   s.step = step;
-  if (!s.first_step) s.first_step = step;
+  if (!s.first_step) {
+    s.first_step = step;
+    s.rep.first_step = step;
+  }
   s.summary(step);
-  if (s.tracker) s.tracker->begin_step(step);
   s.dev.write_reg(spec::kRegStep, step);
 }
 
 void ProbeRuntime::end_step(std::uint32_t step) {
   auto& s = *impl_;
   if (!s.instrumented) return;
+  if (!step_status_records() && s.configured && s.isr) {
+    // no status records: the step's suppressed reports come from the counters (one burst read)
+    const auto now = s.isr->read_suppressed();
+    StepEvidence& e = s.rep.step_evidence[step];
+    for (std::uint32_t k = 0; k < now.size() && k < s.suppressed_seen.size(); ++k)
+      if (now[k] != s.suppressed_seen[k]) e.suppressed_kinds |= 1u << k;
+    s.suppressed_seen = now;
+  }
   if (s.drain_policy != DrainPolicy::Step) return;  // records and the step's status arrive later
   s.flush_capture(fmt::format("step {}", step));
   if (!step_status_records()) {  // else the step's float status came with its status record
@@ -287,14 +302,13 @@ void ProbeRuntime::finish() {
     s.evaluate_rules();
   }
   s.report_capture_losses();
-  if (s.cfg.compare.enabled) s.run_comparisons();
-  DiagnosisInput in;
-  in.graph = &s.graph;
-  in.anomalies = s.rep.anomalies;
-  in.triggers = s.rep.triggers;
-  in.comparisons = s.rep.comparisons;
-  in.corrupt_records = s.drain->accounting().corrupt;
-  s.rep.diagnosis = diagnose(in);
+  if (s.cfg.compare.enabled) {
+    s.run_comparisons();
+    s.run_replays();
+  }
+  s.check_integrity();
+  s.rep.capture = s.drain->accounting();
+  s.rep.diagnosis = detail::diagnose_reports(s.graph, std::span(&s.rep, 1), nullptr);
   if (s.cfg.output.level != OutputLevel::None) s.dumps->write_manifest();
 }
 
@@ -418,26 +432,43 @@ JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks) {
   }
   const auto& s0 = *ranks.front()->impl_;
   job.consistency = check_consistency(samples, s0.cfg.consistency);
-  std::vector<AnomalyRecord> anomalies;
+  job.diagnosis = detail::diagnose_reports(s0.graph, job.ranks, &job.consistency);
+  return job;
+}
+
+namespace detail {
+
+std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<RuntimeReport> reports,
+                                        const ConsistencyResult* consistency) {
+  std::vector<RankEvidence> ev;
+  for (RuntimeReport& r : reports)
+    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step});
+  const std::vector<Origin> origins = resolve_provenance(g, ev);
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;
+  std::vector<ReplayCheck> replays;
+  std::vector<IntegrityViolation> integrity;
   std::uint64_t corrupt = 0;
-  for (const auto& r : job.ranks) {
-    anomalies.insert(anomalies.end(), r.anomalies.begin(), r.anomalies.end());
+  for (const auto& r : reports) {
     triggers.insert(triggers.end(), r.triggers.begin(), r.triggers.end());
     comparisons.insert(comparisons.end(), r.comparisons.begin(), r.comparisons.end());
+    replays.insert(replays.end(), r.replays.begin(), r.replays.end());
+    integrity.insert(integrity.end(), r.integrity.begin(), r.integrity.end());
     corrupt += r.capture.corrupt;
   }
   DiagnosisInput in;
-  in.graph = &s0.graph;
-  in.anomalies = anomalies;
+  in.graph = &g;
+  in.origins = origins;
   in.triggers = triggers;
   in.comparisons = comparisons;
-  in.consistency = &job.consistency;
+  in.replays = replays;
+  in.integrity = integrity;
+  in.consistency = consistency;
   in.corrupt_records = corrupt;
-  job.diagnosis = diagnose(in);
-  return job;
+  return diagnose(in);
 }
+
+}  // namespace detail
 
 nlohmann::json JobReport::to_json() const {
   nlohmann::json j;

@@ -35,6 +35,11 @@ nlohmann::json RuntimeReport::to_json() const {
   j["comparisons"] = arr(comparisons);
   j["first_divergence"] = first_divergence ? probes::to_json(*first_divergence) : nlohmann::json(nullptr);
   j["diagnosis"] = arr(diagnosis);
+  j["integrity"] = arr(integrity);
+  j["replays"] = nlohmann::json::array();
+  for (const auto& r : replays)
+    j["replays"].push_back({{"op_id", r.op_id}, {"step", r.step}, {"kind", anomaly_kind_name(r.kind)},
+                            {"reproduced", r.reproduced}, {"detail", r.detail}});
   j["stop_requested"] = stop_requested;
   j["warnings"] = warnings;
   return j;

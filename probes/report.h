@@ -48,6 +48,16 @@ struct RuntimeReport {
   std::vector<OpComparison> comparisons;
   std::optional<OpComparison> first_divergence;
   std::vector<Candidate> diagnosis;                // this rank's evidence only
+  // Evidence kept for the causal provenance over all ranks (provenance.h), not in to_json():
+  std::map<EdgeKey, EdgeObservation> observations;   // what captures showed of each tensor edge
+  std::map<std::uint32_t, StepEvidence> step_evidence;  // per step: kinds with suppressed reports
+  std::uint32_t enabled_kinds = 0;                 // kRegExcEnable as programmed
+  std::uint32_t first_step = 0;
+  std::vector<ReplayCheck> replays;                // CPU replays of latched ops on captured inputs
+  std::vector<IntegrityViolation> integrity;       // edge hashes that differ
+  /// XXH64 chained over the payload of every capture record drained, in drain order: two runs
+  /// with the same fingerprint saw the same values (what makes clean runs distinct).
+  std::uint64_t fingerprint = 0;
   bool stop_requested = false;
   std::vector<std::string> warnings;
   nlohmann::json to_json() const;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/format.h"
+#include "probes/provenance.h"
 #include "probes/detail/runtime_impl.h"
 #include "probes/log.h"
 #include "probes/tensor_stats.h"
@@ -76,10 +77,12 @@ std::string RuntimeState::dump_tensor(std::uint32_t op_id, bool is_input, std::u
 void RuntimeState::on_record(CaptureRecord&& rec) {
   const auto& h = rec.header;
   ++summary(h.step).records;
+  rep.fingerprint = xxh64(rec.payload, rep.fingerprint);
   if (h.payload == spec::CapturePayload::StepStatus) {
     spec::StepStatus st;
     std::memcpy(&st, rec.payload.data(), sizeof st);
     summary(h.step).float_status |= st.float_status;
+    rep.step_evidence[h.step].suppressed_kinds |= st.suppressed_kinds;
     return;
   }
   // which probe produced it: by task id, else by edge (capture probe first, then sync probe)
@@ -114,9 +117,16 @@ void RuntimeState::on_record(CaptureRecord&& rec) {
     case spec::CapturePayload::StepStatus: break;  // handled above
   }
   bool have_stats = h.payload != spec::CapturePayload::Hash;
-  if (have_stats && (stats.nan_count > 0 || stats.inf_count > 0) && h.step == step && tracker)
-    tracker->note_nonfinite(h.op_id, h.is_input != 0);
+  const EdgeKey key{h.step, h.op_id, h.is_input != 0, h.output_index};
+  observe(key, have_stats ? &stats : nullptr, hash, h.cycle);
   const graph::Op& target = op(h.op_id);
+  if (site->kind == ProbeKind::Integrity) {
+    if (!hash) return;
+    const HashSeen seen{*hash, h.cycle, h.op_id};
+    if (h.is_input) read_hash.push_back({h.step, h.op_id, h.output_index, seen});
+    else written_hash[{h.step, site->tensor}] = seen;
+    return;
+  }
 
   if (site->kind == ProbeKind::Sync) {
     SyncSample smp;
@@ -158,6 +168,68 @@ void RuntimeState::on_record(CaptureRecord&& rec) {
     }
   }
   if (site->kind == ProbeKind::Capture && have_stats) run_host_conditions(*site, rec, stats, full ? &*full : nullptr);
+}
+
+void RuntimeState::observe(const EdgeKey& key, const spec::CaptureStats* stats, std::optional<std::uint64_t> hash,
+                           std::uint64_t cycle) {
+  constexpr std::size_t kMaxObservations = 1u << 20;
+  auto it = rep.observations.find(key);
+  if (it == rep.observations.end()) {
+    if (rep.observations.size() >= kMaxObservations) return;
+    it = rep.observations.emplace(key, EdgeObservation{}).first;
+  }
+  EdgeObservation& o = it->second;
+  if (stats) {
+    o.has_stats = true;
+    o.nan_count = std::max(o.nan_count, stats->nan_count);
+    o.inf_count = std::max(o.inf_count, stats->inf_count);
+    o.count = stats->count;
+  }
+  if (hash) o.hash = hash;
+  if (cycle && (!o.cycle || cycle < o.cycle)) o.cycle = cycle;
+}
+
+void RuntimeState::check_integrity() {
+  if (!carried) carried = carried_tensors(graph);
+  std::map<std::string, std::uint64_t> initial;  // initializer -> hash of the uploaded value
+  for (const HashRead& r : read_hash) {
+    const graph::Op& reader = op(r.op_id);
+    const std::string& tensor = reader.inputs.at(r.slot);
+    std::optional<HashSeen> want;
+    bool by_host = false;
+    std::uint32_t writer_step = r.step;
+    auto c = carried->find(tensor);
+    if (graph.producer(tensor)) {
+      if (auto w = written_hash.find({r.step, tensor}); w != written_hash.end()) want = w->second;
+    } else if (c != carried->end() && first_step && r.step > *first_step) {
+      writer_step = r.step - 1;
+      if (auto w = written_hash.find({writer_step, c->second}); w != written_hash.end()) want = w->second;
+    } else if (auto it = graph.initializers().find(tensor); it != graph.initializers().end()) {
+      // the host uploaded the initial value: its bytes in the device dtype, logical layout
+      auto h = initial.find(tensor);
+      if (h == initial.end()) {
+        const graph::TensorDesc& d = graph.tensor(tensor).desc;
+        const graph::Tensor v = graph::Tensor::from_f64(d.shape, graph::to_logical(it->second).to_f64(), d.dtype);
+        h = initial.emplace(tensor, xxh64(v.bytes())).first;
+      }
+      want = HashSeen{h->second, 0, r.op_id};
+      by_host = true;
+    }
+    if (!want || want->hash == r.seen.hash) continue;
+    const std::string writer = by_host ? std::string() : op(want->op_id).name;
+    IntegrityViolation v;
+    v.rank = opts.rank;
+    v.tensor = tensor;
+    v.writer_op = writer;
+    v.writer_step = writer_step;
+    v.reader_op = reader.name;
+    v.reader_step = r.step;
+    v.written_hash = want->hash;
+    v.read_hash = r.seen.hash;
+    v.window_lo = want->cycle;
+    v.window_hi = r.seen.cycle;
+    rep.integrity.push_back(v);
+  }
 }
 
 void RuntimeState::run_host_conditions(const ProbeSite& site, const CaptureRecord& rec, const spec::CaptureStats& stats,

@@ -1,6 +1,7 @@
 #include "chip_model/collective/collective_engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 #include "chip_model/collective/collective_fabric.h"
 #include "chip_model/detection_circuit.h"
 #include "chip_model/hbm.h"
+#include "numerics/fp16.h"
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
@@ -35,34 +37,61 @@ num::ScanReport scan_input(const std::vector<std::byte>& in, graph::DType dt) {
   return num::scan(std::span<const num::bf16>(b));
 }
 
-/// Maps the flags of this rank's additions (and NaN inputs) to a detection event; status 0 = none.
-void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::ScanReport& nan_in) {
+/// Element i of a staged buffer of dtype `dt` as FP32 (exact for F16/BF16).
+float element_f32(const std::vector<std::byte>& buf, graph::DType dt, std::int64_t i) {
+  if (i < 0) return 0.0f;
+  const std::size_t es = graph::dtype_size(dt), at = static_cast<std::size_t>(i) * es;
+  if (at + es > buf.size()) return 0.0f;
+  if (dt == graph::DType::F32) {
+    float v;
+    std::memcpy(&v, buf.data() + at, 4);
+    return v;
+  }
+  std::uint16_t b;
+  std::memcpy(&b, buf.data() + at, 2);
+  if (dt == graph::DType::BF16) return std::bit_cast<float>(std::uint32_t{b} << 16);
+  return num::to_f32(std::bit_cast<num::f16>(b)).value;
+}
+
+/// Maps the flags of this rank's additions (and non-finite inputs) to a detection event: produced
+/// kinds at their first element of the output (value from `out`), input kinds in input 0.
+void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::ScanReport& in_scan,
+                    const std::vector<std::byte>& out, float nan_value, float inf_value, graph::DType dt,
+                    std::uint64_t cycle) {
   using num::Flag;
-  std::int64_t first[spec::kExcKindCount] = {-1, -1, -1, -1};
-  auto kind = [&](spec::ExcKindBit k, std::uint32_t status, std::int64_t at) {
+  auto kind = [&](spec::ExcKindBit k, std::uint32_t status, std::int64_t at, std::uint64_t count, float value,
+                  bool input) {
     ev.status |= status;
-    ev.kind_mask |= exc_bit(k);
-    if (first[k] < 0 || (at >= 0 && at < first[k])) first[k] = std::max<std::int64_t>(at, 0);
+    spec::ExcHit& h = ev.kinds[k];
+    const auto e = static_cast<std::uint64_t>(std::max<std::int64_t>(at, 0));
+    if (h.hit && e >= h.element) {
+      h.count += count;
+      return;
+    }
+    h = spec::ExcHit{true, e, (h.hit ? h.count : 0) + count, cycle, std::bit_cast<std::uint32_t>(value),
+                     spec::kExcDetailCollective, 0, input, static_cast<std::uint8_t>(dt)};
   };
-  if (rep.flags.has(Flag::Overflow)) kind(spec::kExcOverflow, spec::kFsOverflow, rep.first_index(Flag::Overflow));
-  if (rep.flags.has(Flag::Underflow)) kind(spec::kExcUnderflow, spec::kFsUnderflow, rep.first_index(Flag::Underflow));
+  auto out_value = [&](std::int64_t i) { return element_f32(out, dt, i); };
+  if (rep.flags.has(Flag::Overflow))
+    kind(spec::kExcOverflow, spec::kFsOverflow, rep.first_index(Flag::Overflow), 1, out_value(rep.first_index(Flag::Overflow)),
+         false);
+  if (rep.flags.has(Flag::Underflow))
+    kind(spec::kExcUnderflow, spec::kFsUnderflow, rep.first_index(Flag::Underflow), 1,
+         out_value(rep.first_index(Flag::Underflow)), false);
   if (rep.flags.has(Flag::DenormalOut))
-    kind(spec::kExcUnderflow, spec::kFsUnderflow | spec::kFsDenormal, rep.first_index(Flag::DenormalOut));
-  if (rep.flags.has(Flag::Invalid)) kind(spec::kExcInvalid, spec::kFsInvalid, rep.first_index(Flag::Invalid));
-  if (nan_in.nan_count > 0) kind(spec::kExcNanInput, spec::kFsNanInput, nan_in.first_nan);
+    kind(spec::kExcUnderflow, spec::kFsUnderflow | spec::kFsDenormal, rep.first_index(Flag::DenormalOut), 1,
+         out_value(rep.first_index(Flag::DenormalOut)), false);
+  if (rep.flags.has(Flag::Invalid))
+    kind(spec::kExcInvalid, spec::kFsInvalid, rep.first_index(Flag::Invalid), 1, out_value(rep.first_index(Flag::Invalid)),
+         false);
+  if (in_scan.nan_count > 0)
+    kind(spec::kExcNanInput, spec::kFsNanInput, in_scan.first_nan, static_cast<std::uint64_t>(in_scan.nan_count), nan_value,
+         true);
+  if (in_scan.inf_count > 0)
+    kind(spec::kExcInfInput, spec::kFsInfInput, in_scan.first_inf, static_cast<std::uint64_t>(in_scan.inf_count), inf_value,
+         true);
   if (rep.flags.has(Flag::DenormalIn)) ev.status |= spec::kFsDenormal;
   if (rep.flags.has(Flag::DivByZero)) ev.status |= spec::kFsDivByZero;
-  bool any = false;
-  for (int k = 0; k < static_cast<int>(spec::kExcKindCount); ++k) {
-    if (first[k] < 0) continue;
-    ev.kind_first[static_cast<std::size_t>(k)] = static_cast<std::uint64_t>(first[k]);
-    if (!any || static_cast<std::uint64_t>(first[k]) < ev.first_elem) {
-      ev.first_elem = static_cast<std::uint64_t>(first[k]);
-      ev.first_kind = static_cast<spec::ExcKindBit>(k);
-    }
-    any = true;
-  }
-  if (nan_in.nan_count > 0) ev.kind_counts[spec::kExcNanInput] = static_cast<std::uint64_t>(nan_in.nan_count);
 }
 
 }  // namespace
@@ -107,10 +136,13 @@ void CollectiveEngine::run(TaskContext& ctx) {
     j.override_ = std::move(o);
   }
   num::ScanReport nan_in;
+  float nan_value = 0.0f, inf_value = 0.0f;
   if (has_input) {
     j.input.resize(in_count * es);
     hbm.read(args.input.addr, j.input, ctx.qk, HbmClient::Collective);
     nan_in = scan_input(j.input, req.data_dtype);
+    nan_value = element_f32(j.input, req.data_dtype, nan_in.first_nan);
+    inf_value = element_f32(j.input, req.data_dtype, nan_in.first_inf);
   }
   j.mode.overflow = ctx.saturation() ? num::OverflowMode::Saturation : num::OverflowMode::InfNan;
   j.mode.denormal = ctx.flush_denormals() ? num::DenormalMode::FlushToZero : num::DenormalMode::Preserve;
@@ -138,12 +170,10 @@ void CollectiveEngine::run(TaskContext& ctx) {
   auto& rec = *ticket->record;
   rec.finish_ps.at(ticket->position) = end_ps;
 
-  DetectionEvent ev = ctx.detection_event(0, 0);
-  fill_detection(ev, ticket->report, nan_in);
-  if (ev.status != 0) {
-    ev.cycle = ctx.chip.clock.cycle_at(end);
-    ctx.chip.detection->report(ev);
-  }
+  DetectionEvent ev = ctx.detection_event(0);
+  fill_detection(ev, ticket->report, nan_in, ticket->output, nan_value, inf_value, req.data_dtype,
+                 ctx.chip.clock.cycle_at(end));
+  if (ev.status != 0) ctx.chip.detection->report(ev);
   if (ctx.chip.trace && ctx.chip.trace->enabled()) {
     const auto& plan = rec.plan;
     ctx.chip.trace->complete(

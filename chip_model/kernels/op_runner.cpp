@@ -12,6 +12,8 @@
 
 #include "chip_model/kernels/op_args_graph.h"
 #include "chip_model/kernels/quant_kernel.h"
+#include "numerics/bf16.h"
+#include "numerics/fp16.h"
 #include "numerics/fp32.h"
 #include "graph/format.h"
 
@@ -179,20 +181,40 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
   scan_inputs();
 }
 
+namespace {
+
+float element_f32(const graph::Tensor& t, std::int64_t i) {
+  if (i < 0) return 0.0f;
+  const auto k = static_cast<std::size_t>(i);
+  switch (t.dtype()) {
+    case graph::DType::F16: return num::to_f32(as_f16(t)[k]).value;
+    case graph::DType::BF16: return num::to_f32(as_bf16(t)[k]).value;
+    case graph::DType::F32: return t.data<float>()[k];
+    default: return 0.0f;
+  }
+}
+
+}  // namespace
+
 void OpRunner::scan_inputs() {
   detection_ = OpDetection{};
   inputs_finite_ = true;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (!input_ptrs_[i]) continue;
     const num::ScanReport r = scan_tensor(inputs_[i]);
-    if (r.nan_count > 0) {
-      if (detection_.nan_input < 0) {
-        detection_.nan_input = static_cast<std::int32_t>(i);
-        detection_.inputs.kinds[spec::kExcNanInput].first = r.first_nan;
+    auto note = [&](spec::ExcKindBit k, std::int32_t& slot, std::int64_t first, std::int64_t count, std::uint32_t fs) {
+      if (count <= 0) return;
+      KindHit& h = detection_.inputs.kinds[k];
+      if (slot < 0) {
+        slot = static_cast<std::int32_t>(i);
+        h.first = first;
+        h.value = element_f32(inputs_[i], first);
       }
-      detection_.inputs.kinds[spec::kExcNanInput].count += static_cast<std::uint64_t>(r.nan_count);
-      detection_.inputs.status |= spec::kFsNanInput;
-    }
+      h.count += static_cast<std::uint64_t>(count);
+      detection_.inputs.status |= fs;
+    };
+    note(spec::kExcNanInput, detection_.nan_input, r.first_nan, r.nan_count, spec::kFsNanInput);
+    note(spec::kExcInfInput, detection_.inf_input, r.first_inf, r.inf_count, spec::kFsInfInput);
     if (r.subnormal_count > 0) detection_.inputs.status |= spec::kFsDenormal;
     if (r.nan_count > 0 || r.inf_count > 0) inputs_finite_ = false;
   }
@@ -270,21 +292,61 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
       }
   }
 
+  const bool cube = kernel_->uses_cube(args_);
+  const std::uint32_t acc_detail =
+      cube && accum_.acc_dtype == graph::DType::F16 ? spec::kExcDetailAccumulator | spec::kExcDetailAccFp16
+      : cube && accum_.split_k_chunk != 0          ? spec::kExcDetailPartial
+                                                   : spec::kExcDetailAccumulator;
+  const std::uint32_t cube_fp16 = cube && accum_.acc_dtype == graph::DType::F16 ? spec::kExcDetailAccFp16 : 0u;
+  // The element's value as the datapath computed it (before the conversion), or as delivered
+  // when the computed value is unremarkable (a NaN that appeared after the computation).
+  auto value_at = [&](std::int64_t i, bool nan_wanted) {
+    if (i < 0) return 0.0f;
+    const float p = pre[static_cast<std::size_t>(i)];
+    if (nan_wanted && !std::isnan(p)) return element_f32(outputs_[o], i);
+    return p;
+  };
+
   if (detection_.nan_input < 0) {
     const std::int64_t first = lowest({ps.first_nan, fs.first_nan, cf.first_index(Flag::Invalid),
                                        conv.first_index(Flag::Invalid)});
-    f.kinds[spec::kExcInvalid].add(first, static_cast<std::uint64_t>(std::max(ps.nan_count, fs.nan_count)));
+    KindHit& h = f.kinds[spec::kExcInvalid];
+    h.add(first, static_cast<std::uint64_t>(std::max(ps.nan_count, fs.nan_count)));
+    if (h.hit()) {
+      h.value = value_at(first, true);
+      h.detail = (cf.first_index(Flag::Invalid) >= 0 ? acc_detail : 0u) | cube_fp16;
+      if (ps.first_nan >= 0 || fs.first_nan >= 0 || conv.first_index(Flag::Invalid) >= 0) h.detail |= spec::kExcDetailCompute;
+    }
   }
   const std::int64_t inf_first = inputs_finite ? lowest({ps.first_inf, fs.first_inf}) : -1;
   // Conversion overflows are finite before and Inf (INF_NAN) after the conversion: count once.
   const std::uint64_t over_total =
       inputs_finite ? std::max(over_count + static_cast<std::uint64_t>(ps.inf_count), static_cast<std::uint64_t>(fs.inf_count))
                     : over_count;
-  f.kinds[spec::kExcOverflow].add(
-      lowest({conv.first_index(Flag::Overflow), cf.first_index(Flag::Overflow), over_first, inf_first}), over_total);
-  f.kinds[spec::kExcUnderflow].add(lowest({conv.first_index(Flag::Underflow), conv.first_index(Flag::DenormalOut),
-                                           cf.first_index(Flag::Underflow), cf.first_index(Flag::DenormalOut)}),
-                                   static_cast<std::uint64_t>(fs.subnormal_count));
+  {
+    KindHit& h = f.kinds[spec::kExcOverflow];
+    const std::int64_t acc_over = cf.first_index(Flag::Overflow);
+    const std::int64_t conv_over = lowest({conv.first_index(Flag::Overflow), over_first});
+    h.add(lowest({conv_over, acc_over, inf_first}), over_total);
+    if (h.hit()) {
+      h.value = value_at(h.first, false);
+      h.detail = cube_fp16;
+      if (acc_over >= 0) h.detail |= acc_detail;
+      if (conv_over >= 0) h.detail |= spec::kExcDetailConversion;
+      // an Inf the accumulation or the conversion does not explain was computed
+      if (inf_first >= 0 && acc_over < 0 && (ps.first_inf >= 0 || conv_over < 0)) h.detail |= spec::kExcDetailCompute;
+    }
+  }
+  {
+    KindHit& h = f.kinds[spec::kExcUnderflow];
+    const std::int64_t acc_under = lowest({cf.first_index(Flag::Underflow), cf.first_index(Flag::DenormalOut)});
+    const std::int64_t conv_under = lowest({conv.first_index(Flag::Underflow), conv.first_index(Flag::DenormalOut)});
+    h.add(lowest({conv_under, acc_under}), static_cast<std::uint64_t>(fs.subnormal_count));
+    if (h.hit()) {
+      h.value = value_at(h.first, false);
+      h.detail = (acc_under >= 0 ? acc_detail : 0u) | (conv_under >= 0 ? spec::kExcDetailConversion : 0u) | cube_fp16;
+    }
+  }
 
   const num::Flags all = conv.flags | cf.flags;
   if (f.kinds[spec::kExcOverflow].hit()) f.status |= spec::kFsOverflow;

@@ -4,17 +4,23 @@
 // charges it per tile from work()); this class moves and computes the real values.
 //
 // Detection rules (what the exception circuits see of one op), in this scan order:
-//  - NaN input: inputs in argument order, each in logical row-major order; the element is the
-//    first NaN of the first input holding one, as a linear index *in that input* (the latch's
-//    output-index register then holds the input index). Denormal inputs set kFsDenormal only.
+//  - NaN input / Inf input: inputs in argument order, each in logical row-major order; per kind the
+//    element is the first NaN (Inf) of the first input holding one, as a linear index *in that
+//    input* (the latch's slot register then holds the input index). Denormal inputs set
+//    kFsDenormal only.
 //  - For each output, in output order, elements in logical row-major order:
 //    invalid   a NaN produced (before or after the output conversion, or after the output hook)
 //              while no input held a NaN; with a NaN input, NaN outputs are propagation;
 //    overflow  the output conversion or a GEMM accumulation step overflowed, or an Inf appears
 //              in the result while every input was finite (FP32 results overflowing in compute);
 //    underflow the output conversion or an accumulation step raised Underflow or DenormalOut.
-//    A kind's element is the lowest index raising it; the output's first kind is the kind with
-//    the lowest element (ties: lowest kind bit).
+//    A kind's element is the lowest index raising it; each kind is reported with its own element
+//    (the output's first kind is the kind with the lowest element; ties: lowest kind bit).
+//  Per kind the report also carries the element's value (KindHit::value: the FP32 result before
+//  the output conversion for produced kinds, the operand for input kinds) and what raised the
+//  kind anywhere in the tensor (spec::ExcDetailBits): an accumulation step of the Cube (FP16
+//  accumulator: kExcDetailAccFp16 too), a split-K partial rounding, the output conversion of a
+//  finite result, or the computation.
 //  In SATURATION mode the delivered values are clamped (Inf -> max, NaN -> 0) but the kinds are
 //  reported from the values before clamping, as the flags are raised by the IEEE result.
 #pragma once
@@ -43,10 +49,13 @@ class KernelMemory {
   virtual void write(std::uint64_t addr, std::span<const std::byte> src) = 0;
 };
 
-/// First element and number of elements of one exception kind in one tensor.
+/// First element and number of elements of one exception kind in one tensor, the first element's
+/// value and what raised the kind (spec::ExcDetailBits).
 struct KindHit {
   std::int64_t first = -1;
   std::uint64_t count = 0;
+  float value = 0.0f;
+  std::uint32_t detail = 0;
   bool hit() const { return first >= 0; }
   void add(std::int64_t index, std::uint64_t n);
 };
@@ -63,7 +72,10 @@ struct TensorFlags {
 
 struct OpDetection {
   std::int32_t nan_input = -1;  // index of the first input holding a NaN; -1: none
-  TensorFlags inputs;           // kExcNanInput (element in input nan_input) and kFsDenormal
+  std::int32_t inf_input = -1;  // index of the first input holding an Inf; -1: none
+  /// kExcNanInput (element in input nan_input), kExcInfInput (element in input inf_input),
+  /// kFsNanInput / kFsInfInput / kFsDenormal
+  TensorFlags inputs;
   std::vector<TensorFlags> outputs;
 };
 

@@ -4,10 +4,19 @@
 // Elements are taken in row-major order over the logical shape (after any format conversion).
 //  - statistics (spec::CaptureStats), FP64 arithmetic in that order:
 //      count      = number of elements; nan_count / inf_count = NaN / +-Inf elements;
-//      over the finite elements only (n of them): min, max, max_abs = max |x|,
-//      mean = (sum x) / n, abs_mean = (sum |x|) / n, l2 = sqrt(sum x*x),
-//      std = sqrt((sum (x - mean)^2) / n)  (population, second pass over the data);
-//      zero_count = finite elements equal to +-0. With n = 0 all FP fields are 0.
+//      over the finite elements only (n of them): finite_min, finite_max, finite_max_abs = max |x|,
+//      finite_mean = (sum x) / n, finite_abs_mean = (sum |x|) / n, and the finite parts below;
+//      zero_count = finite elements equal to +-0. With n = 0 the finite_* fields are 0.
+//      Over every element, as numpy computes them (np.min, np.max, np.mean, np.mean(np.abs),
+//      np.std, np.linalg.norm, np.max(np.abs)):
+//        - a NaN present: min, max, mean, abs_mean, std, l2, max_abs are NaN;
+//        - else an Inf present: min = -Inf if a -Inf is present (else finite_min, or +Inf when
+//          every element is +Inf), max likewise, max_abs = abs_mean = l2 = +Inf, mean = +-Inf
+//          (NaN when both signs are present), std = NaN;
+//        - else min = finite_min, max = finite_max, max_abs = finite_max_abs, mean = finite_mean,
+//          abs_mean = finite_abs_mean, l2 = sqrt(sum x*x), std = sqrt((sum (x - mean)^2) / n)
+//          (population, second pass over the data).
+//      With count = 0 every FP field is 0.
 //    Every sum runs over kStatLanes = 16 interleaved FP64 partial sums: element i is added to
 //    partial i mod 16 (each partial in element order; non-finite elements add 0), then the
 //    partials are added in order 0..15 — the way a 16-lane vector unit accumulates, and
@@ -85,7 +94,8 @@ inline constexpr std::size_t kStatLanes = 16;
 /// Per-lane accumulators; element i of the data goes to lane i mod kStatLanes.
 struct StatLanes {
   static constexpr std::size_t L = kStatLanes;
-  double sum[L] = {}, abs_sum[L] = {}, sq_sum[L] = {}, mn[L], mx[L], nans[L] = {}, infs[L] = {}, zeros[L] = {};
+  double sum[L] = {}, abs_sum[L] = {}, sq_sum[L] = {}, mn[L], mx[L], nans[L] = {}, infs[L] = {}, pinfs[L] = {},
+         zeros[L] = {};
   StatLanes() {
     for (std::size_t j = 0; j < L; ++j) {
       mn[j] = std::numeric_limits<double>::infinity();
@@ -102,6 +112,7 @@ struct StatLanes {
       const double v = fin ? x : 0.0;
       nans[j] += nan ? 1.0 : 0.0;
       infs[j] += inf ? 1.0 : 0.0;
+      pinfs[j] += inf && x > 0 ? 1.0 : 0.0;
       zeros[j] += fin && v == 0.0 ? 1.0 : 0.0;
       sum[j] += v;
       abs_sum[j] += std::fabs(v);
@@ -119,7 +130,7 @@ template <class Next>
 void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
   const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
   const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-  __m256d sum[4], abs_sum[4], sq[4], mn[4], mx[4], nans[4], infs[4], zeros[4];
+  __m256d sum[4], abs_sum[4], sq[4], mn[4], mx[4], nans[4], infs[4], pinfs[4], zeros[4];
   for (int k = 0; k < 4; ++k) {
     sum[k] = _mm256_loadu_pd(st.sum + 4 * k);
     abs_sum[k] = _mm256_loadu_pd(st.abs_sum + 4 * k);
@@ -128,6 +139,7 @@ void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
     mx[k] = _mm256_loadu_pd(st.mx + 4 * k);
     nans[k] = _mm256_loadu_pd(st.nans + 4 * k);
     infs[k] = _mm256_loadu_pd(st.infs + 4 * k);
+    pinfs[k] = _mm256_loadu_pd(st.pinfs + 4 * k);
     zeros[k] = _mm256_loadu_pd(st.zeros + 4 * k);
   }
   for (std::size_t b = 0; b < blocks; ++b) {
@@ -139,6 +151,7 @@ void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
       const __m256d v = _mm256_and_pd(fin, x);
       nans[k] = _mm256_add_pd(nans[k], _mm256_and_pd(_mm256_cmp_pd(x, x, _CMP_UNORD_Q), one));
       infs[k] = _mm256_add_pd(infs[k], _mm256_and_pd(_mm256_cmp_pd(a, inf, _CMP_EQ_OQ), one));
+      pinfs[k] = _mm256_add_pd(pinfs[k], _mm256_and_pd(_mm256_cmp_pd(x, inf, _CMP_EQ_OQ), one));
       zeros[k] = _mm256_add_pd(zeros[k], _mm256_and_pd(_mm256_and_pd(fin, _mm256_cmp_pd(v, zero, _CMP_EQ_OQ)), one));
       sum[k] = _mm256_add_pd(sum[k], v);
       abs_sum[k] = _mm256_add_pd(abs_sum[k], _mm256_andnot_pd(sign, v));
@@ -155,6 +168,7 @@ void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
     _mm256_storeu_pd(st.mx + 4 * k, mx[k]);
     _mm256_storeu_pd(st.nans + 4 * k, nans[k]);
     _mm256_storeu_pd(st.infs + 4 * k, infs[k]);
+    _mm256_storeu_pd(st.pinfs + 4 * k, pinfs[k]);
     _mm256_storeu_pd(st.zeros + 4 * k, zeros[k]);
   }
 }
@@ -200,10 +214,11 @@ CaptureStats stats_impl(std::size_t numel, Get get) {
 
   CaptureStats s;
   s.count = numel;
-  double total = 0, abs_total = 0, sq_total = 0, lo = kInf, hi = -kInf, nan = 0, inf = 0, zero = 0;
+  double total = 0, abs_total = 0, sq_total = 0, lo = kInf, hi = -kInf, nan = 0, inf = 0, pinf = 0, zero = 0;
   for (std::size_t j = 0; j < L; ++j) {
     nan += st.nans[j];
     inf += st.infs[j];
+    pinf += st.pinfs[j];
     zero += st.zeros[j];
     total += st.sum[j];
     abs_total += st.abs_sum[j];
@@ -214,19 +229,40 @@ CaptureStats stats_impl(std::size_t numel, Get get) {
   s.nan_count = static_cast<std::uint64_t>(nan);
   s.inf_count = static_cast<std::uint64_t>(inf);
   s.zero_count = static_cast<std::uint64_t>(zero);
+  const std::uint64_t pos_inf = static_cast<std::uint64_t>(pinf), neg_inf = s.inf_count - pos_inf;
   const std::uint64_t n = numel - s.nan_count - s.inf_count;
-  if (n == 0) return s;
-  s.min = lo;
-  s.max = hi;
-  s.max_abs = std::max(std::fabs(lo), std::fabs(hi));
-  s.mean = total / static_cast<double>(n);
-  s.abs_mean = abs_total / static_cast<double>(n);
+  if (n > 0) {
+    s.finite_min = lo;
+    s.finite_max = hi;
+    s.finite_max_abs = std::max(std::fabs(lo), std::fabs(hi));
+    s.finite_mean = total / static_cast<double>(n);
+    s.finite_abs_mean = abs_total / static_cast<double>(n);
+  }
+  if (numel == 0) return s;
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  if (s.nan_count > 0) {
+    s.min = s.max = s.mean = s.abs_mean = s.std = s.l2 = s.max_abs = kNaN;
+    return s;
+  }
+  if (s.inf_count > 0) {
+    s.min = neg_inf > 0 ? -kInf : (n > 0 ? s.finite_min : kInf);
+    s.max = pos_inf > 0 ? kInf : (n > 0 ? s.finite_max : -kInf);
+    s.max_abs = s.abs_mean = s.l2 = kInf;
+    s.mean = pos_inf > 0 && neg_inf > 0 ? kNaN : (pos_inf > 0 ? kInf : -kInf);
+    s.std = kNaN;
+    return s;
+  }
+  s.min = s.finite_min;
+  s.max = s.finite_max;
+  s.max_abs = s.finite_max_abs;
+  s.mean = s.finite_mean;
+  s.abs_mean = s.finite_abs_mean;
   s.l2 = std::sqrt(sq_total);
   double dev[L] = {};
   const double mean = s.mean;
   auto dev_add = [&](const double* b, std::size_t m) {
     for (std::size_t j = 0; j < m; ++j) {
-      const double d = std::fabs(b[j]) < kInf ? b[j] - mean : 0.0;  // NaN compares false
+      const double d = b[j] - mean;
       dev[j] += d * d;
     }
   };
@@ -309,6 +345,11 @@ inline double stat_value(const CaptureStats& s, StatField f) {
     case StatField::InfCount: return static_cast<double>(s.inf_count);
     case StatField::ZeroCount: return static_cast<double>(s.zero_count);
     case StatField::Count: return static_cast<double>(s.count);
+    case StatField::FiniteMin: return s.finite_min;
+    case StatField::FiniteMax: return s.finite_max;
+    case StatField::FiniteMaxAbs: return s.finite_max_abs;
+    case StatField::FiniteMean: return s.finite_mean;
+    case StatField::FiniteAbsMean: return s.finite_abs_mean;
   }
   return 0;
 }
@@ -333,7 +374,7 @@ inline bool eval_predicate(const BreakpointArgs& a, const CaptureStats& s) {
   bool all = true, some = false;
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto& c = a.clauses[i];
-    const bool ok = c.field <= static_cast<std::uint8_t>(StatField::Count) &&
+    const bool ok = c.field <= static_cast<std::uint8_t>(StatField::FiniteAbsMean) &&
                     c.cmp <= static_cast<std::uint8_t>(CmpOp::Ne) &&
                     compare(stat_value(s, static_cast<StatField>(c.field)), static_cast<CmpOp>(c.cmp), c.value);
     all = all && ok;

@@ -16,13 +16,16 @@ enum class CapturePayload : std::uint16_t {
   StepStatus = 4,  // payload: StepStatus (kTaskFlagStatusRecord); op_id/task_id/step of that task
 };
 
-/// Float status bits raised since the previous StepStatus record (kRegFloatStatus itself is not
-/// touched).
+/// What the detection circuit saw since the previous StepStatus record (kRegFloatStatus and the
+/// latches themselves are not touched): the float status bits raised, and per exception kind the
+/// reports that were not latched (their latch was full or the kind's per-step limit was spent).
+/// A step whose record shows no suppressed report of a kind had every report of that kind latched.
 struct StepStatus {
-  std::uint32_t float_status = 0;  // spec::FloatStatusBits
-  std::uint32_t reserved = 0;
+  std::uint32_t float_status = 0;      // spec::FloatStatusBits
+  std::uint32_t suppressed_kinds = 0;  // bit k: suppressed[k] > 0
+  std::uint32_t suppressed[8] = {};    // per spec::ExcKindBit (saturating); entries >= kExcKindCount are 0
 };
-static_assert(sizeof(StepStatus) == 8);
+static_assert(sizeof(StepStatus) == 40);
 
 struct CaptureRecordHeader {
   std::uint32_t magic = kCaptureMagic;
@@ -46,11 +49,15 @@ struct CaptureRecordHeader {
 static_assert(std::is_trivially_copyable_v<CaptureRecordHeader>);
 
 /// Statistics computed on the vector unit over the logical elements (FP64 accumulation order:
-/// row-major). NaNs and Infs are excluded from min/max/mean/abs_mean/std/l2 and counted instead.
+/// row-major), definitions in capture_math.h. min/max/mean/abs_mean/std/l2/max_abs follow numpy
+/// over every element (NaN when a NaN is present; an Inf makes max_abs, abs_mean and l2 Inf);
+/// the finite_* variants cover the finite elements only; NaNs and Infs are also counted.
 struct CaptureStats {
   double min = 0, max = 0, mean = 0, abs_mean = 0, std = 0, l2 = 0, max_abs = 0;
   std::uint64_t count = 0, nan_count = 0, inf_count = 0, zero_count = 0;
+  double finite_min = 0, finite_max = 0, finite_max_abs = 0, finite_mean = 0, finite_abs_mean = 0;
 };
 static_assert(std::is_trivially_copyable_v<CaptureStats>);
+static_assert(sizeof(CaptureStats) == 128);
 
 }  // namespace probelab::spec

@@ -33,7 +33,8 @@ struct CaptureArgs {
 static_assert(std::is_trivially_copyable_v<CaptureArgs>);
 
 enum class StatField : std::uint8_t {
-  Min, Max, Mean, AbsMean, Std, L2, MaxAbs, NanCount, InfCount, ZeroCount, Count
+  Min, Max, Mean, AbsMean, Std, L2, MaxAbs, NanCount, InfCount, ZeroCount, Count,
+  FiniteMin, FiniteMax, FiniteMaxAbs, FiniteMean, FiniteAbsMean
 };
 enum class CmpOp : std::uint8_t { Lt, Le, Gt, Ge, Eq, Ne };
 

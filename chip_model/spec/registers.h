@@ -33,31 +33,78 @@ enum FloatStatusBits : std::uint32_t {
   kFsNanInput = 1u << 3,   // a NaN operand was read
   kFsDenormal = 1u << 4,   // a denormal operand was read or a denormal produced
   kFsDivByZero = 1u << 5,
+  kFsInfInput = 1u << 6,   // an infinite operand was read
 };
 
-// ---- Exception latch: the first anomaly since the last acknowledge ---------------------------
-inline constexpr std::uint32_t kRegExcEnable = 0x0200;    // RW: ExcKind bits that latch and interrupt
-inline constexpr std::uint32_t kRegExcStatus = 0x0204;    // RO: bit0 valid, bits[15:8] ExcKind (one bit index), bit16 more anomalies after the first
-inline constexpr std::uint32_t kRegExcOpId = 0x0208;      // RO: op id (graph snapshot executed) of the task
-inline constexpr std::uint32_t kRegExcTaskId = 0x020C;    // RO
-inline constexpr std::uint32_t kRegExcCore = 0x0210;      // RO
-inline constexpr std::uint32_t kRegExcStream = 0x0214;    // RO
-inline constexpr std::uint32_t kRegExcElemLo = 0x0218;    // RO: linear index in the op's logical output (row-major)
-inline constexpr std::uint32_t kRegExcElemHi = 0x021C;    // RO
-inline constexpr std::uint32_t kRegExcCycleLo = 0x0220;   // RO: cycle at which the offending tile completed
-inline constexpr std::uint32_t kRegExcCycleHi = 0x0224;   // RO
-inline constexpr std::uint32_t kRegExcStep = 0x0228;      // RO: kRegStep value when latched
-inline constexpr std::uint32_t kRegExcOutput = 0x022C;    // RO: output index of the op
-inline constexpr std::uint32_t kRegExcAck = 0x0230;       // WO: write 1: clear latch, re-arm
-inline constexpr std::uint32_t kRegExcCountBase = 0x0240; // RO: per-kind saturating counters, 4 bytes each, index = ExcKind bit index
-inline constexpr std::uint32_t kRegExcCountClear = 0x0260;  // WO: write 1: zero all counters
+// ---- Exception detection: one latch per exception kind ---------------------------------------
+// Each kind has its own latch, as a priority encoder per class would: the first report of that
+// kind while its latch is empty records the report's first offending element of that kind (op,
+// task, core, stream, element, cycle of the tile holding it, step, tensor slot, the element's
+// value, what raised it) and raises kIrqException. A later report of a kind whose latch is full
+// sets the latch's "more" bit and counts as suppressed. The host services a latch by reading its
+// bank and writing its bit to kRegExcAck, which clears and re-arms it, so later anomalies of the
+// same kind (other ops of the same step) are latched too. Re-arming is bounded: at most
+// kRegExcLimit latches per kind per step (the step stamped on the reporting task); once spent,
+// the kind stays disarmed until a report of another step arrives, and its reports count as
+// suppressed. Kinds that are not enabled never latch (their reports are counted in
+// kRegExcCountBase only). Latches hold their contents until acknowledged.
+inline constexpr std::uint32_t kRegExcEnable = 0x0200;    // RW: ExcKind bits that latch and interrupt (reset: all)
+/// RO: bit k = latch k holds an event; bit 8+k = latch k saw further reports of kind k while it
+/// held (suppressed); bit 16+k = kind k disarmed for the current step (its kRegExcLimit is spent).
+inline constexpr std::uint32_t kRegExcPending = 0x0204;
+inline constexpr std::uint32_t kRegExcAck = 0x0208;       // WO: W1C, bit k clears latch k and re-arms it (within the limit)
+inline constexpr std::uint32_t kRegExcLimit = 0x020C;     // RW: latches per kind per step; 0 = unbounded (reset: 16)
+inline constexpr std::uint32_t kRegExcCountBase = 0x0240; // RO: per kind, offending elements reported (saturating), 4 bytes each
+inline constexpr std::uint32_t kRegExcCountClear = 0x0260;  // WO: write 1: zero kRegExcCountBase and kRegExcSuppressedBase
+/// RO: per kind, reports that were not latched (latch full or kind disarmed), saturating.
+inline constexpr std::uint32_t kRegExcSuppressedBase = 0x0270;
+inline constexpr std::uint32_t kExcLimitReset = 16;
 
 enum ExcKindBit : std::uint32_t {  // bit index; the enable mask uses 1u << index
   kExcOverflow = 0,
   kExcUnderflow = 1,   // denormal result / underflow
   kExcInvalid = 2,     // NaN produced
   kExcNanInput = 3,    // NaN read from an input
-  kExcKindCount = 4,
+  kExcInfInput = 4,    // +-Inf read from an input
+  kExcKindCount = 5,
+};
+
+/// The latch bank of kind k: kRegExcLatchBase + k * kExcLatchStride + one of the offsets below.
+/// One burst read of kExcLatchWords words returns a whole bank.
+inline constexpr std::uint32_t kRegExcLatchBase = 0x0600;
+inline constexpr std::uint32_t kExcLatchStride = 0x40;
+inline constexpr std::uint32_t kExcLatchStatus = 0x00;   // bit0 valid, bit1 more; bits[15:8] ExcDetailBits; bits[23:16] tensor dtype (graph::DType)
+inline constexpr std::uint32_t kExcLatchOpId = 0x04;     // op id (graph snapshot executed) of the task
+inline constexpr std::uint32_t kExcLatchTaskId = 0x08;
+inline constexpr std::uint32_t kExcLatchCore = 0x0C;
+inline constexpr std::uint32_t kExcLatchStream = 0x10;
+inline constexpr std::uint32_t kExcLatchElemLo = 0x14;   // linear row-major index in the tensor of kExcLatchSlot
+inline constexpr std::uint32_t kExcLatchElemHi = 0x18;
+inline constexpr std::uint32_t kExcLatchCycleLo = 0x1C;  // cycle at which the tile holding the element completed
+inline constexpr std::uint32_t kExcLatchCycleHi = 0x20;
+inline constexpr std::uint32_t kExcLatchStep = 0x24;     // step stamped on the task
+/// bits[15:0] tensor slot: the output index for overflow/underflow/invalid, the input index for
+/// nan_input/inf_input; bit 16: the slot is an input.
+inline constexpr std::uint32_t kExcLatchSlot = 0x28;
+/// FP32 bit pattern of the element: for produced kinds the value the datapath computed before the
+/// output conversion (an overflowing FP32 result, or the NaN/Inf), for input kinds the operand read.
+inline constexpr std::uint32_t kExcLatchValue = 0x2C;
+inline constexpr std::uint32_t kExcLatchCount = 0x30;    // offending elements of this kind in the latched report (saturating)
+inline constexpr std::uint32_t kExcLatchSuppressed = 0x34;  // reports of this kind suppressed while this latch held
+inline constexpr std::uint32_t kExcLatchWords = 14;
+
+inline constexpr std::uint32_t exc_latch_reg(std::uint32_t kind, std::uint32_t reg) {
+  return kRegExcLatchBase + kind * kExcLatchStride + reg;
+}
+
+/// What raised a latched kind (kExcLatchStatus bits[15:8]); several may be set.
+enum ExcDetailBits : std::uint32_t {
+  kExcDetailAccumulator = 1u << 0,  // a Cube accumulation step (the running sum in L0C) raised it
+  kExcDetailPartial = 1u << 1,      // rounding a split-K partial sum raised it
+  kExcDetailConversion = 1u << 2,   // the output conversion: a finite result outside the output format
+  kExcDetailCompute = 1u << 3,      // the computation itself (an FP32 Vector/Cube result became Inf/NaN)
+  kExcDetailAccFp16 = 1u << 4,      // the op accumulated in FP16 (Cube accumulator dtype)
+  kExcDetailCollective = 1u << 5,   // a collective's reduction of the communication buffer
 };
 
 // ---- Interrupt controller --------------------------------------------------------------------
@@ -120,6 +167,7 @@ enum StreamStatusBits : std::uint32_t {
 };
 
 inline constexpr std::uint32_t kMmioSize = 0x2000;
+static_assert(kRegExcLatchBase + kExcKindCount * kExcLatchStride <= kRegStreamBase);
 /// Largest MMIO read in one bus transaction (a burst of consecutive registers, one PCIe read
 /// request on silicon). Writes are always single 32-bit registers.
 inline constexpr std::uint32_t kMmioMaxBurstBytes = 128;

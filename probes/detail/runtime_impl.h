@@ -17,9 +17,6 @@
 
 namespace probelab::probes::detail {
 
-/// Key of a tensor edge in one step: (step, op id, is_input, index).
-using EdgeKey = std::tuple<std::uint32_t, std::uint32_t, bool, std::uint16_t>;
-
 struct BreakCondition {
   Expr expr;                              // empty: exception-only breakpoint
   std::optional<DevicePredicate> device;  // nullopt: device halts always, host re-checks
@@ -44,7 +41,6 @@ struct RuntimeState {
   TensorLocator locator;
   std::unique_ptr<CaptureDrain> drain;
   std::unique_ptr<ExceptionIsr> isr;
-  std::unique_ptr<PropagationTracker> tracker;
   std::unique_ptr<DumpWriter> dumps;
 
   std::uint32_t step = 0;
@@ -67,6 +63,21 @@ struct RuntimeState {
   std::uint64_t store_bytes = 0;
   std::map<std::uint32_t, std::map<std::string, graph::Tensor>> partials;  // step -> inner tensor -> value
   std::vector<SyncSample> sync;
+  mutable std::optional<std::map<std::string, std::string>> carried;  // carried_tensors(graph), built on first use
+  std::vector<std::uint32_t> suppressed_seen;  // kRegExcSuppressedBase at the previous step end
+  /// Edge integrity: hash of each tensor value as written ((step, tensor as written) -> hash,
+  /// record cycle, writer op) and each read as captured before its consumer.
+  struct HashSeen {
+    std::uint64_t hash = 0, cycle = 0;
+    std::uint32_t op_id = 0;
+  };
+  std::map<std::pair<std::uint32_t, std::string>, HashSeen> written_hash;
+  struct HashRead {
+    std::uint32_t step = 0, op_id = 0;
+    std::uint16_t slot = 0;
+    HashSeen seen;
+  };
+  std::vector<HashRead> read_hash;
 
   // probe_runtime.cpp
   const graph::Op& op(std::uint32_t id) const { return graph.op(id); }
@@ -105,10 +116,26 @@ struct RuntimeState {
   std::string dump_tensor(std::uint32_t op_id, bool is_input, std::uint16_t index, std::uint32_t at_step,
                           const graph::Tensor& t, const std::string& trigger, const std::string& source_format);
 
+  /// A capture showed tensor edge `key` (NaN/Inf counts from `stats` when given, `hash`).
+  void observe(const EdgeKey& key, const spec::CaptureStats* stats, std::optional<std::uint64_t> hash,
+               std::uint64_t cycle);
+  /// Compares the integrity hashes read with those written (IntegrityViolation per mismatch).
+  void check_integrity();
+
   // runtime_breakpoint.cpp
   void on_breakpoint();
   void handle_halt(std::uint32_t stream, std::uint32_t task_id);
   void run_comparisons();
+  /// The kept tensors of op `op_id`'s inputs at `st` (nullptr for omitted optional inputs);
+  /// `missing` lists the inputs that were not captured.
+  std::vector<const graph::Tensor*> captured_inputs(std::uint32_t st, std::uint32_t op_id, std::string& missing) const;
+  /// CPU replays of every op that latched invalid/overflow, on its captured inputs.
+  void run_replays();
 };
+
+/// Causal provenance over the ranks' reports (their anomalies get roles and paths) and the
+/// diagnosis of all their evidence.
+std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<RuntimeReport> reports,
+                                        const ConsistencyResult* consistency);
 
 }  // namespace probelab::probes::detail

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "graph/npy.h"
+#include "probes/compare.h"
 
 namespace probelab::sim {
 
@@ -33,6 +34,8 @@ RunOutputs read_run_outputs(const fs::path& run_dir) {
 json OutputCheck::to_json() const {
   json j = {{"checked", checked}, {"identical", identical}, {"within_envelope", within}, {"outside", outside}};
   j["max_deviation"] = std::isfinite(max_deviation) ? json(max_deviation) : json(nullptr);
+  j["max_ulp"] = max_ulp == UINT64_MAX ? json(nullptr) : json(max_ulp);
+  j["max_rel"] = std::isfinite(max_rel) ? json(max_rel) : json(nullptr);
   if (!note.empty()) j["note"] = note;
   return j;
 }
@@ -45,6 +48,10 @@ OutputCheck OutputCheck::from_json(const json& j) {
   c.outside = j.value("outside", std::uint64_t{0});
   const json& d = j.contains("max_deviation") ? j["max_deviation"] : json(0.0);
   c.max_deviation = d.is_number() ? d.get<double>() : std::numeric_limits<double>::infinity();
+  const json& u = j.contains("max_ulp") ? j["max_ulp"] : json(0);
+  c.max_ulp = u.is_number() ? u.get<std::uint64_t>() : UINT64_MAX;
+  const json& r = j.contains("max_rel") ? j["max_rel"] : json(0.0);
+  c.max_rel = r.is_number() ? r.get<double>() : std::numeric_limits<double>::infinity();
   c.note = j.value("note", "");
   return c;
 }
@@ -93,10 +100,18 @@ OutputCheck GoldenEnvelope::check(const RunOutputs& outputs) const {
   c.checked = true;
   c.identical = outputs.size() == outs_.size();
   const double inf = std::numeric_limits<double>::infinity();
-  auto mark_outside = [&](std::uint64_t n, double dev) {
+  auto mark_outside = [&](std::uint64_t n, double dev, std::uint64_t ulp = UINT64_MAX,
+                          double rel = std::numeric_limits<double>::infinity()) {
     c.within = false;
     c.outside += n;
     c.max_deviation = std::max(c.max_deviation, dev);
+    c.max_ulp = std::max(c.max_ulp, ulp);
+    c.max_rel = std::max(c.max_rel, rel);
+  };
+  auto severity = [&](double v, double bound, graph::DType dt, double dev) {
+    const std::uint64_t ulp = probes::ulp_distance(v, bound, graph::is_float(dt) ? dt : graph::DType::F64);
+    const double rel = dev / std::max(std::abs(bound), std::numeric_limits<double>::min());
+    mark_outside(1, dev, ulp, rel);
   };
   for (const auto& [name, o] : outs_) {
     auto it = outputs.find(name);
@@ -119,9 +134,9 @@ OutputCheck GoldenEnvelope::check(const RunOutputs& outputs) const {
       }
       const double tol = atol_ + rtol_ * std::max(std::abs(o.lo[i]), std::abs(o.hi[i]));
       if (v[i] < o.lo[i] - tol)
-        mark_outside(1, o.lo[i] - v[i]);
+        severity(v[i], o.lo[i], it->second.dtype(), o.lo[i] - v[i]);
       else if (v[i] > o.hi[i] + tol)
-        mark_outside(1, v[i] - o.hi[i]);
+        severity(v[i], o.hi[i], it->second.dtype(), v[i] - o.hi[i]);
     }
   }
   for (const auto& [name, t] : outputs)

@@ -29,6 +29,11 @@ struct OutputCheck {
   bool within = true;          // every element inside the envelope
   std::uint64_t outside = 0;   // elements outside
   double max_deviation = 0.0;  // largest distance outside the envelope (infinite for NaN/Inf)
+  /// Severity of the deviation: the largest ULP distance (in the output's dtype) and relative
+  /// deviation |x - bound| / |bound| of an element outside the envelope from the nearest bound
+  /// (UINT64_MAX / infinite for NaN/Inf where the fault-free runs had numbers, missing outputs).
+  std::uint64_t max_ulp = 0;
+  double max_rel = 0.0;
   std::string note;            // why something could not be compared
   nlohmann::json to_json() const;
   static OutputCheck from_json(const nlohmann::json& j);

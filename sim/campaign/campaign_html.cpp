@@ -118,9 +118,18 @@ std::string bars_svg(const std::vector<std::tuple<std::string, Rate, const char*
 
 const std::vector<std::pair<const char*, const char*>>& scores() {
   static const std::vector<std::pair<const char*, const char*>> k = {
-      {"coverage", "coverage"},   {"probe_coverage", "probe coverage"}, {"top1", "localization top-1"},
-      {"top3", "localization top-3"}, {"sdc_rate", "SDC rate"},          {"masked_rate", "masked rate"},
-      {"unrecoverable_rate", "crash/hang rate"}};
+      {"coverage", "coverage"},
+      {"probe_coverage", "probe coverage"},
+      {"top1", "localization top-1"},
+      {"top3", "localization top-3"},
+      {"source_top1", "NaN/Inf source top-1"},
+      {"cause_correct", "cause class correct"},
+      {"element_exact", "latched element exact"},
+      {"sdc_rate", "SDC rate"},
+      {"tolerated_rate", "tolerated (within SDC tolerance)"},
+      {"masked_rate", "masked rate"},
+      {"unrecoverable_rate", "crash/hang rate"},
+      {"not_fired_rate", "never fired"}};
   return k;
 }
 
@@ -163,14 +172,14 @@ std::string groups(const json& s, const char* key, const char* what, std::size_t
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return trials_of(*a.second) > trials_of(*b.second); });
   std::vector<std::string> head = {what, "trials"};
   for (const auto& c : cols) head.push_back(c);
-  for (const char* sc : {"coverage", "top-1", "top-3", "SDC rate"}) head.emplace_back(sc);
+  for (const char* sc : {"coverage", "top-1", "top-3", "source top-1", "cause", "SDC rate"}) head.emplace_back(sc);
   h::Table t(head, "groups");
   for (std::size_t i = 0; i < rows.size() && i < max_rows; ++i) {
     const json& m = *rows[i].second;
     const std::uint64_t n = trials_of(m);
     std::vector<std::string> cells = {"<span class=\"mono\">" + h::escape(rows[i].first) + "</span>", std::to_string(n)};
     for (const auto& c : cols) cells.push_back(mini(share(m["outcomes"].value(c, std::uint64_t{0}), n), outcome_color(c)));
-    for (const char* sc : {"coverage", "top1", "top3", "sdc_rate"})
+    for (const char* sc : {"coverage", "top1", "top3", "source_top1", "cause_correct", "sdc_rate"})
       cells.push_back(mini(from_json(m.value(sc, json())), std::string(sc) == "sdc_rate" ? "#b42318" : "#3b82c4"));
     t.row(std::move(cells));
   }
@@ -182,6 +191,7 @@ std::string groups(const json& s, const char* key, const char* what, std::size_t
 
 std::string summary_section(const json& s) {
   const json& golden = s.value("golden", json::object());
+  const json& clean = s.value("clean_runs", json());
   return h::kv_grid({
       {"scenario", "<b>" + h::text(s.value("scenario", json())) + "</b>"},
       {"seed \u00b7 sampling", h::num(s.value("seed", json())) + " \u00b7 " + h::text(s.value("sampling", json()))},
@@ -189,7 +199,15 @@ std::string summary_section(const json& s) {
                              s.value("complete", false) ? h::badge("complete", "ok") : h::badge("incomplete", "warn"))},
       {"fault-free runs", fmt::format("{} ({})", h::num(golden.value("runs", json())),
                                       golden.value("deterministic", false) ? "bit-identical" : "nondeterministic: envelope")},
-      {"false positives", h::escape(describe(from_json(golden.value("false_positive_rate", json()))))},
+      {"golden runs flagged", h::escape(describe(from_json(golden.value("flagged", json()))))},
+      {"clean runs", clean.is_object() ? fmt::format("{} runs, {} distinct{}", h::num(clean.value("runs", json())),
+                                                     h::num(clean.value("distinct", json())),
+                                                     clean.value("failed", 0) > 0
+                                                         ? fmt::format(", {} failed", h::num(clean["failed"]))
+                                                         : std::string())
+                                       : std::string("none")},
+      {"false positives (distinct clean runs)",
+       h::escape(describe(from_json(clean.is_object() ? clean.value("false_positive_rate", json()) : json())))},
   });
 }
 

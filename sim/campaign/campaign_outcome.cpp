@@ -1,6 +1,7 @@
 #include "sim/campaign/campaign_outcome.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -12,7 +13,7 @@ namespace {
 
 const std::vector<std::pair<Outcome, const char*>> kNames = {
     {Outcome::Top1, "top1"},          {Outcome::Top3, "top3"}, {Outcome::Mislocalized, "mislocalized"},
-    {Outcome::Detected, "detected"},  {Outcome::Masked, "masked"}, {Outcome::Sdc, "sdc"},
+    {Outcome::Detected, "detected"},  {Outcome::Masked, "masked"}, {Outcome::Tolerated, "tolerated"}, {Outcome::Sdc, "sdc"},
     {Outcome::Crash, "crash"},        {Outcome::Hang, "hang"}, {Outcome::NotFired, "not_fired"}};
 
 template <class T>
@@ -62,6 +63,12 @@ const std::vector<Outcome>& all_outcomes() {
 }
 
 json TrialObservation::to_json() const {
+  json latches = json::array();
+  for (const auto& l : latched)
+    latches.push_back({{"op", l.op}, {"kind", l.kind}, {"tensor", l.tensor}, {"step", l.step}, {"rank", l.rank},
+                       {"element", l.element}, {"on_input", l.on_input}});
+  json rp = json::array();
+  for (const auto& [op, step, rank] : replayed) rp.push_back({op, step, rank});
   return {{"status", status},
           {"error", error},
           {"fired", fired},
@@ -70,8 +77,12 @@ json TrialObservation::to_json() const {
           {"exceptions", exceptions},
           {"conditions", conditions},
           {"failing_comparisons", failing_comparisons},
+          {"integrity", integrity},
           {"inconsistent", inconsistent},
           {"suspects", suspects},
+          {"suspect_causes", suspect_causes},
+          {"latched", latches},
+          {"replayed", rp},
           {"detection_cycle", opt(detection_cycle)},
           {"output", output.to_json()}};
 }
@@ -86,8 +97,18 @@ TrialObservation TrialObservation::from_json(const json& j) {
   o.exceptions = j.value("exceptions", std::uint64_t{0});
   o.conditions = j.value("conditions", std::uint64_t{0});
   o.failing_comparisons = j.value("failing_comparisons", std::uint64_t{0});
+  o.integrity = j.value("integrity", std::uint64_t{0});
   o.inconsistent = j.value("inconsistent", false);
   if (j.contains("suspects")) o.suspects = j["suspects"].get<std::vector<std::vector<std::string>>>();
+  if (j.contains("suspect_causes")) o.suspect_causes = j["suspect_causes"].get<std::vector<std::string>>();
+  if (j.contains("latched"))
+    for (const auto& l : j["latched"])
+      o.latched.push_back({l.at("op").get<std::string>(), l.at("kind").get<std::string>(), l.at("tensor").get<std::string>(),
+                           l.at("step").get<std::uint32_t>(), l.at("rank").get<std::uint32_t>(),
+                           l.at("element").get<std::uint64_t>(), l.at("on_input").get<bool>()});
+  if (j.contains("replayed"))
+    for (const auto& r : j["replayed"])
+      o.replayed.emplace_back(r.at(0).get<std::string>(), r.at(1).get<std::uint32_t>(), r.at(2).get<std::uint32_t>());
   o.detection_cycle = opt_of<std::uint64_t>(j, "detection_cycle");
   if (j.contains("output")) o.output = OutputCheck::from_json(j["output"]);
   return o;
@@ -119,7 +140,14 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
         ++o.conditions;
         continue;
       }
+      if (a.value("kind", "") == "integrity") {
+        ++o.integrity;
+        continue;
+      }
       ++o.exceptions;
+      if (o.latched.size() < 256)
+        o.latched.push_back({str_of(a, "op"), str_of(a, "kind"), str_of(a, "tensor"), a.value("step", 0u),
+                             a.value("rank", 0u), a.value("element", std::uint64_t{0}), a.value("on_input", false)});
       // The host learns of the latch when its ISR reads it: that moment, if after the fault.
       const std::uint64_t seen = a.value("cycle", std::uint64_t{0}) + a.value("latency_cycles", std::uint64_t{0});
       if (!o.inject_cycle || seen >= *o.inject_cycle)
@@ -131,11 +159,16 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
       if (!c.value("passed", true)) ++o.failing_comparisons;
   if (r.contains("consistency") && r["consistency"].is_object())
     o.inconsistent = r["consistency"].value("checked", false) && !r["consistency"].value("consistent", true);
-  o.detected = o.exceptions + o.conditions + o.failing_comparisons > 0 || o.inconsistent;
+  o.detected = o.exceptions + o.conditions + o.failing_comparisons + o.integrity > 0 || o.inconsistent;
+  if (r.contains("replays") && r["replays"].is_array())
+    for (const auto& x : r["replays"]) o.replayed.emplace_back(str_of(x, "op"), x.value("step", 0u), x.value("rank", 0u));
 
   if (r.contains("diagnosis") && !r["diagnosis"].empty()) {
-    for (const auto& c : r["diagnosis"])
+    for (const auto& c : r["diagnosis"]) {
+      const std::size_t before = o.suspects.size();
       add_suspect(o.suspects, {str_of(c, "op"), str_of(c, "inner_op"), str_of(c, "forward_op")});
+      if (o.suspects.size() > before) o.suspect_causes.push_back(str_of(c, "cause"));
+    }
   } else {
     // Exception latches: sources first, in cycle order (stable), then what they propagated from.
     std::stable_sort(sources.begin(), sources.end(), [](const json* a, const json* b) {
@@ -169,7 +202,14 @@ std::optional<std::size_t> truth_rank(const TrialObservation& o, const std::vect
   return std::nullopt;
 }
 
-Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth) {
+std::string sdc_severity(const OutputCheck& c) {
+  if (c.max_ulp == UINT64_MAX || !std::isfinite(c.max_rel)) return "nonfinite";
+  if (c.max_ulp <= 16) return "low";
+  if (c.max_ulp <= 1024) return "medium";
+  return "high";
+}
+
+Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth, const SdcTolerance& tol) {
   if (o.status == "hang") return Outcome::Hang;
   if (o.status != "ok") return Outcome::Crash;
   if (!o.fired) return Outcome::NotFired;
@@ -180,10 +220,13 @@ Outcome classify(const TrialObservation& o, const std::vector<std::string>& trut
     if (r && *r <= 3) return Outcome::Top3;
     return Outcome::Mislocalized;
   }
-  return o.output.within ? Outcome::Masked : Outcome::Sdc;
+  if (o.output.within) return Outcome::Masked;
+  const bool tolerated = o.output.max_ulp != UINT64_MAX &&
+                         (o.output.max_ulp <= tol.max_ulp || (tol.rtol > 0 && o.output.max_rel <= tol.rtol));
+  return tolerated ? Outcome::Tolerated : Outcome::Sdc;
 }
 
-TrialRecord make_record(const TrialSpec& spec, TrialObservation obs) {
+TrialRecord make_record(const TrialSpec& spec, TrialObservation obs, const SdcTolerance& tol) {
   TrialRecord r;
   r.index = spec.index;
   r.stratum = spec.stratum;
@@ -191,11 +234,31 @@ TrialRecord make_record(const TrialSpec& spec, TrialObservation obs) {
   r.op = spec.op;
   r.target = spec.target;
   r.truth_ops = spec.truth_ops;
+  r.nonfinite = spec.nonfinite;
   r.descriptor = spec.descriptor_json();
-  r.outcome = classify(obs, spec.truth_ops);
+  r.outcome = classify(obs, spec.truth_ops, tol);
   if (obs.detected) r.rank = truth_rank(obs, spec.truth_ops);
   if (obs.detected && obs.detection_cycle && obs.inject_cycle && *obs.detection_cycle >= *obs.inject_cycle)
     r.latency_cycles = *obs.detection_cycle - *obs.inject_cycle;
+  // the cause the evidence of this run supports: a replay of the true op at the injected step
+  // cannot reproduce an injected value, so it makes the fault a corruption
+  bool replayed = false;
+  if (!spec.truth_cause_replayed.empty() && spec.step)
+    for (const auto& [op, step, rank] : obs.replayed)
+      if (op == spec.op && step == *spec.step && (!spec.rank || rank == *spec.rank)) replayed = true;
+  r.truth_cause = replayed ? spec.truth_cause_replayed : spec.truth_cause;
+  if (obs.status == "ok" && obs.fired && obs.detected && !r.truth_cause.empty())
+    r.cause_correct = !obs.suspect_causes.empty() && obs.suspect_causes.front() == r.truth_cause;
+  if (obs.status == "ok" && obs.fired && spec.element && spec.step) {
+    const bool in = spec.side == "input";
+    for (const auto& l : obs.latched)
+      if (l.op == spec.op && l.step == *spec.step && (!spec.rank || l.rank == *spec.rank) && l.on_input == in &&
+          l.kind != "underflow" && (spec.tensor_name.empty() || l.tensor == spec.tensor_name)) {
+        r.element_exact = l.element == *spec.element;
+        break;
+      }
+  }
+  if (r.outcome == Outcome::Sdc) r.severity = sdc_severity(obs.output);
   r.obs = std::move(obs);
   return r;
 }
@@ -211,6 +274,11 @@ json TrialRecord::to_json() const {
           {"outcome", std::string(outcome_name(outcome))},
           {"truth_rank", opt(rank)},
           {"latency_cycles", opt(latency_cycles)},
+          {"truth_cause", truth_cause},
+          {"nonfinite", nonfinite},
+          {"cause_correct", opt(cause_correct)},
+          {"element_exact", opt(element_exact)},
+          {"severity", severity},
           {"observation", obs.to_json()}};
 }
 
@@ -228,6 +296,11 @@ TrialRecord TrialRecord::from_json(const json& j) {
   r.outcome = *o;
   r.rank = opt_of<std::size_t>(j, "truth_rank");
   r.latency_cycles = opt_of<std::uint64_t>(j, "latency_cycles");
+  r.truth_cause = j.value("truth_cause", "");
+  r.nonfinite = j.value("nonfinite", false);
+  r.cause_correct = opt_of<bool>(j, "cause_correct");
+  r.element_exact = opt_of<bool>(j, "element_exact");
+  r.severity = j.value("severity", "");
   r.obs = TrialObservation::from_json(j.at("observation"));
   return r;
 }

@@ -15,7 +15,15 @@
 //   mislocalized  detected; the true op is not among the first three suspects
 //   detected      detected; the fault has no op site (interrupts, capture records)
 //   masked        nothing detected; every output within the golden envelope
-//   sdc           nothing detected; some output outside the golden envelope
+//   tolerated     nothing detected; outputs outside the golden envelope, but within the SDC
+//                 tolerance (sdc_tolerance: max ULP or relative deviation from the nearest bound)
+//   sdc           nothing detected; some output outside the golden envelope beyond the tolerance
+//                 (severity: low <= 16 ULP, medium <= 1024 ULP, high beyond, nonfinite)
+//
+// Besides the outcome, a trial is scored for what the diagnosis says (TrialRecord):
+//   cause_correct  the top candidate's cause class is the trial's true cause (TrialSpec::truth_cause;
+//                  truth_cause_replayed when the run replayed the true op at the injected step)
+//   element_exact  a latch at the true op, step, rank and tensor names the injected element
 #pragma once
 
 #include <cstdint>
@@ -30,7 +38,7 @@
 
 namespace probelab::sim {
 
-enum class Outcome { Top1, Top3, Mislocalized, Detected, Masked, Sdc, Crash, Hang, NotFired };
+enum class Outcome { Top1, Top3, Mislocalized, Detected, Masked, Tolerated, Sdc, Crash, Hang, NotFired };
 std::string_view outcome_name(Outcome o);
 std::optional<Outcome> parse_outcome(std::string_view s);
 /// Every outcome in report order.
@@ -42,9 +50,20 @@ struct TrialObservation {
   bool fired = false;
   std::optional<std::uint64_t> inject_cycle;  // first application of the fault
   bool detected = false;
-  std::uint64_t exceptions = 0, conditions = 0, failing_comparisons = 0;
+  std::uint64_t exceptions = 0, conditions = 0, failing_comparisons = 0, integrity = 0;
   bool inconsistent = false;
   std::vector<std::vector<std::string>> suspects;  // ranked; each: the names one suspect goes by
+  std::vector<std::string> suspect_causes;         // cause class of each suspect ("" without a diagnosis)
+  /// Exception latches (the first 256): where and which element.
+  struct Latched {
+    std::string op, kind, tensor;
+    std::uint32_t step = 0, rank = 0;
+    std::uint64_t element = 0;
+    bool on_input = false;
+  };
+  std::vector<Latched> latched;
+  /// Ops the runtime replayed on their captured inputs: (op, step, rank).
+  std::vector<std::tuple<std::string, std::uint32_t, std::uint32_t>> replayed;
   std::optional<std::uint64_t> detection_cycle;    // host learned of the first exception at/after injection
   OutputCheck output;
 
@@ -58,21 +77,34 @@ TrialObservation observe(const nlohmann::json& sim_result, const OutputCheck& ou
 /// Whether a fault-free run flagged anything (a false positive).
 bool flags_anything(const TrialObservation& o);
 
+/// Outputs deviating by at most this much are tolerated, not SDC.
+struct SdcTolerance {
+  std::uint64_t max_ulp = 4;
+  double rtol = 0.0;
+};
+/// "low" (<= 16 ULP), "medium" (<= 1024 ULP), "high", "nonfinite" of an output check outside the envelope.
+std::string sdc_severity(const OutputCheck& c);
+
 /// 1-based position of the first suspect naming a truth op; nullopt when none does.
 std::optional<std::size_t> truth_rank(const TrialObservation& o, const std::vector<std::string>& truth_ops);
 
-Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth_ops);
+Outcome classify(const TrialObservation& o, const std::vector<std::string>& truth_ops, const SdcTolerance& tol = {});
 
 /// One line of trials.jsonl: the trial, what it showed, its outcome.
 struct TrialRecord {
   std::uint64_t index = 0;
   std::string stratum, kind, op, target;
   std::vector<std::string> truth_ops;
+  std::string truth_cause;                     // the cause this trial is scored against ("": none)
+  bool nonfinite = false;                      // the fault writes NaN/Inf
   nlohmann::json descriptor;
   TrialObservation obs;
   Outcome outcome = Outcome::Masked;
   std::optional<std::size_t> rank;             // truth_rank
   std::optional<std::uint64_t> latency_cycles; // detection_cycle - inject_cycle
+  std::optional<bool> cause_correct;           // detected and a truth cause: the top cause matches
+  std::optional<bool> element_exact;           // a latch at the injected op/step/rank/tensor: its element matches
+  std::string severity;                        // sdc: sdc_severity()
 
   nlohmann::json to_json() const;
   /// Throws std::exception on a malformed record.
@@ -80,6 +112,6 @@ struct TrialRecord {
 };
 
 /// Scores a trial.
-TrialRecord make_record(const TrialSpec& spec, TrialObservation obs);
+TrialRecord make_record(const TrialSpec& spec, TrialObservation obs, const SdcTolerance& tol = {});
 
 }  // namespace probelab::sim

@@ -15,11 +15,13 @@
 #include <fmt/format.h>
 
 #include "graph/yaml_check.h"
+#include "chip_model/spec/capture_math.h"
 #include "injectors/injector.h"
 #include "sim/campaign/campaign_html.h"
 #include "sim/campaign/campaign_outcome.h"
 #include "sim/campaign/campaign_stats.h"
 #include "sim/campaign/campaign_store.h"
+#include "sim/campaign/site_census.h"
 #include "sim/run/process_pool.h"
 #include "sim/run/runner.h"
 #include "sim/scenario/scenario_error.h"
@@ -37,6 +39,7 @@ struct Campaign::Shared {
   std::set<std::uint64_t> done;          // trials already in trials.jsonl (--resume)
   std::vector<TrialObservation> golden;  // fault-free runs
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;  // of the first one
+  SiteCensus census;                     // sites the first one reached
 };
 
 namespace {
@@ -96,6 +99,113 @@ fs::path trial_log(const fs::path& out, std::uint64_t i) { return out / "logs" /
 
 Campaign::Campaign(CampaignOptions opts) : opts_(std::move(opts)) {}
 
+namespace {
+
+/// Digest of a run: every output tensor (names and bytes, in name order), the losses of every
+/// step and the probe runtime's fingerprint of every capture it drained. Bit-identical runs share it.
+std::uint64_t run_digest(const RunOutputs& outs, const json& result) {
+  std::uint64_t h = 0;
+  auto text = [&h](const std::string& s) { h = spec::xxh64(std::as_bytes(std::span(s.data(), s.size())), h); };
+  for (const auto& [name, t] : outs) {
+    text(name);
+    h = spec::xxh64(t.bytes(), h);
+  }
+  text(result.value("losses", json()).dump());
+  text(result.value("fingerprints", json()).dump());
+  return h;
+}
+
+/// What made a clean run flag anything, in one line.
+std::string flag_of(const TrialObservation& o) {
+  if (!o.latched.empty()) {
+    const auto& l = o.latched.front();
+    return fmt::format("{} at {} step {} rank {} ({} exception(s))", l.kind, l.op, l.step, l.rank, o.exceptions);
+  }
+  if (o.conditions) return fmt::format("{} condition(s) fired", o.conditions);
+  if (o.failing_comparisons) return fmt::format("{} failing comparison(s)", o.failing_comparisons);
+  if (o.integrity) return fmt::format("{} integrity violation(s)", o.integrity);
+  if (o.inconsistent) return "ranks inconsistent";
+  return "";
+}
+
+}  // namespace
+
+std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
+  const std::uint64_t n = model_.clean.runs;
+  std::vector<CleanRun> out(n);
+  std::vector<bool> have(n, false);
+  if (opts_.resume)
+    for (std::uint64_t k = 0; k < n; ++k) {
+      const json j = read_json_file(out_ / "clean" / fmt::format("run-{}", k) / "clean.json");
+      if (j.is_null()) continue;
+      try {
+        out[k] = CleanRun::from_json(j);
+        have[k] = out[k].sets == model_.clean.sets(k);
+      } catch (const std::exception&) {
+      }
+    }
+  ProcessPool pool(opts_.jobs);
+  std::vector<std::uint64_t> todo;
+  for (std::uint64_t k = 0; k < n; ++k) {
+    if (have[k]) continue;
+    todo.push_back(k);
+    const fs::path dir = out_ / "clean" / fmt::format("run-{}", k);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    pool.submit([this, k, dir, timeout_s]() -> int {
+      enter_worker(dir / "log.txt", timeout_s);
+      CleanRun c;
+      c.index = k;
+      c.sets = model_.clean.sets(k);
+      try {
+        LoadOptions lo = opts_.load;
+        for (const auto& [key, value] : c.sets) lo.sets.push_back({key, value});
+        Scenario s = load_scenario(opts_.scenario, lo);
+        s.injections.clear();  // fault-free
+        const PreparedRun run = prepare_run(s);
+        SimRequest req;
+        req.run = &run;
+        req.out_dir = dir;
+        req.save_outputs = true;
+        const json res = simulate(req);
+        if (res.value("status", "") != "ok") {
+          c.status = "error";
+          c.error = res.value("error", std::string("simulation failed"));
+        } else {
+          const RunOutputs outs = read_run_outputs(dir);
+          const TrialObservation o = observe(res, OutputCheck{});
+          c.digest = run_digest(outs, res);
+          c.flagged = flags_anything(o);
+          c.flag = flag_of(o);
+        }
+      } catch (const std::exception& e) {
+        c.status = "error";
+        c.error = e.what();
+      }
+      // only the verdict is kept: the run's dumps and outputs would fill the disk over 300 runs
+      std::error_code ec2;
+      for (const char* sub : {"outputs", "dump"}) fs::remove_all(dir / sub, ec2);
+      write_text_atomic(dir / "clean.json", c.to_json().dump());
+      return 0;
+    });
+  }
+  pool.run([&](std::size_t i, const ChildStatus& st) {
+    const std::uint64_t k = todo[i];
+    const fs::path dir = out_ / "clean" / fmt::format("run-{}", k);
+    const json j = read_json_file(dir / "clean.json");
+    if (j.is_null()) {
+      out[k].index = k;
+      out[k].sets = model_.clean.sets(k);
+      out[k].status = status_of(st);
+      out[k].error = fmt::format("the clean run ended without a result ({}); see {}", st.describe(),
+                                 (dir / "log.txt").string());
+    } else {
+      out[k] = CleanRun::from_json(j);
+    }
+  });
+  return out;
+}
+
 void Campaign::prepare() {
   Scenario s = load_scenario(opts_.scenario, opts_.load);
   model_ = s.campaign.value_or(FaultModel{});
@@ -114,12 +224,14 @@ void Campaign::prepare() {
       model_.faults.push_back(parse_fault_entry(YamlView(n, "--fault", fmt::format("fault[{}]", i))));
     }
   }
-  if (model_.faults.empty())
-    throw ScenarioError(s.file.string(), 0, 0, "campaign.faults", "a fault model: a `campaign: {faults: [...]}` section or --fault",
-                        "none");
+  if (model_.faults.empty() && model_.clean.runs == 0)
+    throw ScenarioError(s.file.string(), 0, 0, "campaign.faults",
+                        "a fault model: a `campaign: {faults: [...]}` section or --fault (or clean_runs alone)", "none");
   trials_ = opts_.trials ? *opts_.trials : model_.trials;
-  if (trials_ == 0)
+  if (trials_ == 0 && model_.clean.runs == 0)
     throw ScenarioError(s.file.string(), 0, 0, "campaign.trials", "a trial count (--trials N or campaign.trials)", "none");
+  if (trials_ > 0 && model_.faults.empty())
+    throw ScenarioError(s.file.string(), 0, 0, "campaign.faults", "fault entries for the trials (or --trials 0)", "none");
   seed_ = opts_.seed ? *opts_.seed : (model_.seed ? *model_.seed : s.seed);
   base_ = prepare_run(s);
   out_ = opts_.out.empty() ? fs::path("out") / "campaign" / base_.scenario.name : opts_.out;
@@ -128,8 +240,10 @@ void Campaign::prepare() {
   space.executed = &base_.workload.snapshots.fused;
   space.steps = static_cast<std::uint32_t>(base_.scenario.steps);
   space.ranks = static_cast<std::uint32_t>(base_.scenario.ranks);
-  const TrialGenerator check(model_, space);
-  (void)check;
+  if (!model_.faults.empty()) {
+    const TrialGenerator check(model_, space);
+    (void)check;
+  }
 }
 
 json Campaign::identity() const {
@@ -156,6 +270,8 @@ json Campaign::identity() const {
           {"sampling", model_.sampling},
           {"golden_runs", model_.golden_runs},
           {"envelope", {{"atol", model_.atol}, {"rtol", model_.rtol}}},
+          {"sdc_tolerance", {{"max_ulp", model_.sdc_max_ulp}, {"rtol", model_.sdc_rtol}}},
+          {"clean_runs", {{"runs", model_.clean.runs}, {"vary", model_.clean.vary}}},
           {"faults", faults}};
 }
 
@@ -242,12 +358,15 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
       req.out_dir = dir;
       req.save_outputs = true;
       req.trace = k == 0;  // op timing: when a tensor is live (hbm flips)
+      SiteCensus census(&run.workload.snapshots.fused);
+      if (k == 0) req.observer = &census;  // the sites trials may draw
       json res;
       try {
         res = simulate(req);
       } catch (const std::exception& e) {
         res = {{"status", "error"}, {"error", e.what()}};
       }
+      if (k == 0) write_text_atomic(dir / "census.json", census.to_json().dump());
       write_text_atomic(dir / "result.json", res.dump());
       return 0;
     });
@@ -275,6 +394,10 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
   }
   sh.cycle_span = std::max<std::uint64_t>(1, results[0]["cycles"].value("total", std::uint64_t{1}));
   sh.op_windows = kernel_windows(dirs[0] / "trace.json", static_cast<double>(base_.chip.clock_mhz));
+  const json census = read_json_file(dirs[0] / "census.json");
+  if (!census.is_object() || census.empty())
+    throw std::runtime_error(fmt::format("the fault-free run recorded no injection sites ({})", (dirs[0] / "census.json").string()));
+  sh.census = SiteCensus::from_json(census);
   return sh;
 }
 
@@ -317,7 +440,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
       for (const auto& w : loaded.warnings(jsonl.string())) fmt::print(stderr, "probelab: warning: {}\n", w);
     } else {
       std::error_code ec;
-      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt", "logs", "golden"})
+      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt", "logs", "golden", "clean"})
         fs::remove_all(out_ / f, ec);
     }
     write_text_atomic(out_ / "campaign.json", id.dump(2) + "\n");
@@ -329,6 +452,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     for (const auto& r : loaded.records) b["done"].push_back(r.index);
     for (const auto& g : sh.golden) b["golden"].push_back(g.to_json());
     b["op_windows"] = sh.op_windows;
+    b["census"] = sh.census.to_json();
     blob = json::to_cbor(b);
   }
   blob = comm.broadcast(std::move(blob));
@@ -341,13 +465,17 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     for (const auto& i : b["done"]) sh.done.insert(i.get<std::uint64_t>());
     for (const auto& g : b["golden"]) sh.golden.push_back(TrialObservation::from_json(g));
     sh.op_windows = b["op_windows"].get<decltype(sh.op_windows)>();
+    sh.census = SiteCensus::from_json(b["census"]);
   }
 
-  const TrialGenerator gen(model_, {&base_.workload.snapshots.fused, static_cast<std::uint32_t>(base_.scenario.steps),
-                                    static_cast<std::uint32_t>(base_.scenario.ranks), sh.cycle_span, sh.op_windows});
   std::vector<TrialSpec> mine;
-  for (std::uint64_t i = static_cast<std::uint64_t>(comm.rank()); i < trials_; i += static_cast<std::uint64_t>(comm.size()))
-    if (!sh.done.count(i)) mine.push_back(gen.trial(seed_, i));
+  if (trials_ > 0) {
+    const TrialGenerator gen(model_, {&base_.workload.snapshots.fused, static_cast<std::uint32_t>(base_.scenario.steps),
+                                      static_cast<std::uint32_t>(base_.scenario.ranks), sh.cycle_span, sh.op_windows,
+                                      &sh.census});
+    for (std::uint64_t i = static_cast<std::uint64_t>(comm.rank()); i < trials_; i += static_cast<std::uint64_t>(comm.size()))
+      if (!sh.done.count(i)) mine.push_back(gen.trial(seed_, i));
+  }
   // Every descriptor is checked by the injector registry before any worker starts.
   {
     inject::InjectionEnv env;
@@ -405,7 +533,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     std::error_code ec;
     fs::remove_all(dir, ec);
     if (obs.status == "ok") fs::remove(trial_log(work, t.index), ec);
-    const TrialRecord rec = make_record(t, std::move(obs));
+    const TrialRecord rec = make_record(t, std::move(obs), {model_.sdc_max_ulp, model_.sdc_rtol});
     if (root) {
       log->append(rec);
       ++prog.done;
@@ -424,6 +552,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   }
   take_remote(true);
   log.reset();
+  const std::vector<CleanRun> clean = clean_runs(std::max(sh.timeout_s * 4, 600u));
 
   LoadedTrials all = load_trials(jsonl);
   std::erase_if(all.records, [&](const TrialRecord& r) { return r.index >= trials_; });
@@ -434,6 +563,9 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   info.sampling = model_.sampling;
   info.golden = sh.golden;
   info.golden_deterministic = sh.envelope.deterministic();
+  info.clean = clean;
+  info.sdc_max_ulp = model_.sdc_max_ulp;
+  info.sdc_rtol = model_.sdc_rtol;
   json summary = campaign_summary(info, all.records);
   write_text_atomic(out_ / "trials.csv", trials_csv(all.records));
   write_text_atomic(out_ / "summary.html", campaign_summary_html(summary));

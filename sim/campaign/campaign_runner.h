@@ -8,7 +8,10 @@
 //   summary.json    scores with 95% Wilson intervals (sim/campaign/campaign_stats.h); summary.txt for humans
 //   summary.html    the same as a page: outcome bars with Wilson intervals per kind and per op
 //                   (sim/campaign/campaign_html.h), written before summary.json
-//   golden/run-<k>/ outputs of the fault-free runs; logs/trial-<i>.log of crashed or hung trials
+//   golden/run-<k>/ outputs of the fault-free runs (run 0 also records the site census the trials
+//                   are drawn from: census.json); logs/trial-<i>.log of crashed or hung trials
+//   clean/run-<k>/clean.json  the clean runs scored for false positives (campaign.clean_runs;
+//                   kept across --resume)
 // Under MPI (sim/campaign/campaign_comm.h) rank 0 runs the golden runs and writes every output; the other
 // ranks need only the scenario. Results never depend on wall-clock time, jobs or ranks; only the
 // trial timeout (a multiple of the fault-free run's wall time) and the progress display use it.
@@ -26,6 +29,7 @@
 #include "sim/campaign/campaign_comm.h"
 #include "sim/campaign/campaign_envelope.h"
 #include "sim/campaign/campaign_store.h"
+#include "sim/campaign/campaign_stats.h"
 #include "sim/campaign/campaign_trials.h"
 #include "sim/scenario/prepared_run.h"
 
@@ -69,6 +73,8 @@ class Campaign {
  private:
   struct Shared;  // what rank 0 broadcasts
   Shared golden(double& wall_seconds);
+  /// The clean runs (campaign.clean_runs), reusing finished ones under --resume.
+  std::vector<CleanRun> clean_runs(unsigned timeout_s) const;
   int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work,
                 const std::filesystem::path& scratch) const;
   nlohmann::json identity() const;

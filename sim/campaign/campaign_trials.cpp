@@ -97,26 +97,6 @@ TrialGenerator::TrialGenerator(const FaultModel& model, const TrialSpace& space)
     Entry e;
     e.spec = &fe;
     const auto params = kind_params(fe.kind);
-    if (params.count("op")) {
-      std::set<std::uint32_t> ids;
-      for (const auto& glob : fe.ops)
-        for (const graph::Op* op : g.select_ops(glob)) {
-          if (!fe.op_types.empty() && std::find(fe.op_types.begin(), fe.op_types.end(), op->type) == fe.op_types.end())
-            continue;
-          bool usable = true;
-          if (is_value_kind(fe.kind)) {
-            usable = false;
-            for (const auto& side : fe.tensors) usable = usable || !float_slots(g, *op, side).empty();
-          }
-          if (usable) ids.insert(op->id);
-        }
-      e.ops.assign(ids.begin(), ids.end());
-      std::sort(e.ops.begin(), e.ops.end(), [&](auto a, auto b) { return g.op(a).name < g.op(b).name; });
-      if (e.ops.empty())
-        entry_fail(fe, fmt::format("ops matching {}{} in the executed graph '{}'", fmt::join(fe.ops, ", "),
-                                   fe.op_types.empty() ? "" : fmt::format(" of type {}", fmt::join(fe.op_types, "|")),
-                                   g.name()));
-    }
     auto range = [&](const std::vector<std::uint64_t>& given, std::uint32_t limit, const char* what) {
       std::vector<std::uint64_t> out = given;
       if (out.empty())
@@ -126,6 +106,28 @@ TrialGenerator::TrialGenerator(const FaultModel& model, const TrialSpace& space)
     };
     e.steps = range(fe.steps, space_.steps, "steps");
     e.ranks = range(fe.ranks, space_.ranks, "ranks");
+    if (params.count("op")) {
+      std::set<std::uint32_t> ids;
+      bool matched = false;
+      for (const auto& glob : fe.ops)
+        for (const graph::Op* op : g.select_ops(glob)) {
+          if (!fe.op_types.empty() && std::find(fe.op_types.begin(), fe.op_types.end(), op->type) == fe.op_types.end())
+            continue;
+          matched = true;
+          bool usable = true;
+          if (is_value_kind(fe.kind)) usable = !reachable_slots(e, *op).empty();
+          else if (fe.kind == "bitflip") usable = !reachable_targets(e, *op).empty();
+          else if (space_.census) usable = !executions(e, *op, SiteCensus::site_of(fe.kind, "", 0, "")).empty();
+          if (usable) ids.insert(op->id);
+        }
+      e.ops.assign(ids.begin(), ids.end());
+      std::sort(e.ops.begin(), e.ops.end(), [&](auto a, auto b) { return g.op(a).name < g.op(b).name; });
+      if (e.ops.empty())
+        entry_fail(fe, fmt::format("ops matching {}{} in the executed graph '{}'{}", fmt::join(fe.ops, ", "),
+                                   fe.op_types.empty() ? "" : fmt::format(" of type {}", fmt::join(fe.op_types, "|")),
+                                   g.name(),
+                                   matched ? " at a site the fault-free run reaches (none of them can fire)" : ""));
+    }
     entries_.push_back(std::move(e));
   }
 
@@ -145,6 +147,48 @@ TrialGenerator::TrialGenerator(const FaultModel& model, const TrialSpace& space)
       stratum_entries_.push_back(std::move(ids));
     }
   }
+}
+
+std::vector<SiteCensus::Execution> TrialGenerator::executions(const Entry& e, const graph::Op& op,
+                                                              const std::string& site) const {
+  std::vector<SiteCensus::Execution> out;
+  auto wanted = [&](std::uint32_t rank, std::uint32_t step) {
+    return std::find(e.ranks.begin(), e.ranks.end(), rank) != e.ranks.end() &&
+           std::find(e.steps.begin(), e.steps.end(), step) != e.steps.end();
+  };
+  if (!space_.census || site.empty()) {
+    for (auto r : e.ranks)
+      for (auto s : e.steps) out.emplace_back(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(s));
+    return out;
+  }
+  for (const auto& [r, s] : space_.census->reached(op.name, site))
+    if (wanted(r, s)) out.emplace_back(r, s);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::uint16_t>> TrialGenerator::reachable_slots(const Entry& e,
+                                                                                   const graph::Op& op) const {
+  std::vector<std::pair<std::string, std::uint16_t>> out;
+  for (const auto& side : e.spec->tensors)
+    for (auto slot : float_slots(*space_.executed, op, side))
+      if (!executions(e, op, SiteCensus::site_of(e.spec->kind, side, slot, "")).empty()) out.emplace_back(side, slot);
+  return out;
+}
+
+std::vector<std::string> TrialGenerator::reachable_targets(const Entry& e, const graph::Op& op) const {
+  static const std::vector<std::string> kDefaultTargets = {"l0c"};
+  std::vector<std::string> out;
+  for (const auto& t : e.spec->targets.empty() ? kDefaultTargets : e.spec->targets) {
+    if (t == "hbm") {
+      bool has_output = false;
+      for (const auto& o : op.outputs)
+        has_output = has_output || (!o.empty() && graph::numel(space_.executed->tensor(o).desc.shape) > 0);
+      if (has_output) out.push_back(t);
+    } else if (!executions(e, op, SiteCensus::site_of("bitflip", "", 0, t)).empty()) {
+      out.push_back(t);
+    }
+  }
+  return out;
 }
 
 std::size_t TrialGenerator::pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const {
@@ -239,41 +283,50 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     return n > count ? draw(gen, n - count + 1) : 0;
   };
 
+  auto draw_execution = [&](const std::string& site) {
+    const auto ex = executions(e, *op, site);
+    const auto& x = ex.empty() ? SiteCensus::Execution{0, 0} : ex[draw(gen, ex.size())];
+    d["step"] = x.second;
+    d["rank"] = x.first;
+    t.step = x.second;
+    t.rank = x.first;
+  };
   if (is_value_kind(fe.kind)) {
-    std::vector<std::string> sides;
-    for (const auto& s : fe.tensors)
-      if (!float_slots(g, *op, s).empty()) sides.push_back(s);
-    const std::string side = pick(gen, sides);
-    const auto slot = pick(gen, float_slots(g, *op, side));
+    const auto slots = reachable_slots(e, *op);
+    const auto& [side, slot] = pick(gen, slots);
     const auto& tensor = g.tensor(side == "output" ? op->outputs[slot] : op->inputs[slot]);
     d["op"] = op->name;
     d["tensor"] = side;
     d["index"] = slot;
-    d["step"] = pick(gen, e.steps);
-    d["rank"] = pick(gen, e.ranks);
-    d["element"] = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), count_of());
+    draw_execution(SiteCensus::site_of(fe.kind, side, slot, ""));
+    const std::uint64_t element = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), count_of());
+    d["element"] = element;
+    t.element = element;
+    t.side = side;
+    t.slot = slot;
+    t.tensor_name = tensor.name;
     add_truth(*op, truth);
   } else if (fe.kind == "bitflip") {
-    static const std::vector<std::string> kDefaultTargets = {"l0c"};
-    t.target = pick(gen, fe.targets.empty() ? kDefaultTargets : fe.targets);
+    t.target = pick(gen, reachable_targets(e, *op));
     d["target"] = t.target;
     if (t.target == "hbm") {
       std::vector<std::string> outs;
       for (const auto& o : op->outputs)
         if (!o.empty() && graph::numel(g.tensor(o).desc.shape) > 0) outs.push_back(o);
-      if (outs.empty()) entry_fail(fe, fmt::format("op '{}' to have an output tensor for an hbm flip", op->name));
       const auto& tensor = g.tensor(pick(gen, outs));
       d["tensor"] = tensor.name;
-      d["element"] = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), 1);
+      const std::uint64_t element = element_in(static_cast<std::uint64_t>(graph::numel(tensor.desc.shape)), 1);
+      d["element"] = element;
       d["bits"] = seq_of(draw_bits(gen, bit_pool(fe.bits, graph::dtype_size(tensor.desc.dtype) * 8), fe.flips));
       d["cycle"] = live_cycle(gen, tensor.name, fe.live_cycles);
-      d["rank"] = pick(gen, e.ranks);
+      const auto rank = pick(gen, e.ranks);
+      d["rank"] = rank;
+      t.rank = static_cast<std::uint32_t>(rank);
       if (const auto* p = g.producer(tensor.name)) add_truth(*p, truth);
       for (const auto* c : g.consumers(tensor.name)) add_truth(*c, truth);
     } else {
       d["op"] = op->name;
-      d["step"] = pick(gen, e.steps);
-      d["rank"] = pick(gen, e.ranks);
+      draw_execution(SiteCensus::site_of("bitflip", "", 0, t.target));
       d["bits"] = seq_of(draw_bits(gen, bit_pool(fe.bits, 64), fe.flips));
       d["byte"] = draw(gen, 65536);
       add_truth(*op, truth);
@@ -283,8 +336,12 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
       d["op"] = op->name;
       add_truth(*op, truth);
     }
-    if (params.count("step")) d["step"] = pick(gen, e.steps);
-    if (params.count("rank")) d["rank"] = pick(gen, e.ranks);
+    if (params.count("step") && params.count("rank") && op) {
+      draw_execution(SiteCensus::site_of(fe.kind, "", 0, ""));
+    } else {
+      if (params.count("step")) d["step"] = pick(gen, e.steps);
+      if (params.count("rank")) d["rank"] = pick(gen, e.ranks);
+    }
     if (fe.kind == "stuck_at") {
       std::uint64_t width = 16;
       if (op && !op->outputs.empty() && !op->outputs[0].empty())
@@ -298,6 +355,19 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
   d["seed"] = campaign_mix(rng_seed ^ 0x5EEDull) >> 11;
   t.descriptor = d;
   t.truth_ops.assign(truth.begin(), truth.end());
+  // the true cause class (see the header)
+  if (fe.kind == "nan" || fe.kind == "inf") {
+    t.nonfinite = true;
+    // an Inf written into a result from finite inputs is what a computation overflow looks like
+    t.truth_cause = t.side == "input" ? "data_corruption" : fe.kind == "nan" ? "nan_source" : "overflow";
+    t.truth_cause_replayed = "data_corruption";
+  } else if (fe.kind == "value" || fe.kind == "bitflip" || fe.kind == "stuck_at") {
+    t.truth_cause = "data_corruption";
+  } else if (fe.kind == "fp16_accumulation") {
+    t.truth_cause = "fp16_accumulation_overflow";
+  } else if (fe.kind == "collective_order") {
+    t.truth_cause = "collective_order";
+  }
 }
 
 }  // namespace probelab::sim

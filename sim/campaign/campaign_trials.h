@@ -7,17 +7,26 @@
 // belongs to stratum i mod S (strata = the sorted distinct kinds, or op names), then an eligible
 // entry is picked by weight. Sites are then drawn uniformly: op (among the entry's resolved ops,
 // sorted by name), step, rank, tensor side and slot, element, bits, target, `choose` values.
+// With a site census of the fault-free run (site_census.h), only sites it reached are drawn: an op
+// is eligible only if one of the entry's sides/slots/targets was reached at one of its steps and
+// ranks, and (step, rank) is drawn among the executions that reached the drawn site.
 // An hbm flip's cycle is drawn from the flipped tensor's live window in the fault-free run (after
 // its producer, before its last consumer starts; to the end for outputs) with `cycle: live`, or
 // from the whole run with `cycle: any`.
 //
 // Each trial is one replayable injection descriptor (kind first, explicit seed), appended to the
 // scenario's injections. Its ground truth is the op it corrupts (with the ops a fused op replaced);
-// an HBM flip's truth is the producer and the consumers of the flipped tensor.
+// an HBM flip's truth is the producer and the consumers of the flipped tensor. The true cause
+// class: a NaN written into an op's result: nan_source, an Inf: overflow (data_corruption either way
+// when the run replays that op on its captured inputs, which cannot reproduce an injected value);
+// NaN/Inf written into an op's input: data_corruption (no op wrote it); a finite value, a bit flip
+// anywhere, a stuck lane: data_corruption; FP16 accumulation: fp16_accumulation_overflow;
+// collective order: collective_order; other kinds: none (not scored for cause).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +35,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "graph/graph.h"
+#include "sim/campaign/site_census.h"
 #include "sim/scenario/campaign_model.h"
 
 namespace probelab::sim {
@@ -38,6 +48,14 @@ struct TrialSpec {
   std::string op;                      // op whose execution is hit (hbm: the tensor's producer); "" if none
   std::string target;                  // bitflip target, "" otherwise
   std::vector<std::string> truth_ops;  // names a correct localization may give (sorted)
+  std::string truth_cause;             // cause class a correct diagnosis gives ("" : not scored)
+  std::string truth_cause_replayed;    // the same when the run replays the op ("" : as truth_cause)
+  bool nonfinite = false;              // the fault writes NaN/Inf (nan, inf)
+  std::optional<std::uint64_t> element;  // injected element of `op`'s tensor (value kinds)
+  std::string side;                    // output | input (value kinds)
+  std::string tensor_name;             // the tensor of that side and slot
+  std::uint16_t slot = 0;
+  std::optional<std::uint32_t> step, rank;
   YAML::Node descriptor;               // the injection descriptor
   nlohmann::json descriptor_json() const;
 };
@@ -51,6 +69,8 @@ struct TrialSpace {
   /// Device cycles [first start, last end] of each op's kernel tasks in the fault-free run; an
   /// hbm flip (cycle: live) lands between its tensor's producer and last consumer.
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;
+  /// Sites the fault-free run reached (nullptr: every site of every op is assumed reachable).
+  const SiteCensus* census = nullptr;
 };
 
 class TrialGenerator {
@@ -73,6 +93,12 @@ class TrialGenerator {
   };
   std::size_t pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const;
   void fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const;
+  /// (rank, step) executions of `op` at the entry's steps and ranks that reached `site` ("": all).
+  std::vector<SiteCensus::Execution> executions(const Entry& e, const graph::Op& op, const std::string& site) const;
+  /// The sides/slots (value kinds) or targets (bitflip) of `op` the entry may draw and the census
+  /// saw reached; empty: none.
+  std::vector<std::pair<std::string, std::uint16_t>> reachable_slots(const Entry& e, const graph::Op& op) const;
+  std::vector<std::string> reachable_targets(const Entry& e, const graph::Op& op) const;
   std::uint64_t live_cycle(std::mt19937_64& gen, const std::string& tensor, bool live) const;
 
   FaultModel model_;

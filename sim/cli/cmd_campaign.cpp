@@ -123,7 +123,8 @@ Command add_campaign(CLI::App& app) {
       "Run a fault-injection campaign on a scenario and score the probe runtime (coverage, localization, SDC, "
       "latency, false positives, 95% Wilson intervals); under mpirun the trials are split across ranks");
   sub->add_option("SCENARIO", a->scenario, "Scenario file with a `campaign:` fault model (or use --fault)")->required();
-  sub->add_option("--trials,-n", a->trials, "Number of trials (default: campaign.trials)")->check(CLI::Range(1, 100000000));
+  sub->add_option("--trials,-n", a->trials, "Number of trials (default: campaign.trials; 0: only the clean runs)")
+      ->check(CLI::Range(0, 100000000));
   sub->add_option("--jobs,-j", a->jobs, "Worker processes at a time (per MPI rank)")->check(CLI::Range(1, 256));
   sub->add_option("--seed", a->seed, "Campaign seed: the trial list derives from it alone (default: campaign.seed, "
                                      "else the scenario seed)")

@@ -1,8 +1,9 @@
 #include "sim/run/probe_results.h"
 
+#include <cmath>
 #include <map>
 
-#include <cmath>
+#include <fmt/format.h>
 
 #include "chip_model/spec/registers.h"
 #include "probes/anomaly.h"
@@ -29,22 +30,47 @@ json float_status_names(std::uint32_t bits) {
 }
 
 json anomaly(const probes::AnomalyRecord& a) {
-  return {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
-          {"op", a.op},
-          {"op_type", a.op_type},
-          {"tensor", a.tensor},
-          {"element", a.element},
-          {"coordinate", a.coordinate},
-          {"step", a.step},
-          {"rank", a.rank},
-          {"cycle", a.cycle},
-          {"latency_cycles", a.latency_cycles},
-          {"role", a.is_source ? "source" : "propagation"},
-          {"source_op", a.source_op},
-          {"propagation_path", a.propagation_path},
-          {"call_stack", a.call_stack},
-          {"fused_from", a.fused_from},
-          {"float_status", float_status_names(a.float_status)}};
+  json j = {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
+            {"op", a.op},
+            {"op_type", a.op_type},
+            {"tensor", a.tensor},
+            {"on_input", a.on_input},
+            {"element", a.element},
+            {"coordinate", a.coordinate},
+            {"value", probes::json_number(a.value)},
+            {"raised_by", probes::detail_names(a.detail)},
+            {"suppressed", a.suppressed},
+            {"step", a.step},
+            {"rank", a.rank},
+            {"cycle", a.cycle},
+            {"latency_cycles", a.latency_cycles},
+            {"role", std::string(probes::anomaly_role_name(a.role))},
+            {"origin", std::string(probes::origin_kind_name(a.origin))},
+            {"source_op", a.source_op},
+            {"source_step", a.source_step},
+            {"source_rank", a.source_rank},
+            {"propagation_path", a.propagation_path},
+            {"call_stack", a.call_stack},
+            {"fused_from", a.fused_from},
+            {"float_status", float_status_names(a.float_status)}};
+  if (!a.corrupted_tensor.empty()) {
+    j["corrupted_tensor"] = a.corrupted_tensor;
+    j["corrupted_element"] = a.corrupted_element ? json(*a.corrupted_element) : json(nullptr);
+  }
+  return j;
+}
+
+json integrity(const probes::IntegrityViolation& v) {
+  return {{"kind", "integrity"},
+          {"op", v.reader_op},
+          {"tensor", v.tensor},
+          {"step", v.reader_step},
+          {"rank", v.rank},
+          {"writer_op", v.writer_op},
+          {"writer_step", v.writer_step},
+          {"written_hash", fmt::format("{:016x}", v.written_hash)},
+          {"read_hash", fmt::format("{:016x}", v.read_hash)},
+          {"window_cycles", {v.window_lo, v.window_hi}}};
 }
 
 json condition(const probes::TriggerEvent& t) {
@@ -78,8 +104,12 @@ json candidate(const probes::Candidate& c) {
             {"tensor", c.tensor},
             {"inner_op", c.inner_op},
             {"forward_op", c.forward_op},
+            {"explains", c.explains},
+            {"propagation_path", c.propagation_path},
+            {"replay", c.replay.empty() ? json(nullptr) : json(c.replay)},
             {"evidence", c.evidence},
             {"suggestion", c.suggestion}};
+  j["element"] = c.element ? json(*c.element) : json(nullptr);
   j["step"] = c.step ? json(*c.step) : json(nullptr);
   j["rank"] = c.rank ? json(*c.rank) : json(nullptr);
   return j;
@@ -99,13 +129,26 @@ json consistency(const probes::ConsistencyResult& r) {
 void merge_probe_results(json& res, const probes::JobReport& job, const graph::Graph& executed) {
   json anomalies = json::array(), conditions = json::array(), breakpoints = json::array(), rules = json::array();
   json comparisons = json::array(), warnings = json::array();
-  std::map<std::string, std::uint64_t> skipped;  // reason -> count
+  std::map<std::string, std::pair<std::uint64_t, std::string>> skipped;  // reason -> count, first example
   const probes::OpComparison* first = nullptr;
   std::vector<probes::OpComparison> all_cmp;
   json cap = {{"records", 0}, {"drained", 0}, {"dropped", 0}, {"corrupt", 0}, {"bytes", 0}, {"device_bytes", 0},
               {"stall_cycles", 0}, {"buffers", 0}, {"dump_files", 0}, {"dump_bytes", 0}, {"unaccounted", 0},
               {"oversize", 0}, {"lost_in_corrupt_regions", 0}};
   auto add = [&cap](const char* k, std::uint64_t v) { cap[k] = cap[k].get<std::uint64_t>() + v; };
+  json replays = json::array();
+  for (const auto& rr : job.ranks)
+    for (const auto& r : rr.replays)
+      replays.push_back({{"op", r.op_id < executed.ops().size() ? executed.op(r.op_id).name : std::string("?")},
+                         {"step", r.step},
+                         {"rank", r.rank},
+                         {"kind", std::string(probes::anomaly_kind_name(r.kind))},
+                         {"reproduced", r.reproduced},
+                         {"detail", r.detail}});
+  res["replays"] = replays;
+  json fingerprints = json::array();
+  for (const auto& rr : job.ranks) fingerprints.push_back(fmt::format("{:016x}", rr.fingerprint));
+  res["fingerprints"] = fingerprints;
   json float_status = json::array();
   for (const auto& rr : job.ranks)
     for (const auto& st : rr.steps)
@@ -114,6 +157,7 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   res["float_status"] = float_status;
   for (const auto& rr : job.ranks) {
     for (const auto& a : rr.anomalies) anomalies.push_back(anomaly(a));
+    for (const auto& v : rr.integrity) conditions.push_back(integrity(v));
     for (const auto& t : rr.triggers) conditions.push_back(condition(t));
     for (const auto& b : rr.breakpoints)
       breakpoints.push_back({{"op", b.op}, {"step", b.step}, {"rank", rr.rank}, {"condition", b.condition},
@@ -124,7 +168,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
       if (!c.skipped.empty()) {
         // Aggregate by the kind of reason ("inputs not captured at step 2: x" -> "inputs not captured").
         std::string why = c.skipped.substr(0, std::min(c.skipped.find(':'), c.skipped.find(" at step")));
-        ++skipped[why];
+        auto& [n, example] = skipped[why];
+        if (n++ == 0) example = fmt::format("{} step {} rank {}: {}", c.op, c.step, c.rank, c.skipped);
         continue;
       }
       comparisons.push_back(comparison(c));
@@ -155,7 +200,8 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   res["rules_fired"] = rules;
   res["comparisons"] = comparisons;
   json skipped_json = json::array();
-  for (const auto& [reason, n] : skipped) skipped_json.push_back({{"reason", reason}, {"count", n}});
+  for (const auto& [reason, v] : skipped)
+    skipped_json.push_back({{"reason", reason}, {"count", v.first}, {"example", v.second}});
   res["comparisons_skipped"] = skipped_json;
   res["first_failing_op"] = first ? json(first->op) : json(nullptr);
   res["consistency"] = consistency(job.consistency);

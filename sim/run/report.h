@@ -29,7 +29,7 @@
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,
-//                   inner: [...]}]; comparisons_skipped: [{reason, count}] (why no
+//                   inner: [...]}]; comparisons_skipped: [{reason, count, example}] (why no
 //                   reference replay was possible, e.g. "inputs not captured")
 //   first_failing_op  the first op (step, then executed order) failing its comparison, or null
 //   consistency   {checked, consistent, reference_rank, ranks, first_divergence: {op, step, edge,
@@ -50,6 +50,9 @@
 //                 drain of the capture buffers and the end-of-run fetches included)
 //   variants      [{name, sets, status, cycles, capture}]
 //   losses        [[loss per step] per rank] (training)
+//   replays       [{op, step, rank, kind, reproduced, detail}] CPU replays of ops that latched
+//                 invalid/overflow, on their captured inputs (full capture with compare)
+//   fingerprints  ["<hex>" per rank]: XXH64 over every capture record the runtime drained
 //   warnings      [..]
 //   expectations  [{index, kind, line, passed, expected, actual}]
 #pragma once

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "chip_model/hooks/hooks_tee.h"
 #include "chip_model/spec/registers.h"
 #include "graph/npy.h"
 #include "probes/dump_writer.h"
@@ -174,8 +175,14 @@ json simulate(const SimRequest& req) {
         if (!ref) return std::nullopt;
         return inject::TensorPlacement{ref->addr, st[r].graph.tensor(t).desc};
       });
-  if (injections && injections->hooks())
-    for (std::uint32_t r = 0; r < ranks; ++r) platform.chip(r).set_fault_hooks(injections->hooks());
+  chip::FaultHooks* hooks = injections ? injections->hooks() : nullptr;
+  std::unique_ptr<chip::HooksTee> tee;
+  if (req.observer) {
+    tee = std::make_unique<chip::HooksTee>(hooks, *req.observer);
+    hooks = tee.get();
+  }
+  if (hooks)
+    for (std::uint32_t r = 0; r < ranks; ++r) platform.chip(r).set_fault_hooks(hooks);
 
   platform.run();
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/trace.h"
 #include "sim/scenario/prepared_run.h"
 
@@ -26,6 +27,8 @@ struct SimRequest {
   bool trace = false;          // record and write the trace (trace.json / trace.pftrace)
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};
   bool save_outputs = false;   // write outputs/rank<r>/<tensor>.npy
+  /// Sees every hook call after the scenario's injectors (chip::HooksTee); must not change data.
+  chip::FaultHooks* observer = nullptr;
 };
 
 nlohmann::json simulate(const SimRequest& req);

@@ -29,7 +29,7 @@ std::size_t add_anomaly_flows(chip::Trace& trace, const nlohmann::json& anomalie
                     {"element", a.value("element", std::uint64_t{0})},
                     {"role", a.value("role", std::string())}});
     const std::string key = fmt::format("anomaly {}", i);
-    trace.flow(key, rank, "detect", latch_ps);
+    trace.flow(key, rank, fmt::format("detect {}", a.value("kind", "?")), latch_ps);
     if (isr) trace.flow(key, host, "isr", isr->ts_ps);
     trace.flow(key, host, "report", entry_ps);
     ++linked;

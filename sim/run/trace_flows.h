@@ -1,5 +1,5 @@
 // Links a run's report to its timeline: one "report" slice per latched anomaly on its host's
-// "report" track (a 1 ns marker where the ISR that recorded it returned), and a flow latch (chip "detect") -> ISR (host "isr") -> report entry, so a viewer can
+// "report" track (a 1 ns marker where the ISR that recorded it returned), and a flow latch (chip "detect <kind>", one track per exception kind) -> ISR (host "isr") -> report entry, so a viewer can
 // follow an anomaly from the hardware to the report.json entry it became.
 #pragma once
 

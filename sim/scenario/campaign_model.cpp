@@ -48,8 +48,9 @@ std::string where_of(const YamlView& v) {
 }  // namespace
 
 const std::vector<std::string>& campaign_keys() {
-  static const std::vector<std::string> k = {"trials",   "seed",    "sampling", "golden_runs",
-                                             "envelope", "timeout", "faults"};
+  static const std::vector<std::string> k = {"trials",   "seed",          "sampling",   "golden_runs",
+                                             "envelope", "sdc_tolerance", "clean_runs", "timeout",
+                                             "faults"};
   return k;
 }
 
@@ -187,11 +188,27 @@ FaultEntry parse_fault_entry(const YamlView& v) {
   return e;
 }
 
+std::vector<std::pair<std::string, std::string>> CleanRuns::sets(std::uint64_t k) const {
+  auto mix = [](std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  };
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, values] : vary) {
+    std::uint64_t h = mix(k);
+    for (char c : key) h = mix(h ^ static_cast<unsigned char>(c));
+    out.emplace_back(key, values[h % values.size()]);
+  }
+  return out;
+}
+
 FaultModel parse_fault_model(const YamlView& v) {
   if (!v.is_map()) v.fail("a mapping (the campaign's fault model)", v.describe());
   v.expect_keys(campaign_keys());
   FaultModel m;
-  if (auto x = v.get("trials")) m.trials = static_cast<std::uint64_t>(x->integer(1, 100000000));
+  if (auto x = v.get("trials")) m.trials = static_cast<std::uint64_t>(x->integer(0, 100000000));
   if (auto x = v.get("seed")) m.seed = x->uinteger();
   if (auto x = v.get("sampling")) m.sampling = x->str_in({"uniform", "per_kind", "per_op"});
   m.golden_runs = static_cast<int>(v.int_or("golden_runs", m.golden_runs, 1, 64));
@@ -201,6 +218,46 @@ FaultModel parse_fault_model(const YamlView& v) {
     m.rtol = x->number_or("rtol", 0.0);
     if (m.atol < 0) (*x)["atol"].fail("a non-negative tolerance", (*x)["atol"].describe());
     if (m.rtol < 0) (*x)["rtol"].fail("a non-negative tolerance", (*x)["rtol"].describe());
+  }
+  if (auto x = v.get("sdc_tolerance")) {
+    x->expect_keys({"max_ulp", "rtol"});
+    if (auto u = x->get("max_ulp")) m.sdc_max_ulp = u->uinteger();
+    m.sdc_rtol = x->number_or("rtol", 0.0);
+    if (m.sdc_rtol < 0) (*x)["rtol"].fail("a non-negative relative deviation", (*x)["rtol"].describe());
+  }
+  if (auto x = v.get("clean_runs")) {
+    x->expect_keys({"runs", "vary"});
+    if (auto r = x->get("runs")) m.clean.runs = static_cast<std::uint64_t>(r->integer(0, 1000000));
+    if (auto vary = x->get("vary")) {
+      if (!vary->is_map()) vary->fail("a mapping of --set keys to value lists or \"a-b\" ranges", vary->describe());
+      for (const auto& key : vary->keys()) {
+        const YamlView val = (*vary)[key];
+        std::vector<std::string> values;
+        if (val.is_scalar()) {
+          const std::string s = val.str();
+          const auto dash = s.find('-');
+          std::uint64_t lo = 0, hi = 0;
+          try {
+            if (dash == std::string::npos || dash == 0) throw std::invalid_argument("no range");
+            std::size_t p1 = 0, p2 = 0;
+            lo = std::stoull(s.substr(0, dash), &p1);
+            hi = std::stoull(s.substr(dash + 1), &p2);
+            if (p1 != dash || p2 != s.size() - dash - 1 || hi < lo) throw std::invalid_argument("bad range");
+          } catch (const std::exception&) {
+            val.fail("a list of values or an ascending integer range \"a-b\"", val.describe());
+          }
+          if (hi - lo >= 10000000) val.fail("a range of at most 10^7 values", val.describe());
+          for (std::uint64_t i = lo; i <= hi; ++i) values.push_back(std::to_string(i));
+        } else {
+          for (const auto& item : val.items()) {
+            if (!item.is_scalar()) item.fail("a scalar value", item.describe());
+            values.push_back(item.str());
+          }
+        }
+        if (values.empty()) val.fail("at least one value", val.describe());
+        m.clean.vary.emplace_back(key, std::move(values));
+      }
+    }
   }
   if (auto x = v.get("timeout")) {
     x->expect_keys({"factor", "min_seconds"});

@@ -8,8 +8,16 @@
 //     seed: 1                     # campaign seed: the trial list derives from it alone (`--seed`)
 //     sampling: per_kind          # uniform (by weight) | per_kind | per_op (stratified round robin)
 //     golden_runs: 2              # fault-free runs (scenario seed, seed+1, ...): output envelope
-//                                 #   and false-positive rate
 //     envelope: {atol: 0, rtol: 0}          # slack around the golden envelope
+//     sdc_tolerance: {max_ulp: 4, rtol: 0}  # outputs outside the envelope by at most this much
+//                                 #   (ULP in the output dtype, or relative deviation) are
+//                                 #   `tolerated`, not SDC; SDC is broken down by severity
+//     clean_runs:                 # distinct fault-free runs scored for false positives
+//       runs: 300                 #   how many (0: none; the golden runs are not scored for them)
+//       vary:                     #   --set keys, each a list of values or an "a-b" integer range;
+//         data.seed: "1-100000"   #   run k draws one value of each key (a counter-based draw from
+//         precision.compute: [fp16, bf16]  # k and the key), so runs differ in data, dtype,
+//                                 #   model... Runs whose outputs are bit-identical count once.
 //     timeout: {factor: 20, min_seconds: 30} # trial timeout: factor x the fault-free run's wall time
 //     faults:                     # one entry per fault family
 //       - kind: nan               # an injector kind (`probelab list injectors`)
@@ -59,12 +67,24 @@ struct FaultEntry {
   std::string where;                        // "file:line:col: campaign.faults[i]" for messages
 };
 
+/// Fault-free runs for the false-positive rate: run k applies one value of each `vary` key.
+struct CleanRuns {
+  std::uint64_t runs = 0;
+  std::vector<std::pair<std::string, std::vector<std::string>>> vary;  // key -> values (YAML text), file order
+  /// The --set overrides of run k: for each key, the value at index splitmix64(k, key) mod count
+  /// (a pure function of k and the key, so a longer list of runs extends a shorter one).
+  std::vector<std::pair<std::string, std::string>> sets(std::uint64_t k) const;
+};
+
 struct FaultModel {
   std::uint64_t trials = 0;                 // 0: not given
   std::optional<std::uint64_t> seed;
   std::string sampling = "uniform";         // uniform | per_kind | per_op
   int golden_runs = 2;
   double atol = 0.0, rtol = 0.0;
+  std::uint64_t sdc_max_ulp = 4;            // sdc_tolerance
+  double sdc_rtol = 0.0;
+  CleanRuns clean;
   double timeout_factor = 20.0;
   double timeout_min_seconds = 30.0;
   std::vector<FaultEntry> faults;

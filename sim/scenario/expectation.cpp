@@ -35,8 +35,8 @@ std::vector<std::pair<std::string, std::string>> expectation_kinds() {
 }
 
 const std::vector<std::string>& detection_kinds() {
-  static const std::vector<std::string> k = {"overflow", "underflow", "invalid", "nan_input",
-                                             "nan",      "condition", "any"};
+  static const std::vector<std::string> k = {"overflow", "underflow", "invalid",   "nan_input", "inf_input",
+                                             "nan",      "inf",       "condition", "integrity", "any"};
   return k;
 }
 

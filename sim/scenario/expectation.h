@@ -9,11 +9,15 @@
 //   - detection: {kind: nan, op: "attn/softmax*", element: 17, step: 2, rank: 0, max_latency_cycles: 5000}
 //       some anomaly matches every given field (only `kind` is required; `op` and `tensor` are
 //       globs over the op and the tensor concerned, e.g. tensor: "conv15/gradient");
-//       kinds: overflow, underflow, invalid, nan_input, nan (= invalid or nan_input), condition
-//       (a probe condition fired), any. The latency bound applies to the matching anomaly.
+//       kinds: overflow, underflow, invalid, nan_input, inf_input, nan (= invalid or nan_input),
+//       inf (= inf_input, or a latch whose value is +-inf), condition (a probe condition fired),
+//       integrity (an edge hash differs between producer and consumer), any. The latency bound
+//       applies to the matching anomaly.
 //   - no_detection: {}            nothing flagged: no anomaly, no condition fired and (unless
 //                                 `comparisons: false`) no failing reference comparison;
-//                                 optional `kind`/`op` narrow it to matching anomalies
+//                                 optional `kind`/`op`/`step`/`rank` narrow it to matching
+//                                 anomalies (and, for step/rank, comparisons): "nothing before
+//                                 step 2" is one entry per step
 //   - comparison: {op: "ln_relu*", result: fails, inner_op: "*layer_norm", first: true}
 //       `fails`: some comparison of a matching op failed (`inner_op`: its decomposition blamed an
 //       inner op matching the glob; `first`: it is the first failing op); `passes`: at least one
@@ -25,7 +29,10 @@
 //   - diagnosis: {op: "conv15*", cause: underflow, top: 1, exclusive: true}
 //       a candidate among the top `top` (default 1) is op X (and/or concerns tensor T: `tensor`
 //       glob; one of op and tensor is required) with cause class C; `exclusive`: no other
-//       candidate has cause C
+//       candidate has cause C. Optional on the same candidate: `step`, `rank`, `element` (exact)
+//       and `path: [glob, ...]` (its propagation path holds hops matching the globs, in order;
+//       a hop reads "op@step" or "tensor", followed by " (rank N)" on another rank than the
+//       candidate's)
 //   - capture: {overhead_below_percent: 3, dropped: 0, variant: single}
 //       capture overhead (simulated cycles, against the same run without probes) below P %;
 //       `dropped`: exact count N, or ">= N" / "<= N" / "> N" / "< N"; `variant` picks a variant run

@@ -106,12 +106,14 @@ class FakeCores : public CoreExecutor {
     }
     ctx.qk.inc(svc_.clock.cycles(a.cycles));
     if (first_nan >= 0) {
-      DetectionEvent ev = ctx.detection_event(ctx.cores.front(), 0);
+      DetectionEvent ev = ctx.detection_event(ctx.cores.front());
       ev.status = spec::kFsNanInput;
-      ev.kind_mask = exc_bit(spec::kExcNanInput);
-      ev.kind_counts[spec::kExcNanInput] = 1;
-      ev.first_kind = spec::kExcNanInput;
-      ev.first_elem = static_cast<std::uint64_t>(first_nan);
+      auto& h = ev.kinds[spec::kExcNanInput];
+      h.hit = true;
+      h.count = 1;
+      h.is_input = true;
+      h.element = static_cast<std::uint64_t>(first_nan);
+      h.cycle = ctx.cycle();
       ctx.chip.detection->report(ev);
     }
     ctx.chip.hbm->write(a.out, std::as_bytes(std::span(v)), ctx.qk, HbmClient::Core);

@@ -2,6 +2,9 @@
 // offending element and tile cycle, op records, trace tracks. One design per TEST.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+
 #include <map>
 #include <sstream>
 
@@ -92,13 +95,16 @@ TEST(AiCore, NanInputLatchesElementAndRaisesInterrupt) {
   });
   sc_core::sc_start();
   const pc::DetectionCircuit& det = chip.detection();
-  ASSERT_TRUE(det.latched());
-  EXPECT_EQ(det.latch().first_kind, ps::kExcNanInput);
-  EXPECT_EQ(det.latch().first_elem, 2345u);
-  EXPECT_EQ(det.latch().output_index, 0u);
-  EXPECT_EQ(det.latch().task_id, 7u);
-  EXPECT_EQ(det.latch().op_id, 107u);
-  EXPECT_LE(det.latch().cycle, end_cycle);
+  ASSERT_TRUE(det.latched(ps::kExcNanInput));
+  const auto& l = det.latch(ps::kExcNanInput);
+  EXPECT_EQ(l.hit.element, 2345u);
+  EXPECT_EQ(l.hit.slot, 0u);
+  EXPECT_TRUE(l.hit.is_input);
+  EXPECT_TRUE(std::isnan(std::bit_cast<float>(l.hit.value_bits)));
+  EXPECT_EQ(l.task_id, 7u);
+  EXPECT_EQ(l.op_id, 107u);
+  EXPECT_LE(l.hit.cycle, end_cycle);
+  EXPECT_FALSE(det.latched(ps::kExcInvalid));
   EXPECT_TRUE(det.float_status() & ps::kFsNanInput);
   EXPECT_FALSE(det.float_status() & ps::kFsInvalid);  // NaN outputs are propagated, not produced
   EXPECT_TRUE(irq_lines & ps::kIrqException);
@@ -130,13 +136,16 @@ TEST(AiCore, OverflowCycleIsTheCompletionOfTheOffendingTile) {
   });
   sc_core::sc_start();
   const pc::DetectionCircuit& det = chip.detection();
-  ASSERT_TRUE(det.latched());
-  EXPECT_EQ(det.latch().first_kind, ps::kExcOverflow);
-  EXPECT_EQ(det.latch().first_elem, static_cast<std::uint64_t>((M - 1) * N));
+  ASSERT_TRUE(det.latched(ps::kExcOverflow));
+  const auto& l = det.latch(ps::kExcOverflow);
+  EXPECT_EQ(l.hit.element, static_cast<std::uint64_t>((M - 1) * N));
+  // FP32 accumulation: the result overflows only on its conversion to FP16 (value 96000 latched).
+  EXPECT_EQ(l.hit.detail & (ps::kExcDetailConversion | ps::kExcDetailAccFp16), ps::kExcDetailConversion);
+  EXPECT_FLOAT_EQ(std::bit_cast<float>(l.hit.value_bits), 96000.0f);
   const pc::OpRecord& r = p.core->records().at(0);
   // The last tile row finishes late in the op, well after its start.
-  EXPECT_GT(det.latch().cycle, r.start_cycle + r.cycles / 2);
-  EXPECT_LE(det.latch().cycle, r.end_cycle);
+  EXPECT_GT(l.hit.cycle, r.start_cycle + r.cycles / 2);
+  EXPECT_LE(l.hit.cycle, r.end_cycle);
   // Saturation: 100 * 30 * 32 = 96000 delivered as 65504.
   EXPECT_EQ(hbm.get(out).data<std::uint16_t>()[static_cast<std::size_t>((M - 1) * N)], num::kF16Max.bits);
 }

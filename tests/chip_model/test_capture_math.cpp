@@ -43,7 +43,7 @@ TEST(CaptureMath, Xxh64KnownVectors) {
   EXPECT_NE(spec::xxh64(bytes_of("abc"), 1), spec::xxh64(bytes_of("abc"), 0));
 }
 
-TEST(CaptureMath, StatisticsExcludeAndCountNonFinite) {
+TEST(CaptureMath, StatisticsFollowNumpyWithNonFiniteAndKeepFiniteVariants) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const std::vector<float> v{1.0f, -3.0f, nan, 0.0f, inf, -inf, 2.0f, -0.0f};
   const auto s = spec::compute_stats(bytes_of(v), static_cast<std::uint8_t>(DType::F32), v.size());
@@ -51,14 +51,61 @@ TEST(CaptureMath, StatisticsExcludeAndCountNonFinite) {
   EXPECT_EQ(s.nan_count, 1u);
   EXPECT_EQ(s.inf_count, 2u);
   EXPECT_EQ(s.zero_count, 2u);
-  EXPECT_EQ(s.min, -3.0);
-  EXPECT_EQ(s.max, 2.0);
-  EXPECT_EQ(s.max_abs, 3.0);
+  // numpy: a NaN makes every moment NaN (np.max, np.mean, np.linalg.norm, ...)
+  for (double x : {s.min, s.max, s.mean, s.abs_mean, s.std, s.l2, s.max_abs}) EXPECT_TRUE(std::isnan(x));
   // finite: 1, -3, 0, 2, -0 -> n = 5
-  EXPECT_DOUBLE_EQ(s.mean, 0.0);
-  EXPECT_DOUBLE_EQ(s.abs_mean, 6.0 / 5);
-  EXPECT_DOUBLE_EQ(s.l2, std::sqrt(14.0));
-  EXPECT_DOUBLE_EQ(s.std, std::sqrt(14.0 / 5));
+  EXPECT_EQ(s.finite_min, -3.0);
+  EXPECT_EQ(s.finite_max, 2.0);
+  EXPECT_EQ(s.finite_max_abs, 3.0);
+  EXPECT_DOUBLE_EQ(s.finite_mean, 0.0);
+  EXPECT_DOUBLE_EQ(s.finite_abs_mean, 6.0 / 5);
+
+  // Without the NaN (numpy: min -inf, max inf, max|x| inf, mean nan (inf - inf), std nan, norm inf).
+  std::vector<float> w{1.0f, -3.0f, 0.0f, inf, -inf, 2.0f, -0.0f};
+  const auto t = spec::compute_stats(bytes_of(w), static_cast<std::uint8_t>(DType::F32), w.size());
+  EXPECT_EQ(t.min, -INFINITY);
+  EXPECT_EQ(t.max, INFINITY);
+  EXPECT_EQ(t.max_abs, INFINITY);
+  EXPECT_EQ(t.abs_mean, INFINITY);
+  EXPECT_EQ(t.l2, INFINITY);
+  EXPECT_TRUE(std::isnan(t.mean));
+  EXPECT_TRUE(std::isnan(t.std));
+  // One sign of infinity: the mean is that infinity; min is the finite minimum.
+  w = {1.0f, inf, 2.0f};
+  const auto u = spec::compute_stats(bytes_of(w), static_cast<std::uint8_t>(DType::F32), w.size());
+  EXPECT_EQ(u.mean, INFINITY);
+  EXPECT_EQ(u.min, 1.0);
+  EXPECT_EQ(u.max, INFINITY);
+  EXPECT_EQ(u.finite_max, 2.0);
+  // All finite: numpy values (np.std is the population deviation).
+  w = {1.0f, -3.0f, 0.0f, 2.0f, -0.0f};
+  const auto f = spec::compute_stats(bytes_of(w), static_cast<std::uint8_t>(DType::F32), w.size());
+  EXPECT_EQ(f.min, -3.0);
+  EXPECT_EQ(f.max, 2.0);
+  EXPECT_EQ(f.max_abs, 3.0);
+  EXPECT_DOUBLE_EQ(f.mean, 0.0);
+  EXPECT_DOUBLE_EQ(f.abs_mean, 6.0 / 5);
+  EXPECT_DOUBLE_EQ(f.l2, std::sqrt(14.0));
+  EXPECT_DOUBLE_EQ(f.std, std::sqrt(14.0 / 5));
+  EXPECT_EQ(f.finite_mean, f.mean);
+}
+
+TEST(CaptureMath, AnInfiniteTensorHasInfiniteMaxAbs) {
+  // The documented condition `max_abs > 65504` catches an overflow to Inf.
+  const std::vector<std::uint16_t> h(64, 0x7C00);  // +Inf in FP16
+  const auto s = spec::compute_stats(bytes_of(h), static_cast<std::uint8_t>(DType::F16), h.size());
+  EXPECT_EQ(s.max_abs, INFINITY);
+  EXPECT_EQ(s.l2, INFINITY);
+  EXPECT_EQ(s.max, INFINITY);
+  EXPECT_EQ(s.min, INFINITY);
+  EXPECT_EQ(s.inf_count, 64u);
+  EXPECT_EQ(s.finite_max_abs, 0.0);
+  spec::BreakpointArgs a;
+  a.num_clauses = 1;
+  a.clauses[0] = {static_cast<std::uint8_t>(spec::StatField::MaxAbs), static_cast<std::uint8_t>(spec::CmpOp::Gt), {}, 65504};
+  EXPECT_TRUE(spec::eval_predicate(a, s));
+  a.clauses[0].field = static_cast<std::uint8_t>(spec::StatField::FiniteMaxAbs);
+  EXPECT_FALSE(spec::eval_predicate(a, s));
 }
 
 TEST(CaptureMath, StatisticsOfFp16AndBf16AreExact) {
@@ -66,24 +113,30 @@ TEST(CaptureMath, StatisticsOfFp16AndBf16AreExact) {
   const std::vector<std::uint16_t> h{0x3C00, 0xC100, 0x0001, 0x7BFF, 0x7E00};
   const auto s = spec::compute_stats(bytes_of(h), static_cast<std::uint8_t>(DType::F16), h.size());
   EXPECT_EQ(s.nan_count, 1u);
-  EXPECT_EQ(s.max, 65504.0);
-  EXPECT_EQ(s.min, -2.5);
-  EXPECT_DOUBLE_EQ(s.mean, (1.0 - 2.5 + std::ldexp(1.0, -24) + 65504.0) / 4);
+  EXPECT_EQ(s.finite_max, 65504.0);
+  EXPECT_EQ(s.finite_min, -2.5);
+  EXPECT_DOUBLE_EQ(s.finite_mean, (1.0 - 2.5 + std::ldexp(1.0, -24) + 65504.0) / 4);
   // BF16: 1.0 = 0x3F80, -inf = 0xFF80
   const std::vector<std::uint16_t> b{0x3F80, 0xFF80, 0x4000};
   const auto sb = spec::compute_stats(bytes_of(b), static_cast<std::uint8_t>(DType::BF16), b.size());
   EXPECT_EQ(sb.inf_count, 1u);
   EXPECT_EQ(sb.max, 2.0);
-  EXPECT_EQ(sb.mean, 1.5);
+  EXPECT_EQ(sb.min, -INFINITY);
+  EXPECT_EQ(sb.finite_mean, 1.5);
+  EXPECT_EQ(sb.mean, -INFINITY);
 }
 
-TEST(CaptureMath, AllNonFiniteGivesZeroStatistics) {
+TEST(CaptureMath, AllNonFiniteHasZeroFiniteStatistics) {
   const std::vector<double> v{std::nan(""), INFINITY};
   const auto s = spec::compute_stats(bytes_of(v), static_cast<std::uint8_t>(DType::F64), v.size());
   EXPECT_EQ(s.count, 2u);
-  EXPECT_EQ(s.min, 0.0);
-  EXPECT_EQ(s.max, 0.0);
-  EXPECT_EQ(s.std, 0.0);
+  EXPECT_EQ(s.finite_min, 0.0);
+  EXPECT_EQ(s.finite_max, 0.0);
+  EXPECT_EQ(s.finite_abs_mean, 0.0);
+  EXPECT_TRUE(std::isnan(s.max));
+  const auto e = spec::compute_stats({}, static_cast<std::uint8_t>(DType::F32), 0);
+  EXPECT_EQ(e.count, 0u);
+  EXPECT_EQ(e.max_abs, 0.0);
 }
 
 TEST(CaptureMath, PredicateAllAnyAndEmpty) {
@@ -171,14 +224,19 @@ TEST(CaptureMath, StatisticsFollowTheInterleavedPartialSumDefinition) {
     EXPECT_EQ(s.inf_count, inf);
     EXPECT_EQ(s.zero_count, zero);
     if (n == 0) {
-      EXPECT_EQ(s.mean, 0.0);
+      EXPECT_EQ(s.finite_mean, 0.0);
       continue;
     }
-    EXPECT_EQ(s.min, lo);
-    EXPECT_EQ(s.max, hi);
-    EXPECT_EQ(s.max_abs, std::max(std::fabs(lo), std::fabs(hi)));
-    EXPECT_EQ(s.mean, mean);  // bit-exact: same additions in the same order
-    EXPECT_EQ(s.abs_mean, abs_sum / static_cast<double>(n));
+    EXPECT_EQ(s.finite_min, lo);
+    EXPECT_EQ(s.finite_max, hi);
+    EXPECT_EQ(s.finite_max_abs, std::max(std::fabs(lo), std::fabs(hi)));
+    EXPECT_EQ(s.finite_mean, mean);  // bit-exact: same additions in the same order
+    EXPECT_EQ(s.finite_abs_mean, abs_sum / static_cast<double>(n));
+    if (nan + inf > 0) {
+      EXPECT_TRUE(std::isnan(s.mean));  // a NaN is present
+      continue;
+    }
+    EXPECT_EQ(s.mean, mean);
     EXPECT_EQ(s.l2, std::sqrt(sq));
     EXPECT_EQ(s.std, std::sqrt(dev_sum / static_cast<double>(n)));
   }

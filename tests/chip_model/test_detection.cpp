@@ -18,26 +18,39 @@ pc::ChipConfig cfg() {
   return c;
 }
 
+spec::ExcHit hit(std::uint64_t elem, std::uint64_t cycle, std::uint64_t count = 1, std::uint16_t slot = 1) {
+  spec::ExcHit h;
+  h.hit = true;
+  h.element = elem;
+  h.cycle = cycle;
+  h.count = count;
+  h.slot = slot;
+  return h;
+}
+
+std::uint32_t status_of(spec::ExcKindBit kind) {
+  return kind == spec::kExcOverflow   ? spec::kFsOverflow
+         : kind == spec::kExcNanInput ? spec::kFsNanInput
+         : kind == spec::kExcInfInput ? spec::kFsInfInput
+         : kind == spec::kExcInvalid  ? spec::kFsInvalid
+                                      : spec::kFsUnderflow;
+}
+
 pc::DetectionEvent event(spec::ExcKindBit kind, std::uint64_t elem, std::uint32_t op, std::uint64_t cycle,
-                         std::uint64_t count = 1) {
+                         std::uint64_t count = 1, std::uint32_t step = 9) {
   pc::DetectionEvent ev;
-  ev.kind_mask = pc::exc_bit(kind);
-  ev.kind_counts[kind] = count;
-  ev.first_kind = kind;
-  ev.first_elem = elem;
-  ev.kind_first[kind] = elem;
+  ev.kinds[kind] = hit(elem, cycle, count);
   ev.op_id = op;
   ev.task_id = op + 1000;
   ev.core = 1;
   ev.stream = 2;
-  ev.output_index = 1;
-  ev.step = 9;
-  ev.cycle = cycle;
-  ev.status = kind == spec::kExcOverflow ? spec::kFsOverflow
-              : kind == spec::kExcNanInput ? spec::kFsNanInput
-              : kind == spec::kExcInvalid  ? spec::kFsInvalid
-                                           : spec::kFsUnderflow;
+  ev.step = step;
+  ev.status = status_of(kind);
   return ev;
+}
+
+std::uint32_t bank(const pc::DetectionCircuit& d, spec::ExcKindBit k, std::uint32_t reg) {
+  return d.read_reg(spec::exc_latch_reg(k, reg));
 }
 
 struct Fixture {
@@ -64,63 +77,105 @@ TEST(DetectionCircuit, FloatStatusIsStickyAndW1C) {
     f.det.write_reg(spec::kRegFloatStatusClear, 0xFFFFFFFF);
     EXPECT_EQ(f.det.read_reg(spec::kRegFloatStatus), 0u);
     // The unarmed report neither latched nor counted.
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcOpId), 2u);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 1u << spec::kExcNanInput);
+    EXPECT_EQ(bank(f.det, spec::kExcNanInput, spec::kExcLatchOpId), 2u);
     EXPECT_EQ(f.det.read_reg(spec::kRegExcCountBase + 4 * spec::kExcOverflow), 0u);
   });
   sc_core::sc_start();
 }
 
-TEST(DetectionCircuit, LatchHoldsFirstAnomalyWithMoreBitUntilAck) {
+TEST(DetectionCircuit, EachKindLatchesItsOwnFirstElement) {
   Fixture f;
   spawn([&] {
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStatus), 0u);
-    f.det.report(event(spec::kExcInvalid, (3ull << 32) | 77, 42, (1ull << 33) + 5));
-    const std::uint32_t st = f.det.read_reg(spec::kRegExcStatus);
+    f.det.write_reg(spec::kRegExcEnable, 0x1F);
+    // One backward op's output: an FP16 underflow at element 7 and a NaN at element 70.
+    pc::DetectionEvent ev = event(spec::kExcUnderflow, 7, 42, 100);
+    ev.kinds[spec::kExcInvalid] = hit(70, 130, 3);
+    ev.kinds[spec::kExcInvalid].value_bits = 0x7FC00000u;
+    ev.kinds[spec::kExcInvalid].detail = spec::kExcDetailCompute;
+    ev.kinds[spec::kExcInvalid].dtype = 1;
+    ev.status |= spec::kFsInvalid;
+    f.det.report(ev);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), (1u << spec::kExcUnderflow) | (1u << spec::kExcInvalid));
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchElemLo), 70u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchCycleLo), 130u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchCount), 3u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchValue), 0x7FC00000u);
+    const std::uint32_t st = bank(f.det, spec::kExcInvalid, spec::kExcLatchStatus);
     EXPECT_EQ(st & 1u, 1u);
-    EXPECT_EQ((st >> 8) & 0xFF, static_cast<std::uint32_t>(spec::kExcInvalid));
-    EXPECT_EQ(st & (1u << 16), 0u);
-    f.det.report(event(spec::kExcOverflow, 1, 43, 100));
-    EXPECT_NE(f.det.read_reg(spec::kRegExcStatus) & (1u << 16), 0u);
-    // Still the first one.
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcOpId), 42u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcTaskId), 1042u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcCore), 1u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStream), 2u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcElemLo), 77u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcElemHi), 3u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcCycleLo), 5u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcCycleHi), 2u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStep), 9u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcOutput), 1u);
-    f.det.write_reg(spec::kRegExcAck, 1);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStatus), 0u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcOpId), 0u);
-    // Re-armed: the next anomaly latches afresh.
-    f.det.report(event(spec::kExcOverflow, 8, 44, 200));
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcOpId), 44u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStatus) & (1u << 16), 0u);
+    EXPECT_EQ((st >> 8) & 0xFFu, spec::kExcDetailCompute);
+    EXPECT_EQ((st >> 16) & 0xFFu, 1u);
+    EXPECT_EQ(bank(f.det, spec::kExcUnderflow, spec::kExcLatchElemLo), 7u);
+    EXPECT_EQ(bank(f.det, spec::kExcUnderflow, spec::kExcLatchOpId), 42u);
+    EXPECT_EQ(bank(f.det, spec::kExcUnderflow, spec::kExcLatchSlot), 1u);
+    // Acknowledging one kind leaves the other latched.
+    f.det.write_reg(spec::kRegExcAck, 1u << spec::kExcUnderflow);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 1u << spec::kExcInvalid);
+    EXPECT_EQ(bank(f.det, spec::kExcUnderflow, spec::kExcLatchElemLo), 0u);
+  });
+  sc_core::sc_start();
+  EXPECT_EQ(f.deliveries.size(), 2u) << "one interrupt per latch filled";
+}
+
+TEST(DetectionCircuit, LatchHoldsFirstEventWithMoreBitUntilAck) {
+  Fixture f;
+  spawn([&] {
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 0u);
+    f.det.report(event(spec::kExcInvalid, (3ull << 32) | 77, 42, (1ull << 33) + 5));
+    f.det.report(event(spec::kExcInvalid, 1, 43, 100));
+    f.det.report(event(spec::kExcInvalid, 2, 44, 110));
+    EXPECT_NE(f.det.read_reg(spec::kRegExcPending) & (1u << (8 + spec::kExcInvalid)), 0u);
+    // Still the first one, with the reports it held back counted.
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchOpId), 42u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchTaskId), 1042u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchCore), 1u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchStream), 2u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchElemLo), 77u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchElemHi), 3u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchCycleLo), 5u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchCycleHi), 2u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchStep), 9u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchSuppressed), 2u);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcSuppressedBase + 4 * spec::kExcInvalid), 2u);
+    f.det.write_reg(spec::kRegExcAck, 1u << spec::kExcInvalid);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 0u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchOpId), 0u);
+    // Re-armed: the next anomaly of the same step latches afresh.
+    f.det.report(event(spec::kExcInvalid, 8, 45, 200));
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchOpId), 45u);
+    EXPECT_EQ(bank(f.det, spec::kExcInvalid, spec::kExcLatchStatus) & 2u, 0u);
+    const spec::StepStatus st = f.det.take_step_status();
+    EXPECT_EQ(st.suppressed_kinds, 1u << spec::kExcInvalid);
+    EXPECT_EQ(st.suppressed[spec::kExcInvalid], 2u);
+    EXPECT_EQ(f.det.take_step_status().suppressed_kinds, 0u);
   });
   sc_core::sc_start();
   EXPECT_TRUE(f.det.anomaly_seen(43, 9));
   EXPECT_FALSE(f.det.anomaly_seen(43, 10));
 }
 
-TEST(DetectionCircuit, ADisabledFirstKindLatchesTheEnabledKindAtItsOwnElement) {
+TEST(DetectionCircuit, RearmingIsBoundedPerKindAndStep) {
   Fixture f;
   spawn([&] {
-    f.det.write_reg(spec::kRegExcEnable, pc::exc_bit(spec::kExcOverflow) | pc::exc_bit(spec::kExcInvalid));
-    // A block whose first offending element (85) is an underflow, with an overflow at 40000 and
-    // a NaN produced at 50000: the latch names the overflow and its element, not element 85.
-    auto ev = event(spec::kExcUnderflow, 85, 7, 10);
-    ev.kind_mask |= pc::exc_bit(spec::kExcOverflow) | pc::exc_bit(spec::kExcInvalid);
-    ev.kind_first[spec::kExcOverflow] = 40000;
-    ev.kind_first[spec::kExcInvalid] = 50000;
-    ev.status |= spec::kFsOverflow | spec::kFsInvalid;
-    f.det.report(ev);
-    EXPECT_EQ((f.det.read_reg(spec::kRegExcStatus) >> 8) & 0xFF, static_cast<std::uint32_t>(spec::kExcOverflow));
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcElemLo), 40000u);
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcLimit), spec::kExcLimitReset);
+    f.det.write_reg(spec::kRegExcLimit, 2);
+    for (std::uint32_t op = 0; op < 5; ++op) {
+      f.det.report(event(spec::kExcNanInput, op, op, 10 + op, 1, 3));
+      f.det.write_reg(spec::kRegExcAck, 1u << spec::kExcNanInput);
+    }
+    // Two latched, three suppressed, the kind disarmed for step 3.
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcSuppressedBase + 4 * spec::kExcNanInput), 3u);
+    EXPECT_NE(f.det.read_reg(spec::kRegExcPending) & (1u << (16 + spec::kExcNanInput)), 0u);
+    // Another kind still latches.
+    f.det.report(event(spec::kExcInvalid, 1, 9, 20, 1, 3));
+    EXPECT_NE(f.det.read_reg(spec::kRegExcPending) & (1u << spec::kExcInvalid), 0u);
+    // A report of the next step re-opens the budget.
+    f.det.report(event(spec::kExcNanInput, 4, 7, 30, 1, 4));
+    EXPECT_NE(f.det.read_reg(spec::kRegExcPending) & (1u << spec::kExcNanInput), 0u);
+    EXPECT_EQ(bank(f.det, spec::kExcNanInput, spec::kExcLatchStep), 4u);
   });
   sc_core::sc_start();
+  EXPECT_EQ(f.deliveries.size(), 4u);
 }
 
 TEST(DetectionCircuit, CountersSaturateAndCountDisabledKinds) {
@@ -129,17 +184,19 @@ TEST(DetectionCircuit, CountersSaturateAndCountDisabledKinds) {
     f.det.write_reg(spec::kRegExcEnable, pc::exc_bit(spec::kExcNanInput));
     EXPECT_EQ(f.det.read_reg(spec::kRegExcEnable), pc::exc_bit(spec::kExcNanInput));
     f.det.report(event(spec::kExcOverflow, 0, 1, 1, 5));
-    f.det.report(event(spec::kExcOverflow, 0, 1, 1, 0));  // a kind bit with no count counts 1
+    f.det.report(event(spec::kExcOverflow, 0, 1, 1, 0));  // a hit with no count counts 1
     EXPECT_EQ(f.det.read_reg(spec::kRegExcCountBase + 4 * spec::kExcOverflow), 6u);
-    EXPECT_EQ(f.det.read_reg(spec::kRegExcStatus), 0u) << "overflow is not enabled: no latch";
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 0u) << "overflow is not enabled: no latch";
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcSuppressedBase + 4 * spec::kExcOverflow), 0u) << "not enabled: not suppressed";
     f.det.report(event(spec::kExcUnderflow, 0, 1, 1, 0xFFFFFFF0ull));
     f.det.report(event(spec::kExcUnderflow, 0, 1, 1, 0x100));
     EXPECT_EQ(f.det.read_reg(spec::kRegExcCountBase + 4 * spec::kExcUnderflow), 0xFFFFFFFFu);
-    // An event with two kinds whose first element's kind is disabled latches the enabled kind.
+    // A report with two kinds latches the enabled one only.
     auto ev = event(spec::kExcOverflow, 3, 7, 1);
-    ev.kind_mask |= pc::exc_bit(spec::kExcNanInput);
+    ev.kinds[spec::kExcNanInput] = hit(4, 1);
     f.det.report(ev);
-    EXPECT_EQ((f.det.read_reg(spec::kRegExcStatus) >> 8) & 0xFF, static_cast<std::uint32_t>(spec::kExcNanInput));
+    EXPECT_EQ(f.det.read_reg(spec::kRegExcPending), 1u << spec::kExcNanInput);
+    EXPECT_EQ(bank(f.det, spec::kExcNanInput, spec::kExcLatchElemLo), 4u);
     f.det.write_reg(spec::kRegExcCountClear, 1);
     for (std::uint32_t k = 0; k < spec::kExcKindCount; ++k)
       EXPECT_EQ(f.det.read_reg(spec::kRegExcCountBase + 4 * k), 0u);

@@ -108,8 +108,8 @@ TEST(Consistency, HashesStatisticsReferenceRankAndMissingSamples) {
   a.op = b.op = "ar";
   spec::CaptureStats sa, sb;
   sa.count = sb.count = 4;
-  sa.mean = 1.0, sb.mean = 1.25;
-  sa.max = sb.max = 2;
+  sa.mean = sa.finite_mean = 1.0, sb.mean = sb.finite_mean = 1.25;
+  sa.max = sb.max = sa.finite_max = sb.finite_max = 2;
   a.stats = sa;
   b.stats = sb;
   std::vector<SyncSample> st{a, b};

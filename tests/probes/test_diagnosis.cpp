@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/probes/probe_test_util.h"
 #include "probes/diagnosis.h"
 
@@ -9,28 +11,51 @@ using probes::AnomalyRecord;
 using probes::CauseClass;
 
 namespace {
-AnomalyRecord anomaly(const graph::Graph& g, const char* op, AnomalyKind k, std::uint32_t step, bool source,
-                      const char* src = "") {
+AnomalyRecord anomaly(const graph::Graph& g, const char* op, AnomalyKind k, std::uint32_t step, std::uint32_t detail = 0) {
   AnomalyRecord a;
   a.op = op;
   a.op_id = g.find_op(op)->id;
   a.op_type = g.find_op(op)->type;
-  a.tensor = g.find_op(op)->outputs[0];
   a.kind = k;
+  a.on_input = probes::reads_input(k);
+  a.tensor = a.on_input ? g.find_op(op)->inputs[0] : g.find_op(op)->outputs[0];
   a.step = step;
-  a.is_source = source;
-  a.source_op = *src ? src : op;
+  a.detail = detail;
   return a;
+}
+
+/// Provenance over one rank's evidence, then the diagnosis.
+struct Diag {
+  std::vector<AnomalyRecord> anomalies;
+  std::map<probes::EdgeKey, probes::EdgeObservation> obs;
+  std::map<std::uint32_t, probes::StepEvidence> steps;
+  std::vector<probes::Origin> origins;
+  std::vector<probes::Candidate> run(const graph::Graph& g, probes::DiagnosisInput in = {}, std::size_t top = 3) {
+    std::vector<probes::RankEvidence> ev{{0, &anomalies, &obs, &steps, 0x1F, 0}};
+    origins = probes::resolve_provenance(g, ev);
+    in.graph = &g;
+    in.origins = origins;
+    return probes::diagnose(in, top);
+  }
+};
+
+probes::EdgeObservation seen(std::uint64_t nan, std::uint64_t inf = 0) {
+  probes::EdgeObservation o;
+  o.has_stats = true;
+  o.nan_count = nan;
+  o.inf_count = inf;
+  o.count = 16;
+  return o;
 }
 }  // namespace
 
 TEST(Diagnosis, NanSourceRanksAboveItsPropagation) {
   graph::Graph g = mlp();
-  std::vector<AnomalyRecord> an{anomaly(g, "fc2", AnomalyKind::NanInput, 2, false, "relu1"),
-                                anomaly(g, "softmax", AnomalyKind::NanInput, 2, false, "relu1")};
-  an[0].propagation_path = {"relu1", "fc2"};
-  an[1].propagation_path = {"relu1", "fc2", "softmax"};
-  probes::TriggerEvent t;  // a breakpoint at relu1 saw the NaN in its output
+  Diag d;
+  d.anomalies = {anomaly(g, "fc2", AnomalyKind::NanInput, 2), anomaly(g, "softmax", AnomalyKind::NanInput, 2)};
+  d.obs[{2, g.find_op("relu1")->id, false, 0}] = seen(1);  // relu1's output capture shows the NaN
+  d.obs[{2, g.find_op("add1")->id, false, 0}] = seen(0);   // its input did not
+  probes::TriggerEvent t;  // a condition at relu1 saw it too
   t.op = "relu1";
   t.op_id = g.find_op("relu1")->id;
   t.tensor = "relu1:0";
@@ -42,37 +67,91 @@ TEST(Diagnosis, NanSourceRanksAboveItsPropagation) {
   t.stats = s;
   std::vector<probes::TriggerEvent> tr{t};
   probes::DiagnosisInput in;
-  in.graph = &g;
-  in.anomalies = an;
   in.triggers = tr;
-  auto d = probes::diagnose(in);
-  ASSERT_FALSE(d.empty());
-  EXPECT_LE(d.size(), 3u);
-  EXPECT_EQ(d[0].op, "relu1");
-  EXPECT_EQ(d[0].cause, CauseClass::NanSource);
-  EXPECT_EQ(d[0].step, 2u);
-  EXPECT_GE(d[0].evidence.size(), 2u);
-  EXPECT_FALSE(d[0].suggestion.empty());
-  for (const auto& c : d) EXPECT_FALSE(c.op == "fc2" && c.cause == CauseClass::NanSource) << "downstream blamed";
-  for (const auto& c : d) EXPECT_FALSE(c.op == "softmax" && c.cause == CauseClass::NanSource) << "downstream blamed";
+  auto c = d.run(g, in);
+  ASSERT_FALSE(c.empty());
+  EXPECT_LE(c.size(), 3u);
+  EXPECT_EQ(c[0].op, "relu1");
+  EXPECT_EQ(c[0].cause, CauseClass::NanSource);
+  EXPECT_EQ(c[0].step, 2u);
+  EXPECT_EQ(c[0].explains, 2u);
+  EXPECT_GE(c[0].evidence.size(), 2u);
+  EXPECT_NE(c[0].evidence[1].find("nan_count = 1 (threshold > 0)"), std::string::npos) << c[0].evidence[1];
+  EXPECT_FALSE(c[0].suggestion.empty());
+  for (const auto& x : c) EXPECT_FALSE(x.op == "fc2" && x.cause == CauseClass::NanSource) << "downstream blamed";
+  for (const auto& x : c) EXPECT_FALSE(x.op == "softmax" && x.cause == CauseClass::NanSource) << "downstream blamed";
+  EXPECT_EQ(d.anomalies[1].propagation_path, (std::vector<std::string>{"relu1@2", "fc2@2", "softmax@2"}));
 }
 
-TEST(Diagnosis, Fp16AccumulationOverflowAtTheMatMul) {
+TEST(Diagnosis, OverflowCauseFollowsTheAccumulatorNotTheOpType) {
   graph::Graph g = mlp();
-  std::vector<AnomalyRecord> an{anomaly(g, "fc1", AnomalyKind::Overflow, 1, true),
-                                anomaly(g, "add1", AnomalyKind::Overflow, 1, true),
-                                anomaly(g, "relu1", AnomalyKind::Underflow, 1, true)};
+  // fc1 accumulated in FP16 and its accumulator overflowed; fc2 accumulated in FP32 and only its
+  // conversion to FP16 overflowed; add1 overflowed in its own computation.
+  Diag d;
+  d.anomalies = {anomaly(g, "fc1", AnomalyKind::Overflow, 1, spec::kExcDetailAccumulator | spec::kExcDetailAccFp16),
+                 anomaly(g, "add1", AnomalyKind::Overflow, 1, spec::kExcDetailCompute),
+                 anomaly(g, "relu1", AnomalyKind::Underflow, 1),
+                 anomaly(g, "fc2", AnomalyKind::Overflow, 1, spec::kExcDetailAccumulator | spec::kExcDetailConversion)};
+  d.anomalies[3].value = 70123.0;
+  auto c = d.run(g, {}, 5);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].op, "fc1");
+  EXPECT_EQ(c[0].cause, CauseClass::Fp16AccumulationOverflow);
+  EXPECT_NE(c[0].suggestion.find("FP16 accumulator"), std::string::npos) << c[0].suggestion;
+  EXPECT_NE(c[0].suggestion.find("no loss scale"), std::string::npos) << c[0].suggestion;
+  EXPECT_EQ(c[1].op, "add1");
+  EXPECT_EQ(c[1].cause, CauseClass::Overflow);
+  EXPECT_EQ(c[2].op, "fc2");
+  EXPECT_EQ(c[2].cause, CauseClass::OutputRangeOverflow);
+  EXPECT_NE(c[2].suggestion.find("float16 output"), std::string::npos) << c[2].suggestion;
+  EXPECT_NE(c[2].suggestion.find("70123"), std::string::npos) << c[2].suggestion;
+  EXPECT_EQ(c[3].cause, CauseClass::Underflow);
+}
+
+TEST(Diagnosis, ReplayThatDoesNotReproduceIsCorruption) {
+  graph::Graph g = mlp();
+  Diag d;
+  d.anomalies = {anomaly(g, "fc2", AnomalyKind::Overflow, 0, spec::kExcDetailAccumulator | spec::kExcDetailConversion)};
+  std::vector<probes::ReplayCheck> rp{{0, 0, g.find_op("fc2")->id, AnomalyKind::Overflow, false, "FP32 0.5"}};
   probes::DiagnosisInput in;
-  in.graph = &g;
-  in.anomalies = an;
-  auto d = probes::diagnose(in);
-  ASSERT_EQ(d.size(), 3u);
-  EXPECT_EQ(d[0].op, "fc1");
-  EXPECT_EQ(d[0].cause, CauseClass::Fp16AccumulationOverflow);
-  EXPECT_NE(d[0].suggestion.find("FP32"), std::string::npos);
-  EXPECT_EQ(d[1].op, "add1");
-  EXPECT_EQ(d[1].cause, CauseClass::Overflow);
-  EXPECT_EQ(d[2].cause, CauseClass::Underflow);
+  in.replays = rp;
+  auto c = d.run(g, in);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
+  EXPECT_EQ(c[0].replay, "not_reproduced");
+  rp[0].reproduced = true;
+  c = d.run(g, in);
+  EXPECT_EQ(c[0].cause, CauseClass::OutputRangeOverflow);
+  EXPECT_EQ(c[0].replay, "reproduced");
+}
+
+TEST(Diagnosis, UserConditionIsAlwaysACandidateWithItsThreshold) {
+  graph::Graph g = mlp();
+  probes::TriggerEvent t;
+  t.op = "fc2";
+  t.op_id = g.find_op("fc2")->id;
+  t.tensor = "fc2:0";
+  t.step = 3;
+  t.condition = "abs_mean < 1e-5";  // above any built-in vanishing threshold
+  spec::CaptureStats s;
+  s.count = 8;
+  s.abs_mean = s.finite_abs_mean = 3e-6;
+  t.stats = s;
+  probes::TriggerEvent u = t;
+  u.condition = "mean > 0.5 || std > 2";  // no class of its own
+  s.mean = 0.7;
+  u.stats = s;
+  std::vector<probes::TriggerEvent> tr{t, u};
+  probes::DiagnosisInput in;
+  in.triggers = tr;
+  Diag d;
+  auto c = d.run(g, in);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].cause, CauseClass::Underflow);
+  EXPECT_EQ(c[0].step, 3u);
+  EXPECT_NE(c[0].evidence[0].find("abs_mean = 3e-06 (threshold < 1e-05)"), std::string::npos) << c[0].evidence[0];
+  EXPECT_EQ(c[1].cause, CauseClass::Condition);
+  EXPECT_NE(c[1].evidence[0].find("mean = 0.7"), std::string::npos) << c[1].evidence[0];
 }
 
 TEST(Diagnosis, CollectiveDivergenceAndFusedComparison) {
@@ -132,6 +211,7 @@ TEST(Diagnosis, GradientVanishingEarliestTriggerWins) {
   in.triggers = tr;
   auto d = probes::diagnose(in);
   ASSERT_FALSE(d.empty());
+  EXPECT_NE(d[0].evidence[0].find("threshold < 1e-06"), std::string::npos) << d[0].evidence[0];
   EXPECT_EQ(d[0].op, "add1");  // earliest in execution order
   EXPECT_EQ(d[0].cause, CauseClass::Underflow);
   EXPECT_GT(d[0].score, d[1].score);
@@ -139,4 +219,25 @@ TEST(Diagnosis, GradientVanishingEarliestTriggerWins) {
   auto j = probes::to_json(d[0]);
   EXPECT_EQ(j["cause"], "underflow");
   EXPECT_EQ(j["op"], "add1");
+}
+
+TEST(Diagnosis, UnderflowAndNanOfOneOpAndStepAreTwoOrigins) {
+  // the per-kind latch reports both of relu1's kinds at step 1; the underflow latched first must
+  // not swallow the NaN's origin
+  graph::Graph g = mlp();
+  Diag d;
+  AnomalyRecord u = anomaly(g, "relu1", AnomalyKind::Underflow, 1);
+  u.element = 7;
+  AnomalyRecord n = anomaly(g, "relu1", AnomalyKind::Invalid, 1);
+  n.element = 70;
+  d.anomalies = {u, n, anomaly(g, "fc2", AnomalyKind::NanInput, 1)};
+  auto c = d.run(g, {}, 5);
+  ASSERT_EQ(d.origins.size(), 2u);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "relu1");
+  EXPECT_EQ(c[0].cause, CauseClass::NanSource);
+  EXPECT_EQ(c[0].element, 70u);
+  bool under = false;
+  for (const auto& x : c) under = under || (x.op == "relu1" && x.cause == CauseClass::Underflow && x.element == 7u);
+  EXPECT_TRUE(under);
 }

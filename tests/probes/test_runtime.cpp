@@ -172,12 +172,13 @@ watch_points:
   for (const auto& a : rep.anomalies) {
     EXPECT_EQ(a.kind, probes::AnomalyKind::NanInput);
     EXPECT_EQ(a.step, 2u);
-    EXPECT_FALSE(a.is_source) << a.op;
+    EXPECT_EQ(a.role, probes::AnomalyRole::Propagation) << a.op;
     EXPECT_EQ(a.source_op, "relu1") << a.op;
+    EXPECT_EQ(a.source_step, 2u) << a.op;
   }
   EXPECT_EQ(rep.anomalies[0].op, "fc2");
-  EXPECT_EQ(rep.anomalies[0].propagation_path, (std::vector<std::string>{"relu1", "fc2"}));
-  EXPECT_EQ(rep.anomalies[1].propagation_path, (std::vector<std::string>{"relu1", "fc2", "softmax"}));
+  EXPECT_EQ(rep.anomalies[0].propagation_path, (std::vector<std::string>{"relu1@2", "fc2@2"}));
+  EXPECT_EQ(rep.anomalies[1].propagation_path, (std::vector<std::string>{"relu1@2", "fc2@2", "softmax@2"}));
   ASSERT_FALSE(rep.diagnosis.empty());
   EXPECT_EQ(rep.diagnosis[0].op, "relu1");
   EXPECT_EQ(rep.diagnosis[0].cause, probes::CauseClass::NanSource);
@@ -224,7 +225,8 @@ rules: ["overflow_count > 3 -> enable_verbose"]
     ex.run_step(step, [&](const graph::Op& op) {
       if (step == 1 && op.name == "fc1")
         for (int i = 0; i < 4; ++i)
-          ex.dev.latch_exception({.kind = spec::kExcOverflow, .op_id = op.id, .element = static_cast<std::uint64_t>(i)});
+          ex.dev.latch_exception({.kind = spec::kExcOverflow, .op_id = op.id, .element = static_cast<std::uint64_t>(i),
+                                  .detail = spec::kExcDetailAccumulator | spec::kExcDetailAccFp16});
     });
   }
   ex.rt->finish();

@@ -49,6 +49,12 @@ bool kind_matches(const std::string& want, const json& a) {
   std::string k = a.value("kind", "");
   if (want == "any") return true;
   if (want == "nan") return k == "invalid" || k == "nan_input" || k == "nan";
+  if (want == "inf") {
+    // an op read an Inf, or a latch whose first offending value is an infinity (an overflow to
+    // Inf, an Inf written where a NaN-free result was due)
+    const json& v = field(a, "value");
+    return k == "inf_input" || (v.is_string() && (v == "inf" || v == "-inf"));
+  }
   return k == want;
 }
 

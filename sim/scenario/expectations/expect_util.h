@@ -26,7 +26,8 @@ void check_site(const YamlView& entry, const std::string& kind, const char* key,
 
 bool matches(const std::optional<std::string>& glob, const json& v);
 bool matches_int(const std::optional<std::int64_t>& want, const json& v);
-/// Whether anomaly `a` is of detection kind `want` (nan = invalid or nan_input; any).
+/// Whether anomaly `a` is of detection kind `want` (nan = invalid or nan_input; inf = inf_input
+/// or a latched value of +-inf; any).
 bool kind_matches(const std::string& want, const json& a);
 std::string anomaly_str(const json& a);
 

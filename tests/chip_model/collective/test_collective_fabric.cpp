@@ -275,12 +275,13 @@ TEST(CollectiveFabric, Fp16OverflowLatchesOnTheChipThatAdds) {
                          kInBase, kOutBase));
   sc_core::sc_start();
   auto& det0 = rig.chips[0]->detection();
-  EXPECT_TRUE(det0.latched());
-  EXPECT_EQ(det0.latch().first_kind, spec::kExcOverflow);
-  EXPECT_EQ(det0.latch().first_elem, 0u);
-  EXPECT_EQ(det0.latch().task_id, 10u);
+  EXPECT_TRUE(det0.latched(spec::kExcOverflow));
+  EXPECT_EQ(det0.latch(spec::kExcOverflow).hit.element, 0u);
+  EXPECT_EQ(det0.latch(spec::kExcOverflow).task_id, 10u);
+  EXPECT_NE(det0.latch(spec::kExcOverflow).hit.detail & spec::kExcDetailCollective, 0u);
   EXPECT_NE(det0.float_status() & spec::kFsOverflow, 0u);
-  for (std::uint32_t r = 1; r < 8; ++r) EXPECT_FALSE(rig.chips[r]->detection().latched()) << "r" << r;
+  for (std::uint32_t r = 1; r < 8; ++r)
+    EXPECT_FALSE(rig.chips[r]->detection().latched(spec::kExcOverflow)) << "r" << r;
   const auto out = rig.read(3, kOutBase, count * 2);
   num::f16 x0, x7;
   std::memcpy(&x0, out.data(), 2);

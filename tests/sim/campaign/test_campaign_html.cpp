@@ -54,6 +54,25 @@ TEST(CampaignHtml, SectionsAndWilsonIntervals) {
   EXPECT_EQ(html.find("http"), html.find("http://www.w3.org/2000/svg"));
 }
 
+TEST(CampaignHtml, DiagnosisScoresAndCleanRuns) {
+  json s = summary(3);
+  s["overall"]["source_top1"] = rate_json(197, 200);
+  s["overall"]["cause_correct"] = rate_json(183, 200);
+  s["overall"]["element_exact"] = rate_json(150, 151);
+  s["overall"]["not_fired_rate"] = rate_json(1, 400);
+  s["by_kind"]["nan"]["source_top1"] = rate_json(170, 200);
+  s["golden"] = {{"runs", 1}, {"deterministic", true}, {"flagged", rate_json(0, 1)}};
+  s["clean_runs"] = {{"runs", 400}, {"distinct", 331}, {"failed", 2}, {"false_positive_rate", rate_json(3, 331)}};
+  const std::string html = campaign_summary_html(s);
+  for (const char* label : {"NaN/Inf source top-1", "cause class correct", "latched element exact", "never fired"})
+    EXPECT_NE(html.find(label), std::string::npos) << label;
+  const Interval src = wilson_interval(197, 200), fp = wilson_interval(3, 331), kind = wilson_interval(170, 200);
+  EXPECT_NE(html.find(fmt::format("98.5% [{:.1f}%, {:.1f}%]", 100 * src.lo, 100 * src.hi)), std::string::npos);
+  EXPECT_NE(html.find("400 runs, 331 distinct, 2 failed"), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("0.9% [{:.1f}%, {:.1f}%]", 100 * fp.lo, 100 * fp.hi)), std::string::npos);
+  EXPECT_NE(html.find(fmt::format("85.0% [{:.1f}%, {:.1f}%] (170 of 200", 100 * kind.lo, 100 * kind.hi)), std::string::npos);
+}
+
 TEST(CampaignHtml, ManyOpsAreCapped) {
   const std::string html = campaign_summary_html(summary(260));
   EXPECT_NE(html.find("60 more not shown (summary.json has all 260)"), std::string::npos);

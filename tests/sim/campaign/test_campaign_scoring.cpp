@@ -61,6 +61,7 @@ TrialObservation seen(std::vector<std::vector<std::string>> suspects, bool withi
   o.output.checked = true;
   o.output.within = within;
   o.output.identical = within;
+  if (!within) o.output.max_ulp = 100;
   return o;
 }
 
@@ -74,6 +75,20 @@ TEST(CampaignScoring, OutcomesOfHandMadeTrials) {
   EXPECT_EQ(classify(seen({{"relu"}}), {}), Outcome::Detected);
   EXPECT_EQ(classify(seen({}, true), truth), Outcome::Masked);
   EXPECT_EQ(classify(seen({}, false), truth), Outcome::Sdc);
+  {
+    TrialObservation t = seen({}, false);
+    t.output.max_ulp = 3;  // a few ULP off: tolerated, not SDC
+    EXPECT_EQ(classify(t, truth), Outcome::Tolerated);
+    EXPECT_EQ(classify(t, truth, {2, 0.0}), Outcome::Sdc);
+    t.output.max_rel = 1e-4;
+    EXPECT_EQ(classify(t, truth, {2, 1e-3}), Outcome::Tolerated);
+    EXPECT_EQ(sdc_severity(t.output), "low");
+    t.output.max_ulp = 5000;
+    EXPECT_EQ(sdc_severity(t.output), "high");
+    t.output.max_ulp = UINT64_MAX;
+    EXPECT_EQ(sdc_severity(t.output), "nonfinite");
+    EXPECT_EQ(classify(t, truth, {UINT64_MAX - 1, 1.0}), Outcome::Sdc) << "NaN where numbers were: never tolerated";
+  }
   TrialObservation o = seen({}, false);
   o.fired = false;
   EXPECT_EQ(classify(o, truth), Outcome::NotFired);
@@ -124,6 +139,45 @@ TEST(CampaignScoring, OutcomesOfHandMadeTrials) {
   EXPECT_EQ(back.to_json(), rec.to_json());
 }
 
+TEST(CampaignScoring, CauseAndElementAreScoredAgainstTheTruth) {
+  TrialSpec spec;
+  spec.kind = "nan";
+  spec.op = "fc1";
+  spec.truth_ops = {"fc1"};
+  spec.nonfinite = true;
+  spec.truth_cause = "nan_source";
+  spec.truth_cause_replayed = "data_corruption";
+  spec.element = 17;
+  spec.side = "output";
+  spec.tensor_name = "fc1:0";
+  spec.step = 2;
+  spec.rank = 1;
+  TrialObservation o = seen({{"fc1"}});
+  o.suspect_causes = {"nan_source"};
+  o.latched = {{"relu", "nan_input", "fc1:0", 2, 1, 17, true},   // another op
+               {"fc1", "invalid", "fc1:0", 1, 1, 3, false},      // another step
+               {"fc1", "invalid", "fc1:0", 2, 1, 17, false}};
+  TrialRecord r = make_record(spec, o);
+  EXPECT_EQ(r.cause_correct, true);
+  EXPECT_EQ(r.element_exact, true);
+  EXPECT_EQ(r.truth_cause, "nan_source");
+  // the run replayed fc1 at step 2 on rank 1: an injected NaN is then a corruption
+  o.replayed = {{"fc1", 2, 1}};
+  r = make_record(spec, o);
+  EXPECT_EQ(r.truth_cause, "data_corruption");
+  EXPECT_EQ(r.cause_correct, false);
+  o.replayed.clear();
+  o.latched.back().element = 18;
+  r = make_record(spec, o);
+  EXPECT_EQ(r.element_exact, false);
+  o.latched.pop_back();
+  r = make_record(spec, o);
+  EXPECT_FALSE(r.element_exact.has_value()) << "no latch at the injected site: not scored";
+  o.detected = false;
+  r = make_record(spec, o);
+  EXPECT_FALSE(r.cause_correct.has_value()) << "undetected: no cause to score";
+}
+
 graph::Tensor f32(std::vector<float> v) { return graph::Tensor::from_f32({static_cast<std::int64_t>(v.size())}, v); }
 
 TEST(CampaignScoring, GoldenEnvelopeToleratesOnlyFaultFreeVariation) {
@@ -169,6 +223,8 @@ std::vector<TrialRecord> hand_made() {
     r.op = i % 2 ? "fc1" : "fc2";
     r.outcome = mix[i].first;
     r.descriptor = {{"kind", r.kind}};
+    r.nonfinite = r.kind == "nan";
+    if (r.outcome == Outcome::Sdc) r.severity = "medium";
     if (r.outcome == Outcome::Top1 || r.outcome == Outcome::Top3) r.latency_cycles = 100 * (i + 1);
     rs.push_back(r);
   }
@@ -182,7 +238,14 @@ TEST(CampaignScoring, SummaryIsAPureFunctionOfTheRecords) {
   info.trials = 9;
   info.sampling = "uniform";
   info.golden.resize(2);
-  info.golden[1].detected = true;  // one false positive
+  info.golden[1].detected = true;  // flagged
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    CleanRun c;
+    c.index = k;
+    c.digest = k == 3 ? 1 : k + 1;  // runs 0 and 3 are bit-identical
+    c.flagged = k == 1;
+    info.clean.push_back(c);
+  }
   auto rs = hand_made();
   const json s = campaign_summary(info, rs);
   std::mt19937_64 g(3);
@@ -201,8 +264,16 @@ TEST(CampaignScoring, SummaryIsAPureFunctionOfTheRecords) {
   EXPECT_EQ(m["latency_cycles"]["n"], 3);
   EXPECT_EQ(m["latency_cycles"]["p50"], 200);
   EXPECT_EQ(m["latency_cycles"]["max"], 300);
-  EXPECT_EQ(s["golden"]["false_positive_rate"]["k"], 1);
-  EXPECT_EQ(s["golden"]["false_positive_rate"]["n"], 2);
+  EXPECT_EQ(s["golden"]["flagged"]["k"], 1);
+  EXPECT_EQ(s["golden"]["flagged"]["n"], 2);
+  EXPECT_EQ(s["clean_runs"]["false_positive_rate"]["k"], 1);
+  EXPECT_EQ(s["clean_runs"]["false_positive_rate"]["n"], 3) << "4 clean runs, two of them bit-identical";
+  EXPECT_EQ(s["clean_runs"]["distinct"], 3);
+  EXPECT_EQ(m["source_top1"]["n"], 3) << "the localized NaN trials";
+  EXPECT_EQ(m["source_top1"]["k"], 2);
+  EXPECT_EQ(m["not_fired_rate"]["k"], 1);
+  EXPECT_EQ(m["not_fired_rate"]["n"], 9);
+  EXPECT_EQ(m["sdc_by_severity"]["medium"], 1);
   EXPECT_EQ(s["by_kind"]["nan"]["trials"], 4);
   EXPECT_EQ(s["by_op"]["fc1"]["trials"], 4);
   EXPECT_TRUE(s["complete"].get<bool>());

@@ -1,40 +1,21 @@
 // The bundled scenario suite (scenarios/*.yaml) through the probelab executable, one test per
 // scenario: every expectation holds (exit code 0), and the integration facts each scenario exists
 // for are checked on its report.json directly, independently of the scenario's own expectations.
-#include <algorithm>
-#include <filesystem>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/scenario_suite.h"
 
 namespace probelab::sim {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 using test::TempDir;
 
-std::vector<std::string> bundled() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(test::source_root() / "scenarios"))
-    if (e.is_regular_file() && e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 json run_scenario(const std::string& file, const TempDir& dir) {
-  const fs::path path = test::source_root() / "scenarios" / (file + ".yaml");
-  const test::CmdResult r =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + path.string() + "' --out out --no-trace", dir);
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  for (const auto& e : fs::directory_iterator(dir.path() / "out"))
-    return json::parse(test::slurp(e.path() / "report.json"));
-  ADD_FAILURE() << "no report written";
-  return {};
+  return test::run_scenario_report(test::source_root() / "scenarios" / (file + ".yaml"), dir);
 }
 
 const json* find_anomaly(const json& r, const std::string& kind, const std::string& op) {
@@ -111,12 +92,8 @@ TEST_P(Bundled, PassesAndShowsWhatItIsFor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Suite, Bundled, ::testing::ValuesIn(bundled()),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string n = i.param;
-                           std::replace_if(n.begin(), n.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Suite, Bundled, ::testing::ValuesIn(test::yaml_stems(test::source_root() / "scenarios")),
+                         test::scenario_test_name);
 
 }  // namespace
 }  // namespace probelab::sim

@@ -344,20 +344,30 @@ TEST(InjectorsOnChip, HbmBitflipInAWeightReachesTheProbes) {
       }
     }
   }
-  // An Inf weight is no exception: x * Inf is exact, so nothing latches, and the run reports the
-  // fired flip with no anomaly (only the statistics show the Inf). A NaN weight latches
-  // nan_input at fc1 in every step that read it, naming the weight element.
-  EXPECT_TRUE(runs.at("hbm_inf").report.at("anomalies").empty()) << runs.at("hbm_inf").report.at("anomalies").dump(2);
-  const auto& nan = runs.at("hbm_nan");
-  const auto counts = fc1_counts(nan, "nan_count");
-  std::vector<std::uint64_t> latched(3, 0);
-  for (const auto& a : nan.report.at("anomalies")) {
-    EXPECT_EQ(a.at("kind"), "nan_input") << a.dump();
-    EXPECT_EQ(a.at("op"), "fc1") << a.dump();
-    EXPECT_EQ(a.at("element"), 3) << a.dump();
-    ++latched.at(a.at("step").get<std::size_t>());
+  // x * Inf is exact, so an Inf weight raises no arithmetic flag, but the read is seen: inf_input
+  // (a NaN weight: nan_input) latches at fc1 in every step that read it, naming the weight element.
+  // No op wrote that value (the host uploaded a finite weight): corruption of fc1/weight element 3.
+  for (const Case& k : {Case{"hbm_inf", 0, "inf_count", "inf_input"}, Case{"hbm_nan", 0, "nan_count", "nan_input"}}) {
+    SCOPED_TRACE(k.name);
+    const auto& o = runs.at(k.name);
+    const auto counts = fc1_counts(o, k.count_key);
+    std::vector<std::uint64_t> latched(3, 0);
+    for (const auto& a : o.report.at("anomalies")) {
+      if (a.at("op") != "fc1") continue;  // readers downstream latch too
+      EXPECT_EQ(a.at("kind"), k.bits) << a.dump();
+      EXPECT_EQ(a.at("element"), 3) << a.dump();
+      EXPECT_EQ(a.at("tensor"), "fc1/weight") << a.dump();
+      EXPECT_EQ(a.at("role"), "corruption") << a.dump();
+      EXPECT_EQ(a.at("corrupted_tensor"), "fc1/weight") << a.dump();
+      ++latched.at(a.at("step").get<std::size_t>());
+    }
+    for (std::size_t s = 0; s < 3; ++s) EXPECT_EQ(latched[s], counts[s] ? 1u : 0u) << "step " << s;
+    const json& top = o.report.at("diagnosis").at(0);
+    EXPECT_EQ(top.at("cause"), "data_corruption") << top.dump(2);
+    EXPECT_EQ(top.at("op"), "fc1");
+    EXPECT_EQ(top.at("tensor"), "fc1/weight");
+    EXPECT_EQ(top.at("element"), 3);
   }
-  for (std::size_t s = 0; s < 3; ++s) EXPECT_EQ(latched[s], counts[s] ? 1u : 0u) << "step " << s;
 }
 
 }  // namespace

@@ -1,0 +1,423 @@
+#include "probes/provenance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "chip_model/spec/registers.h"
+#include "graph/autodiff.h"
+#include "probes/insertion_pass.h"
+
+namespace probelab::probes {
+
+std::map<std::string, std::string> carried_tensors(const graph::Graph& g) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : g.initializers()) {
+    const std::string next = graph::updated_name(name);
+    if (g.find_tensor(next) && g.producer(next)) out.emplace(name, next);
+  }
+  return out;
+}
+
+namespace {
+
+constexpr std::uint32_t kNonFiniteKinds = (1u << spec::kExcOverflow) | (1u << spec::kExcInvalid) |
+                                          (1u << spec::kExcNanInput) | (1u << spec::kExcInfInput);
+
+bool produced_kind(AnomalyKind k) { return k == AnomalyKind::Invalid || k == AnomalyKind::Overflow; }
+
+enum class Tri { No, Yes, Unknown };
+
+/// One step of a path: an op execution, or a tensor in memory between steps.
+struct Hop {
+  std::string name;
+  std::optional<std::uint32_t> step;  // nullopt: a tensor
+  std::uint32_t rank = 0;
+};
+
+struct Trace {
+  Origin origin;
+  std::vector<Hop> path;  // origin first
+};
+
+struct Writer {
+  enum Kind { Op, Collective, Carried, Upload, Feed } kind = Feed;
+  std::uint32_t op = 0, step = 0;
+  std::uint16_t slot = 0;
+  std::string tensor;  // the tensor as the writer names it
+};
+
+struct Resolver {
+  const graph::Graph& g;
+  std::span<RankEvidence> ranks;
+  std::vector<std::uint32_t> topo;
+  std::map<std::string, std::string> carried;
+  std::map<std::string, std::vector<double>> init_values;
+  std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<const AnomalyRecord*>>> at;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, Trace> memo;
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> active;
+
+  Resolver(const graph::Graph& graph, std::span<RankEvidence> rs) : g(graph), ranks(rs), carried(carried_tensors(graph)) {
+    topo.assign(g.ops().size(), 0);
+    const auto order = g.topo_order();
+    for (std::size_t i = 0; i < order.size(); ++i) topo[order[i]] = static_cast<std::uint32_t>(i);
+    at.resize(ranks.size());
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+      if (ranks[r].anomalies)
+        for (const AnomalyRecord& a : *ranks[r].anomalies) at[r][{a.step, a.op_id}].push_back(&a);
+  }
+
+  const RankEvidence& ev(std::size_t r) const { return ranks[r]; }
+  const graph::Op& op(std::uint32_t id) const { return g.op(id); }
+  std::uint32_t pos(std::uint32_t id) const { return id < topo.size() ? topo[id] : id; }
+
+  const std::vector<const AnomalyRecord*>* anomalies_at(std::size_t r, std::uint32_t s, std::uint32_t o) const {
+    auto it = at[r].find({s, o});
+    return it == at[r].end() ? nullptr : &it->second;
+  }
+  bool any_nonfinite_anomaly(std::size_t r, std::uint32_t s, std::uint32_t o) const {
+    if (const auto* v = anomalies_at(r, s, o))
+      for (const auto* a : *v)
+        if (a->kind != AnomalyKind::Underflow) return true;
+    return false;
+  }
+  const EdgeObservation* obs(std::size_t r, std::uint32_t s, std::uint32_t o, bool in, std::uint16_t slot) const {
+    const auto* m = ev(r).observations;
+    if (!m) return nullptr;
+    auto it = m->find({s, o, in, slot});
+    return it == m->end() ? nullptr : &it->second;
+  }
+  bool complete(std::size_t r, std::uint32_t s) const {
+    const RankEvidence& e = ev(r);
+    if ((e.enabled_kinds & kNonFiniteKinds) != kNonFiniteKinds || !e.steps) return false;
+    auto it = e.steps->find(s);
+    return it != e.steps->end() && (it->second.suppressed_kinds & kNonFiniteKinds) == 0;
+  }
+
+  Writer writer_of(const std::string& t, std::uint32_t s, std::uint32_t first_step) const {
+    Writer w;
+    w.tensor = t;
+    w.step = s;
+    if (const graph::Op* p = g.producer(t)) {
+      w.kind = is_collective_type(p->type) ? Writer::Collective : Writer::Op;
+      w.op = p->id;
+      for (std::size_t i = 0; i < p->outputs.size(); ++i)
+        if (p->outputs[i] == t) w.slot = static_cast<std::uint16_t>(i);
+      return w;
+    }
+    if (auto c = carried.find(t); c != carried.end() && s > first_step) {
+      const graph::Op* u = g.producer(c->second);
+      w.kind = Writer::Carried;
+      w.op = u->id;
+      w.step = s - 1;
+      w.tensor = c->second;
+      for (std::size_t i = 0; i < u->outputs.size(); ++i)
+        if (u->outputs[i] == c->second) w.slot = static_cast<std::uint16_t>(i);
+      return w;
+    }
+    w.kind = g.initializers().count(t) ? Writer::Upload : Writer::Feed;
+    return w;
+  }
+
+  const std::vector<double>& initial(const std::string& t) {
+    auto it = init_values.find(t);
+    if (it == init_values.end()) it = init_values.emplace(t, g.initializers().at(t).to_f64()).first;
+    return it->second;
+  }
+
+  /// Whether output `slot` of `o` at step `s` held a non-finite value.
+  Tri output(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) const {
+    if (const auto* x = obs(r, s, o, false, slot)) {
+      if (x->nonfinite()) return Tri::Yes;
+      if (x->finite()) return Tri::No;
+    }
+    if (any_nonfinite_anomaly(r, s, o)) return Tri::Yes;
+    if (complete(r, s)) return Tri::No;
+    return Tri::Unknown;
+  }
+
+  /// Direct evidence that input `slot` of `o` held a non-finite value when `o` read it.
+  bool input_seen(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot,
+                  std::optional<std::uint64_t>* element = nullptr) const {
+    if (const auto* v = anomalies_at(r, s, o))
+      for (const auto* a : *v)
+        if (a->on_input && reads_input(a->kind) && a->output_index == slot) {
+          if (element) *element = a->element;
+          return true;
+        }
+    if (const auto* x = obs(r, s, o, true, slot); x && x->nonfinite()) return true;
+    return false;
+  }
+
+  /// Whether the writer of input `slot` of `o` at step `s` shows non-finite evidence.
+  bool writer_nonfinite(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
+    const std::string& t = op(o).inputs[slot];
+    const Writer w = writer_of(t, s, ev(r).first_step);
+    switch (w.kind) {
+      case Writer::Op:
+      case Writer::Carried: return output(r, w.step, w.op, w.slot) == Tri::Yes;
+      case Writer::Collective: {
+        if (const auto* x = obs(r, s, w.op, false, w.slot); x && x->nonfinite()) return true;
+        for (std::size_t q = 0; q < ranks.size(); ++q) {
+          if (any_nonfinite_anomaly(q, s, w.op) || input_seen(q, s, w.op, 0)) return true;
+          const graph::Op& c = op(w.op);
+          if (!c.inputs.empty() && !c.inputs[0].empty()) {
+            const Writer in = writer_of(c.inputs[0], s, ev(q).first_step);
+            if ((in.kind == Writer::Op || in.kind == Writer::Carried) && output(q, in.step, in.op, in.slot) == Tri::Yes)
+              return true;
+          }
+        }
+        return false;
+      }
+      case Writer::Upload: {
+        const auto& v = initial(t);
+        return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
+      }
+      case Writer::Feed: return false;
+    }
+    return false;
+  }
+
+  Hop hop(std::size_t r, std::uint32_t s, std::uint32_t o) const { return {op(o).name, s, ev(r).rank}; }
+
+  const AnomalyRecord* first_produced(std::size_t r, std::uint32_t s, std::uint32_t o) const {
+    const AnomalyRecord* best = nullptr;
+    if (const auto* v = anomalies_at(r, s, o))
+      for (const auto* a : *v)
+        if (produced_kind(a->kind) && (!best || a->cycle < best->cycle)) best = a;
+    return best;
+  }
+
+  Trace op_origin(std::size_t r, std::uint32_t s, std::uint32_t o, std::string why_presumed) const {
+    Trace t;
+    Origin& x = t.origin;
+    x.kind = OriginKind::Op;
+    x.rank = ev(r).rank;
+    x.step = s;
+    x.op_id = o;
+    x.latch = first_produced(r, s, o);
+    x.presumed = x.latch == nullptr;
+    if (x.latch) {
+      x.tensor = x.latch->tensor;
+      x.element = x.latch->element;
+      x.evidence = fmt::format("{} produced the first non-finite value from finite inputs: {} latched at element {} "
+                               "(value {})",
+                               op(o).name, anomaly_kind_name(x.latch->kind), x.latch->element, x.latch->value);
+    } else {
+      if (!op(o).outputs.empty()) x.tensor = op(o).outputs[0];
+      x.evidence = std::move(why_presumed);
+    }
+    t.path.push_back(hop(r, s, o));
+    return t;
+  }
+
+  Trace memory_origin(std::size_t r, std::uint32_t s, std::uint32_t reader, const std::string& tensor,
+                      std::optional<std::uint64_t> element, const Writer& w, const std::string& why) const {
+    Trace t;
+    Origin& x = t.origin;
+    x.kind = w.kind == Writer::Feed ? OriginKind::HostData : OriginKind::Memory;
+    x.rank = ev(r).rank;
+    x.step = s;
+    x.op_id = reader;
+    x.tensor = tensor;
+    x.element = element;
+    if (w.kind == Writer::Op || w.kind == Writer::Carried || w.kind == Writer::Collective) {
+      x.writer_op = w.op;
+      x.writer_step = w.step;
+      if (const auto* o = obs(r, w.step, w.op, false, w.slot); o && o->cycle) x.window_lo = o->cycle;
+    }
+    if (const auto* v = anomalies_at(r, s, reader))
+      for (const auto* a : *v)
+        if (a->on_input && a->tensor == tensor && (!x.window_hi || a->cycle < *x.window_hi)) x.window_hi = a->cycle;
+    x.evidence = why;
+    t.path.push_back({tensor, std::nullopt, ev(r).rank});
+    return t;
+  }
+
+  /// Input `slot` of `o` at step `s` held a non-finite value: who wrote it?
+  Trace explain_read(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot,
+                     std::optional<std::uint64_t> element) {
+    const std::string& t = op(o).inputs[slot];
+    const Writer w = writer_of(t, s, ev(r).first_step);
+    const std::string at_elem = element ? fmt::format(" element {}", *element) : std::string();
+    switch (w.kind) {
+      case Writer::Op:
+      case Writer::Collective:
+      case Writer::Carried: {
+        const Tri st = output(r, w.step, w.op, w.slot);
+        if (st != Tri::No) {
+          Trace tr = explain_node(r, w.step, w.op);
+          if (w.kind == Writer::Carried) tr.path.push_back({t, std::nullopt, ev(r).rank});
+          return tr;
+        }
+        const auto* wo = obs(r, w.step, w.op, false, w.slot);
+        const std::string how = wo && wo->finite()
+                                    ? fmt::format("its capture of {} shows no NaN/Inf", w.tensor)
+                                    : std::string("it latched nothing in a step whose latches saw every report");
+        return memory_origin(r, s, o, t, element, w,
+                             fmt::format("{}@{} read a non-finite value in {}{} that no op wrote: {}@{} wrote it and {}",
+                                         op(o).name, s, t, at_elem, op(w.op).name, w.step, how));
+      }
+      case Writer::Upload: {
+        const auto& v = initial(t);
+        bool finite = true;
+        if (element && *element < v.size()) finite = std::isfinite(v[*element]);
+        else finite = std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+        Writer host = w;
+        if (!finite) host.kind = Writer::Feed;  // the initial value itself is non-finite: data
+        return memory_origin(
+            r, s, o, t, element, host,
+            finite ? fmt::format("{}@{} read a non-finite value in {}{} that no op wrote: the host uploaded its initial "
+                                 "value, which is finite there",
+                                 op(o).name, s, t, at_elem)
+                   : fmt::format("{}@{} read {}{}, whose initial value is non-finite", op(o).name, s, t, at_elem));
+      }
+      case Writer::Feed:
+        return memory_origin(r, s, o, t, element, w,
+                             fmt::format("{}@{} read a non-finite value in {}{}, which no op writes (the host feeds it)",
+                                         op(o).name, s, t, at_elem));
+    }
+    return op_origin(r, s, o, "unresolved");
+  }
+
+  /// The output of `o` at step `s` was (or is presumed) non-finite: why?
+  Trace explain_node(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const auto key = std::make_tuple(static_cast<std::uint32_t>(r), s, o);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    if (active.count(key) || active.size() > 4096)
+      return op_origin(r, s, o, fmt::format("{}@{}: provenance cycle or depth limit", op(o).name, s));
+    active.insert(key);
+    Trace t = explain_node_uncached(r, s, o);
+    active.erase(key);
+    memo[key] = t;
+    return t;
+  }
+
+  Trace explain_node_uncached(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const graph::Op& x = op(o);
+    auto via = [&](Trace t) {
+      t.path.push_back(hop(r, s, o));
+      return t;
+    };
+    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
+      std::optional<std::uint64_t> e;
+      if (!x.inputs[i].empty() && input_seen(r, s, o, static_cast<std::uint16_t>(i), &e))
+        return via(explain_read(r, s, o, static_cast<std::uint16_t>(i), e));
+    }
+    if (is_collective_type(x.type)) return explain_collective(r, s, o);
+    for (std::size_t i = 0; i < x.inputs.size(); ++i)
+      if (!x.inputs[i].empty() && writer_nonfinite(r, s, o, static_cast<std::uint16_t>(i)))
+        return via(explain_read(r, s, o, static_cast<std::uint16_t>(i), std::nullopt));
+    return op_origin(r, s, o,
+                     fmt::format("{}@{} is the first op whose output shows a non-finite value (no latch named it; no "
+                                 "input shows one)",
+                                 x.name, s));
+  }
+
+  /// A collective's output on rank r held a non-finite value that this rank's input did not.
+  Trace explain_collective(std::size_t r, std::uint32_t s, std::uint32_t c) {
+    for (std::size_t q = 0; q < ranks.size(); ++q) {
+      if (q == r) continue;
+      std::optional<std::uint64_t> e;
+      if (input_seen(q, s, c, 0, &e) || (!op(c).inputs.empty() && writer_nonfinite(q, s, c, 0))) {
+        Trace t = explain_read(q, s, c, 0, e);
+        t.path.push_back(hop(q, s, c));
+        t.path.push_back(hop(r, s, c));
+        return t;
+      }
+    }
+    for (std::size_t q = 0; q < ranks.size(); ++q)
+      if (first_produced(q, s, c)) {
+        Trace t = op_origin(q, s, c, "");
+        if (q != r) t.path.push_back(hop(r, s, c));
+        return t;
+      }
+    return op_origin(r, s, c,
+                     fmt::format("{}@{} delivered a non-finite value that no rank's input to it shows", op(c).name, s));
+  }
+
+  /// The history of anomaly `a` on rank r.
+  Trace explain(std::size_t r, const AnomalyRecord& a) {
+    if (a.kind == AnomalyKind::Underflow || a.op_id >= g.ops().size()) {
+      Trace t;
+      t.origin.kind = OriginKind::Op;
+      t.origin.rank = ev(r).rank;
+      t.origin.step = a.step;
+      t.origin.op_id = a.op_id;
+      t.origin.latch = &a;
+      t.origin.tensor = a.tensor;
+      t.origin.element = a.element;
+      t.origin.evidence = fmt::format("{} latched at {} element {}", anomaly_kind_name(a.kind), a.op, a.element);
+      if (a.op_id < g.ops().size()) t.path.push_back(hop(r, a.step, a.op_id));
+      return t;
+    }
+    if (reads_input(a.kind) && a.on_input && a.output_index < op(a.op_id).inputs.size()) {
+      Trace t = explain_read(r, a.step, a.op_id, static_cast<std::uint16_t>(a.output_index), a.element);
+      t.path.push_back(hop(r, a.step, a.op_id));
+      return t;
+    }
+    if (a.kind == AnomalyKind::Overflow) return op_origin(r, a.step, a.op_id, "");
+    return explain_node(r, a.step, a.op_id);
+  }
+};
+
+std::vector<std::string> split_path(const std::vector<Hop>& path, std::uint32_t rank) {
+  std::vector<std::string> out;
+  for (const Hop& h : path) {
+    std::string s = h.name;
+    if (h.step) s += fmt::format("@{}", *h.step);
+    if (h.rank != rank) s += fmt::format(" (rank {})", h.rank);
+    if (out.empty() || out.back() != s) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvidence> ranks) {
+  Resolver res(g, ranks);
+  // An underflow is its own history, never the same origin as a NaN/Inf the same op produced
+  // in the same step (the last key field keeps them apart).
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::string, bool>;
+  std::map<Key, Origin> origins;
+  std::map<Key, std::size_t> best_path;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!ranks[r].anomalies) continue;
+    for (AnomalyRecord& a : *ranks[r].anomalies) {
+      Trace t = res.explain(r, a);
+      const Origin& o = t.origin;
+      a.origin = o.kind;
+      a.source_op = o.op_id < g.ops().size() ? g.op(o.op_id).name : a.op;
+      a.source_step = o.step;
+      a.source_rank = o.rank;
+      a.corrupted_tensor.clear();
+      a.corrupted_element.reset();
+      if (o.kind != OriginKind::Op) {
+        a.corrupted_tensor = o.tensor;
+        a.corrupted_element = o.element;
+      }
+      const bool here = o.rank == a.rank && o.step == a.step && o.op_id == a.op_id;
+      if (o.kind == OriginKind::Op && here) a.role = AnomalyRole::Source;
+      else if (o.kind != OriginKind::Op && here && reads_input(a.kind)) a.role = AnomalyRole::Corruption;
+      else if (o.rank != a.rank) a.role = AnomalyRole::Carrier;
+      else a.role = AnomalyRole::Propagation;
+      a.propagation_path = split_path(t.path, a.rank);
+      const Key k{o.step, res.pos(o.op_id), o.rank, static_cast<std::uint32_t>(o.kind), o.tensor,
+                  o.latch && o.latch->kind == AnomalyKind::Underflow};
+      auto [it, fresh] = origins.emplace(k, o);
+      it->second.explains.push_back(&a);
+      if (fresh || t.path.size() > best_path[k]) {
+        best_path[k] = t.path.size();
+        it->second.path = a.propagation_path;
+      }
+      if (!it->second.latch && o.latch) it->second.latch = o.latch;
+    }
+  }
+  std::vector<Origin> out;
+  for (auto& [k, o] : origins) out.push_back(std::move(o));
+  return out;
+}
+
+}  // namespace probelab::probes

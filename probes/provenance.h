@@ -1,0 +1,97 @@
+// Causal provenance of non-finite values: where the history of every NaN/Inf the runtime saw
+// starts, and the path from there. Runs at the end of a run over all evidence of every rank:
+// exception latches (AnomalyRecord), what captures showed of each tensor edge (NaN/Inf counts,
+// hashes), and per step whether the latches saw every report (StepEvidence).
+//
+// Causal order: ops of one step run in the executed graph's order; a tensor read at step s was
+// written either by its producer at step s, or — a weight, an optimizer state: a tensor "X" that
+// op U updates into "X/updated" in place — by U at step s-1 (at the first step: the host's
+// upload of the initial value, known from the graph), or by the host (fed inputs); the output of
+// a collective at step s holds every rank's input to it at step s.
+//
+// Resolution of one anomaly, from its op backwards:
+//  - an op that read a non-finite input (nan_input/inf_input latch on that slot, or a capture of
+//    that input edge showing NaN/Inf): follow the input's writer;
+//  - the writer's output was non-finite (a capture of that output showed NaN/Inf, or the writer
+//    latched anything in that step): the writer is on the path; repeat from it;
+//  - the writer's output was finite (a capture showed no NaN/Inf), or the writer latched nothing
+//    in a step whose latches saw every report: no op wrote the value read — the tensor was
+//    corrupted in memory between the write and the read (origin memory: tensor, element, window);
+//    a host-written tensor (initial value finite in the graph, or a fed input) likewise
+//    (origin memory for a finite initial value, host_data for a fed input or a non-finite
+//    initial value);
+//  - a collective's output: this rank's input to it if that was non-finite, else the first rank
+//    (in rank order) whose input was: the collective is a carrier naming that rank;
+//  - an op that produced a non-finite value from finite inputs (invalid/overflow latch and no
+//    non-finite input evidence, nor a non-finite writer of any input) is the origin (op).
+// An op on the path with no evidence either way is presumed to have propagated it when one of its
+// inputs' writers shows non-finite evidence, else presumed to be the origin (Origin::presumed).
+// Underflow anomalies carry no non-finite value: each is its own origin.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/graph.h"
+#include "probes/anomaly.h"
+
+namespace probelab::probes {
+
+/// What captures showed of one tensor edge in one step.
+struct EdgeObservation {
+  bool has_stats = false;  // NaN/Inf counts known (statistics or a full tensor)
+  std::uint64_t nan_count = 0, inf_count = 0, count = 0;
+  std::optional<std::uint64_t> hash;
+  std::uint64_t cycle = 0;  // device cycle of the record
+  bool nonfinite() const { return has_stats && nan_count + inf_count > 0; }
+  bool finite() const { return has_stats && nan_count + inf_count == 0; }
+};
+
+/// (step, op id, is_input, slot) of a tensor edge.
+using EdgeKey = std::tuple<std::uint32_t, std::uint32_t, bool, std::uint16_t>;
+
+/// Per step: exception kinds (1u << ExcKindBit) some report of which was not latched.
+struct StepEvidence {
+  std::uint32_t suppressed_kinds = 0;
+};
+
+/// One rank's evidence. `anomalies` get their role, origin, source and path written back.
+struct RankEvidence {
+  std::uint32_t rank = 0;
+  std::vector<AnomalyRecord>* anomalies = nullptr;
+  const std::map<EdgeKey, EdgeObservation>* observations = nullptr;
+  const std::map<std::uint32_t, StepEvidence>* steps = nullptr;  // steps with known latch completeness
+  std::uint32_t enabled_kinds = 0;  // kRegExcEnable
+  std::uint32_t first_step = 0;
+};
+
+/// Where a non-finite history starts.
+struct Origin {
+  OriginKind kind = OriginKind::Op;
+  std::uint32_t rank = 0, step = 0;
+  std::uint32_t op_id = 0;               // Op: the producer; Memory/HostData: the op that read it
+  std::string tensor;                    // the tensor concerned (Op: the output, when known)
+  std::optional<std::uint64_t> element;
+  std::optional<std::uint32_t> writer_op, writer_step;  // Memory: who wrote the tensor last (none: host)
+  std::optional<std::uint64_t> window_lo, window_hi;    // Memory: cycles between that write and the read
+  bool presumed = false;                 // inferred without a latch at the origin
+  const AnomalyRecord* latch = nullptr;  // the latch at the origin, if any
+  std::string evidence;                  // one sentence: why this is the origin
+  std::vector<const AnomalyRecord*> explains;  // anomalies whose history starts here, in rank then record order
+  std::vector<std::string> path;         // path of the first anomaly it explains (origin first)
+};
+
+/// Resolves every anomaly of every rank (writes role, origin, source_*, corrupted_*,
+/// propagation_path into the records) and returns the distinct origins in causal order (step,
+/// position of the op in the executed graph, rank). Deterministic.
+std::vector<Origin> resolve_provenance(const graph::Graph& executed, std::span<RankEvidence> ranks);
+
+/// Tensors carried across steps: initializer "X" -> "X/updated" (written by an op, in place).
+std::map<std::string, std::string> carried_tensors(const graph::Graph& g);
+
+}  // namespace probelab::probes
