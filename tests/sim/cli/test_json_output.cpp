@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
@@ -11,7 +11,7 @@ using nlohmann::json;
 using test::TempDir;
 
 json run_json(const std::string& args, const TempDir& dir) {
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
+  const test::CmdResult r = test::run(args, dir);
   EXPECT_EQ(r.code, 0) << args << ": " << r.err;
   return json::parse(r.out);
 }

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
@@ -17,9 +17,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::TempDir;
 
-test::CmdResult run(const std::string& args, const TempDir& dir) {
-  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
-}
+using test::run;
 
 std::string scenario(const std::string& name, const std::string& probes) {
   return "name: " + name + "\nmodel: tinynet.yaml\nchip: tiny\nseed: 3\nsteps: 2\n" + probes;
