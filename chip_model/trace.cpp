@@ -24,10 +24,11 @@ std::string us_text(std::uint64_t ns) { return fmt::format("{}.{:03d}", ns / 100
 double parse(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
 
 // A "dur" text whose double, added to the double of ts_text, gives exactly the double of the end
-// (what a viewer computes as the end), and never more.
-std::string dur_text(const std::string& ts_text, std::uint64_t start_ns, std::uint64_t end_ns) {
+// (what a viewer computes as the end), and never more — nor more than `cap`, the end a viewer
+// computes for the enclosing slice (which, ending in the same nanosecond, may fall just short).
+std::string dur_text(const std::string& ts_text, std::uint64_t start_ns, std::uint64_t end_ns, double cap) {
   std::string d = us_text(end_ns - start_ns);
-  const double t = parse(ts_text), e = parse(us_text(end_ns));
+  const double t = parse(ts_text), e = std::min(parse(us_text(end_ns)), cap);
   double c = parse(d);
   if (t + c == e) return d;
   c = e - t;
@@ -51,13 +52,19 @@ nlohmann::json args_json(const Trace::Args& args) {
   return j;
 }
 
-// Appends "ts" (and "dur") as exact decimals before the closing brace of a dumped object.
-std::string with_time(nlohmann::json j, std::uint64_t start_ns, const std::uint64_t* end_ns) {
+// Appends "ts" (and "dur") as exact decimals before the closing brace of a dumped object; with
+// `end_ns`, `*end` is the end a viewer computes (ts + dur in doubles), capped at `cap`.
+std::string with_time(nlohmann::json j, std::uint64_t start_ns, const std::uint64_t* end_ns = nullptr,
+                      double cap = HUGE_VAL, double* end = nullptr) {
   std::string text = j.dump();
   text.pop_back();
   const std::string ts = us_text(start_ns);
   text += ",\"ts\":" + ts;
-  if (end_ns) text += ",\"dur\":" + dur_text(ts, start_ns, *end_ns);
+  if (end_ns) {
+    const std::string dur = dur_text(ts, start_ns, *end_ns, cap);
+    text += ",\"dur\":" + dur;
+    if (end) *end = parse(ts) + parse(dur);
+  }
   text += '}';
   return text;
 }
@@ -162,19 +169,28 @@ void Trace::write_json(std::ostream& out) const {
             .dump());
   }
   for (const auto& tr : L.tracks) {
+    // The slices enclosing the current one (items come by start, longest first): their end in
+    // nanoseconds and as a viewer computes it, so a child never ends after its parent there.
+    std::vector<std::pair<std::uint64_t, double>> open;
     for (const auto& it : tr.items) {
       const Event& e = *it.event;
       json j{{"ph", std::string(1, e.phase)}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", e.name}};
       if (!e.category.empty()) j["cat"] = e.category;
       if (!e.args.empty()) j["args"] = args_json(e.args);
       if (e.phase == 'i') j["s"] = "t";
-      put(with_time(std::move(j), it.start_ns, e.phase == 'X' ? &it.end_ns : nullptr));
+      if (e.phase != 'X') {
+        put(with_time(std::move(j), it.start_ns));
+        continue;
+      }
+      while (!open.empty() && open.back().first <= it.start_ns) open.pop_back();
+      double end = 0;
+      put(with_time(std::move(j), it.start_ns, &it.end_ns, open.empty() ? HUGE_VAL : open.back().second, &end));
+      open.emplace_back(it.end_ns, end);
     }
   }
   for (const auto& c : L.counters)
     for (const auto& [ns, v] : c.samples)
-      put(with_time(json{{"ph", "C"}, {"pid", c.pid}, {"tid", 0}, {"name", c.name}, {"args", {{c.unit, v}}}}, ns,
-                    nullptr));
+      put(with_time(json{{"ph", "C"}, {"pid", c.pid}, {"tid", 0}, {"name", c.name}, {"args", {{c.unit, v}}}}, ns));
   // Flows (v1): one event per bound slice, at the slice's own start, pid, tid and category (the
   // binding key of Chrome's trace model; Perfetto binds to the enclosing slice).
   for (const auto& f : L.flows) {
@@ -184,7 +200,7 @@ void Trace::write_json(std::ostream& out) const {
       const char* ph = i == 0 ? "s" : i + 1 == f.points.size() ? "f" : "t";
       json j{{"ph", ph}, {"id", f.id}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", "flow"}, {"cat", f.category}};
       if (i > 0) j["bp"] = "e";
-      put(with_time(std::move(j), it.start_ns, nullptr));
+      put(with_time(std::move(j), it.start_ns));
     }
   }
   out << "]}\n";

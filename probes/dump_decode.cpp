@@ -96,6 +96,7 @@ DecodeSummary decode_dumps(const fs::path& dir, const std::optional<fs::path>& o
       decoded["entries"].push_back(std::move(e));
       ++s.files;
     }
+    if (decoded.contains("manifest_crc32")) decoded["manifest_crc32"] = manifest_checksum(decoded);
     const std::string text = decoded.dump(1);
     fs::create_directories(dst);
     write_file_atomic(dst / "dump.json", std::as_bytes(std::span(text.data(), text.size())));

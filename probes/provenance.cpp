@@ -182,12 +182,18 @@ struct Resolver {
 
   Hop hop(std::size_t r, std::uint32_t s, std::uint32_t o) const { return {op(o).name, s, ev(r).rank}; }
 
+  /// The latch that names the origin in op `o`: the first produced value, except that when the op
+  /// both overflowed and made a NaN in one execution the overflow is the root (a running sum at
+  /// ±Inf gives Inf - Inf = NaN in the same accumulators, whichever latch the tiles raised first).
   const AnomalyRecord* first_produced(std::size_t r, std::uint32_t s, std::uint32_t o) const {
     const AnomalyRecord* best = nullptr;
+    const AnomalyRecord* overflow = nullptr;
     if (const auto* v = anomalies_at(r, s, o))
-      for (const auto* a : *v)
+      for (const auto* a : *v) {
         if (produced_kind(a->kind) && (!best || a->cycle < best->cycle)) best = a;
-    return best;
+        if (a->kind == AnomalyKind::Overflow && (!overflow || a->cycle < overflow->cycle)) overflow = a;
+      }
+    return overflow ? overflow : best;
   }
 
   Trace op_origin(std::size_t r, std::uint32_t s, std::uint32_t o, std::string why_presumed) const {
@@ -205,6 +211,15 @@ struct Resolver {
       x.evidence = fmt::format("{} produced the first non-finite value from finite inputs: {} latched at element {} "
                                "(value {})",
                                op(o).name, anomaly_kind_name(x.latch->kind), x.latch->element, x.latch->value);
+      if (x.latch->kind == AnomalyKind::Overflow)
+        if (const auto* v = anomalies_at(r, s, o))
+          for (const auto* a : *v)
+            if (a->kind == AnomalyKind::Invalid) {
+              x.evidence += fmt::format("; invalid latched too, at element {} (value {}): Inf - Inf in the same "
+                                        "accumulators after the overflow",
+                                        a->element, a->value);
+              break;
+            }
     } else {
       if (!op(o).outputs.empty()) x.tensor = op(o).outputs[0];
       x.evidence = std::move(why_presumed);
@@ -316,8 +331,15 @@ struct Resolver {
                                  x.name, s));
   }
 
-  /// A collective's output on rank r held a non-finite value that this rank's input did not.
+  /// A collective's output on rank r held a non-finite value that no latch on this rank's input
+  /// showed: the writer of its input on this rank first (a latch may have been suppressed), then
+  /// every other rank's input.
   Trace explain_collective(std::size_t r, std::uint32_t s, std::uint32_t c) {
+    if (!op(c).inputs.empty() && writer_nonfinite(r, s, c, 0)) {
+      Trace t = explain_read(r, s, c, 0, std::nullopt);
+      t.path.push_back(hop(r, s, c));
+      return t;
+    }
     for (std::size_t q = 0; q < ranks.size(); ++q) {
       if (q == r) continue;
       std::optional<std::uint64_t> e;

@@ -13,6 +13,7 @@
 #include "sim/cli/commands.h"
 #include "sim/run/compare_table.h"
 #include "sim/run/run_compare.h"
+#include "sim/scenario/scenario_error.h"
 
 namespace probelab::cli {
 
@@ -49,17 +50,38 @@ Command add_compare(CLI::App& app) {
   sub->add_option("--stats-rtol", a->table.stats_rtol,
                   "Statistics-only rows: Warning when Max/Min/Mean/Norm differ by more than this, relatively (0.5)");
   return [a] {
-    const sim::CompareTable t = sim::build_compare_table(a->a, a->b, a->table);
+    // Damaged input: every damaged file is named, and no table is written (it would be incomplete).
+    auto report_damage = [&](const sim::RunComparison& c) {
+      for (const auto& d : c.damaged)
+        fmt::print(stderr, "probelab: error: {} ({}): {}\n", d.run == "run A" ? a->a : d.run == "run B" ? a->b : d.run,
+                   d.file, d.problem);
+      fmt::print(stderr, "probelab: error: {} damaged dump file(s) or manifest(s); no comparison written\n",
+                 c.damaged.size());
+      return 2;
+    };
+    std::optional<sim::CompareTable> table;
+    try {
+      table = sim::build_compare_table(a->a, a->b, a->table);
+    } catch (const sim::ScenarioError& e) {
+      // The table stops at the first damaged file; between probelab runs, name them all.
+      const bool damaged_file = e.expected().starts_with("a JSON dump manifest") || e.expected() == "a readable dump file";
+      if (!damaged_file) throw;
+      std::optional<sim::RunComparison> c;
+      try {
+        c = sim::compare_runs(a->a, a->b);
+      } catch (const std::exception&) {
+      }
+      if (c && !c->damaged.empty()) return report_damage(*c);
+      throw;
+    }
+    const sim::CompareTable& t = *table;
     std::optional<sim::RunComparison> c;
     if (!t.npu_msprobe && !t.bench_msprobe) c = sim::compare_runs(a->a, a->b);
+    if (c && !c->damaged.empty()) return report_damage(*c);
     std::filesystem::create_directories(a->output);
     const std::string csv = t.to_csv(), js = t.to_json().dump(1);
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.csv", std::as_bytes(std::span(csv.data(), csv.size())));
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.json", std::as_bytes(std::span(js.data(), js.size())));
-    if (c)
-      for (const auto& d : c->damaged)
-        fmt::print(stderr, "probelab: error: {} ({}): {}\n", d.run == "run A" ? a->a : d.run == "run B" ? a->b : d.run,
-                   d.file, d.problem);
     if (a->json) {
       nlohmann::json j = {{"table", t.to_json()}};
       if (c) j["comparison"] = c->to_json();
@@ -84,11 +106,6 @@ Command add_compare(CLI::App& app) {
         else
           fmt::print("no divergence in the matched captures\n");
       }
-    }
-    if (c && !c->damaged.empty()) {
-      fmt::print(stderr, "probelab: error: {} damaged dump file(s) or manifest(s); the comparison is incomplete\n",
-                 c->damaged.size());
-      return 2;
     }
     return t.not_reached() == 0 ? 0 : 1;
   };

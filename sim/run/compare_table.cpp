@@ -181,6 +181,9 @@ Side load_side(const fs::path& root) {
                           "a foreign manifest");
     }
   }
+  if (s.items.empty())
+    throw ScenarioError(files.front().string(), 0, 0, "", "a dump manifest listing at least one captured tensor",
+                        "none (an empty 'entries' list or 'data' map)");
   // The n-th forward op of each type, per (rank, step), in dump order.
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::string>, std::vector<std::string>> seen;
   for (auto& it : s.items) {

@@ -1,6 +1,7 @@
 // Time-travel replay from a checkpoint (replay.h).
 #include "sim/run/replay.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <fstream>
@@ -82,13 +83,17 @@ ReplayResult replay_run(const fs::path& run_dir, const ReplayOptions& opts,
   for (int r = 0; r < s.ranks; ++r) {
     const fs::path od = run_dir / "outputs" / fmt::format("rank{}", r);
     const fs::path rd = o.out_dir / "outputs" / fmt::format("rank{}", r);
+    std::vector<fs::path> files;  // sorted: the diff list does not depend on directory order
     if (fs::is_directory(od))
-      for (const auto& e : fs::directory_iterator(od)) {
-        ++outputs;
-        const fs::path other = rd / e.path().filename();
-        if (!fs::exists(other) || !same_bits(graph::read_npy(e.path().string()), graph::read_npy(other.string())))
-          diffs.push_back({{"what", "output"}, {"rank", r}, {"tensor", e.path().stem().string()}});
-      }
+      for (const auto& e : fs::directory_iterator(od))
+        if (e.path().extension() == ".npy") files.push_back(e.path());  // outputs.json indexes them
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      ++outputs;
+      const fs::path other = rd / f.filename();
+      if (!fs::exists(other) || !same_bits(graph::read_npy(f.string()), graph::read_npy(other.string())))
+        diffs.push_back({{"what", "output"}, {"rank", r}, {"tensor", f.stem().string()}});
+    }
     for (std::uint32_t step : checkpoint_steps(ckpt, static_cast<std::uint32_t>(r))) {
       if (step <= opts.from_step) continue;
       const auto a = read_checkpoint(ckpt, static_cast<std::uint32_t>(r), step);

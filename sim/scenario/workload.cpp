@@ -120,11 +120,13 @@ void add_training(Workload& w, graph::Graph& g, const Scenario& s) {
 
 void apply_precision(graph::Graph& g, const Scenario& s) {
   const graph::DType dt = s.precision.compute;
-  if (s.precision.master_fp32 && dt != graph::DType::F32) {
-    if (!graph::OpRegistry::instance().find("Cast"))
-      fail_at(s, "precision.master_weights", "none: fp32 master weights need a Cast op, which this build lacks",
-              "fp32");
-  }
+  // An FP32 master copy needs the optimizer to update it and a Cast back to `compute` before
+  // every forward; the training graph does not build that, so the setting is refused, not ignored.
+  if (s.precision.master_fp32 && dt != graph::DType::F32)
+    fail_at(s, "precision.master_weights",
+            "none: fp32 master weights (an FP32 copy the optimizer updates, cast to compute each step) are not "
+            "modelled by the training graph",
+            "fp32");
   if (dt == graph::DType::F32) return;
   std::vector<std::string> names;
   for (const auto& [name, info] : g.tensors())

@@ -122,6 +122,30 @@ TEST(Trace, BackToBackSlicesNeverOvershootInDoubles) {
   EXPECT_GT(abutting, 15000);
 }
 
+TEST(Trace, ChildEndingWithItsParentNeverEndsAfterItInDoubles) {
+  // The case that dropped a slice before: a host step 8.150 us + 23.492 us cannot end exactly at
+  // the double of 31.642 (8.15 + 23.491999999999997 = 31.641999999999996), while the synchronize
+  // inside it, 12.550 + 19.092, does. Random parents and children sharing their end nanosecond,
+  // with siblings abutting: every child ends at or before its parent, every sibling after it.
+  Trace t(true);
+  std::mt19937_64 rng(11);
+  t.complete(0, "main", "step", "host", 8'150'000, 23'492'000);
+  t.complete(0, "main", "synchronize", "host", 12'550'000, 19'092'000);
+  std::uint64_t at = 40'000'000;  // in ps, whole nanoseconds
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t len = 1'000 * (2 + rng() % 40'000);   // the parent
+    const std::uint64_t child = 1'000 * (1 + rng() % (len / 1'000 - 1));  // starts inside, ends with it
+    t.complete(0, "main", "step", "host", at, len);
+    t.complete(0, "main", "synchronize", "host", at + child, len - child);
+    at += len;  // the next step starts where this one ends
+    if (i % 50 == 0) at += 1'000 * (rng() % 1'000'000'000);  // jump ahead now and then
+  }
+  const json j = parse(t);
+  const auto c = probelab::test::check_json_trace(j);
+  EXPECT_TRUE(c.ok()) << c.summary();
+  EXPECT_EQ(c.slices, 10002u);
+}
+
 TEST(Trace, OverlappingSlicesGoToExtraLanesNotDropped) {
   Trace t(true);
   t.complete(0, "dma", "a", "x", 0, 10'000);

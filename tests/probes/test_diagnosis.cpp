@@ -241,3 +241,25 @@ TEST(Diagnosis, UnderflowAndNanOfOneOpAndStepAreTwoOrigins) {
   for (const auto& x : c) under = under || (x.op == "relu1" && x.cause == CauseClass::Underflow && x.element == 7u);
   EXPECT_TRUE(under);
 }
+
+TEST(Diagnosis, OverflowAndNanOfOneOpExecutionNameTheOverflow) {
+  // an FP16 accumulator that ran past 65504 holds ±Inf, and Inf - Inf in the same accumulators is
+  // a NaN: whichever latch the tiles raised first, the overflow is the root and the NaN its evidence
+  graph::Graph g = mlp();
+  Diag d;
+  AnomalyRecord nan = anomaly(g, "fc1", AnomalyKind::Invalid, 0);
+  nan.element = 1553;
+  nan.cycle = 100;
+  AnomalyRecord ovf = anomaly(g, "fc1", AnomalyKind::Overflow, 0, spec::kExcDetailAccumulator | spec::kExcDetailAccFp16);
+  ovf.element = 87;
+  ovf.cycle = 140;  // latched after the NaN
+  d.anomalies = {nan, ovf, anomaly(g, "add1", AnomalyKind::NanInput, 0)};
+  auto c = d.run(g, {}, 5);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "fc1");
+  EXPECT_EQ(c[0].cause, CauseClass::Fp16AccumulationOverflow);
+  EXPECT_EQ(c[0].element, 87u);
+  ASSERT_FALSE(c[0].evidence.empty());
+  EXPECT_NE(c[0].evidence[0].find("invalid latched too, at element 1553"), std::string::npos) << c[0].evidence[0];
+  for (const auto& x : c) EXPECT_FALSE(x.op == "add1" && x.cause == CauseClass::NanSource) << "reader blamed";
+}
