@@ -19,6 +19,7 @@ void register_reduce_ops(OpRegistry& r);
 void register_loss_ops(OpRegistry& r);
 void register_gather_ops(OpRegistry& r);
 void register_optimizer_ops(OpRegistry& r);
+void register_collective_ops(OpRegistry& r);
 }  // namespace ops
 
 // Every built-in family registers here, explicitly: static registrar objects in a static library
@@ -37,6 +38,7 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_loss_ops(r);
   ops::register_gather_ops(r);
   ops::register_optimizer_ops(r);
+  ops::register_collective_ops(r);
   register_fused_ops(r);
 }
 

@@ -2,12 +2,42 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "chip_model/collective/cluster_topology.h"
 #include "graph/graph.h"
 #include "probes/insertion_pass.h"
 #include "sim/scenario/injections.h"
 #include "sim/scenario/model_loader.h"
 
 namespace probelab::sim {
+
+namespace {
+
+/// The cluster parameters, checked against the job: the ranks fit the servers, an explicit
+/// partition map keeps servers whole. Errors name the scenario key and line.
+chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& chip) {
+  chip::ClusterConfig c;
+  for (const auto& [k, v] : s.cluster.params) chip::set_cluster_param(c, k, v, s.file.string());
+  YamlView root(s.resolved, s.file.string(), "");
+  const std::uint32_t ranks = static_cast<std::uint32_t>(s.ranks);
+  try {
+    const chip::ClusterTopology topo(chip, c, ranks);
+    if (!s.cluster.partition.empty()) {
+      const std::uint32_t procs = *std::max_element(s.cluster.partition.begin(), s.cluster.partition.end()) + 1;
+      chip::PartitionMap::explicit_map(topo, s.cluster.partition, procs, "cluster.partition");
+    }
+  } catch (const chip::ConfigError& e) {
+    const bool partition = std::string(e.what()).starts_with("cluster.partition");
+    YamlView at = partition && s.cluster.source ? (*s.cluster.source)["partition"]
+                  : root.get("ranks")            ? root["ranks"]
+                                                 : root;
+    at.fail(e.what(), partition ? "the partition map" : std::to_string(ranks) + " ranks");
+  }
+  return c;
+}
+
+}  // namespace
 
 PreparedRun prepare_run(const Scenario& s) {
   PreparedRun r;
@@ -17,9 +47,10 @@ PreparedRun prepare_run(const Scenario& s) {
   r.chip = chip::chip_preset(s.chip.preset.empty() ? "ascend910b" : s.chip.preset);
   for (const auto& [key, value] : s.chip.overrides) chip::set_param(r.chip, key, value, where + ": chip.overrides");
   r.chip.validate();
+  r.cluster = resolve_cluster(s, r.chip);
 
   LoadedModel model = load_model(s.model);
-  r.workload = build_workload(s, model.graph, model.input_inits);
+  r.workload = build_workload(s, model.graph, model.input_inits, r.cluster);
 
   if (s.has_probes()) {
     probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);
