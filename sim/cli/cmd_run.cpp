@@ -10,7 +10,10 @@
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
+#include "sim/run/mpi_session.h"
+#include "sim/run/partition_run.h"
 #include "sim/run/runner.h"
+#include "sim/scenario/scenario_error.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
@@ -29,6 +32,7 @@ struct RunArgs {
   bool strict = false;
   std::vector<std::string> trace_formats;
   unsigned timeout = 3600;
+  int partitions = 0;
 };
 
 std::string overhead_cell(const nlohmann::json& r) {
@@ -52,6 +56,13 @@ int run(const RunArgs& a) {
     for (const auto& f : a.trace_formats) opts.trace_formats.push_back(chip::Trace::parse_format(f));
   }
   opts.timeout_s = a.timeout;
+  // Distributed runs: the processes of an MPI job (mpirun -np K), or --partitions K in this process.
+  if (sim::launched_by_mpi() && sim::MpiSession::instance().size() > 1) {
+    if (a.partitions > 0) throw sim::ScenarioError("--partitions", 0, 0, "--partitions", "no --partitions under mpirun (the MPI processes are the partitions)", std::to_string(a.partitions));
+    opts.distributed = sim::mpi_partition_comm();
+  } else if (a.partitions > 1) {
+    opts.distributed = sim::local_partition_comm(static_cast<std::uint32_t>(a.partitions));
+  }
   const auto files = sim::expand_scenario_args(a.paths, opts.load.source_root);
 
   sim::Runner runner(opts);
@@ -64,9 +75,14 @@ int run(const RunArgs& a) {
       fmt::print(stderr, "{}\n", line);
     std::fflush(stderr);
   };
-  fmt::print(stderr, "running {} scenario(s), {} job(s) at a time\n", runner.size(), opts.jobs);
+  if (!opts.distributed)
+    fmt::print(stderr, "running {} scenario(s), {} job(s) at a time\n", runner.size(), opts.jobs);
+  else if (runner.writer())
+    fmt::print(stderr, "running {} scenario(s), each simulation over {} processes\n", runner.size(),
+               opts.distributed->processes());
   const auto outcomes = runner.run(progress);
-  if (tty) fmt::print(stderr, "\n");
+  if (tty && runner.writer()) fmt::print(stderr, "\n");
+  if (!runner.writer()) return runner.agree(0);
 
   bool bad_input = false, all = true;
   for (const auto& o : outcomes) {
@@ -125,8 +141,7 @@ int run(const RunArgs& a) {
                outcomes.size(), opts.out_root.string());
   }
   std::fflush(stdout);
-  if (bad_input) return 2;
-  return all ? 0 : 1;
+  return runner.agree(bad_input ? 2 : all ? 0 : 1);
 }
 
 }  // namespace
@@ -152,6 +167,10 @@ Command add_run(CLI::App& app) {
                 "Treat preparation warnings as bad input (exit 2): a probe config that selects nothing, an msprobe "
                 "key with no equivalent");
   sub->add_option("--timeout", a->timeout, "Seconds after which a simulation is killed (0: never)");
+  sub->add_option("--partitions", a->partitions,
+                  "Simulate each job's chips in K processes of this machine (whole servers each), synchronised as "
+                  "under mpirun -np K; the result is the same bytes as one process")
+      ->check(CLI::Range(1, 4096));
   return [a] { return run(*a); };
 }
 

@@ -5,14 +5,22 @@
 // diagnosis, capture, injections, losses, warnings; see sim/run/report.h). Writes trace.json, the
 // probe runtime's dumps and the fetched outputs under `out_dir` as requested.
 // Elaborates SystemC: call at most once per process.
+//
+// A distributed run splits this in two: every partition runs simulate_partition() for its chips
+// (each in its own process and SystemC kernel, synchronised through `link`), and one process
+// merges the partitions' results with merge_partitions(). One process does both for its single
+// partition, so the result is the same bytes either way.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "chip_model/trace.h"
+#include "chip_model/collective/cluster_topology.h"
+#include "sim/platform/partition_link.h"
 #include "sim/scenario/prepared_run.h"
 
 namespace probelab::sim {
@@ -24,8 +32,29 @@ struct SimRequest {
   bool trace = false;          // record and write the trace (trace.json / trace.pftrace)
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};
   bool save_outputs = false;   // write outputs/rank<r>/<tensor>.npy
+  /// Distributed run: the partition map, this partition and its link to the coordinator.
+  const chip::PartitionMap* partition = nullptr;
+  std::uint32_t process = 0;
+  PartitionLink* link = nullptr;
 };
 
+/// What one partition contributes to the result (per rank sections, its trace events, its probe
+/// runtimes' reports), as bytes that cross processes.
+struct PartitionResult {
+  nlohmann::json data;
+  std::vector<std::uint8_t> trace;   // chip::Trace::serialize()
+  std::vector<std::uint8_t> probes;  // encode_probe_results()
+  std::vector<std::uint8_t> encode() const;
+  /// Throws std::runtime_error on malformed bytes.
+  static PartitionResult decode(const std::vector<std::uint8_t>& bytes);
+};
+
+/// Simulates the chips of this partition (all of them without a partition map). Throws on a
+/// host program error, bad input found at run time, or a run that cannot finish.
+PartitionResult simulate_partition(const SimRequest& req);
+/// The simulate() result from every partition's result (any order); writes trace.json.
+nlohmann::json merge_partitions(const SimRequest& req, const std::vector<PartitionResult>& parts);
+/// One process: merge_partitions(req, {simulate_partition(req)}).
 nlohmann::json simulate(const SimRequest& req);
 
 /// File-name form of a tensor name: '/' -> '.', other characters outside [A-Za-z0-9._-] -> '_'.
