@@ -306,6 +306,23 @@ void Trace::append_serialized(const std::vector<std::uint8_t>& bytes) {
   if (!r.done()) throw std::runtime_error("trace: trailing bytes in a partition trace");
 }
 
+void Trace::append(Trace&& other) {
+  if (other.rate_bin_ps_ != rate_bin_ps_)
+    throw std::runtime_error(
+        fmt::format("trace: appended trace has rate bin {} ps, this trace {} ps", other.rate_bin_ps_, rate_bin_ps_));
+  for (auto& [pid, n] : other.process_names_) process_names_[pid] = std::move(n);
+  for (auto& [key, o] : other.track_order_) track_order_[key] = o;
+  events_.insert(events_.end(), std::make_move_iterator(other.events_.begin()),
+                 std::make_move_iterator(other.events_.end()));
+  flows_.insert(flows_.end(), std::make_move_iterator(other.flows_.begin()), std::make_move_iterator(other.flows_.end()));
+  for (auto& [key, r] : other.rates_) {
+    Rate& mine = rates_[key];
+    if (mine.unit.empty()) mine.unit = std::move(r.unit);
+    for (const auto& [bin, amount] : r.bins) mine.bins[bin] += amount;
+  }
+  other.clear();
+}
+
 void Trace::write_json(std::ostream& out) const {
   const detail::Layout L = detail::lay_out(*this);
   using nlohmann::json;

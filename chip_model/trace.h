@@ -123,6 +123,8 @@ class Trace {
   /// Appends a serialize() result: events and flow points behind this trace's, rate bins added.
   /// Throws std::runtime_error on malformed bytes or a different rate bin.
   void append_serialized(const std::vector<std::uint8_t>& bytes);
+  /// Moves `other`'s recording behind this trace's (as append_serialized(other.serialize()) would).
+  void append(Trace&& other);
 
   // ---- output ----
   enum class Format { Json, Perfetto };

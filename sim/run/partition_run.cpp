@@ -188,7 +188,7 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
   std::vector<PartitionResult> parts;
   for (const auto& o : all) parts.push_back(PartitionResult::decode(o.result));
   try {
-    return merge_partitions(req, parts);
+    return merge_partitions(req, std::move(parts));
   } catch (const std::exception& e) {
     return {{"status", "error"}, {"error", e.what()}, {"bad_input", false}};
   }

@@ -35,7 +35,9 @@ std::string sanitize_name(const std::string& name) {
 }
 
 std::vector<std::uint8_t> PartitionResult::encode() const {
-  return json::to_msgpack(json{{"data", data}, {"trace", json::binary_t(trace)}, {"probes", json::binary_t(probes)}});
+  return json::to_msgpack(json{{"data", data},
+                               {"trace", json::binary_t(live_trace ? live_trace->serialize() : trace)},
+                               {"probes", json::binary_t(live_probes ? encode_probe_results(*live_probes) : probes)}});
 }
 
 PartitionResult PartitionResult::decode(const std::vector<std::uint8_t>& bytes) {
@@ -85,7 +87,8 @@ PartitionResult simulate_partition(const SimRequest& req) {
   const auto ranks = static_cast<std::uint32_t>(s.ranks);
   fs::create_directories(req.out_dir);
 
-  chip::Trace trace(req.trace);
+  auto trace_ptr = std::make_shared<chip::Trace>(req.trace);
+  chip::Trace& trace = *trace_ptr;
   const graph::Graph& executed = w.snapshots.fused;
 
   PlatformOptions po;
@@ -121,7 +124,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
       rs.runtime->instrument(rs.graph);
     }
     ExecutorConfig ec;
-    for (const auto& [name, spec] : w.shards) ec.rank_initializers[name] = shard_value(executed, spec, r);
+    for (const auto& [name, spec] : w.shards) ec.rank_initializers[name] = shard_value(executed, name, spec, r);
     ec.rank = r;
     ec.world = ranks;
     ec.steps = static_cast<std::uint32_t>(s.steps);
@@ -132,7 +135,8 @@ PartitionResult simulate_partition(const SimRequest& req) {
       for (const auto& name : w.data_inputs) {
         const graph::TensorDesc& d = rs.graph.tensor(name).desc;
         auto it = w.input_inits.find(name);
-        f.emplace(name, gen.make_input(name, d, step, r, it == w.input_inits.end() ? nullptr : &it->second));
+        f.emplace(name, gen.make_input(name, d, step, w.replicated_data ? 0 : r,
+                                       it == w.input_inits.end() ? nullptr : &it->second));
       }
       return f;
     };
@@ -200,20 +204,20 @@ PartitionResult simulate_partition(const SimRequest& req) {
   out.data["ranks"] = per_rank;
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
-  if (trace.enabled()) out.trace = trace.serialize();
+  if (trace.enabled()) out.live_trace = trace_ptr;
   if (probes_on) {
-    ProbeRankResults pr;
+    auto pr = std::make_shared<ProbeRankResults>();
     for (std::uint32_t r : platform.local_ranks()) {
-      pr.reports.push_back(st[r].runtime->report());
+      pr->reports.push_back(st[r].runtime->report());
       auto smp = st[r].runtime->sync_samples();
-      pr.samples.insert(pr.samples.end(), std::make_move_iterator(smp.begin()), std::make_move_iterator(smp.end()));
+      pr->samples.insert(pr->samples.end(), std::make_move_iterator(smp.begin()), std::make_move_iterator(smp.end()));
     }
-    out.probes = encode_probe_results(pr);
+    out.live_probes = std::move(pr);
   }
   return out;
 }
 
-json merge_partitions(const SimRequest& req, const std::vector<PartitionResult>& parts) {
+json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts) {
   const PreparedRun& run = *req.run;
   const Workload& w = run.workload;
   const chip::ChipClock clock(run.chip.clock_mhz);
@@ -252,12 +256,19 @@ json merge_partitions(const SimRequest& req, const std::vector<PartitionResult>&
   res["ops"] = std::move(ops);
 
   chip::Trace trace(req.trace);
-  if (trace.enabled())
-    for (const auto& p : parts) trace.append_serialized(p.trace);
+  for (auto& p : parts) {
+    if (trace.enabled()) {
+      if (p.live_trace)
+        trace.append(std::move(*p.live_trace));
+      else
+        trace.append_serialized(p.trace);
+    }
+    p.live_trace.reset();
+  }
   if (req.probes && run.probes) {
     ProbeRankResults all;
-    for (const auto& p : parts) {
-      ProbeRankResults pr = decode_probe_results(p.probes);
+    for (auto& p : parts) {
+      ProbeRankResults pr = p.live_probes ? std::move(*p.live_probes) : decode_probe_results(p.probes);
       for (auto& r : pr.reports) all.reports.push_back(std::move(r));
       for (auto& smp : pr.samples) all.samples.push_back(std::move(smp));
     }

@@ -14,13 +14,16 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "chip_model/trace.h"
 #include "chip_model/collective/cluster_topology.h"
+#include "chip_model/trace.h"
 #include "sim/platform/partition_link.h"
+#include "sim/run/probe_codec.h"
 #include "sim/scenario/prepared_run.h"
 
 namespace probelab::sim {
@@ -44,16 +47,21 @@ struct PartitionResult {
   nlohmann::json data;
   std::vector<std::uint8_t> trace;   // chip::Trace::serialize()
   std::vector<std::uint8_t> probes;  // encode_probe_results()
+  /// In the process that merges: the same, not encoded (then `trace` and `probes` are empty).
+  std::shared_ptr<chip::Trace> live_trace;
+  std::shared_ptr<ProbeRankResults> live_probes;
+  /// The encoded form (live parts encoded first).
   std::vector<std::uint8_t> encode() const;
   /// Throws std::runtime_error on malformed bytes.
   static PartitionResult decode(const std::vector<std::uint8_t>& bytes);
 };
 
 /// Simulates the chips of this partition (all of them without a partition map). Throws on a
-/// host program error, bad input found at run time, or a run that cannot finish.
+/// host program error, bad input found at run time, or a run that cannot finish. The trace and
+/// probe results stay live (not encoded) unless req.link is set.
 PartitionResult simulate_partition(const SimRequest& req);
 /// The simulate() result from every partition's result (any order); writes trace.json.
-nlohmann::json merge_partitions(const SimRequest& req, const std::vector<PartitionResult>& parts);
+nlohmann::json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts);
 /// One process: merge_partitions(req, {simulate_partition(req)}).
 nlohmann::json simulate(const SimRequest& req);
 
