@@ -7,15 +7,18 @@
 // check covers them. Shapes: AllReduce and Broadcast keep the input's; ReduceScatter divides the
 // leading dimension by the group size (`ranks`), AllGather multiplies it.
 //
-// Gradients (tensor parallelism: the ranks' losses are replicas of one loss, as in Megatron-LM),
-// with n = `ranks`:
-//   AllGather            dX = ReduceScatter(mean, dY)   (this rank's block, averaged over ranks)
+// Gradients are the transposes of the collectives for a job whose objective is the sum of the
+// ranks' losses (SPMD autodiff, as JAX transposes psum / all_gather), with n = `ranks`:
+//   AllGather            dX = ReduceScatter(sum, dY)
 //   ReduceScatter(sum)   dX = AllGather(dY)
 //   ReduceScatter(mean)  dX = AllGather(dY) / n
-//   AllReduce(sum)       dX = AllReduce(mean, dY)      (dY itself when every rank holds the same)
-//   AllReduce(mean)      dX = AllReduce(mean, dY) / n
-//   Broadcast            none (only the root's input matters; a Reduce to the root would be needed)
-// The gradient collectives use the forward op's communicator, algorithm and accumulation.
+//   AllReduce(sum)       dX = AllReduce(sum, dY)
+//   AllReduce(mean)      dX = AllReduce(mean, dY)
+//   Broadcast            none (its transpose is a Reduce to the root, which the chip lacks)
+// Training then averages every weight gradient over the ranks (the objective is their mean): a
+// weight every rank holds by the gradient all-reduce (mean), a weight shard by 1/n
+// (sim/scenario/workload.h, tensor parallelism). The gradient collectives use the forward op's
+// communicator, algorithm and accumulation.
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
 
@@ -118,9 +121,8 @@ void emit_collective_grad(GradBuilder& b, const Op& op, const std::string& type,
 
 void all_reduce_grad(GradBuilder& b, const Op& op) {
   Attrs at = carried(op);
-  at["reduction"] = std::string("mean");
-  const bool mean = AttrReader(op).s("reduction") == "mean";
-  emit_collective_grad(b, op, "AllReduce", std::move(at), mean ? 1.0 / static_cast<double>(group_size(op)) : 1.0);
+  at["reduction"] = AttrReader(op).s("reduction");
+  emit_collective_grad(b, op, "AllReduce", std::move(at), 1.0);
 }
 
 void reduce_scatter_grad(GradBuilder& b, const Op& op) {
@@ -130,7 +132,7 @@ void reduce_scatter_grad(GradBuilder& b, const Op& op) {
 
 void all_gather_grad(GradBuilder& b, const Op& op) {
   Attrs at = carried(op);
-  at["reduction"] = std::string("mean");
+  at["reduction"] = std::string("sum");
   emit_collective_grad(b, op, "ReduceScatter", std::move(at), 1.0);
 }
 

@@ -18,7 +18,7 @@ std::string_view run_mode_name(RunMode m) { return m == RunMode::Training ? "tra
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k = {
-      "name",      "description", "chip",       "ranks",     "cluster",  "model",    "mode",
+      "name",      "description", "chip",       "ranks",     "cluster",  "parallel", "model",    "mode",
       "training",  "data",        "steps",      "seed",      "precision", "probes",
       "injections", "variants",   "expectations", "campaign"};
   return k;
@@ -315,6 +315,12 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   if (auto c = root.get("chip")) s.chip = parse_chip(*c);
   s.ranks = static_cast<int>(root.int_or("ranks", 1, 1, 65536));
   if (auto c = root.get("cluster")) s.cluster = parse_cluster(*c);
+  if (auto p = root.get("parallel")) {
+    p->expect_keys({"tensor"});
+    s.parallel_source = *p;
+    if (auto t = p->get("tensor"))
+      for (const auto& item : t->items()) s.tensor_parallel.push_back(item.str());
+  }
   s.seed = opts.seed ? *opts.seed : (root.get("seed") ? root["seed"].uinteger() : 0);
   s.steps = static_cast<int>(root.int_or("steps", 1, 1, 100000));
 

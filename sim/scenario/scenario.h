@@ -13,6 +13,8 @@
 //     oversubscription: 2
 //     partition: [0, 0, ..., 1, 1]      #   distributed runs: the process of each rank (default:
 //                                       #   servers split evenly over the MPI processes)
+//   parallel: {tensor: ["fc2/matmul"]}  # optional: tensor-parallel MatMul ops over every rank
+//                                       #   (column-parallel, Megatron-style; data replicated)
 //   model: transformer_block            # a bundled model (scenarios/models/<name>.yaml|.onnx),
 //                                       # or a .yaml/.onnx path relative to this file,
 //                                       # or {name: N} / {file: PATH} / {onnx: PATH}
@@ -153,6 +155,10 @@ struct Scenario {
   ChipSpec chip;
   int ranks = 1;
   ClusterSpec cluster;
+  /// `parallel.tensor`: globs of MatMul ops whose weight is split by columns over the ranks
+  /// (sim/scenario/workload.h); empty: data parallel.
+  std::vector<std::string> tensor_parallel;
+  std::optional<YamlView> parallel_source;
   ModelSpec model;
   RunMode mode = RunMode::Inference;
   TrainingSpec training;

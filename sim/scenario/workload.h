@@ -13,6 +13,14 @@
 //              shard too), "P/allgather" (AllGather) collects the updated shards and
 //              "P/unshard" (Slice/Reshape) writes "P/updated"; `shards` says which block of P
 //              each rank's "P/shard" starts from
+//   tensor     parallel.tensor: each selected MatMul Y = A @ W with a weight W [K, N] becomes
+//              column-parallel over the R ranks (Megatron-style): rank r holds "W/tp", columns
+//              [r N/R, (r+1) N/R) of W, computes "Y/tp" = A @ W/tp, and "<op>/tp_gather" (an
+//              AllGather between two Transposes) rebuilds Y on every rank. Every rank gets the
+//              same data. Training: the gradients are the collectives' transposes (graph/ops/
+//              collective.cpp); a shard's gradient is divided by R ("W/tp/gradient/scale"), every
+//              other weight's averaged by the gradient all-reduce, which makes them the
+//              gradients of the single-device model
 //   snapshots  original / optimized / fused (graph/snapshot.h); the executor runs `fused`
 //
 // The loss of a training scenario is added to the model's first output: cross_entropy adds an
@@ -22,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,12 +42,14 @@
 
 namespace probelab::sim {
 
-/// An initializer whose value differs per rank: block `rank` of initializer `source`, split
-/// into `parts` along `axis` (-1: flattened and zero-padded to a multiple of `parts`).
+/// An initializer whose value differs per rank: block `rank` of initializer `source` (or of
+/// `value` when set), split into `parts` along `axis` (-1: flattened and zero-padded to a
+/// multiple of `parts`), in the dtype of the sharded tensor.
 struct ShardSpec {
   std::string source;
   std::int64_t axis = -1;
   std::int64_t parts = 1;
+  std::shared_ptr<const graph::Tensor> value;
 };
 
 struct Workload {
@@ -55,8 +66,10 @@ struct Workload {
   /// (e.g. randint(0, 10) labels), labels added for the loss get randint(0, classes); float inputs
   /// without one use the scenario's `data` generator.
   std::map<std::string, graph::InitSpec> input_inits;
-  /// Initializers whose value is each rank's block of another (ZeRO shards), by tensor name.
+  /// Initializers whose value is each rank's block of another (ZeRO and tensor-parallel shards).
   std::map<std::string, ShardSpec> shards;
+  /// Tensor parallelism: every rank is fed the same data (rank 0's).
+  bool replicated_data = false;
 };
 
 /// Throws ScenarioError (a batch that does not fit the model, a model without outputs, a
@@ -65,7 +78,7 @@ Workload build_workload(const Scenario& s, const graph::Graph& model,
                         const std::map<std::string, graph::InitSpec>& input_inits = {},
                         const chip::ClusterConfig& cluster = {});
 
-/// The value of rank `rank`'s copy of a sharded initializer (Workload::shards).
-graph::Tensor shard_value(const graph::Graph& g, const ShardSpec& spec, std::uint32_t rank);
+/// The value of rank `rank`'s copy of sharded initializer `tensor` of `g` (Workload::shards).
+graph::Tensor shard_value(const graph::Graph& g, const std::string& tensor, const ShardSpec& spec, std::uint32_t rank);
 
 }  // namespace probelab::sim

@@ -26,11 +26,11 @@ std::vector<Op> collective_backward(const std::string& type, Attrs attrs) {
   return out;
 }
 
-TEST(CollectiveGradients, AllGatherSendsEachRankTheMeanOfItsBlock) {
+TEST(CollectiveGradients, AllGatherSendsEachRankTheSumOfItsBlock) {
   const auto ops = collective_backward("AllGather", {});
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].type, "ReduceScatter");
-  EXPECT_EQ(ops[0].attr_str("reduction"), "mean");
+  EXPECT_EQ(ops[0].attr_str("reduction"), "sum");
   EXPECT_EQ(ops[0].attr_str("comm"), "server");
   EXPECT_EQ(ops[0].attr_int("ranks"), 4);
   EXPECT_EQ(ops[0].attr_str("accumulation"), "fp16");
@@ -48,16 +48,14 @@ TEST(CollectiveGradients, ReduceScatterGathersAndAMeanScales) {
   EXPECT_DOUBLE_EQ(ops[1].attr_float("alpha"), 0.25);
 }
 
-TEST(CollectiveGradients, AllReduceAveragesTheUpstreamGradient) {
-  auto ops = collective_backward("AllReduce", {{"reduction", std::string("sum")}, {"algorithm", std::string("hierarchical")}});
-  ASSERT_EQ(ops.size(), 1u);
-  EXPECT_EQ(ops[0].type, "AllReduce");
-  EXPECT_EQ(ops[0].attr_str("reduction"), "mean");
-  EXPECT_EQ(ops[0].attr_str("algorithm"), "ring");  // the gradient runs flat on the same communicator
-  ops = collective_backward("AllReduce", {{"reduction", std::string("mean")}});
-  ASSERT_EQ(ops.size(), 2u);
-  EXPECT_EQ(ops[1].type, "Scale");
-  EXPECT_DOUBLE_EQ(ops[1].attr_float("alpha"), 0.25);
+TEST(CollectiveGradients, AllReduceIsItsOwnTranspose) {
+  for (const char* red : {"sum", "mean"}) {
+    const auto ops = collective_backward("AllReduce", {{"reduction", std::string(red)}, {"algorithm", std::string("hierarchical")}});
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].type, "AllReduce");
+    EXPECT_EQ(ops[0].attr_str("reduction"), red);
+    EXPECT_EQ(ops[0].attr_str("algorithm"), "ring");  // the gradient runs flat on the same communicator
+  }
 }
 
 TEST(CollectiveGradients, BroadcastHasNoGradient) {
