@@ -146,7 +146,7 @@ std::pair<std::string, std::string> zero_scatter(Workload& w, graph::Graph& g, c
   g.add_op(collective(t + "/gradient/reducescatter", "ReduceScatter", scope, Direction::Backward, x, shard_grad, rs));
   g.add_initializer(shard, graph::Tensor::from_f64({padded / parts}, std::vector<double>(static_cast<std::size_t>(padded / parts), 0.0), d.dtype),
                     graph::TensorKind::Weight);
-  w.shards[shard] = ShardSpec{t, -1, parts};
+  w.shards[shard] = ShardSpec{t, -1, parts, nullptr};
   return {shard, shard_grad};
 }
 
