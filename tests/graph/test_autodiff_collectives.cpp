@@ -1,6 +1,6 @@
 // Gradients of the collective ops (graph/ops/collective.cpp). They have no single-rank reference,
 // so no finite differences here: the backward ops each collective emits, with their attributes;
-// the numbers are checked end to end by the tensor-parallel training scenarios (tests/sim/run).
+// the numbers are checked end to end against single-device training (tests/sim/run/test_tensor_parallel.cpp).
 #include <gtest/gtest.h>
 
 #include "tests/graph/model_builder.h"
