@@ -31,10 +31,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sim/run/process_pool.h"
+#include "bench/support/sim_child.h"
 #include "sim/run/simulation.h"
 #include "sim/scenario/prepared_run.h"
-#include "sim/scenario/source_root.h"
 
 namespace {
 
@@ -42,15 +41,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace probelab;
 
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-fs::path scratch(const std::string& what) {
-  return fs::temp_directory_path() / fmt::format("probelab_bench_{}_{}", what, ::getpid());
-}
+using bench::prepare;
+using bench::scratch;
 
 std::string job_yaml(int ranks, int steps) {
   return fmt::format(R"(name: bench_cluster
@@ -71,60 +63,14 @@ probes:
                      ranks, steps);
 }
 
-fs::path write_scenario(const std::string& yaml, const std::string& tag) {
-  const fs::path dir = scratch("scenario_" + tag);
-  fs::create_directories(dir);
-  const fs::path file = dir / "bench_cluster.yaml";
-  std::ofstream(file) << yaml;
-  return file;
-}
-
-sim::PreparedRun prepare(const std::string& yaml) {
-  sim::LoadOptions o;
-  o.source_root = sim::find_source_root();
-  const fs::path file = write_scenario(yaml, "prep");
-  sim::PreparedRun run = sim::prepare_run(sim::load_scenario(file, o));
-  std::error_code ec;
-  fs::remove_all(file.parent_path(), ec);
-  return run;
-}
-
 struct ChildCost {
   double cpu_s = 0;
   double rss_mb = 0;
 };
 
-// One simulation in a forked child (SystemC elaborates once per process).
 ChildCost simulate_in_child(const sim::PreparedRun& run) {
-  const fs::path out = scratch("run");
-  const fs::path result = out / "cost.json";
-  fs::create_directories(out);
-  sim::ProcessPool pool(1);
-  pool.submit([&]() -> int {
-    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-    const double t0 = cpu_seconds();
-    sim::SimRequest req;
-    req.run = &run;
-    req.probes = true;
-    req.out_dir = out;
-    const json r = sim::simulate(req);
-    const double t1 = cpu_seconds();
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    std::ofstream(result) << json{{"cpu_s", t1 - t0}, {"rss_kb", ru.ru_maxrss}, {"status", r["status"]}}.dump();
-    return 0;
-  });
-  bool ok = true;
-  pool.run([&](std::size_t, const sim::ChildStatus& st) { ok = st.ok(); });
-  std::ifstream in(result);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::error_code ec;
-  fs::remove_all(out, ec);
-  if (!ok || ss.str().empty()) throw std::runtime_error("simulation child failed");
-  const json j = json::parse(ss.str());
-  if (j["status"] != "ok") throw std::runtime_error("simulation status " + j["status"].dump());
-  return {j["cpu_s"].get<double>(), static_cast<double>(j["rss_kb"].get<long>()) / 1024.0};
+  const bench::ChildRun c = bench::simulate_in_child(run, true);
+  return {c.cpu_s, c.rss_mb};
 }
 
 ChildCost best_of(const sim::PreparedRun& run, int n) {
@@ -238,7 +184,7 @@ void BM_MpiPartitions(benchmark::State& state) {
     state.SkipWithError("mpirun is not installed");
     return;
   }
-  const fs::path file = write_scenario(job_yaml(ranks, 2), fmt::format("mpi{}", procs));
+  const fs::path file = bench::write_scenario(job_yaml(ranks, 2), fmt::format("mpi{}", procs), "bench_cluster.yaml");
   const fs::path out = scratch(fmt::format("mpi_out{}", procs));
   const std::string cmd = fmt::format(
       "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 mpirun --oversubscribe --allow-run-as-root -np {} {} run {} --out {} >/dev/null 2>&1",
