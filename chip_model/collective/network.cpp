@@ -45,14 +45,8 @@ std::uint64_t Network::send(Message m, std::uint64_t ready_ps, std::uint64_t dat
   m.head_ps = h.head_ps;
   m.tail_ps = h.tail_ps;
   m.hop = 1;
-  if (m.hop == route.size()) {
-    queue({m.tail_ps, true, std::move(m)});
-  } else if (owns(route[m.hop])) {
-    queue({m.head_ps, false, std::move(m)});
-  } else {
-    const std::uint32_t to = parts_->of_link(topo_, route[m.hop]);
-    boundary_->forward(std::move(m), to);
-  }
+  const auto next = route.size() == 1 ? std::nullopt : std::optional<std::size_t>(route[1]);
+  onward(std::move(m), next);
   return h.free_ps;
 }
 
@@ -83,12 +77,17 @@ void Network::take_hop(Message m) {
   m.head_ps = h.head_ps;
   m.tail_ps = h.tail_ps;
   ++m.hop;
-  if (m.hop == route.size()) {
-    queue({m.tail_ps, true, std::move(m)});
-  } else if (owns(route[m.hop])) {
-    queue({m.head_ps, false, std::move(m)});
+  const auto next = m.hop == route.size() ? std::nullopt : std::optional<std::size_t>(route[m.hop]);
+  onward(std::move(m), next);
+}
+
+void Network::onward(Message m, std::optional<std::size_t> next_link) {
+  if (!next_link) {
+    queue({m.tail_ps, true, std::move(m)});  // delivered when its tail arrives
+  } else if (owns(*next_link)) {
+    queue({m.head_ps, false, std::move(m)});  // its next hop starts when the head arrives
   } else {
-    const std::uint32_t to = parts_->of_link(topo_, route[m.hop]);
+    const std::uint32_t to = parts_->of_link(topo_, *next_link);
     boundary_->forward(std::move(m), to);
   }
 }

@@ -80,6 +80,8 @@ class Network : public sc_core::sc_module {
   };
   void pump();
   void take_hop(Message m);
+  /// After a hop: delivery (no next link), the next hop here, or a relay to the link's partition.
+  void onward(Message m, std::optional<std::size_t> next_link);
   void queue(Event e);
   void trace_span(std::size_t link, const Link::Span& s);
   void traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes, const std::optional<Link::Span>& closed);
