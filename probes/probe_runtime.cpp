@@ -408,16 +408,24 @@ RuntimeReport ProbeRuntime::report() const {
 nlohmann::json ProbeRuntime::report_json() const { return report().to_json(); }
 
 JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks) {
-  JobReport job;
-  if (ranks.empty()) return job;
+  if (ranks.empty()) return {};
+  std::vector<RuntimeReport> reports;
   std::vector<SyncSample> samples;
   for (const auto* r : ranks) {
-    job.ranks.push_back(r->report());
+    reports.push_back(r->report());
     auto s = r->sync_samples();
     samples.insert(samples.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
   }
   const auto& s0 = *ranks.front()->impl_;
-  job.consistency = check_consistency(samples, s0.cfg.consistency);
+  return combine_reports(std::move(reports), samples, s0.cfg.consistency, s0.graph);
+}
+
+JobReport combine_reports(std::vector<RuntimeReport> reports, std::span<const SyncSample> samples,
+                          const ConsistencyOptions& consistency, const graph::Graph& executed) {
+  JobReport job;
+  if (reports.empty()) return job;
+  job.ranks = std::move(reports);
+  job.consistency = check_consistency(samples, consistency);
   std::vector<AnomalyRecord> anomalies;
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;
@@ -429,7 +437,7 @@ JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks) {
     corrupt += r.capture.corrupt;
   }
   DiagnosisInput in;
-  in.graph = &s0.graph;
+  in.graph = &executed;
   in.anomalies = anomalies;
   in.triggers = triggers;
   in.comparisons = comparisons;
