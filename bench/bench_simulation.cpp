@@ -27,12 +27,11 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "bench/support/sim_child.h"
 #include "graph/op_registry.h"
 #include "sim/scenario/data_gen.h"
 #include "sim/scenario/prepared_run.h"
-#include "sim/run/process_pool.h"
 #include "sim/run/simulation.h"
-#include "sim/scenario/source_root.h"
 
 namespace {
 
@@ -40,64 +39,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace probelab;
 
-double cpu_seconds(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-fs::path scratch(const std::string& what) {
-  return fs::temp_directory_path() / fmt::format("probelab_bench_{}_{}", what, ::getpid());
-}
-
-sim::PreparedRun prepare(const std::string& scenario_yaml) {
-  sim::LoadOptions o;
-  o.source_root = sim::find_source_root();
-  const fs::path dir = scratch("scenario");
-  fs::create_directories(dir);
-  const fs::path file = dir / "bench.yaml";
-  std::ofstream(file) << scenario_yaml;
-  sim::PreparedRun run = sim::prepare_run(sim::load_scenario(file, o));  // bundled models only
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  return run;
-}
+using bench::cpu_seconds;
+using bench::prepare;
 
 struct SimResult {
   std::uint64_t cycles = 0;
-  double cpu_s = 0;  // CPU time of the child's simulate() call
+  double cpu_s = 0;
 };
 
-// One simulation in a forked child (SystemC elaborates once per process).
 SimResult simulate_in_child(const sim::PreparedRun& run, bool probes) {
-  const fs::path out = scratch("run");
-  const fs::path result = out / "result.json";
-  fs::create_directories(out);
-  sim::ProcessPool pool(1);
-  pool.submit([&]() -> int {
-    ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-    const double t0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    sim::SimRequest req;
-    req.run = &run;
-    req.probes = probes;
-    req.out_dir = out;
-    const json r = sim::simulate(req);
-    const double t1 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
-    std::uint64_t steps = 0;  // step cycles: what a step costs more, without setup and end-of-run drain
-    for (const auto& c : r["cycles"]["per_step"].at(0)) steps += c.get<std::uint64_t>();
-    std::ofstream(result) << json{{"cycles", steps}, {"cpu_s", t1 - t0}, {"status", r["status"]}}.dump();
-    return 0;
-  });
-  bool ok = true;
-  pool.run([&](std::size_t, const sim::ChildStatus& st) { ok = st.ok(); });
-  std::ifstream in(result);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::error_code ec;
-  fs::remove_all(out, ec);
-  if (!ok || ss.str().empty()) throw std::runtime_error("simulation child failed");
-  const json j = json::parse(ss.str());
-  return {j["cycles"].get<std::uint64_t>(), j["cpu_s"].get<double>()};
+  const bench::ChildRun c = bench::simulate_in_child(run, probes);
+  return {c.cycles, c.cpu_s};
 }
 
 // Host CPU seconds of the FP32 CPU reference of one step of the run's workload.

@@ -259,6 +259,11 @@ void ChipConfig::validate() const {
   if (num_cores > 64) throw ConfigError("chip parameter 'num_cores': at most 64 cores are supported");
 }
 
+double parse_param_number(const ParamInfo& info, std::string_view text, std::string_view where) {
+  if (info.type == ParamType::UInt) return static_cast<double>(parse_uint(info, text, where));
+  return parse_double(info, text, where);
+}
+
 const std::vector<ParamInfo>& chip_params() {
   static const std::vector<ParamInfo> infos = [] {
     std::vector<ParamInfo> v;

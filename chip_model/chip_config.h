@@ -93,6 +93,11 @@ struct ParamInfo {
 /// All parameters, in a stable documented order.
 const std::vector<ParamInfo>& chip_params();
 
+/// Parses `text` as the number `info` describes (UInt: decimal, 0x hex, KiB/MiB/GiB for "bytes";
+/// Double) and checks its range; throws ConfigError naming `info.name` (prefixed with `where`).
+/// For other parameter tables built from ParamInfo rows (the cluster parameters).
+double parse_param_number(const ParamInfo& info, std::string_view text, std::string_view where = {});
+
 /// Value of a parameter of `cfg` as text (the form accepted by set_param). Throws on unknown key.
 std::string get_param(const ChipConfig& cfg, std::string_view key);
 

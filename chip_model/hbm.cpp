@@ -75,7 +75,7 @@ void Hbm::copy_in(std::uint64_t addr, std::span<const std::byte> src) {
 }
 
 std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                         bool is_write, double port_gbps) {
+                         bool is_write, double port_gbps, bool traced) {
   auto& st = stats_[static_cast<int>(who)];
   ++st.transfers;
   (is_write ? st.bytes_written : st.bytes_read) += bytes;
@@ -105,11 +105,14 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
     busy_until_ps_[c] = begin + dur;
     busy_ps_total_ += dur;
     end = std::max(end, busy_until_ps_[c]);
-    if (tracing) {
+    if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.
       trace_->complete(rank_, fmt::format("hbm.ch{:02}", c),
                        fmt::format("{} {}", hbm_client_name(who), is_write ? "write" : "read"), "hbm", begin, dur,
                        {{"bytes", share_[c]}, {"addr", addr}, {"queued_ps", begin - start_ps}});
+    }
+    if (tracing) {
+      // Untraced traffic (a collective's chunks) still counts in the bandwidth counter.
       trace_->rate(rank_, "hbm bandwidth", "GB/s", begin, dur, share_[c]);
     }
   }
@@ -119,9 +122,9 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
 }
 
 sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start, HbmClient who,
-                               bool is_write, double port_gbps) {
+                               bool is_write, double port_gbps, bool traced) {
   check_range(addr, bytes, is_write ? "write" : "read");
-  return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps));
+  return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps, traced));
 }
 
 sc_core::sc_time Hbm::read(std::uint64_t addr, std::span<std::byte> dst, const sc_core::sc_time& start, HbmClient who,

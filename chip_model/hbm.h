@@ -70,8 +70,10 @@ class Hbm : public sc_core::sc_module {
              HbmClient who, double port_gbps = 0);
   /// Timing only: charges `bytes` at `addr` to the model without moving data (for traffic whose
   /// bytes are accounted elsewhere, e.g. a modelled write whose data is written separately).
+  /// `traced` = false leaves it off the timeline (a collective traces one span per collective
+  /// rather than one per chunk it moves).
   sc_core::sc_time transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start,
-                            HbmClient who, bool is_write, double port_gbps = 0);
+                            HbmClient who, bool is_write, double port_gbps = 0, bool traced = true);
 
   // ---- zero-time backdoor: injectors and tests only ----
   void debug_read(std::uint64_t addr, std::span<std::byte> dst) const;
@@ -91,7 +93,7 @@ class Hbm : public sc_core::sc_module {
   void copy_out(std::uint64_t addr, std::span<std::byte> dst) const;
   void copy_in(std::uint64_t addr, std::span<const std::byte> src);
   std::uint64_t model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                      bool is_write, double port_gbps);
+                      bool is_write, double port_gbps, bool traced = true);
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
 

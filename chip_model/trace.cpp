@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -148,6 +150,187 @@ Trace::Format Trace::parse_format(std::string_view s) {
 const char* Trace::file_name(Format f) { return f == Format::Json ? "trace.json" : "trace.pftrace"; }
 
 Trace::Stats Trace::stats() const { return detail::lay_out(*this).stats; }
+
+namespace {
+
+// Compact binary form of a trace (serialize / append_serialized): native-endian integers (the
+// partitions of one job run the same binary), strings as length + bytes.
+class Writer {
+ public:
+  std::vector<std::uint8_t> out;
+  template <class T>
+  void pod(T v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof v);
+  }
+  void str(const std::string& s) {
+    pod(static_cast<std::uint32_t>(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  }
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<std::uint8_t>& b) : b_(b) {}
+  template <class T>
+  T pod() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = pod<std::uint32_t>();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(b_.data() + at_), n);
+    at_ += n;
+    return s;
+  }
+  bool done() const { return at_ == b_.size(); }
+
+ private:
+  void need(std::size_t n) const {
+    if (n > b_.size() - at_) throw std::runtime_error("trace: truncated partition trace");
+  }
+  const std::vector<std::uint8_t>& b_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> Trace::serialize() const {
+  Writer w;
+  w.pod(rate_bin_ps_);
+  w.pod(static_cast<std::uint64_t>(process_names_.size()));
+  for (const auto& [pid, n] : process_names_) {
+    w.pod(pid);
+    w.str(n);
+  }
+  w.pod(static_cast<std::uint64_t>(track_order_.size()));
+  for (const auto& [key, o] : track_order_) {
+    w.pod(key.first);
+    w.str(key.second);
+    w.pod(o);
+  }
+  w.pod(static_cast<std::uint64_t>(events_.size()));
+  for (const auto& e : events_) {
+    w.pod(e.phase);
+    w.pod(e.pid);
+    w.str(e.track);
+    w.str(e.name);
+    w.str(e.category);
+    w.pod(e.ts_ps);
+    w.pod(e.dur_ps);
+    w.pod(e.value);
+    w.pod(static_cast<std::uint32_t>(e.args.size()));
+    for (const auto& [k, v] : e.args) {
+      w.str(k);
+      w.pod(static_cast<std::uint8_t>(v.index()));
+      std::visit(
+          [&](const auto& x) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::string>)
+              w.str(x);
+            else
+              w.pod(x);
+          },
+          v);
+    }
+  }
+  w.pod(static_cast<std::uint64_t>(flows_.size()));
+  for (const auto& f : flows_) {
+    w.str(f.key);
+    w.pod(f.pid);
+    w.str(f.track);
+    w.pod(f.ts_ps);
+  }
+  w.pod(static_cast<std::uint64_t>(rates_.size()));
+  for (const auto& [key, r] : rates_) {
+    w.pod(key.first);
+    w.str(key.second);
+    w.str(r.unit);
+    w.pod(static_cast<std::uint64_t>(r.bins.size()));
+    for (const auto& [bin, amount] : r.bins) {
+      w.pod(bin);
+      w.pod(amount);
+    }
+  }
+  return std::move(w.out);
+}
+
+void Trace::append_serialized(const std::vector<std::uint8_t>& bytes) {
+  Reader r(bytes);
+  if (const auto bin = r.pod<std::uint64_t>(); bin != rate_bin_ps_)
+    throw std::runtime_error(fmt::format("trace: partition trace has rate bin {} ps, this trace {} ps", bin, rate_bin_ps_));
+  for (auto n = r.pod<std::uint64_t>(); n > 0; --n) {
+    const auto pid = r.pod<std::uint32_t>();
+    process_names_[pid] = r.str();
+  }
+  for (auto n = r.pod<std::uint64_t>(); n > 0; --n) {
+    const auto pid = r.pod<std::uint32_t>();
+    std::string track = r.str();
+    track_order_[{pid, std::move(track)}] = r.pod<int>();
+  }
+  for (auto n = r.pod<std::uint64_t>(); n > 0; --n) {
+    Event e;
+    e.phase = r.pod<char>();
+    e.pid = r.pod<std::uint32_t>();
+    e.track = r.str();
+    e.name = r.str();
+    e.category = r.str();
+    e.ts_ps = r.pod<std::uint64_t>();
+    e.dur_ps = r.pod<std::uint64_t>();
+    e.value = r.pod<double>();
+    for (auto k = r.pod<std::uint32_t>(); k > 0; --k) {
+      std::string key = r.str();
+      switch (r.pod<std::uint8_t>()) {
+        case 0: e.args.emplace_back(std::move(key), r.pod<std::int64_t>()); break;
+        case 1: e.args.emplace_back(std::move(key), r.pod<std::uint64_t>()); break;
+        case 2: e.args.emplace_back(std::move(key), r.pod<double>()); break;
+        case 3: e.args.emplace_back(std::move(key), r.str()); break;
+        default: throw std::runtime_error("trace: malformed partition trace (argument type)");
+      }
+    }
+    events_.push_back(std::move(e));
+  }
+  for (auto n = r.pod<std::uint64_t>(); n > 0; --n) {
+    FlowPoint f;
+    f.key = r.str();
+    f.pid = r.pod<std::uint32_t>();
+    f.track = r.str();
+    f.ts_ps = r.pod<std::uint64_t>();
+    flows_.push_back(std::move(f));
+  }
+  for (auto n = r.pod<std::uint64_t>(); n > 0; --n) {
+    const auto pid = r.pod<std::uint32_t>();
+    std::string name = r.str();
+    Rate& rate = rates_[{pid, std::move(name)}];
+    std::string unit = r.str();
+    if (rate.unit.empty()) rate.unit = std::move(unit);
+    for (auto k = r.pod<std::uint64_t>(); k > 0; --k) {
+      const auto bin = r.pod<std::uint64_t>();
+      rate.bins[bin] += r.pod<std::uint64_t>();
+    }
+  }
+  if (!r.done()) throw std::runtime_error("trace: trailing bytes in a partition trace");
+}
+
+void Trace::append(Trace&& other) {
+  if (other.rate_bin_ps_ != rate_bin_ps_)
+    throw std::runtime_error(
+        fmt::format("trace: appended trace has rate bin {} ps, this trace {} ps", other.rate_bin_ps_, rate_bin_ps_));
+  for (auto& [pid, n] : other.process_names_) process_names_[pid] = std::move(n);
+  for (auto& [key, o] : other.track_order_) track_order_[key] = o;
+  events_.insert(events_.end(), std::make_move_iterator(other.events_.begin()),
+                 std::make_move_iterator(other.events_.end()));
+  flows_.insert(flows_.end(), std::make_move_iterator(other.flows_.begin()), std::make_move_iterator(other.flows_.end()));
+  for (auto& [key, r] : other.rates_) {
+    Rate& mine = rates_[key];
+    if (mine.unit.empty()) mine.unit = std::move(r.unit);
+    for (const auto& [bin, amount] : r.bins) mine.bins[bin] += amount;
+  }
+  other.clear();
+}
 
 void Trace::write_json(std::ostream& out) const {
   const detail::Layout L = detail::lay_out(*this);

@@ -107,6 +107,25 @@ class Trace {
   std::size_t size() const { return events_.size(); }
   void clear();
 
+  /// Calls f(pid, name, category, dur_ps, args) for every span ("X" event), in insertion order.
+  template <class F>
+  void each_span(F&& f) const {
+    for (const auto& e : events_)
+      if (e.phase == 'X') f(e.pid, e.name, e.category, e.dur_ps, e.args);
+  }
+
+  // ---- merging the traces of the partitions of a distributed run ----
+  /// Everything recorded (events, flow points, rate bins, process names, track orders, the rate
+  /// bin) as bytes. The partitions' traces appended in partition order give the same file as the
+  /// one-process trace: events keep their order within a partition, flows and rates do not depend
+  /// on the order of recording, and lanes are assigned when the trace is written.
+  std::vector<std::uint8_t> serialize() const;
+  /// Appends a serialize() result: events and flow points behind this trace's, rate bins added.
+  /// Throws std::runtime_error on malformed bytes or a different rate bin.
+  void append_serialized(const std::vector<std::uint8_t>& bytes);
+  /// Moves `other`'s recording behind this trace's (as append_serialized(other.serialize()) would).
+  void append(Trace&& other);
+
   // ---- output ----
   enum class Format { Json, Perfetto };
   /// Parses "json" | "perfetto"; throws std::invalid_argument naming the choices otherwise.

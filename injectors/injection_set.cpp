@@ -14,10 +14,21 @@ void InjectionSet::add(std::unique_ptr<Injector> inj) {
   injectors_.push_back(std::move(inj));
 }
 
-nlohmann::json InjectionSet::report() const {
+nlohmann::json InjectionSet::report() const { return merge_reports({partial_report()}); }
+
+nlohmann::json InjectionSet::partial_report() const {
   auto a = nlohmann::json::array();
-  for (std::size_t i = 0; i < injectors_.size(); ++i) {
-    auto r = injectors_[i]->report();
+  for (const auto& i : injectors_) a.push_back(i->partial_report());
+  return a;
+}
+
+nlohmann::json InjectionSet::merge_reports(const std::vector<nlohmann::json>& partials) {
+  auto a = nlohmann::json::array();
+  const std::size_t n = partials.empty() ? 0 : partials.front().size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<nlohmann::json> each;
+    for (const auto& p : partials) each.push_back(p.at(i));
+    auto r = Injector::merge_reports(each);
     r["index"] = i;
     a.push_back(std::move(r));
   }

@@ -24,6 +24,10 @@ class InjectionSet final : public chip::FaultHooks {
   const std::vector<std::unique_ptr<Injector>>& injectors() const { return injectors_; }
   /// [{index, kind, descriptor, fired, applications, proof, note?}] in descriptor order.
   nlohmann::json report() const;
+  /// What this set saw, per injector (Injector::partial_report), for merging partitions.
+  nlohmann::json partial_report() const;
+  /// report() of the partial reports of the partitions of a distributed run (same descriptors).
+  static nlohmann::json merge_reports(const std::vector<nlohmann::json>& partials);
 
   std::uint32_t sites() const override { return sites_; }
   void on_op_input(const chip::FaultSite&, std::uint16_t, const graph::TensorDesc&, std::span<std::byte>) override;

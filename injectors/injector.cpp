@@ -18,7 +18,15 @@ void Injector::set_identity(std::string kind, nlohmann::json descriptor) {
 
 void Injector::record(ProofEntry e) {
   ++applications_;
-  if (proof_.size() < kMaxProof) proof_.push_back(std::move(e));
+  ++rank_applications_[e.site.rank];
+  auto& v = proof_[e.site.rank];
+  if (v.size() < kMaxProof) v.push_back(std::move(e));
+}
+
+std::vector<ProofEntry> Injector::proof() const {
+  std::vector<ProofEntry> out;
+  for (const auto& [rank, v] : proof_) out.insert(out.end(), v.begin(), v.end());
+  return out;
 }
 
 std::string Injector::op_name(std::uint32_t op_id) const {
@@ -26,19 +34,39 @@ std::string Injector::op_name(std::uint32_t op_id) const {
   return fmt::format("op#{}", op_id);
 }
 
-nlohmann::json Injector::report() const {
+nlohmann::json Injector::partial_report() const {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& [rank, n] : rank_applications_) {
+    nlohmann::json proof = nlohmann::json::array();
+    for (const auto& p : proof_.at(rank)) proof.push_back(to_json(p));
+    ranks.push_back({{"rank", rank}, {"applications", n}, {"proof", std::move(proof)}});
+  }
+  return {{"kind", kind_}, {"descriptor", descriptor_}, {"ranks", std::move(ranks)}};
+}
+
+nlohmann::json Injector::merge_reports(const std::vector<nlohmann::json>& partials) {
+  std::map<std::uint32_t, const nlohmann::json*> by_rank;
+  for (const auto& p : partials)
+    for (const auto& r : p.at("ranks")) by_rank[r.at("rank").get<std::uint32_t>()] = &r;
+  std::uint64_t applications = 0;
   nlohmann::json proof = nlohmann::json::array();
-  for (const auto& p : proof_) proof.push_back(to_json(p));
-  nlohmann::json r = {{"kind", kind_},
-                      {"descriptor", descriptor_},
-                      {"fired", fired()},
-                      {"applications", applications_},
+  for (const auto& [rank, r] : by_rank) {
+    applications += r->at("applications").get<std::uint64_t>();
+    for (const auto& e : r->at("proof"))
+      if (proof.size() < kMaxProof) proof.push_back(e);
+  }
+  const std::size_t logged = proof.size();
+  nlohmann::json r = {{"kind", partials.at(0).at("kind")},
+                      {"descriptor", partials.at(0).at("descriptor")},
+                      {"fired", applications > 0},
+                      {"applications", applications},
                       {"proof", std::move(proof)}};
-  if (!fired()) r["note"] = "never fired: its site was not reached in this run";
-  if (applications_ > proof_.size())
-    r["proof_truncated"] = fmt::format("{} of {} applications logged", proof_.size(), applications_);
+  if (applications == 0) r["note"] = "never fired: its site was not reached in this run";
+  if (applications > logged) r["proof_truncated"] = fmt::format("{} of {} applications logged", logged, applications);
   return r;
 }
+
+nlohmann::json Injector::report() const { return merge_reports({partial_report()}); }
 
 InjectorRegistry& InjectorRegistry::instance() {
   static InjectorRegistry* r = [] {

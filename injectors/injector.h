@@ -52,17 +52,24 @@ nlohmann::json to_json(const ProofEntry& e);
 
 class Injector : public chip::FaultHooks {
  public:
-  /// Keeps the first kMaxProof entries; every application is counted.
+  /// Keeps the first kMaxProof entries of each rank; every application is counted. Reports list
+  /// the entries by rank (in application order within a rank), at most kMaxProof in all, so a
+  /// distributed run (one injector per partition) reports what one process does.
   static constexpr std::size_t kMaxProof = 64;
 
   const std::string& kind() const { return kind_; }
   /// The replayable descriptor: kind, every parameter with defaults filled in, seed.
   const nlohmann::json& descriptor() const { return descriptor_; }
-  const std::vector<ProofEntry>& proof() const { return proof_; }
+  /// The logged entries, by rank.
+  std::vector<ProofEntry> proof() const;
   std::uint64_t applications() const { return applications_; }
   bool fired() const { return applications_ > 0; }
   /// {kind, descriptor, fired, applications, proof: [...], note}
   nlohmann::json report() const;
+  /// What this instance saw, per rank: {kind, descriptor, ranks: [{rank, applications, proof}]}.
+  nlohmann::json partial_report() const;
+  /// report() of the partial reports of one injector from several partitions (disjoint ranks).
+  static nlohmann::json merge_reports(const std::vector<nlohmann::json>& partials);
 
   void set_identity(std::string kind, nlohmann::json descriptor);
   /// Seed of the injector's random draws (given in the descriptor or derived from the scenario).
@@ -78,7 +85,8 @@ class Injector : public chip::FaultHooks {
  private:
   std::string kind_;
   nlohmann::json descriptor_;
-  std::vector<ProofEntry> proof_;
+  std::map<std::uint32_t, std::vector<ProofEntry>> proof_;  // by rank
+  std::map<std::uint32_t, std::uint64_t> rank_applications_;
   std::uint64_t applications_ = 0;
 };
 

@@ -64,53 +64,83 @@ nlohmann::json num(double v) { return json_number(v); }
 ConsistencyResult check_consistency(std::span<const SyncSample> samples, const ConsistencyOptions& opts) {
   ConsistencyResult res;
   res.reference_rank = opts.reference_rank;
-  std::map<Key, std::map<std::uint32_t, const SyncSample*>> groups;
+  // edge -> group -> rank -> sample
+  std::map<Key, std::map<std::uint32_t, std::map<std::uint32_t, const SyncSample*>>> edges;
+  std::map<std::uint32_t, std::set<std::uint32_t>> members;
   std::set<std::uint32_t> ranks;
   for (const auto& s : samples) {
     if (!opts.steps.contains(s.step) || (s.is_input && !opts.compare_inputs)) continue;
-    groups[{s.step, s.order, s.op, s.is_input, s.index}][s.rank] = &s;
+    edges[{s.step, s.order, s.op, s.is_input, s.index}][s.group][s.rank] = &s;
+    members[s.group].insert(s.rank);
     ranks.insert(s.rank);
   }
   res.ranks.assign(ranks.begin(), ranks.end());
-  if (groups.empty()) return res;
+  if (edges.empty()) return res;
   res.checked = true;
   if (!ranks.count(opts.reference_rank)) {
     res.missing.push_back(fmt::format("reference rank {} has no samples", opts.reference_rank));
     return res;
   }
-  for (const auto& [key, by_rank] : groups) {
+  auto reference_of = [&](std::uint32_t group) {
+    const auto& m = members.at(group);
+    return m.count(opts.reference_rank) ? opts.reference_rank : *m.begin();
+  };
+  // Worst difference of an edge over its groups (NaN: bits differ, size unknown). With
+  // `diverging`: over the ranks beyond the tolerance, which it receives.
+  auto compare_edge = [&](const Key& key, const auto& by_group, std::vector<std::uint32_t>* diverging,
+                          std::vector<double>* diffs, std::string* basis, bool count) {
     const auto& [step, order, op, in, index] = key;
-    auto ref = by_rank.find(opts.reference_rank);
-    if (ref == by_rank.end()) {
-      res.missing.push_back(fmt::format("reference rank {} has no sample for step {} op {} {}", opts.reference_rank, step, op, edge(in, index)));
-      continue;
+    double worst = 0;
+    bool unknown = false;
+    for (const auto& [group, by_rank] : by_group) {
+      const std::uint32_t ref_rank = reference_of(group);
+      auto ref = by_rank.find(ref_rank);
+      if (ref == by_rank.end()) {
+        if (count)
+          res.missing.push_back(fmt::format("reference rank {} has no sample for step {} op {} {}", ref_rank, step, op,
+                                            edge(in, index)));
+        continue;
+      }
+      for (std::uint32_t r : members.at(group)) {
+        if (r == ref_rank) continue;
+        auto it = by_rank.find(r);
+        if (it == by_rank.end()) {
+          if (count) res.missing.push_back(fmt::format("rank {} has no sample for step {} op {} {}", r, step, op, edge(in, index)));
+          continue;
+        }
+        if (count) ++res.comparisons;
+        Diff df = diff(*it->second, *ref->second);
+        if (basis) *basis = df.basis;
+        if (diverging) {  // the divergence: only ranks beyond the tolerance; growth: every rank
+          if (!diverges(df, opts.tolerance)) continue;
+          diverging->push_back(r);
+          diffs->push_back(df.value);
+        }
+        if (std::isnan(df.value)) unknown = true;
+        else worst = std::max(worst, df.value);
+      }
     }
+    return unknown && worst == 0 ? kNaN : worst;
+  };
+  for (const auto& [key, by_group] : edges) {
+    const auto& [step, order, op, in, index] = key;
     Divergence d;
     d.step = step;
     d.op = op;
-    d.tensor = ref->second->tensor;
+    d.tensor = by_group.begin()->second.begin()->second->tensor;
     d.is_input = in;
     d.index = index;
-    bool any = false, unknown = false;
-    for (std::uint32_t r : ranks) {
-      if (r == opts.reference_rank) continue;
-      auto it = by_rank.find(r);
-      if (it == by_rank.end()) {
-        res.missing.push_back(fmt::format("rank {} has no sample for step {} op {} {}", r, step, op, edge(in, index)));
-        continue;
-      }
-      ++res.comparisons;
-      Diff df = diff(*it->second, *ref->second);
-      d.basis = df.basis;
-      if (!diverges(df, opts.tolerance)) continue;
-      any = true;
-      d.ranks.push_back(r);
-      d.rank_diffs.push_back(df.value);
-      if (std::isnan(df.value)) unknown = true;
-      else d.max_abs_diff = std::max(d.max_abs_diff, df.value);
+    std::vector<std::uint32_t> rs;
+    std::vector<double> ds;
+    d.max_abs_diff = compare_edge(key, by_group, &rs, &ds, &d.basis, true);
+    if (rs.empty()) continue;
+    std::vector<std::size_t> idx(rs.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return rs[a] < rs[b]; });
+    for (std::size_t i : idx) {
+      d.ranks.push_back(rs[i]);
+      d.rank_diffs.push_back(ds[i]);
     }
-    if (!any) continue;
-    if (unknown && d.max_abs_diff == 0) d.max_abs_diff = kNaN;
     res.divergences.push_back(d);
   }
   if (res.divergences.empty()) return res;
@@ -118,20 +148,10 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
   res.first = res.divergences.front();
   // growth of the first divergent edge over all steps
   const Divergence& f = *res.first;
-  for (const auto& [key, by_rank] : groups) {
+  for (const auto& [key, by_group] : edges) {
     const auto& [step, order, op, in, index] = key;
     if (op != f.op || in != f.is_input || index != f.index) continue;
-    auto ref = by_rank.find(opts.reference_rank);
-    if (ref == by_rank.end()) continue;
-    double worst = 0;
-    bool unknown = false;
-    for (const auto& [r, s] : by_rank) {
-      if (r == opts.reference_rank) continue;
-      Diff df = diff(*s, *ref->second);
-      if (std::isnan(df.value)) unknown = true;
-      else worst = std::max(worst, df.value);
-    }
-    res.growth.emplace_back(step, unknown && worst == 0 ? kNaN : worst);
+    res.growth.emplace_back(step, compare_edge(key, by_group, nullptr, nullptr, nullptr, false));
   }
   std::vector<double> tail;
   for (auto [s, v] : res.growth)

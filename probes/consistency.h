@@ -19,6 +19,10 @@ namespace probelab::probes {
 
 struct SyncSample {
   std::uint32_t rank = 0, step = 0;
+  /// Replica group: the check compares a sample only with samples of its group (the ranks whose
+  /// values must agree, e.g. the members of a sub-communicator), against the group's reference
+  /// (the reference rank when it is a member, else the group's lowest rank).
+  std::uint32_t group = 0;
   std::string op;              // the observed op (a collective for sync probes)
   std::uint32_t order = 0;     // position of the op in the executed order (topological)
   std::string tensor;
@@ -45,6 +49,8 @@ struct Divergence {
 };
 
 struct ConsistencyResult {
+  // Ranks are compared within their replica group (SyncSample::group); reference_rank below is
+  // the reference of the group that holds it.
   bool checked = false;
   bool consistent = true;
   std::uint32_t reference_rank = 0;

@@ -422,17 +422,25 @@ RuntimeReport ProbeRuntime::report() const {
 nlohmann::json ProbeRuntime::report_json() const { return report().to_json(); }
 
 JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks) {
-  JobReport job;
-  if (ranks.empty()) return job;
+  if (ranks.empty()) return {};
+  std::vector<RuntimeReport> reports;
   std::vector<SyncSample> samples;
   for (const auto* r : ranks) {
-    job.ranks.push_back(r->report());
+    reports.push_back(r->report());
     auto s = r->sync_samples();
     samples.insert(samples.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
   }
   const auto& s0 = *ranks.front()->impl_;
-  job.consistency = check_consistency(samples, s0.cfg.consistency);
-  job.diagnosis = detail::diagnose_reports(s0.graph, job.ranks, &job.consistency);
+  return combine_reports(std::move(reports), samples, s0.cfg.consistency, s0.graph);
+}
+
+JobReport combine_reports(std::vector<RuntimeReport> reports, std::span<const SyncSample> samples,
+                          const ConsistencyOptions& consistency, const graph::Graph& executed) {
+  JobReport job;
+  if (reports.empty()) return job;
+  job.ranks = std::move(reports);
+  job.consistency = check_consistency(samples, consistency);
+  job.diagnosis = detail::diagnose_reports(executed, job.ranks, &job.consistency);
   return job;
 }
 

@@ -75,6 +75,10 @@ namespace probelab::probes {
 struct RuntimeOptions {
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
+  /// Replica group of this rank's sync samples of collective `op` (consistency.h: the ranks
+  /// whose values must agree), or nullopt when they are not compared (e.g. a ReduceScatter's
+  /// shards). Unset: every rank in group 0.
+  std::function<std::optional<std::uint32_t>(const graph::Op& op)> consistency_group = {};
   /// Seed of the sampling decisions (ProbeConfig::seed overrides it when set).
   std::uint64_t seed = 0;
   /// Root of everything the runtime writes; dumps go to <output_dir>/<output.dir>/rank<r>/.
@@ -195,5 +199,9 @@ struct JobReport {
   nlohmann::json to_json() const;
 };
 JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks);
+/// The same from the ranks' reports and sync samples (e.g. gathered from the processes of a
+/// distributed run), with the runtime's consistency options and its executed snapshot.
+JobReport combine_reports(std::vector<RuntimeReport> reports, std::span<const SyncSample> samples,
+                          const ConsistencyOptions& consistency, const graph::Graph& executed);
 
 }  // namespace probelab::probes

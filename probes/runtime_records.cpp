@@ -128,9 +128,12 @@ void RuntimeState::on_record(CaptureRecord&& rec) {
     return;
   }
 
-  if (site->kind == ProbeKind::Sync) {
+  const std::optional<std::uint32_t> group =
+      site->kind == ProbeKind::Sync && opts.consistency_group ? opts.consistency_group(target) : std::optional<std::uint32_t>(0);
+  if (site->kind == ProbeKind::Sync && group) {
     SyncSample smp;
     smp.rank = h.rank;
+    smp.group = *group;
     smp.step = h.step;
     smp.op = target.name;
     smp.order = topo(h.op_id);

@@ -1,54 +1,74 @@
 // The collective engine of one chip: runs this chip's part of Collective tasks (the
-// CollectiveHandler the stream engine calls) and meets its peers through the CollectiveFabric.
+// CollectiveHandler the stream engine calls) by executing its rank program
+// (collective_program.h) with messages over the cluster network (network.h). It knows nothing of
+// the other ranks beyond its communicator; its state is its own buffers and the messages that
+// arrived for it, so a chip costs the same whatever the job's size.
 //
 // run(ctx), on the stream's thread:
-//  1. reads the CollectiveArgs block (spec/collective_args.h) from HBM (timed);
+//  1. reads the CollectiveArgs block (spec/collective_args.h) from HBM (timed) and resolves the
+//     group from the communicator and this chip's rank;
 //  2. calls FaultHooks::on_collective (if the hooks want kFaultCollective) — the injector's
 //     CollectiveOverride may force the algorithm (must then be forced on every rank of the group),
-//     the accumulation dtype of this rank's adder, this rank's reduction order (Direct; chip ranks;
-//     replaces order_mode) and a seeded arrival jitter on this rank's incoming transfers;
+//     the accumulation dtype of this rank's adder, this rank's reduction order (Direct; chip ranks
+//     of the job, restricted to the group's members; replaces order_mode) and a seeded arrival
+//     jitter on this rank's incoming transfers;
 //  3. stages its input from HBM (timed; Broadcast: the root only), as HCCL copies user buffers
 //     into its communication buffer;
-//  4. joins the collective (matched per communicator by issue index) and waits for its peers;
-//     the last rank to arrive times the whole schedule (collective_timing.h) and computes the
-//     values (collective_math.h);
+//  4. runs its program: each send reads its block from HBM and hands the message to the network
+//     at this rank's current time; each receive waits for its message, lands it in HBM (an
+//     addition also reads the local operand), and moves this rank's time to the landing;
 //  5. writes its output to HBM (timed) from the time its transfers were done, reports the flags
 //     of the additions it performed (and NaNs in its input) to the detection circuit, records a
 //     trace span, and returns with ctx.qk at the completion time.
-// Bad arguments, ranks that disagree on the collective, or a chip outside the group throw
-// std::runtime_error naming the task and field.
+// A message whose header disagrees with this rank's view of the collective (op, algorithm, count,
+// dtype, reduction, root, group size), bad arguments or a group that does not match `num_ranks`
+// throw std::runtime_error naming the task, the ranks and the field.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <systemc>
 
+#include "chip_model/collective/collective_record.h"
+#include "chip_model/collective/message.h"
+#include "chip_model/collective/network.h"
 #include "chip_model/collective_handler.h"
 
 namespace probelab::chip {
 
 class CollectiveFabric;
 
-class CollectiveEngine : public sc_core::sc_module, public CollectiveHandler {
+class CollectiveEngine : public sc_core::sc_module, public CollectiveHandler, public Network::Receiver {
  public:
   CollectiveEngine(sc_core::sc_module_name name, std::uint32_t rank, CollectiveFabric& fabric);
 
   std::uint32_t rank() const { return rank_; }
   void run(TaskContext& ctx) override;
+  void deliver(Message m) override;
 
   /// Collectives this chip completed.
   std::uint64_t completed() const { return completed_; }
-
-  /// Wakes the threads of this chip waiting for a collective (called by the fabric).
-  void wake() { resolved_.notify(sc_core::SC_ZERO_TIME); }
+  /// Records of the completed collectives (kept when the fabric keeps records).
+  const std::vector<CollectiveRecord>& records() const { return records_; }
+  /// "r5 waits for r4 in comm 0 #3 (message 2)" while blocked on a message; empty otherwise.
+  std::string waiting() const;
 
  private:
+  Message take(const MessageKey& key, std::uint32_t peer_rank, TaskContext& ctx);
+
   std::uint32_t rank_;
   CollectiveFabric& fabric_;
-  sc_core::sc_event resolved_;
+  sc_core::sc_event arrived_;
+  std::map<MessageKey, Message> mailbox_;
   std::map<std::uint32_t, std::uint32_t> next_seq_;  // per communicator
+  std::uint64_t send_seq_ = 0;
   std::uint64_t completed_ = 0;
+  std::vector<CollectiveRecord> records_;
+  std::optional<std::pair<MessageKey, std::uint32_t>> waiting_;  // key, sender rank
 };
 
 }  // namespace probelab::chip

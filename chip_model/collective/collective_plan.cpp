@@ -1,7 +1,10 @@
 #include "chip_model/collective/collective_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -11,230 +14,229 @@ namespace {
 using spec::CollectiveAlgo;
 using spec::CollectiveOp;
 
-std::uint32_t add_leaf(ReductionExpr& e, std::uint32_t pos) {
-  e.terms.push_back({PlanTerm::Kind::Leaf, pos, 0, 0});
-  return static_cast<std::uint32_t>(e.terms.size() - 1);
-}
+/// Symbolic evaluation of the ranks' programs: values are expression nodes instead of numbers.
+struct Sym {
+  bool add = false;
+  std::uint32_t pos = 0;  // leaf: contributor; add: the position that adds
+  std::shared_ptr<const Sym> lhs, rhs;
+};
+using SymPtr = std::shared_ptr<const Sym>;
 
-std::uint32_t add_sum(ReductionExpr& e, std::uint32_t lhs, std::uint32_t rhs, std::uint32_t at) {
-  e.terms.push_back({PlanTerm::Kind::Add, at, lhs, rhs});
-  return static_cast<std::uint32_t>(e.terms.size() - 1);
-}
+SymPtr leaf(std::uint32_t pos) { return std::make_shared<const Sym>(Sym{false, pos, nullptr, nullptr}); }
+SymPtr sum(SymPtr a, SymPtr b, std::uint32_t at) { return std::make_shared<const Sym>(Sym{true, at, std::move(a), std::move(b)}); }
 
-ReductionExpr single_leaf(std::uint32_t pos) {
-  ReductionExpr e;
-  add_leaf(e, pos);
-  e.final_at = pos;
-  return e;
-}
-
-/// Left fold ((o0 + o1) + o2) + ... computed on position `at`.
-ReductionExpr fold(const std::vector<std::uint32_t>& order, std::uint32_t at) {
-  ReductionExpr e;
-  std::uint32_t acc = add_leaf(e, order[0]);
-  for (std::size_t j = 1; j < order.size(); ++j) acc = add_sum(e, acc, add_leaf(e, order[j]), at);
-  e.final_at = at;
-  return e;
-}
-
-struct Range {
-  std::uint64_t begin, size;
+/// What a message carries: an expression node over the sender's element range (its input or a
+/// partial), or final values as output chunks based at 0.
+struct SymPayload {
+  SymPtr sym;
+  std::vector<OutputChunk> pieces;
 };
 
-/// count split into n nearly equal chunks, the first count % n one element larger.
-std::vector<Range> split(std::uint64_t count, std::uint32_t n) {
-  std::vector<Range> r(n);
-  const std::uint64_t base = count / n, rem = count % n;
-  std::uint64_t at = 0;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    r[i] = {at, base + (i < rem ? 1 : 0)};
-    at += r[i].size;
+/// Output chunks of `out` covering [begin, begin + count), rebased to start at 0.
+std::vector<OutputChunk> extract(const std::vector<OutputChunk>& out, std::uint64_t begin, std::uint64_t count) {
+  std::vector<OutputChunk> r;
+  for (const auto& c : out) {
+    const std::uint64_t lo = std::max(c.dst_begin, begin), hi = std::min(c.dst_begin + c.count, begin + count);
+    if (lo >= hi) continue;
+    r.push_back({c.src_begin + (lo - c.dst_begin), lo - begin, hi - lo, c.expr});
   }
   return r;
 }
 
-std::uint32_t ceil_log2(std::uint32_t n) {
-  std::uint32_t k = 0;
-  while ((1u << k) < n) ++k;
-  return k;
-}
+class SymbolicRun {
+ public:
+  SymbolicRun(CollectivePlan& plan, const PlanRequest& req) : plan_(plan), req_(req), n_(plan.size()) {}
 
-void push(PlanStep& s, std::uint32_t src, std::uint32_t dst, std::uint64_t elems, bool partial) {
-  if (elems > 0 && src != dst) s.transfers.push_back({src, dst, elems, partial});
-}
+  void run() {
+    std::vector<RankProgram> progs;
+    std::uint32_t rounds = 0;
+    for (std::uint32_t q = 0; q < n_; ++q) {
+      progs.push_back(build_program(program_request(req_, q)));
+      rounds = std::max(rounds, progs.back().rounds);
+    }
+    plan_.steps.resize(rounds);
+    slots_.resize(n_);
+    outputs_.resize(n_);
+    std::vector<std::size_t> pc(n_, 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::uint32_t q = 0; q < n_; ++q)
+        while (pc[q] < progs[q].steps.size() && exec(q, progs[q].steps[pc[q]])) {
+          ++pc[q];
+          progress = true;
+        }
+    }
+    for (std::uint32_t q = 0; q < n_; ++q)
+      if (pc[q] != progs[q].steps.size())
+        throw std::logic_error(fmt::format("collective plan: position {} blocked at step {}", q, pc[q]));
+    renumber();
+    for (auto& st : plan_.steps)
+      std::stable_sort(st.transfers.begin(), st.transfers.end(),
+                       [](const Transfer& a, const Transfer& b) { return std::tie(a.src, a.dst) < std::tie(b.src, b.dst); });
+  }
+
+ private:
+  struct Slot {
+    SymPtr sym;   // null: the rank's own input (a leaf)
+    int expr = -1;  // finalized in place: expression and the range it started at
+    std::uint64_t begin = 0;
+  };
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // src, dst, tag
+
+  std::uint32_t new_expr(SymPtr s, std::uint32_t final_at) {
+    ReductionExpr e;
+    flatten(e, s);
+    e.final_at = final_at;
+    plan_.exprs.push_back(std::move(e));
+    return static_cast<std::uint32_t>(plan_.exprs.size() - 1);
+  }
+  std::uint32_t flatten(ReductionExpr& e, const SymPtr& s) {
+    if (!s->add) {
+      e.terms.push_back({PlanTerm::Kind::Leaf, s->pos, 0, 0});
+    } else {
+      const std::uint32_t l = flatten(e, s->lhs), r = flatten(e, s->rhs);
+      e.terms.push_back({PlanTerm::Kind::Add, s->pos, l, r});
+    }
+    return static_cast<std::uint32_t>(e.terms.size() - 1);
+  }
+  std::uint32_t leaf_expr(std::uint32_t pos) {
+    auto it = leaf_exprs_.find(pos);
+    if (it == leaf_exprs_.end()) it = leaf_exprs_.emplace(pos, new_expr(leaf(pos), pos)).first;
+    return it->second;
+  }
+  SymPtr own(std::uint32_t q, std::uint32_t slot) const {
+    auto it = slots_[q].find(slot);
+    return it == slots_[q].end() || !it->second.sym ? leaf(q) : it->second.sym;
+  }
+  /// Writes output chunks at `dst`, replacing what the output held there (a tree all-gather
+  /// receives the whole gathered buffer over the blocks it already had).
+  void place(std::uint32_t q, const std::vector<OutputChunk>& pieces, std::uint64_t dst) {
+    for (auto c : pieces) {
+      c.dst_begin += dst;
+      std::vector<OutputChunk> kept;
+      for (const auto& o : outputs_[q]) {
+        const std::uint64_t lo = o.dst_begin, hi = o.dst_begin + o.count;
+        if (hi <= c.dst_begin || lo >= c.dst_begin + c.count) {
+          kept.push_back(o);
+          continue;
+        }
+        if (lo < c.dst_begin) kept.push_back({o.src_begin, lo, c.dst_begin - lo, o.expr});
+        if (hi > c.dst_begin + c.count) {
+          const std::uint64_t cut = c.dst_begin + c.count - lo;
+          kept.push_back({o.src_begin + cut, lo + cut, hi - lo - cut, o.expr});
+        }
+      }
+      kept.push_back(c);
+      outputs_[q] = std::move(kept);
+    }
+  }
+
+  bool exec(std::uint32_t q, const ProgStep& s) {
+    using K = ProgStep::Kind;
+    switch (s.kind) {
+      case K::Send: {
+        SymPayload pl;
+        bool partial = false;
+        if (s.from == Operand::Input) {
+          pl.sym = leaf(q);
+        } else if (s.from == Operand::Output) {
+          pl.pieces = extract(outputs_[q], s.begin, s.count);
+        } else {
+          auto it = slots_[q].find(s.slot);
+          if (it != slots_[q].end() && it->second.expr >= 0) {
+            pl.pieces = {{s.begin, 0, s.count, static_cast<std::uint32_t>(it->second.expr)}};
+          } else {
+            pl.sym = own(q, s.slot);
+            partial = pl.sym->add;
+          }
+        }
+        mail_[{q, s.peer, s.tag}] = std::move(pl);
+        plan_.steps.at(s.round).transfers.push_back({q, s.peer, s.count, partial});
+        return true;
+      }
+      case K::Recv: {
+        auto it = mail_.find({s.peer, q, s.tag});
+        if (it == mail_.end()) return false;
+        SymPayload pl = std::move(it->second);
+        mail_.erase(it);
+        if (s.combine == Combine::Store) {
+          place(q, pl.sym ? std::vector<OutputChunk>{{s.begin, 0, s.count, leaf_expr(pl.sym->pos)}} : pl.pieces, s.dst);
+        } else if (s.combine == Combine::AddRecvFirst) {
+          slots_[q][s.slot].sym = sum(pl.sym, leaf(q), q);
+        } else {
+          slots_[q][s.slot].sym = sum(own(q, s.slot), pl.sym, q);
+        }
+        return true;
+      }
+      case K::Finalize: {
+        auto it = slots_[q].find(s.slot);
+        std::uint32_t e;
+        std::uint64_t src = s.begin;
+        if (it != slots_[q].end() && it->second.expr >= 0) {
+          e = static_cast<std::uint32_t>(it->second.expr);
+        } else {
+          const SymPtr v = own(q, s.slot);
+          e = v->add ? new_expr(v, q) : leaf_expr(q);
+        }
+        if (s.in_place) {
+          slots_[q][s.slot] = Slot{nullptr, static_cast<int>(e), s.begin};
+        } else {
+          outputs_[q].push_back({src, s.dst, s.count, e});
+        }
+        return true;
+      }
+      case K::Copy:
+        outputs_[q].push_back({s.begin, s.dst, s.count, leaf_expr(q)});
+        return true;
+      case K::FoldAll: {
+        for (std::uint32_t p = 0; p < n_; ++p)
+          if (p != q && !mail_.count({p, q, s.tag})) return false;
+        std::vector<std::uint32_t> order = s.order;
+        if (order.empty())
+          for (std::uint32_t p = 0; p < n_; ++p) order.push_back(p);
+        SymPtr acc = leaf(order[0]);
+        for (std::size_t j = 1; j < order.size(); ++j) acc = sum(acc, leaf(order[j]), q);
+        for (std::uint32_t p = 0; p < n_; ++p) mail_.erase({p, q, s.tag});
+        outputs_[q].push_back({s.begin, 0, s.count, new_expr(acc, q)});
+        plan_.ranks[q].order = order;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Expressions numbered by (final position, creation order); chunks sorted by destination.
+  void renumber() {
+    std::vector<std::uint32_t> idx(plan_.exprs.size());
+    for (std::uint32_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return plan_.exprs[a].final_at < plan_.exprs[b].final_at; });
+    std::vector<std::uint32_t> to(idx.size());
+    std::vector<ReductionExpr> sorted;
+    for (std::uint32_t i = 0; i < idx.size(); ++i) {
+      to[idx[i]] = i;
+      sorted.push_back(std::move(plan_.exprs[idx[i]]));
+    }
+    plan_.exprs = std::move(sorted);
+    for (std::uint32_t q = 0; q < n_; ++q) {
+      auto& out = outputs_[q];
+      for (auto& c : out) c.expr = to[c.expr];
+      std::stable_sort(out.begin(), out.end(), [](const OutputChunk& a, const OutputChunk& b) { return a.dst_begin < b.dst_begin; });
+      plan_.ranks[q].chunks = std::move(out);
+    }
+  }
+
+  CollectivePlan& plan_;
+  const PlanRequest& req_;
+  std::uint32_t n_;
+  std::vector<std::map<std::uint32_t, Slot>> slots_;
+  std::vector<std::vector<OutputChunk>> outputs_;
+  std::map<Key, SymPayload> mail_;
+  std::map<std::uint32_t, std::uint32_t> leaf_exprs_;
+};
 
 bool is_reducing(CollectiveOp op) {
   return op == CollectiveOp::AllReduce || op == CollectiveOp::ReduceScatter;
-}
-
-void build_ring(CollectivePlan& p) {
-  const std::uint32_t n = p.size();
-  auto mod = [n](std::int64_t x) { return static_cast<std::uint32_t>(((x % n) + n) % n); };
-  const std::uint64_t cnt = p.count;
-  std::vector<Range> chunks;
-  if (p.op == CollectiveOp::AllReduce || p.op == CollectiveOp::Broadcast) {
-    chunks = split(cnt, n);
-  } else {
-    for (std::uint32_t c = 0; c < n; ++c) chunks.push_back({c * cnt, cnt});
-  }
-  auto reduce_scatter_steps = [&] {
-    for (std::uint32_t s = 0; s + 1 < n; ++s) {
-      PlanStep st;
-      for (std::uint32_t q = 0; q < n; ++q) push(st, q, mod(q + 1), chunks[mod(q - 1 - s)].size, true);
-      p.steps.push_back(std::move(st));
-    }
-  };
-  auto all_gather_steps = [&] {
-    for (std::uint32_t s = 0; s + 1 < n; ++s) {
-      PlanStep st;
-      for (std::uint32_t q = 0; q < n; ++q) push(st, q, mod(q + 1), chunks[mod(q - s)].size, false);
-      p.steps.push_back(std::move(st));
-    }
-  };
-  switch (p.op) {
-    case CollectiveOp::AllReduce:
-    case CollectiveOp::ReduceScatter: {
-      for (std::uint32_t c = 0; c < n; ++c) {
-        ReductionExpr e;
-        std::uint32_t acc = add_leaf(e, mod(c + 1));
-        for (std::uint32_t j = 2; j <= n; ++j) acc = add_sum(e, acc, add_leaf(e, mod(c + j)), mod(c + j));
-        e.final_at = c;
-        p.exprs.push_back(std::move(e));
-      }
-      reduce_scatter_steps();
-      if (p.op == CollectiveOp::AllReduce) {
-        for (std::uint32_t q = 0; q < n; ++q)
-          for (std::uint32_t c = 0; c < n; ++c)
-            if (chunks[c].size) p.ranks[q].chunks.push_back({chunks[c].begin, chunks[c].begin, chunks[c].size, c});
-        all_gather_steps();
-      } else {
-        for (std::uint32_t q = 0; q < n; ++q) p.ranks[q].chunks.push_back({chunks[q].begin, 0, cnt, q});
-      }
-      break;
-    }
-    case CollectiveOp::AllGather:
-      for (std::uint32_t c = 0; c < n; ++c) p.exprs.push_back(single_leaf(c));
-      for (std::uint32_t q = 0; q < n; ++q)
-        for (std::uint32_t c = 0; c < n; ++c) p.ranks[q].chunks.push_back({0, c * cnt, cnt, c});
-      all_gather_steps();
-      break;
-    case CollectiveOp::Broadcast: {
-      p.exprs.push_back(single_leaf(p.root_pos));
-      for (std::uint32_t q = 0; q < n; ++q) p.ranks[q].chunks.push_back({0, 0, cnt, 0});
-      // Chunk i crosses hop h (root+h -> root+h+1) in step i + h.
-      for (std::uint32_t s = 0; n > 1 && s < 2 * (n - 1); ++s) {
-        PlanStep st;
-        for (std::uint32_t h = 0; h + 1 < n; ++h) {
-          if (s < h || s - h >= n) continue;
-          push(st, mod(p.root_pos + h), mod(p.root_pos + h + 1), chunks[s - h].size, false);
-        }
-        p.steps.push_back(std::move(st));
-      }
-      break;
-    }
-  }
-}
-
-void build_tree(CollectivePlan& p) {
-  const std::uint32_t n = p.size(), k_levels = ceil_log2(n);
-  const std::uint64_t cnt = p.count;
-  auto pos = [&](std::uint32_t v) { return (v + p.root_pos) % n; };
-  auto broadcast_steps = [&](std::uint64_t elems) {
-    for (std::uint32_t k = k_levels; k-- > 0;) {
-      PlanStep st;
-      for (std::uint32_t v = 0; v < n; v += 2u << k)
-        if (v + (1u << k) < n) push(st, pos(v), pos(v + (1u << k)), elems, false);
-      p.steps.push_back(std::move(st));
-    }
-  };
-  switch (p.op) {
-    case CollectiveOp::AllReduce:
-    case CollectiveOp::ReduceScatter: {
-      const std::uint64_t elems = p.op == CollectiveOp::AllReduce ? cnt : cnt * n;
-      ReductionExpr e;
-      std::vector<std::uint32_t> cur(n);
-      for (std::uint32_t v = 0; v < n; ++v) cur[v] = add_leaf(e, pos(v));
-      for (std::uint32_t k = 0; k < k_levels; ++k) {
-        PlanStep st;
-        for (std::uint32_t v = 1u << k; v < n; v += 2u << k) {
-          const std::uint32_t dst = v - (1u << k);
-          cur[dst] = add_sum(e, cur[dst], cur[v], pos(dst));
-          push(st, pos(v), pos(dst), elems, true);
-        }
-        p.steps.push_back(std::move(st));
-      }
-      // The last level has one addition, into v = 0, so the last term is the result.
-      e.final_at = p.root_pos;
-      p.exprs.push_back(std::move(e));
-      if (p.op == CollectiveOp::AllReduce) {
-        for (std::uint32_t q = 0; q < n; ++q) p.ranks[q].chunks.push_back({0, 0, cnt, 0});
-        broadcast_steps(cnt);
-      } else {
-        for (std::uint32_t q = 0; q < n; ++q) p.ranks[q].chunks.push_back({q * cnt, 0, cnt, 0});
-        PlanStep st;
-        for (std::uint32_t q = 0; q < n; ++q) push(st, p.root_pos, q, cnt, false);
-        if (!st.transfers.empty()) p.steps.push_back(std::move(st));
-      }
-      break;
-    }
-    case CollectiveOp::AllGather: {
-      for (std::uint32_t c = 0; c < n; ++c) p.exprs.push_back(single_leaf(c));
-      for (std::uint32_t q = 0; q < n; ++q)
-        for (std::uint32_t c = 0; c < n; ++c) p.ranks[q].chunks.push_back({0, c * cnt, cnt, c});
-      for (std::uint32_t k = 0; k < k_levels; ++k) {
-        PlanStep st;
-        for (std::uint32_t v = 1u << k; v < n; v += 2u << k)
-          push(st, pos(v), pos(v - (1u << k)), cnt * (std::min(v + (1u << k), n) - v), false);
-        p.steps.push_back(std::move(st));
-      }
-      broadcast_steps(cnt * n);
-      break;
-    }
-    case CollectiveOp::Broadcast:
-      p.exprs.push_back(single_leaf(p.root_pos));
-      for (std::uint32_t q = 0; q < n; ++q) p.ranks[q].chunks.push_back({0, 0, cnt, 0});
-      broadcast_steps(cnt);
-      break;
-  }
-}
-
-void build_direct(CollectivePlan& p, const std::vector<std::vector<std::uint32_t>>& orders) {
-  const std::uint32_t n = p.size();
-  const std::uint64_t cnt = p.count;
-  PlanStep st;
-  switch (p.op) {
-    case CollectiveOp::AllReduce:
-    case CollectiveOp::ReduceScatter:
-      for (std::uint32_t q = 0; q < n; ++q) {
-        std::vector<std::uint32_t> order;
-        if (q < orders.size() && !orders[q].empty()) {
-          order = orders[q];
-        } else {
-          for (std::uint32_t i = 0; i < n; ++i) order.push_back(i);
-        }
-        p.exprs.push_back(n == 1 ? single_leaf(0) : fold(order, q));
-        p.ranks[q].order = order;
-        const std::uint64_t src = p.op == CollectiveOp::AllReduce ? 0 : q * cnt;
-        p.ranks[q].chunks.push_back({src, 0, cnt, q});
-        for (std::uint32_t from = 0; from < n; ++from) push(st, from, q, cnt, false);
-      }
-      break;
-    case CollectiveOp::AllGather:
-      for (std::uint32_t c = 0; c < n; ++c) p.exprs.push_back(single_leaf(c));
-      for (std::uint32_t q = 0; q < n; ++q) {
-        for (std::uint32_t c = 0; c < n; ++c) p.ranks[q].chunks.push_back({0, c * cnt, cnt, c});
-        for (std::uint32_t from = 0; from < n; ++from) push(st, from, q, cnt, false);
-      }
-      break;
-    case CollectiveOp::Broadcast:
-      p.exprs.push_back(single_leaf(p.root_pos));
-      for (std::uint32_t q = 0; q < n; ++q) {
-        p.ranks[q].chunks.push_back({0, 0, cnt, 0});
-        push(st, p.root_pos, q, cnt, false);
-      }
-      break;
-  }
-  if (!st.transfers.empty()) p.steps.push_back(std::move(st));
 }
 
 bool valid_data_dtype(graph::DType t) {
@@ -250,7 +252,7 @@ std::vector<std::uint32_t> ReductionExpr::leaf_order() const {
   return out;
 }
 
-std::string ReductionExpr::to_string(const std::vector<std::uint16_t>& group) const {
+std::string ReductionExpr::to_string(const std::vector<std::uint32_t>& group) const {
   std::vector<std::string> s(terms.size());
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const auto& t = terms[i];
@@ -313,9 +315,7 @@ std::string CollectivePlan::describe() const {
 std::string validate_plan_request(const PlanRequest& r) {
   const auto n = r.group.size();
   if (n == 0) return "group: empty";
-  if (n > static_cast<std::size_t>(spec::kMaxCollectiveRanks))
-    return fmt::format("group: {} ranks, at most {} supported", n, spec::kMaxCollectiveRanks);
-  std::vector<std::uint16_t> sorted = r.group;
+  std::vector<std::uint32_t> sorted = r.group;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return "group: duplicate chip rank";
   if (std::find(r.group.begin(), r.group.end(), r.root) == r.group.end())
@@ -357,40 +357,22 @@ CollectivePlan build_plan(const PlanRequest& req) {
   p.count = req.count;
   p.group = req.group;
   p.root_pos = p.position_of(req.root);
+  p.divisor = req.divisor;
   p.ranks.resize(p.size());
-  switch (req.algo) {
-    case CollectiveAlgo::Ring: build_ring(p); break;
-    case CollectiveAlgo::Tree: build_tree(p); break;
-    case CollectiveAlgo::Direct: build_direct(p, req.direct_orders); break;
-  }
+  SymbolicRun(p, req).run();
   return p;
 }
 
-PlanRequest plan_request_from_args(const spec::CollectiveArgs& a, std::uint32_t job_size) {
-  auto bad = [](const std::string& what) {
-    return std::invalid_argument("CollectiveArgs." + what);
-  };
-  PlanRequest r;
-  r.op = static_cast<CollectiveOp>(a.op);
-  r.algo = static_cast<CollectiveAlgo>(a.algorithm);
-  r.reduction = static_cast<spec::ReduceOp>(a.reduction);
-  r.data_dtype = static_cast<graph::DType>(a.input.dtype);
-  r.acc_dtype = static_cast<graph::DType>(a.acc_dtype);
-  r.count = a.count;
-  r.root = a.root;
-  if (a.output.dtype != a.input.dtype)
-    throw bad(fmt::format("output.dtype: {} differs from input.dtype {}", a.output.dtype, a.input.dtype));
-  if (a.num_ranks > static_cast<std::uint32_t>(spec::kMaxCollectiveRanks))
-    throw bad(fmt::format("num_ranks: {} exceeds {}", a.num_ranks, spec::kMaxCollectiveRanks));
-  if (a.num_ranks == 0) {
-    for (std::uint32_t i = 0; i < job_size; ++i) r.group.push_back(static_cast<std::uint16_t>(i));
-  } else {
-    r.group.assign(a.group, a.group + a.num_ranks);
-  }
-  for (auto g : r.group)
-    if (g >= job_size) throw bad(fmt::format("group: chip rank {} outside the job of {} chips", g, job_size));
-  if (static_cast<unsigned>(a.order_mode) > 2) throw bad("order_mode: expected arrival, group or explicit");
-  if (auto err = validate_plan_request(r); !err.empty()) throw bad(err);
+ProgramRequest program_request(const PlanRequest& req, std::uint32_t pos) {
+  ProgramRequest r;
+  r.op = req.op;
+  r.algo = req.algo;
+  r.size = static_cast<std::uint32_t>(req.group.size());
+  r.position = pos;
+  r.count = req.count;
+  for (std::uint32_t i = 0; i < r.size; ++i)
+    if (req.group[i] == req.root) r.root_pos = i;
+  if (req.algo == CollectiveAlgo::Direct && pos < req.direct_orders.size()) r.direct_order = req.direct_orders[pos];
   return r;
 }
 

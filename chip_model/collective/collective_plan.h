@@ -1,5 +1,9 @@
-// The reduction plan of a collective: which additions happen, in which order, on which rank, and
-// which transfers move data between ranks in which step. Pure data, no SystemC, deterministic.
+// The reduction plan of a collective over its whole group: which additions happen, in which
+// order, on which rank, and which transfers move data between ranks in which step. Pure data, no
+// SystemC, deterministic. Assembled from the ranks' programs (collective_program.h, the source of
+// truth that the chips' engines execute) by evaluating them symbolically, so the plan describes
+// exactly what the engines do. It is O(N^2) for ring and direct: for tests, descriptions and the
+// reference evaluation (collective_math.h), never on the simulation's path.
 //
 // Positions are indices into the group (0..N-1); `group[pos]` is the chip rank. Every output
 // chunk of every rank names a ReductionExpr: a small expression tree over the contributions of
@@ -27,13 +31,15 @@
 //                     transfers each; Broadcast: the root only); each rank folds the N
 //                     contributions left to right in its own order: ((o0 + o1) + o2) + ...
 //
-// Wire sizes: transfers of partial sums carry the accumulation dtype, all others the data dtype.
+// Wire sizes: transfers of partial sums carry the sender's accumulation dtype, all others (a
+// rank's own contribution, final values) the data dtype.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "chip_model/collective/collective_program.h"
 #include "chip_model/spec/collective_args.h"
 #include "graph/dtype.h"
 
@@ -60,7 +66,7 @@ struct ReductionExpr {
   /// Leaves in evaluation order (the reduction order), as group positions.
   std::vector<std::uint32_t> leaf_order() const;
   /// "((r0+r1)+r2)" with chip ranks from `group`.
-  std::string to_string(const std::vector<std::uint16_t>& group) const;
+  std::string to_string(const std::vector<std::uint32_t>& group) const;
   bool operator==(const ReductionExpr&) const = default;
 };
 
@@ -98,8 +104,9 @@ struct CollectivePlan {
   std::vector<graph::DType> acc_dtypes;    // per position: what that rank's adder accumulates in
                                            // (acc_dtype unless overridden for that rank)
   std::uint64_t count = 0;                 // as in CollectiveArgs
-  std::vector<std::uint16_t> group;        // chip rank of each position
+  std::vector<std::uint32_t> group;        // chip rank of each position
   std::uint32_t root_pos = 0;
+  std::uint32_t divisor = 0;               // ReduceOp::Mean divides by this (0: the group size)
   std::vector<ReductionExpr> exprs;
   std::vector<RankPlan> ranks;             // by position
   std::vector<PlanStep> steps;             // transfer schedule, in order
@@ -126,8 +133,9 @@ struct PlanRequest {
   /// one rank). Empty, or one entry per position.
   std::vector<graph::DType> rank_acc_dtypes;
   std::uint64_t count = 0;
-  std::vector<std::uint16_t> group;        // chip ranks; ring order
+  std::vector<std::uint32_t> group;        // chip ranks; ring order
   std::uint32_t root = 0;                  // chip rank
+  std::uint32_t divisor = 0;               // ReduceOp::Mean divisor (0: the group size)
   /// Direct only: per position, the positions in the order that rank adds them (a permutation of
   /// 0..N-1). Missing or empty entries mean group order.
   std::vector<std::vector<std::uint32_t>> direct_orders;
@@ -140,9 +148,8 @@ CollectivePlan build_plan(const PlanRequest& req);
 /// Checks a request and returns "" or the reason it is invalid.
 std::string validate_plan_request(const PlanRequest& req);
 
-/// Converts a CollectiveArgs block to a request for a job of `job_size` chips (num_ranks 0 = all).
-/// The Explicit order of `args` is this chip's own; orders of other ranks are not in one block,
-/// so direct_orders is left empty and filled by the caller. Throws std::invalid_argument.
-PlanRequest plan_request_from_args(const spec::CollectiveArgs& args, std::uint32_t job_size);
+/// The program request of group position `pos` for a plan request (direct order of that
+/// position from req.direct_orders, if any).
+ProgramRequest program_request(const PlanRequest& req, std::uint32_t pos);
 
 }  // namespace probelab::chip

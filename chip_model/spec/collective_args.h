@@ -1,10 +1,13 @@
 // Argument block of TaskKind::Collective tasks (fixed layout, little endian, in HBM).
 //
 // Every chip taking part in a collective gets its own task with its own CollectiveArgs; the
-// blocks of one collective agree on everything except `input`/`output` addresses and `order`
-// (which is this chip's own reduction order). Collectives of one communicator are matched across
-// chips by (comm_id, issue index on that communicator): the k-th collective a chip issues on
-// communicator c meets the k-th collective every other member issues on c.
+// blocks of one collective agree on everything except `input`/`output` addresses and
+// `order_addr` (this chip's own reduction order). The group is a communicator of the cluster
+// (`comm_kind`): every chip of the job, the chips of this chip's server, or the chips with this
+// chip's index in every server (chip_model/collective/cluster_topology.h); group position order
+// is rank order. Collectives are matched across chips by (communicator, comm_id, issue index):
+// the k-th collective a chip issues on a communicator meets the k-th collective every other
+// member issues on it.
 //
 // Counts follow NCCL/HCCL:
 //   AllReduce      input `count` elements,           output `count` elements
@@ -26,8 +29,6 @@
 
 namespace probelab::spec {
 
-inline constexpr int kMaxCollectiveRanks = 64;
-
 enum class CollectiveOp : std::uint8_t { AllReduce = 0, ReduceScatter = 1, AllGather = 2, Broadcast = 3 };
 
 /// Sum adds; Mean adds, then divides the sum by N once, in the accumulation dtype.
@@ -43,8 +44,12 @@ enum class CollectiveAlgo : std::uint8_t { Ring = 0, Tree = 1, Direct = 2 };
 /// Arrival: the order in which contributions arrived, from the link timing model (own contribution
 ///          first, it is already local); ties broken by group position.
 /// GroupOrder: group position order 0..N-1.
-/// Explicit: `order[0..N-1]`, a permutation of the group's chip ranks.
+/// Explicit: the N uint32 chip ranks at HBM `order_addr`, a permutation of the group's ranks.
 enum class OrderMode : std::uint8_t { Arrival = 0, GroupOrder = 1, Explicit = 2 };
+
+/// The communicator of a collective (chip::CommKind): every chip of the job, the chips of this
+/// chip's server, the chips with this chip's index in every server.
+enum class CommKindCode : std::uint8_t { World = 0, Server = 1, Peers = 2 };
 
 struct CollectiveArgs {
   TensorRef input;             // dtype F16, BF16 or F32 (graph::DType); ND layout
@@ -58,16 +63,16 @@ struct CollectiveArgs {
                                // after the last addition (a communication buffer in the data dtype
                                // between steps is modelled by choosing F16 accumulation).
   std::uint8_t order_mode = 0; // OrderMode (Direct only)
-  std::uint8_t pad0[3] = {};
-  std::uint32_t comm_id = 0;   // communicator id; collectives match per communicator
-  std::uint32_t root = 0;      // chip rank of the root (Broadcast; tree root). Must be in the group.
-  std::uint32_t num_ranks = 0; // group size N; 0 = every chip of the job, in chip-rank order
-  std::uint32_t pad1 = 0;
-  std::uint16_t group[kMaxCollectiveRanks] = {};  // chip ranks, group position order = ring order
-  std::uint16_t order[kMaxCollectiveRanks] = {};  // OrderMode::Explicit: this rank's order (chip ranks)
+  std::uint8_t comm_kind = 0;  // CommKindCode
+  std::uint8_t pad0[2] = {};
+  std::uint32_t comm_id = 0;   // instance of the communicator (several may coexist); 0 by default
+  std::uint32_t root = 0;      // group position of the root (Broadcast; tree root), < group size
+  std::uint32_t num_ranks = 0; // expected group size N (checked against the cluster); 0: any
+  std::uint32_t divisor = 0;   // ReduceOp::Mean divides by this; 0: the group size
+  std::uint64_t order_addr = 0;  // OrderMode::Explicit: HBM address of N uint32 chip ranks
 };
 static_assert(std::is_trivially_copyable_v<CollectiveArgs>);
-static_assert(sizeof(CollectiveArgs) == 448);
+static_assert(sizeof(CollectiveArgs) == 2 * sizeof(TensorRef) + 40);
 
 inline std::string_view collective_op_name(CollectiveOp op) {
   switch (op) {

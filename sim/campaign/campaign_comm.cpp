@@ -1,5 +1,7 @@
 #include "sim/campaign/campaign_comm.h"
 
+#include "sim/run/mpi_session.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
@@ -29,19 +31,7 @@ class Single final : public CampaignComm {
 
 class Mpi final : public CampaignComm {
  public:
-  Mpi() {
-    int done = 0;
-    MPI_Initialized(&done);
-    if (!done) MPI_Init(nullptr, nullptr);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    pending_ = size_ - 1;
-  }
-  ~Mpi() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-  }
+  Mpi() : rank_(MpiSession::instance().rank()), size_(MpiSession::instance().size()) { pending_ = size_ - 1; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
@@ -87,22 +77,13 @@ class Mpi final : public CampaignComm {
     return out;
   }
 
-  [[noreturn]] void abort(int code) override {
-    MPI_Abort(MPI_COMM_WORLD, code);
-    std::exit(code);
-  }
+  [[noreturn]] void abort(int code) override { MpiSession::instance().abort(code); }
 
  private:
   int rank_ = 0, size_ = 1, pending_ = 0;
 };
 
 }  // namespace
-
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
 
 std::unique_ptr<CampaignComm> make_campaign_comm() {
   if (launched_by_mpi()) return std::make_unique<Mpi>();

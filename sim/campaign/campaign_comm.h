@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/run/mpi_session.h"
+
 namespace probelab::sim {
 
 class CampaignComm {
@@ -32,9 +34,6 @@ class CampaignComm {
   /// Ends the whole job after a fatal error on one rank.
   [[noreturn]] virtual void abort(int code) = 0;
 };
-
-/// True when an MPI starter launched this process.
-bool launched_by_mpi();
 
 /// MPI when launched by mpirun, else a single-process stand-in.
 std::unique_ptr<CampaignComm> make_campaign_comm();

@@ -11,7 +11,10 @@
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
+#include "sim/run/mpi_session.h"
+#include "sim/run/partition_run.h"
 #include "sim/run/runner.h"
+#include "sim/scenario/scenario_error.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
@@ -31,6 +34,7 @@ struct RunArgs {
   std::vector<std::string> trace_formats;
   unsigned timeout = 3600;
   std::uint64_t host_memory_mib = 0;
+  int partitions = 0;
 };
 
 std::string overhead_cell(const nlohmann::json& r) {
@@ -55,6 +59,13 @@ int run(const RunArgs& a) {
   }
   opts.timeout_s = a.timeout;
   opts.host_memory_limit = a.host_memory_mib << 20;
+  // Distributed runs: the processes of an MPI job (mpirun -np K), or --partitions K in this process.
+  if (sim::launched_by_mpi() && sim::MpiSession::instance().size() > 1) {
+    if (a.partitions > 0) throw sim::ScenarioError("--partitions", 0, 0, "--partitions", "no --partitions under mpirun (the MPI processes are the partitions)", std::to_string(a.partitions));
+    opts.distributed = sim::mpi_partition_comm();
+  } else if (a.partitions > 1) {
+    opts.distributed = sim::local_partition_comm(static_cast<std::uint32_t>(a.partitions));
+  }
   const auto files = sim::expand_scenario_args(a.paths, opts.load.source_root);
 
   sim::Runner runner(opts);
@@ -67,9 +78,14 @@ int run(const RunArgs& a) {
       fmt::print(stderr, "{}\n", line);
     std::fflush(stderr);
   };
-  fmt::print(stderr, "running {} scenario(s), {} job(s) at a time\n", runner.size(), opts.jobs);
+  if (!opts.distributed)
+    fmt::print(stderr, "running {} scenario(s), {} job(s) at a time\n", runner.size(), opts.jobs);
+  else if (runner.writer())
+    fmt::print(stderr, "running {} scenario(s), each simulation over {} processes\n", runner.size(),
+               opts.distributed->processes());
   const auto outcomes = runner.run(progress);
-  if (tty) fmt::print(stderr, "\n");
+  if (tty && runner.writer()) fmt::print(stderr, "\n");
+  if (!runner.writer()) return runner.agree(0);
 
   bool bad_input = false, failed_run = false, all = true;
   for (const auto& o : outcomes) {
@@ -130,9 +146,8 @@ int run(const RunArgs& a) {
                outcomes.size(), opts.out_root.string());
   }
   std::fflush(stdout);
-  if (bad_input) return 2;
-  if (failed_run) return 3;  // a simulation failed for a reason other than its input
-  return all ? 0 : 1;
+  // 3: a simulation failed for a reason other than its input
+  return runner.agree(bad_input ? 2 : failed_run ? 3 : all ? 0 : 1);
 }
 
 }  // namespace
@@ -164,6 +179,10 @@ Command add_run(CLI::App& app) {
                   "MiB of host memory the simulations running at once may use; a run estimated to need more is "
                   "refused before it starts (default 0: the memory available on this machine)")
       ->check(non_negative_integer());
+  sub->add_option("--partitions", a->partitions,
+                  "Simulate each job's chips in K processes of this machine (whole servers each), synchronised as "
+                  "under mpirun -np K; the result is the same bytes as one process")
+      ->check(CLI::Range(1, 4096));
   return [a] { return run(*a); };
 }
 

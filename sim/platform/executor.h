@@ -42,6 +42,8 @@ struct ExecutorConfig {
   std::uint32_t fp_mode = 0;  // kRegFpMode bits written before the first step
   /// Device tensors of the graph inputs for one step (every non-initializer input).
   std::function<std::map<std::string, graph::Tensor>(std::uint32_t step)> feeds;
+  /// This rank's own values of some initializers (ZeRO shards), uploaded instead of the graph's.
+  std::map<std::string, graph::Tensor> rank_initializers;
   std::vector<std::string> fetch_each_step;  // read back after every step (e.g. the loss)
   std::vector<std::string> fetch_at_end;     // read back after the last step (outputs, weights)
   /// Called in the host thread at the start and end of every step (tracing).

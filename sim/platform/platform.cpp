@@ -8,10 +8,24 @@
 
 namespace probelab::sim {
 
-Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts) : sc_core::sc_module(name) {
+/// Collects the messages the network hands to other partitions during a window.
+class Platform::Outbox : public chip::Network::Boundary {
+ public:
+  void forward(chip::Message m, std::uint32_t process) override { out.emplace_back(process, std::move(m)); }
+  std::vector<std::pair<std::uint32_t, chip::Message>> out;
+};
+
+Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts)
+    : sc_core::sc_module(name), ranks_(opts.ranks) {
   if (opts.ranks == 0) throw std::invalid_argument("platform: ranks must be >= 1");
   if (!opts.trace) throw std::invalid_argument("platform: a trace recorder is required");
+  topology_ = std::make_unique<chip::ClusterTopology>(opts.chip, opts.cluster, opts.ranks);
+  partitioned_ = opts.partition && opts.partition->processes > 1;
+  index_.assign(opts.ranks, -1);
   for (std::uint32_t r = 0; r < opts.ranks; ++r) {
+    if (opts.partition && opts.partition->of_rank.at(r) != opts.process) continue;
+    index_[r] = static_cast<int>(local_.size());
+    local_.push_back(r);
     chip::Chip::Options co;
     co.rank = r;
     co.faults = opts.faults;
@@ -20,13 +34,24 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts) : 
     chips_.push_back(std::make_unique<chip::Chip>(fmt::format("chip{}", r).c_str(), opts.chip, co));
   }
   if (opts.ranks > 1) {
-    fabric_ = std::make_unique<chip::CollectiveFabric>(
-        "fabric", opts.ranks, chip::FabricConfig::from_chip_config(opts.chip, opts.ranks), opts.trace);
+    chip::CollectiveFabric::Options fo;
+    fo.partition = opts.partition;
+    fo.process = opts.process;
+    fo.trace = opts.trace;
+    fo.keep_records = opts.keep_collective_records;
+    fabric_ = std::make_unique<chip::CollectiveFabric>("fabric", *topology_, fo);
     for (auto& c : chips_) fabric_->attach(*c);
+    if (opts.trace->enabled())
+      for (const auto& [pid, n] : topology_->switch_names())
+        if (!opts.partition || opts.partition->of_rank.at(0) == opts.process) opts.trace->set_process_name(pid, n);
   }
-  for (std::uint32_t r = 0; r < opts.ranks; ++r) {
-    hosts_.push_back(std::make_unique<HostModel>(fmt::format("host{}", r).c_str(), *chips_[r], opts.trace, opts.host));
+  for (std::size_t i = 0; i < chips_.size(); ++i) {
+    hosts_.push_back(std::make_unique<HostModel>(fmt::format("host{}", local_[i]).c_str(), *chips_[i], opts.trace, opts.host));
     hosts_.back()->set_on_finish([this] {
+      if (partitioned_) {
+        ++finished_;  // the coordinator ends the run (partition_link.h)
+        return;
+      }
       if (++finished_ == hosts_.size()) {
         end_time_ = sc_core::sc_time_stamp();
         sc_core::sc_stop();
@@ -40,12 +65,22 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts) : 
 
 Platform::~Platform() = default;
 
+std::size_t Platform::at(std::uint32_t rank) const {
+  if (!is_local(rank)) throw std::out_of_range(fmt::format("platform: r{} is not simulated in this process", rank));
+  return static_cast<std::size_t>(index_[rank]);
+}
+
+void Platform::rethrow_host_error() const {
+  for (auto& h : hosts_)
+    if (h->error()) std::rethrow_exception(h->error());
+}
+
 void Platform::run() {
   // The platform stops the kernel itself once every host program is done: not worth a report.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   sc_core::sc_start();
-  for (auto& h : hosts_)
-    if (h->error()) std::rethrow_exception(h->error());
+  if (fabric_) fabric_->network().flush_trace();
+  rethrow_host_error();
   if (finished_ != hosts_.size()) {
     std::string waiting;
     for (auto& h : hosts_)
@@ -55,6 +90,50 @@ void Platform::run() {
       for (const auto& p : fabric_->pending()) pend += "; " + p;
     throw std::runtime_error(fmt::format("simulation ended before every host program finished (still running:{}){}",
                                          waiting, pend));
+  }
+}
+
+WindowReport Platform::report(Outbox& out) const {
+  WindowReport r;
+  using sc_core::sc_time_stamp;
+  const bool stopped = sc_core::sc_get_status() == sc_core::SC_STOPPED;
+  if (!stopped && sc_core::sc_pending_activity())
+    r.next_ps = chip::ChipClock::to_ps(sc_time_stamp() + sc_core::sc_time_to_pending_activity());
+  r.hosts_done = finished_ == hosts_.size();
+  for (const auto& h : hosts_) {
+    r.failed = r.failed || h->error() != nullptr;
+    if (h->finished()) r.finish_ps = std::max(r.finish_ps, chip::ChipClock::to_ps(h->finish_time()));
+    else r.running += fmt::format(" host{}", h->rank());
+  }
+  r.failed = r.failed || stopped;
+  if (fabric_)
+    for (const auto& p : fabric_->pending()) r.waiting += "; " + p;
+  r.outgoing = std::move(out.out);
+  out.out.clear();
+  return r;
+}
+
+void Platform::run_partition(PartitionLink& link) {
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  Outbox out;
+  if (fabric_) fabric_->network().set_boundary(&out);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate and run the delta cycles at time 0
+  for (;;) {
+    WindowGrant g = link.exchange(report(out));
+    if (fabric_)
+      for (auto& m : g.incoming) fabric_->network().inject(std::move(m));
+    if (g.stop) {
+      end_time_ = chip::ChipClock::from_ps(g.end_ps);
+      if (fabric_) fabric_->network().flush_trace();
+      rethrow_host_error();
+      if (!g.error.empty()) throw std::runtime_error(g.error);
+      if (sc_core::sc_get_status() == sc_core::SC_STOPPED || finished_ != hosts_.size())
+        throw std::runtime_error("distributed simulation: another partition failed");
+      return;
+    }
+    const std::uint64_t now = chip::ChipClock::to_ps(sc_core::sc_time_stamp());
+    // sc_start(d) runs every event before now + d and stops at that time.
+    if (g.until_ps > now) sc_core::sc_start(chip::ChipClock::from_ps(g.until_ps - now));
   }
 }
 

@@ -106,6 +106,8 @@ void SimDevice::read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out
   const std::uint64_t own = thread_last_posted();
   while ((!posted_.empty() && posted_.front().at <= sc_core::sc_time_stamp()) || posted_delivered_ < own)
     sc_core::wait(posted_drained_ev_);
+  // nor a posted DMA write still on the link (its data lands before the read completes)
+  if (dma_posted_at_ > sc_core::sc_time_stamp()) sc_core::wait(dma_posted_at_ - sc_core::sc_time_stamp());
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(out.data()), out.size() * 4, delay, "MMIO read");
   // chip-side latency; the completion (with its payload) travels back
@@ -176,6 +178,7 @@ void SimDevice::dma_write(std::uint64_t hbm_addr, std::span<const std::byte> src
   transport(tlm::TLM_WRITE_COMMAND, chip::Chip::kHbmBusBase + hbm_addr, const_cast<std::byte*>(src.data()),
             src.size(), delay, "DMA write");
   last_posted_at_ = std::max(last_posted_at_, arrive);
+  dma_posted_at_ = std::max(dma_posted_at_, arrive);
   if (q.need_sync()) q.sync();
   ++stats_.dma_writes;
   stats_.dma_bytes_written += src.size();

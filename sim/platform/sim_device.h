@@ -136,6 +136,7 @@ class SimDevice final : public probes::Device {
   std::array<sc_core::sc_time, 2> pcie_free_{};  // per LinkDir
   std::deque<Posted> posted_;
   sc_core::sc_time last_posted_at_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time dma_posted_at_ = sc_core::SC_ZERO_TIME;  // arrival of the latest posted DMA write
   sc_core::sc_event posted_ev_, posted_drained_ev_, serviced_ev_;
   std::uint64_t serviced_count_ = 0;  // interrupts serviced so far
   std::deque<std::function<void()>> deferred_;

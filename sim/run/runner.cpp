@@ -23,6 +23,7 @@
 #include "sim/run/resources.h"
 #include "sim/run/simulation.h"
 #include "sim/scenario/bad_input.h"
+#include "chip_model/chip_config.h"
 
 namespace probelab::sim {
 
@@ -150,6 +151,17 @@ void Runner::add(const Scenario& s) {
   if (opts_.strict && !e.main.warnings.empty())
     throw ScenarioError(s.file.string(), 0, 0, "probes",
                         "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
+  if (opts_.distributed) {
+    const auto procs = opts_.distributed->processes();
+    try {
+      partition_map(e.main, procs);
+      for (const auto& v : e.variants) partition_map(v, procs);
+    } catch (const chip::ConfigError& err) {
+      throw ScenarioError(s.file.string(), 0, 0, "ranks",
+                          fmt::format("a job that {} processes can share ({})", procs, err.what()),
+                          std::to_string(s.ranks) + " ranks");
+    }
+  }
   e.out_dir = opts_.out_root / s.name;
   e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", s.name, ::getpid());
   scenarios_.push_back(std::move(e));
@@ -187,14 +199,21 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
   // Every scenario runs in a scratch directory beside its final one and replaces it only when
   // complete: a killed run leaves the previous results as they were (and its scratch is removed
   // by the next run), never a mixture.
-  remove_stale_scratch(opts_.out_root);
+  if (writer()) remove_stale_scratch(opts_.out_root);  // pids of other machines mean nothing here
+  if (opts_.distributed) {
+    // Every process of a distributed run writes its ranks' dumps into the writer's scratch.
+    const int pid = opts_.distributed->agree(static_cast<int>(::getpid()));
+    for (Entry& e : scenarios_) e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", e.main.scenario.name, pid);
+  }
   std::vector<Job> jobs;
   for (std::size_t i = 0; i < scenarios_.size(); ++i) {
     Entry& e = scenarios_[i];
     const fs::path& dir = e.stage_dir;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    fs::create_directories(dir / ".results");
+    if (writer()) {  // a distributed run's other processes write nothing here
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      fs::create_directories(dir / ".results");
+    }
     const bool probes = e.main.probes.has_value();
     jobs.push_back({i, -1, false, dir / ".results" / "main.json", dir, e.main.scenario.name});
     if (probes && opts_.baseline)
@@ -210,44 +229,59 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     }
   }
 
-  ProcessPool pool(opts_.jobs);
-  pool.set_interrupt_cleanup([this] {
-    std::error_code ec;
-    for (const Entry& e : scenarios_) fs::remove_all(e.stage_dir, ec);
-  });
-  for (const Job& job : jobs) {
-    pool.submit([this, job]() -> int {
-      ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-      ::dup2(2, 1);  // SystemC reports go to stdout; keep the parent's stdout for its own output
-      if (opts_.timeout_s) ::alarm(opts_.timeout_s);
-      const Entry& e = scenarios_[job.scenario];
-      SimRequest req;
-      req.run = job.variant < 0 ? &e.main : &e.variants[static_cast<std::size_t>(job.variant)];
-      req.probes = !job.baseline;
-      req.out_dir = job.out_dir;
-      req.trace = opts_.trace && !job.baseline && job.variant < 0;
-      req.trace_formats = opts_.trace_formats;
-      req.save_outputs = !job.baseline && job.variant < 0;
-      json res;
-      try {
-        res = simulate(req);
-      } catch (const std::exception& ex) {
-        res = {{"status", "error"}, {"error", ex.what()}, {"bad_input", is_bad_input(ex)}};
-      }
-      write_text_atomic(job.result_file, res.dump());
-      return 0;
-    });
-  }
   std::vector<json> results(jobs.size());
-  std::size_t done = 0;
-  pool.run([&](std::size_t index, const ChildStatus& st) {
-    results[index] = read_result(jobs[index], st);
-    ++done;
+  auto request = [this](const Job& job) {
+    const Entry& e = scenarios_[job.scenario];
+    SimRequest req;
+    req.run = job.variant < 0 ? &e.main : &e.variants[static_cast<std::size_t>(job.variant)];
+    req.probes = !job.baseline;
+    req.out_dir = job.out_dir;
+    req.trace = opts_.trace && !job.baseline && job.variant < 0;
+    req.trace_formats = opts_.trace_formats;
+    req.save_outputs = !job.baseline && job.variant < 0;
+    return req;
+  };
+  auto status_line = [&](std::size_t done, std::size_t index) {
     if (progress)
       progress(fmt::format("[{}/{}] {}: {}", done, jobs.size(), jobs[index].label,
                            results[index].value("status", "") == "ok" ? std::string("done")
                                                                       : "error: " + results[index].value("error", "")));
-  });
+  };
+  if (opts_.distributed) {
+    // One simulation at a time, each over every process of the run.
+    opts_.distributed->agree(0);  // the writer cleaned the output directories
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      results[j] = simulate_distributed(request(jobs[j]), *opts_.distributed, opts_.timeout_s);
+      if (writer()) status_line(j + 1, j);
+    }
+    if (!writer()) return {};
+  } else {
+    ProcessPool pool(opts_.jobs);
+    pool.set_interrupt_cleanup([this] {
+      std::error_code ec;
+      for (const Entry& e : scenarios_) fs::remove_all(e.stage_dir, ec);
+    });
+    for (const Job& job : jobs) {
+      pool.submit([this, job, &request]() -> int {
+        ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+        ::dup2(2, 1);  // SystemC reports go to stdout; keep the parent's stdout for its own output
+        if (opts_.timeout_s) ::alarm(opts_.timeout_s);
+        json res;
+        try {
+          res = simulate(request(job));
+        } catch (const std::exception& ex) {
+          res = {{"status", "error"}, {"error", ex.what()}, {"bad_input", is_bad_input(ex)}};
+        }
+        write_text_atomic(job.result_file, res.dump());
+        return 0;
+      });
+    }
+    std::size_t done = 0;
+    pool.run([&](std::size_t index, const ChildStatus& st) {
+      results[index] = read_result(jobs[index], st);
+      status_line(++done, index);
+    });
+  }
 
   std::vector<ScenarioOutcome> out;
   for (std::size_t i = 0; i < scenarios_.size(); ++i) {

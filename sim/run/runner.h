@@ -22,12 +22,14 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "chip_model/trace.h"
+#include "sim/run/partition_run.h"
 #include "sim/scenario/prepared_run.h"
 #include "sim/scenario/scenario.h"
 
@@ -43,6 +45,9 @@ struct RunOptions {
   unsigned timeout_s = 3600;    // a simulation still running after this long is killed
   bool strict = false;          // preparation warnings (PreparedRun::warnings) are bad input
   std::uint64_t host_memory_limit = 0;  // bytes the simulations at once may use (0: what is available)
+  /// Distributed runs (sim/run/partition_run.h): every simulation's chips partitioned over the
+  /// comm's processes, simulations one after the other; nullptr: each simulation in one process.
+  std::shared_ptr<PartitionComm> distributed;
 };
 
 struct ScenarioOutcome {
@@ -63,11 +68,16 @@ class Runner {
  public:
   explicit Runner(RunOptions opts) : opts_(std::move(opts)) {}
 
-  /// Loads and prepares every scenario and its variants. Throws on bad input.
+  /// Loads and prepares every scenario and its variants. Throws on bad input (also a job that
+  /// cannot be partitioned over the distributed run's processes).
   void prepare(const std::vector<std::filesystem::path>& files);
   /// Prepares one loaded scenario (a file or a document built in memory) and its variants.
   /// Throws on bad input, and when another scenario of this runner has the same name.
   void add(const Scenario& s);
+  /// Whether this process writes reports (always, unless it is a non-zero rank of a distributed run).
+  bool writer() const { return !opts_.distributed || opts_.distributed->writer(); }
+  /// The writer's exit code on every process of a distributed run.
+  int agree(int code) const { return opts_.distributed ? opts_.distributed->agree(code) : code; }
   std::size_t size() const { return scenarios_.size(); }
 
   /// Runs everything prepared; `progress` gets one line per finished simulation.

@@ -1,5 +1,6 @@
 #include "sim/run/simulation.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +11,7 @@
 #include "chip_model/spec/registers.h"
 #include "graph/npy.h"
 #include "probes/dump_writer.h"
+#include "probes/insertion_pass.h"
 #include "probes/probe_runtime.h"
 #include "sim/platform/core_factory.h"
 #include "sim/scenario/data_gen.h"
@@ -17,6 +19,7 @@
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
 #include "sim/run/checkpoint_store.h"
+#include "sim/run/probe_codec.h"
 #include "sim/run/probe_results.h"
 #include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
@@ -45,6 +48,25 @@ std::map<std::string, std::string> output_file_names(const std::vector<std::stri
     out[name] = file;
   }
   return out;
+}
+
+std::vector<std::uint8_t> PartitionResult::encode() const {
+  return json::to_msgpack(json{{"data", data},
+                               {"trace", json::binary_t(live_trace ? live_trace->serialize() : trace)},
+                               {"probes", json::binary_t(live_probes ? encode_probe_results(*live_probes) : probes)}});
+}
+
+PartitionResult PartitionResult::decode(const std::vector<std::uint8_t>& bytes) {
+  try {
+    const json j = json::from_msgpack(bytes);
+    PartitionResult r;
+    r.data = j.at("data");
+    r.trace = j.at("trace").get_binary();
+    r.probes = j.at("probes").get_binary();
+    return r;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("partition result: ") + e.what());
+  }
 }
 
 namespace {
@@ -80,21 +102,34 @@ struct RankState {
   std::vector<std::uint64_t> step_begin_ps, step_end_ps;
 };
 
+/// The replica group of a rank's sync samples of collective `op` (probes/consistency.h).
+std::optional<std::uint32_t> replica_group(const chip::ClusterTopology& topo, std::uint32_t rank, const graph::Op& op) {
+  if (!probes::is_collective_type(op.type)) return 0;
+  const std::string replicas = op.attr_str("replicas", "");
+  if (replicas == "none" || (replicas.empty() && op.type == "ReduceScatter")) return std::nullopt;
+  if (replicas == "world") return 0;
+  return topo.group(chip::parse_comm_kind(op.attr_str("comm", "world")), rank).comm_id;
+}
+
 }  // namespace
 
-json simulate(const SimRequest& req) {
+PartitionResult simulate_partition(const SimRequest& req) {
   const PreparedRun& run = *req.run;
   const Scenario& s = run.scenario;
   const Workload& w = run.workload;
   const auto ranks = static_cast<std::uint32_t>(s.ranks);
   fs::create_directories(req.out_dir);
 
-  chip::Trace trace(req.trace);
+  auto trace_ptr = std::make_shared<chip::Trace>(req.trace);
+  chip::Trace& trace = *trace_ptr;
   const graph::Graph& executed = w.snapshots.fused;
 
   PlatformOptions po;
   po.chip = run.chip;
+  po.cluster = run.cluster;
   po.ranks = ranks;
+  po.partition = req.partition;
+  po.process = req.process;
   auto cores = std::make_shared<AiCoreSet>();
   po.make_cores = ai_core_factory(cores);
   po.trace = &trace;
@@ -107,7 +142,8 @@ json simulate(const SimRequest& req) {
   // reconciles them) and its flush-to-zero setting.
   const std::uint32_t fp_mode = run.chip.fp_mode_bits();
   std::vector<std::string> outputs = w.reference.outputs();
-  for (std::uint32_t r = 0; r < ranks; ++r) {
+  const chip::ClusterTopology& topo = platform.topology();
+  for (std::uint32_t r : platform.local_ranks()) {
     RankState& rs = st[r];
     rs.graph = executed;
     SimDevice& dev = platform.host(r).device();
@@ -117,10 +153,12 @@ json simulate(const SimRequest& req) {
       ro.world_size = ranks;
       ro.seed = s.seed;
       ro.output_dir = req.out_dir;
+      ro.consistency_group = [&topo, r](const graph::Op& op) { return replica_group(topo, r, op); };
       rs.runtime = std::make_unique<probes::ProbeRuntime>(*run.probes, executed, dev, ro, &w.snapshots.original);
       rs.runtime->instrument(rs.graph);
     }
     ExecutorConfig ec;
+    for (const auto& [name, spec] : w.shards) ec.rank_initializers[name] = shard_value(executed, name, spec, r);
     ec.rank = r;
     ec.world = ranks;
     ec.steps = static_cast<std::uint32_t>(s.steps);
@@ -144,7 +182,8 @@ json simulate(const SimRequest& req) {
       for (const auto& name : w.data_inputs) {
         const graph::TensorDesc& d = rs.graph.tensor(name).desc;
         auto it = w.input_inits.find(name);
-        f.emplace(name, gen.make_input(name, d, step, r, it == w.input_inits.end() ? nullptr : &it->second));
+        f.emplace(name, gen.make_input(name, d, step, w.replicated_data ? 0 : r,
+                                       it == w.input_inits.end() ? nullptr : &it->second));
       }
       return f;
     };
@@ -170,7 +209,7 @@ json simulate(const SimRequest& req) {
   // Injectors resolve tensors to HBM addresses through the executors' memory plans.
   std::unique_ptr<InjectionSet> injections =
       make_injections(run, executed, [&st](std::uint32_t r, const std::string& t) -> std::optional<inject::TensorPlacement> {
-        if (r >= st.size()) return std::nullopt;
+        if (r >= st.size() || !st[r].executor) return std::nullopt;
         auto ref = st[r].executor->locate(t);
         if (!ref) return std::nullopt;
         return inject::TensorPlacement{ref->addr, st[r].graph.tensor(t).desc};
@@ -182,66 +221,118 @@ json simulate(const SimRequest& req) {
     hooks = tee.get();
   }
   if (hooks)
-    for (std::uint32_t r = 0; r < ranks; ++r) platform.chip(r).set_fault_hooks(hooks);
+    for (std::uint32_t r : platform.local_ranks()) platform.chip(r).set_fault_hooks(hooks);
 
-  platform.run();
+  if (req.link) platform.run_partition(*req.link);
+  else platform.run();
 
-  const chip::ChipClock& clock = platform.chip(0).clock();
-  json res;
-  res["status"] = "ok";
-  json per_rank = json::array(), per_step = json::array();
-  for (std::uint32_t r = 0; r < ranks; ++r) {
-    per_rank.push_back(clock.cycle_at(platform.host(r).finish_time()));
+  PartitionResult out;
+  json per_rank = json::array();
+  std::vector<const std::vector<chip::OpRecord>*> records(ranks, nullptr);
+  std::vector<const graph::Graph*> graphs(ranks, nullptr);
+  for (std::uint32_t r : platform.local_ranks()) {
+    const RankState& rs = st[r];
+    const ExecutorResult& er = rs.result;
     json steps = json::array();
-    for (std::size_t k = 0; k < st[r].step_end_ps.size(); ++k)
-      steps.push_back(clock.ps_to_cycles(st[r].step_end_ps[k]) - clock.ps_to_cycles(st[r].step_begin_ps[k]));
-    per_step.push_back(steps);
-  }
-  res["cycles"] = {{"total", clock.cycle_at(platform.end_time())}, {"per_rank", per_rank}, {"per_step", per_step}};
-
-  json tasks = {{"kernel", 0}, {"collective", 0}, {"probe", 0}, {"barrier", 0}, {"in_kernel_statistics", 0}, {"in_kernel_dumps", 0}};
-  json losses = json::array(), warnings = json::array();
-  for (std::uint32_t r = 0; r < ranks; ++r) {
-    const ExecutorResult& er = st[r].result;
-    tasks["kernel"] = tasks["kernel"].get<std::uint64_t>() + er.kernel_tasks;
-    tasks["collective"] = tasks["collective"].get<std::uint64_t>() + er.collective_tasks;
-    tasks["probe"] = tasks["probe"].get<std::uint64_t>() + er.probe_tasks;
-    tasks["barrier"] = tasks["barrier"].get<std::uint64_t>() + er.barrier_tasks;
-    tasks["in_kernel_statistics"] = tasks["in_kernel_statistics"].get<std::uint64_t>() + er.in_kernel_statistics;
-    tasks["in_kernel_dumps"] = tasks["in_kernel_dumps"].get<std::uint64_t>() + er.in_kernel_dumps;
+    for (std::size_t k = 0; k < rs.step_end_ps.size(); ++k) steps.push_back({rs.step_begin_ps[k], rs.step_end_ps[k]});
     json l = json::array();
     for (const auto& step : er.fetched)
       if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));
-    losses.push_back(l);
-    for (const auto& wmsg : er.warnings) warnings.push_back(wmsg);
+    per_rank.push_back({{"rank", r},
+                        {"finish_ps", chip::ChipClock::to_ps(platform.host(r).finish_time())},
+                        {"steps", steps},
+                        {"tasks", {er.kernel_tasks, er.collective_tasks, er.probe_tasks, er.barrier_tasks,
+                                   er.in_kernel_statistics, er.in_kernel_dumps}},
+                        {"losses", l},
+                        {"checkpoints", {er.checkpoints, er.checkpoint_bytes}},
+                        {"warnings", er.warnings}});
     if (req.save_outputs) save_outputs(req.out_dir / "outputs" / fmt::format("rank{}", r), er.final_values);
+    graphs[r] = &rs.graph;
+    if (r < cores->by_rank.size() && cores->by_rank[r]) records[r] = &cores->by_rank[r]->records();
   }
-  res["tasks"] = tasks;
-  if (s.checkpoint_every > 0 || s.resume) {
-    std::uint64_t count = 0, bytes = 0;
-    for (const RankState& rs : st) {
-      count += rs.result.checkpoints;
-      bytes += rs.result.checkpoint_bytes;
-    }
-    res["checkpoints"] = {{"every", s.checkpoint_every}, {"taken", count}, {"bytes", bytes},
-                          {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
-  }
-  res["losses"] = w.loss.empty() ? json(nullptr) : losses;
-
-  {
-    std::vector<const graph::Graph*> graphs;
-    std::vector<const std::vector<chip::OpRecord>*> records;
-    for (std::uint32_t r = 0; r < ranks; ++r) {
-      graphs.push_back(&st[r].graph);
-      records.push_back(r < cores->by_rank.size() && cores->by_rank[r] ? &cores->by_rank[r]->records() : nullptr);
-    }
-    res["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, clock);
-  }
-
+  out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
+  out.data["ranks"] = per_rank;
+  out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
+  out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
+  if (trace.enabled()) out.live_trace = trace_ptr;
   if (probes_on) {
-    std::vector<const probes::ProbeRuntime*> rts;
-    for (const auto& rs : st) rts.push_back(rs.runtime.get());
-    merge_probe_results(res, probes::combine_ranks(rts), executed);
+    auto pr = std::make_shared<ProbeRankResults>();
+    for (std::uint32_t r : platform.local_ranks()) {
+      pr->reports.push_back(st[r].runtime->report());
+      auto smp = st[r].runtime->sync_samples();
+      pr->samples.insert(pr->samples.end(), std::make_move_iterator(smp.begin()), std::make_move_iterator(smp.end()));
+    }
+    out.live_probes = std::move(pr);
+  }
+  return out;
+}
+
+json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts) {
+  const PreparedRun& run = *req.run;
+  const Workload& w = run.workload;
+  const chip::ChipClock clock(run.chip.clock_mhz);
+  std::map<std::uint32_t, const json*> ranks;
+  std::uint64_t end_ps = 0;
+  json ops = json::array();
+  std::map<std::uint32_t, json> ops_by_rank;
+  std::vector<json> injections;
+  for (const auto& p : parts) {
+    end_ps = std::max(end_ps, p.data.at("end_ps").get<std::uint64_t>());
+    for (const auto& r : p.data.at("ranks")) ranks[r.at("rank").get<std::uint32_t>()] = &r;
+    for (const auto& o : p.data.at("ops")) ops_by_rank[o.at("rank").get<std::uint32_t>()].push_back(o);
+    if (!p.data.at("injections").is_null()) injections.push_back(p.data.at("injections"));
+  }
+  for (auto& [r, list] : ops_by_rank)
+    for (auto& o : list) ops.push_back(std::move(o));
+
+  json res;
+  res["status"] = "ok";
+  json per_rank = json::array(), per_step = json::array(), losses = json::array(), warnings = json::array();
+  std::uint64_t tasks[6] = {}, checkpoints = 0, checkpoint_bytes = 0;
+  for (const auto& [r, rj] : ranks) {
+    per_rank.push_back(clock.cycle_at(chip::ChipClock::from_ps(rj->at("finish_ps").get<std::uint64_t>())));
+    json steps = json::array();
+    for (const auto& be : rj->at("steps"))
+      steps.push_back(clock.ps_to_cycles(be.at(1).get<std::uint64_t>()) - clock.ps_to_cycles(be.at(0).get<std::uint64_t>()));
+    per_step.push_back(steps);
+    for (int k = 0; k < 6; ++k) tasks[k] += rj->at("tasks").at(k).get<std::uint64_t>();
+    checkpoints += rj->at("checkpoints").at(0).get<std::uint64_t>();
+    checkpoint_bytes += rj->at("checkpoints").at(1).get<std::uint64_t>();
+    losses.push_back(rj->at("losses"));
+    for (const auto& wmsg : rj->at("warnings")) warnings.push_back(wmsg);
+  }
+  res["cycles"] = {{"total", clock.cycle_at(chip::ChipClock::from_ps(end_ps))}, {"per_rank", per_rank}, {"per_step", per_step}};
+  res["tasks"] = {{"kernel", tasks[0]},  {"collective", tasks[1]}, {"probe", tasks[2]}, {"barrier", tasks[3]},
+                  {"in_kernel_statistics", tasks[4]}, {"in_kernel_dumps", tasks[5]}};
+  const Scenario& s = run.scenario;
+  if (s.checkpoint_every > 0 || s.resume)
+    res["checkpoints"] = {{"every", s.checkpoint_every}, {"taken", checkpoints}, {"bytes", checkpoint_bytes},
+                          {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
+  res["losses"] = w.loss.empty() ? json(nullptr) : losses;
+  res["ops"] = std::move(ops);
+
+  chip::Trace trace(req.trace);
+  for (auto& p : parts) {
+    if (trace.enabled()) {
+      if (p.live_trace)
+        trace.append(std::move(*p.live_trace));
+      else
+        trace.append_serialized(p.trace);
+    }
+    p.live_trace.reset();
+  }
+  if (req.probes && run.probes) {
+    ProbeRankResults all;
+    for (auto& p : parts) {
+      ProbeRankResults pr = p.live_probes ? std::move(*p.live_probes) : decode_probe_results(p.probes);
+      for (auto& r : pr.reports) all.reports.push_back(std::move(r));
+      for (auto& smp : pr.samples) all.samples.push_back(std::move(smp));
+    }
+    std::stable_sort(all.reports.begin(), all.reports.end(),
+                     [](const probes::RuntimeReport& a, const probes::RuntimeReport& b) { return a.rank < b.rank; });
+    const graph::Graph& executed = w.snapshots.fused;
+    merge_probe_results(res, probes::combine_reports(std::move(all.reports), all.samples, run.probes->consistency, executed),
+                        executed);
     for (const auto& wmsg : res["probe_warnings"]) warnings.push_back(wmsg);
     res.erase("probe_warnings");
   }
@@ -250,8 +341,10 @@ json simulate(const SimRequest& req) {
     for (const auto f : req.trace_formats) trace.write_file((req.out_dir / chip::Trace::file_name(f)).string(), f);
   }
   res["warnings"] = warnings;
-  res["injections"] = injections ? injections->report() : json::array();
+  res["injections"] = injections.empty() ? json::array() : merge_injection_reports(injections);
   return res;
 }
+
+json simulate(const SimRequest& req) { return merge_partitions(req, {simulate_partition(req)}); }
 
 }  // namespace probelab::sim

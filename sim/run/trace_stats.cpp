@@ -1,6 +1,7 @@
 #include "sim/run/trace_stats.h"
 
 #include <map>
+#include <variant>
 
 #include "probes/insertion_pass.h"
 
@@ -24,7 +25,7 @@ json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, c
   }
   if (trace) {
     for (const chip::Trace::Event& e : trace->events()) {
-      if (e.phase != 'X' || e.category != "task" || e.pid >= graphs.size()) continue;
+      if (e.phase != 'X' || e.category != "task" || e.pid >= graphs.size() || !graphs[e.pid]) continue;
       const std::uint64_t* op_id = nullptr;
       for (const auto& [k, v] : e.args)
         if (k == "op_id") op_id = std::get_if<std::uint64_t>(&v);
@@ -41,6 +42,7 @@ json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, c
   }
   json out = json::array();
   for (std::uint32_t r = 0; r < graphs.size(); ++r) {
+    if (!graphs[r]) continue;
     for (std::uint32_t id : graphs[r]->topo_order()) {
       const graph::Op& op = graphs[r]->op(id);
       if (probes::is_probe_op(op)) continue;

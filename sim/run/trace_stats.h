@@ -15,7 +15,8 @@
 namespace probelab::sim {
 
 /// [{op, type, rank, tasks, cycles, probe_tasks, probe_cycles}] in (rank, executed order);
-/// graphs[r] is rank r's executed graph (op ids as submitted), records[r] its AiCore's records
+/// graphs[r] is rank r's executed graph (op ids as submitted; null: a rank simulated elsewhere),
+/// records[r] its AiCore's records
 /// (may be null), `trace` may be null (then collectives and probe tasks count 0 cycles).
 nlohmann::json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records,
                          const std::vector<const graph::Graph*>& graphs, const chip::Trace* trace,

@@ -39,6 +39,7 @@ class Set final : public InjectionSet {
   }
   chip::FaultHooks* hooks() override { return set_->empty() ? nullptr : set_.get(); }
   nlohmann::json report() const override { return set_->report(); }
+  nlohmann::json partial_report() const override { return set_->partial_report(); }
 
  private:
   std::unique_ptr<inject::InjectionSet> set_;
@@ -59,6 +60,10 @@ void validate_injections(const PreparedRun& run) {
                           fmt::format("injections[{}]", i), "a valid injection descriptor", e.what());
     }
   }
+}
+
+nlohmann::json merge_injection_reports(const std::vector<nlohmann::json>& partials) {
+  return inject::InjectionSet::merge_reports(partials);
 }
 
 std::unique_ptr<InjectionSet> make_injections(const PreparedRun& run, const graph::Graph& executed,

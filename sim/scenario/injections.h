@@ -28,7 +28,12 @@ class InjectionSet {
   virtual chip::FaultHooks* hooks() = 0;
   /// [{kind, descriptor, fired, proof: [...]}] in descriptor order.
   virtual nlohmann::json report() const = 0;
+  /// Per injector what it saw on the ranks simulated here (merged by merge_injection_reports).
+  virtual nlohmann::json partial_report() const = 0;
 };
+
+/// report() of the partial reports of the partitions of a distributed run.
+nlohmann::json merge_injection_reports(const std::vector<nlohmann::json>& partials);
 
 /// Where a tensor lives on a rank (the executor's memory plan), asked when HBM faults are scheduled.
 using Placement =

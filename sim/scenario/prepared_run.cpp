@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "chip_model/collective/cluster_topology.h"
 #include "graph/graph.h"
 #include "probes/insertion_pass.h"
 #include "sim/scenario/bad_input.h"
@@ -40,6 +43,29 @@ chip::ChipConfig resolve_chip(const Scenario& s) {
   return cfg;
 }
 
+/// The cluster parameters, checked against the job: the ranks fit the servers, an explicit
+/// partition map keeps servers whole. Errors name the scenario key and line.
+chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& chip) {
+  chip::ClusterConfig c;
+  for (const auto& [k, v] : s.cluster.params) chip::set_cluster_param(c, k, v, s.file.string());
+  YamlView root(s.resolved, s.file.string(), "");
+  const std::uint32_t ranks = static_cast<std::uint32_t>(s.ranks);
+  try {
+    const chip::ClusterTopology topo(chip, c, ranks);
+    if (!s.cluster.partition.empty()) {
+      const std::uint32_t procs = *std::max_element(s.cluster.partition.begin(), s.cluster.partition.end()) + 1;
+      chip::PartitionMap::explicit_map(topo, s.cluster.partition, procs, "cluster.partition");
+    }
+  } catch (const chip::ConfigError& e) {
+    const bool partition = std::string(e.what()).starts_with("cluster.partition");
+    YamlView at = partition && s.cluster.source ? (*s.cluster.source)["partition"]
+                  : root.get("ranks")            ? root["ranks"]
+                                                 : root;
+    at.fail(e.what(), partition ? "the partition map" : std::to_string(ranks) + " ranks");
+  }
+  return c;
+}
+
 }  // namespace
 
 PreparedRun prepare_run(const Scenario& s) {
@@ -58,9 +84,10 @@ PreparedRun prepare_run(const Scenario& s) {
   } else {
     r.scenario.precision.overflow_mode = r.chip.fp_mode;
   }
+  r.cluster = resolve_cluster(s, r.chip);
 
   LoadedModel model = load_model(s.model);
-  r.workload = build_workload(s, model.graph, model.input_inits);
+  r.workload = build_workload(s, model.graph, model.input_inits, r.cluster);
 
   if (s.has_probes()) {
     probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chip_model/chip_config.h"
+#include "chip_model/collective/cluster_config.h"
 #include "probes/probe_config.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/workload.h"
@@ -19,6 +20,7 @@ namespace probelab::sim {
 struct PreparedRun {
   Scenario scenario;
   chip::ChipConfig chip;
+  chip::ClusterConfig cluster;  // the job fits it (checked)
   Workload workload;
   std::optional<probes::ProbeConfig> probes;  // nullopt: no probes section, or enabled: false
   std::string variant;                        // "" for the scenario itself
@@ -34,7 +36,8 @@ struct PreparedRun {
 /// watch point, watch points that match no op or tensor, or steps/ranks outside the run.
 std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::Graph& executed, int steps, int ranks);
 
-/// Loads the model and validates the scenario against the chip config, the graph, the probe
+/// Loads the model and validates the scenario against the chip config, the cluster (the ranks
+/// must fit its servers; an explicit partition map must not split a server), the graph, the probe
 /// config and the injector registry. Throws ScenarioError / chip::ConfigError /
 /// probes::ConfigError / graph::GraphError (bad input).
 PreparedRun prepare_run(const Scenario& s);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "graph/yaml_check.h"
+#include "chip_model/collective/cluster_config.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::sim {
@@ -17,7 +18,7 @@ std::string_view run_mode_name(RunMode m) { return m == RunMode::Training ? "tra
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k = {
-      "name",      "description", "chip",       "ranks",     "model",    "mode",
+      "name",      "description", "chip",       "ranks",     "cluster",  "parallel", "model",    "mode",
       "training",  "data",        "steps",      "seed",      "precision", "quantization", "checkpoints", "probes",
       "injections", "variants",   "expectations", "campaign"};
   return k;
@@ -118,6 +119,29 @@ ChipSpec parse_chip(const YamlView& v) {
   return c;
 }
 
+ClusterSpec parse_cluster(const YamlView& v) {
+  ClusterSpec c;
+  c.source = v;
+  if (!v.is_map()) v.fail("a mapping of cluster parameters", v.describe());
+  chip::ClusterConfig check;
+  for (const auto& key : v.keys()) {
+    YamlView val = v[key];
+    if (key == "partition") {
+      if (val.is_scalar() && val.str() == "auto") continue;
+      for (const auto& item : val.items()) c.partition.push_back(static_cast<std::uint32_t>(item.integer(0, 65535)));
+      continue;
+    }
+    if (!val.is_scalar()) val.fail("a scalar cluster parameter value", val.describe());
+    try {
+      chip::set_cluster_param(check, key, val.str());
+    } catch (const chip::ConfigError& e) {
+      val.fail(std::string(e.what()), "'" + val.str() + "'");
+    }
+    c.params[key] = val.str();
+  }
+  return c;
+}
+
 ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs::path& root) {
   ModelSpec m;
   std::string kind;
@@ -192,9 +216,10 @@ OptimizerSpec parse_optimizer(const YamlView& v) {
 }
 
 AllReduceSpec parse_allreduce(const YamlView& v) {
-  v.expect_keys({"algorithm", "accumulation", "order", "reduction"});
+  v.expect_keys({"algorithm", "inter_algorithm", "accumulation", "order", "reduction"});
   AllReduceSpec a;
-  if (auto x = v.get("algorithm")) a.algorithm = x->str_in({"ring", "tree", "direct"});
+  if (auto x = v.get("algorithm")) a.algorithm = x->str_in({"ring", "tree", "direct", "hierarchical"});
+  if (auto x = v.get("inter_algorithm")) a.inter_algorithm = x->str_in({"ring", "tree", "direct"});
   if (auto x = v.get("accumulation")) a.accumulation = x->str_in({"fp32", "fp16"});
   if (auto x = v.get("order")) a.order = x->str_in({"arrival", "group"});
   if (auto x = v.get("reduction")) a.reduction = x->str_in({"mean", "sum"});
@@ -205,8 +230,9 @@ TrainingSpec parse_training(const YamlView& v) {
   if (auto m = v.is_map() ? v.get("master_weights") : std::nullopt)  // a precision setting, often looked for here
     m->fail("precision.master_weights (FP32 master weights are a precision setting, not a training one)",
             "training.master_weights");
-  v.expect_keys({"loss", "optimizer", "batch", "allreduce"});
+  v.expect_keys({"loss", "optimizer", "batch", "allreduce", "sharding"});
   TrainingSpec t;
+  if (auto x = v.get("sharding")) t.sharding = x->str_in({"none", "zero1"});
   if (auto l = v.get("loss")) t.loss = l->str_in({"auto", "cross_entropy", "mse", "model"});
   if (auto o = v.get("optimizer")) t.optimizer = parse_optimizer(*o);
   t.batch = v.int_or("batch", 0, 1);
@@ -323,7 +349,14 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   check_name(root["name"], s.name);
   s.description = root.str_or("description", "");
   if (auto c = root.get("chip")) s.chip = parse_chip(*c);
-  s.ranks = static_cast<int>(root.int_or("ranks", 1, 1, 64));
+  s.ranks = static_cast<int>(root.int_or("ranks", 1, 1, 65536));
+  if (auto c = root.get("cluster")) s.cluster = parse_cluster(*c);
+  if (auto p = root.get("parallel")) {
+    p->expect_keys({"tensor"});
+    s.parallel_source = *p;
+    if (auto t = p->get("tensor"))
+      for (const auto& item : t->items()) s.tensor_parallel.push_back(item.str());
+  }
   s.seed = opts.seed ? *opts.seed : (root.get("seed") ? root["seed"].uinteger() : 0);
   s.steps = static_cast<int>(root.int_or("steps", 1, 1, 100000));
 

@@ -8,6 +8,13 @@
 //     preset: ascend910b                #   a chip preset (`probelab list chips`)
 //     overrides: {num_cores: 4}         #   chip parameters (validated by the chip config)
 //   ranks: 1                            # chips in the job (data parallel when > 1)
+//   cluster:                            # optional: servers and switches (`probelab list chips`)
+//     switch: fat_tree                  #   cluster parameters (chip_model/collective/cluster_config.h)
+//     oversubscription: 2
+//     partition: [0, 0, ..., 1, 1]      #   distributed runs: the process of each rank (default:
+//                                       #   servers split evenly over the MPI processes)
+//   parallel: {tensor: ["fc2/matmul"]}  # optional: tensor-parallel MatMul ops over every rank
+//                                       #   (column-parallel, Megatron-style; data replicated)
 //   model: transformer_block            # a bundled model (scenarios/models/<name>.yaml|.onnx),
 //                                       # or a .yaml/.onnx path relative to this file,
 //                                       # or {name: N} / {file: PATH} / {onnx: PATH}
@@ -17,7 +24,11 @@
 //                                       #   scalar, else cross_entropy) | cross_entropy | mse | model
 //     optimizer: {type: sgd, lr: 0.01, momentum: 0.9}   # sgd | adam (lr, momentum, beta1, beta2, eps, weight_decay)
 //     batch: 8                          #   must equal the leading dim of the model inputs
-//     allreduce: {algorithm: ring, accumulation: fp32, order: arrival}  # ranks > 1
+//     allreduce: {algorithm: ring, accumulation: fp32, order: arrival}  # ranks > 1; algorithm
+//                                       #   ring | tree | direct | hierarchical (inter_algorithm:
+//                                       #   ring | tree | direct for the inter-server stage)
+//     sharding: none                    #   none | zero1 (gradients reduce-scattered, each rank
+//                                       #   updates its shard of every parameter, all-gathered)
 //   data: {generator: normal, seed: 7, mean: 0, std: 1}  # normal | uniform (low, high) | ones
 //   steps: 3                            # training steps / inference iterations (>= 1)
 //   seed: 42                            # master seed (run --seed N overrides it)
@@ -79,7 +90,8 @@ struct OptimizerSpec {
 
 /// The gradient all-reduce of a data-parallel job (ranks > 1): one AllReduce per parameter.
 struct AllReduceSpec {
-  std::string algorithm = "ring";      // ring | tree | direct
+  std::string algorithm = "ring";      // ring | tree | direct | hierarchical
+  std::string inter_algorithm = "ring";  // hierarchical: the inter-server stage
   std::string accumulation = "fp32";   // fp32 | fp16 (communication-buffer accumulator)
   std::string order = "arrival";       // direct only: arrival | group
   std::string reduction = "mean";      // mean | sum
@@ -90,6 +102,15 @@ struct TrainingSpec {
   OptimizerSpec optimizer;
   std::int64_t batch = 0;              // 0: the model's own leading input dimension
   AllReduceSpec allreduce;
+  std::string sharding = "none";       // none | zero1
+};
+
+/// The cluster section: cluster parameters as written (validated at load) and the partition map
+/// of distributed runs (empty: servers split evenly over the processes).
+struct ClusterSpec {
+  std::map<std::string, std::string> params;
+  std::vector<std::uint32_t> partition;
+  std::optional<YamlView> source;
 };
 
 /// Input generator, seeded per (seed, step, rank, input name): every rank of a data-parallel job
@@ -145,6 +166,11 @@ struct Scenario {
   std::string description;
   ChipSpec chip;
   int ranks = 1;
+  ClusterSpec cluster;
+  /// `parallel.tensor`: globs of MatMul ops whose weight is split by columns over the ranks
+  /// (sim/scenario/workload.h); empty: data parallel.
+  std::vector<std::string> tensor_parallel;
+  std::optional<YamlView> parallel_source;
   ModelSpec model;
   RunMode mode = RunMode::Inference;
   TrainingSpec training;

@@ -1,13 +1,16 @@
 #include "sim/scenario/workload.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "graph/autodiff.h"
 #include "graph/fused_ops.h"
 #include "graph/op_registry.h"
-#include "sim/scenario/collective_ops.h"
+#include "graph/format.h"
+#include "graph/passes.h"
+#include "sim/scenario/collective_lowering.h"
 
 namespace probelab::sim {
 
@@ -89,33 +92,183 @@ graph::OptimizerConfig optimizer_config(const OptimizerSpec& o) {
   return c;
 }
 
-// Backward, gradient all-reduce (ranks > 1) and optimizer.
-void add_training(Workload& w, graph::Graph& g, const Scenario& s) {
+graph::Op collective(std::string name, std::string type, std::string scope, graph::Direction dir, std::string in,
+                     std::string out, graph::Attrs attrs) {
+  graph::Op op;
+  op.name = std::move(name);
+  op.type = std::move(type);
+  op.scope = std::move(scope);
+  op.direction = dir;
+  op.inputs = {std::move(in)};
+  op.outputs = {std::move(out)};
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+graph::Attrs collective_attrs(const Scenario& s) {
+  const AllReduceSpec& a = s.training.allreduce;
+  return {{"reduction", a.reduction}, {"algorithm", a.algorithm},        {"inter_algorithm", a.inter_algorithm},
+          {"accumulation", a.accumulation}, {"order", a.order}, {"comm", std::string("world")},
+          {"ranks", std::int64_t{s.ranks}}};
+}
+
+graph::Op simple(std::string name, std::string type, std::string scope, graph::Direction dir,
+                 std::vector<std::string> in, std::string out, graph::Attrs attrs) {
+  graph::Op op = collective(std::move(name), std::move(type), std::move(scope), dir, "", std::move(out), std::move(attrs));
+  op.inputs = std::move(in);
+  return op;
+}
+
+/// ZeRO-1 for parameter `t` with gradient `grad` (workload.h): the reduce-scatter of the gradient
+/// into this rank's shard; returns the shard tensor the optimizer updates and its gradient. The
+/// all-gather that rebuilds "t/updated" is added by zero_gather once the optimizer ran.
+std::pair<std::string, std::string> zero_scatter(Workload& w, graph::Graph& g, const Scenario& s, const std::string& t,
+                                                 const std::string& grad) {
+  const graph::TensorDesc d = g.tensor(t).desc;
+  const std::int64_t n = graph::numel(d.shape), parts = s.ranks, padded = padded_length(n, parts);
+  const std::string scope = "zero1/" + t;
+  using graph::Direction;
+  std::string x = grad;
+  g.add_op(simple(t + "/gradient/flat", "Reshape", scope, Direction::Backward, {x}, t + "/gradient/flat:0",
+                  {{"shape", std::vector<std::int64_t>{n}}}));
+  x = t + "/gradient/flat:0";
+  if (padded != n) {
+    const std::string zeros = t + "/gradient/pad_zeros";
+    g.add_initializer(zeros, graph::Tensor::from_f64({padded - n}, std::vector<double>(static_cast<std::size_t>(padded - n), 0.0), d.dtype),
+                      graph::TensorKind::Constant);
+    g.add_op(simple(t + "/gradient/pad", "Concat", scope, Direction::Backward, {x, zeros}, t + "/gradient/pad:0",
+                    {{"axis", std::int64_t{0}}}));
+    x = t + "/gradient/pad:0";
+  }
+  graph::Attrs rs = collective_attrs(s);
+  rs.erase("inter_algorithm");
+  const std::string shard = t + "/shard", shard_grad = shard + "/gradient";
+  g.add_op(collective(t + "/gradient/reducescatter", "ReduceScatter", scope, Direction::Backward, x, shard_grad, rs));
+  g.add_initializer(shard, graph::Tensor::from_f64({padded / parts}, std::vector<double>(static_cast<std::size_t>(padded / parts), 0.0), d.dtype),
+                    graph::TensorKind::Weight);
+  w.shards[shard] = ShardSpec{t, -1, parts, nullptr};
+  return {shard, shard_grad};
+}
+
+void zero_gather(graph::Graph& g, const Scenario& s, const std::string& t) {
+  const graph::TensorDesc d = g.tensor(t).desc;
+  const std::int64_t n = graph::numel(d.shape), padded = padded_length(n, s.ranks);
+  const std::string scope = "zero1/" + t;
+  using graph::Direction;
+  graph::Attrs ag = collective_attrs(s);
+  for (const char* k : {"reduction", "inter_algorithm", "order"}) ag.erase(k);
+  ag["replicas"] = std::string("world");
+  g.add_op(collective(t + "/allgather", "AllGather", scope, Direction::Optimizer, t + "/shard/updated",
+                      t + "/allgather:0", ag));
+  std::string x = t + "/allgather:0";
+  if (padded != n) {
+    g.add_op(simple(t + "/unpad", "Slice", scope, Direction::Optimizer, {x}, t + "/unpad:0",
+                    {{"starts", std::vector<std::int64_t>{0}}, {"ends", std::vector<std::int64_t>{n}},
+                     {"axes", std::vector<std::int64_t>{0}}}));
+    x = t + "/unpad:0";
+  }
+  g.add_op(simple(t + "/unshard", "Reshape", scope, Direction::Optimizer, {x}, graph::updated_name(t),
+                  {{"shape", d.shape}}));
+  g.mark_output(graph::updated_name(t));
+}
+
+/// Column-parallel MatMuls (workload.h, `tensor`). Returns the weight shards it created.
+std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const Scenario& s) {
+  std::set<std::string> shards;
+  if (s.tensor_parallel.empty()) return shards;
+  YamlView where = s.parallel_source ? (*s.parallel_source)["tensor"] : YamlView(s.resolved, s.file.string(), "");
+  if (s.ranks < 2) where.fail("ranks >= 2 for tensor parallelism", std::to_string(s.ranks) + " rank");
+  const std::int64_t R = s.ranks;
+  std::vector<graph::Op> ops;
+  std::map<std::string, graph::Tensor> extra;
+  std::set<std::string> matched;
+  for (const graph::Op& op : g.ops()) {
+    const bool selected = std::any_of(s.tensor_parallel.begin(), s.tensor_parallel.end(),
+                                      [&](const std::string& glob) { return graph::glob_match(glob, op.name); });
+    if (!selected) {
+      ops.push_back(op);
+      continue;
+    }
+    matched.insert(op.name);
+    const std::string b = op.inputs.size() == 2 ? op.inputs[1] : "";
+    const auto* wt = g.find_tensor(b);
+    const graph::TensorDesc y = g.tensor(op.outputs.at(0)).desc;
+    if (op.type != "MatMul" || !wt || wt->kind != graph::TensorKind::Weight || wt->desc.shape.size() != 2 ||
+        y.shape.size() != 2 || wt->desc.shape[1] % R != 0)
+      where.fail(fmt::format("MatMul ops with a 2-D weight whose columns divide by the {} ranks and a 2-D output", R),
+                 fmt::format("'{}' ({} {})", op.name, op.type, b.empty() ? "without a weight" : graph::desc_str(wt->desc)));
+    const graph::Tensor& full = g.initializers().at(b);
+    const std::string shard = b + "/tp", part = op.outputs[0] + "/tp";
+    const std::int64_t cols = wt->desc.shape[1] / R;
+    extra[shard] = graph::Tensor::from_f64({wt->desc.shape[0], cols},
+                                           std::vector<double>(static_cast<std::size_t>(wt->desc.shape[0] * cols), 0.0),
+                                           full.dtype());
+    w.shards[shard] = ShardSpec{b, 1, R, std::make_shared<const graph::Tensor>(full)};
+    shards.insert(shard);
+    graph::Op mm = op;
+    mm.inputs[1] = shard;
+    mm.outputs[0] = part;
+    ops.push_back(mm);
+    const std::string scope = op.scope;
+    auto add = [&](std::string name, std::string type, std::string in, std::string out, graph::Attrs attrs) {
+      graph::Op o = simple(std::move(name), std::move(type), scope, op.direction, {std::move(in)}, std::move(out), std::move(attrs));
+      ops.push_back(std::move(o));
+    };
+    const std::vector<std::int64_t> swap{1, 0};
+    add(op.name + "/tp_t", "Transpose", part, op.name + "/tp_t:0", {{"perm", swap}});
+    add(op.name + "/tp_gather", "AllGather", op.name + "/tp_t:0", op.name + "/tp_gather:0",
+        {{"comm", std::string("world")}, {"ranks", std::int64_t{R}},
+         {"algorithm", s.training.allreduce.algorithm == "hierarchical" ? std::string("ring") : s.training.allreduce.algorithm},
+         {"accumulation", s.training.allreduce.accumulation}});
+    add(op.name + "/tp_untranspose", "Transpose", op.name + "/tp_gather:0", op.outputs[0], {{"perm", swap}});
+  }
+  for (const auto& glob : s.tensor_parallel)
+    if (std::none_of(matched.begin(), matched.end(), [&](const std::string& n) { return graph::glob_match(glob, n); }))
+      where.fail("globs that select MatMul ops of the model", "'" + glob + "' (selects none)");
+  for (auto& op : ops) op.id = 0;
+  g = graph::rebuild_graph(g, std::move(ops), extra);
+  for (const auto& t : shards) g.tensor(t).kind = graph::TensorKind::Weight;
+  w.replicated_data = true;
+  return shards;
+}
+
+// Backward, gradient all-reduce (ranks > 1) and optimizer; ZeRO-1 sharding of the optimizer;
+// tensor-parallel shards (`tp_shards`) get their gradient divided by the ranks instead.
+void add_training(Workload& w, graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
   std::map<std::string, std::string> grads = graph::append_backward(g, w.loss);
   std::map<std::string, std::string> params;
+  std::vector<std::string> sharded;
+  const bool zero = s.ranks > 1 && s.training.sharding == "zero1";
+  if (zero && s.training.allreduce.algorithm == "hierarchical")
+    fail_at(s, "training.sharding", "allreduce.algorithm ring, tree or direct with sharding: zero1", "hierarchical");
+  if (zero && !tp_shards.empty())
+    fail_at(s, "training.sharding", "sharding: none with parallel.tensor (ZeRO shards data-parallel replicas)", "zero1");
   for (const auto& [t, grad] : grads) {
     if (g.tensor(t).kind != graph::TensorKind::Weight) continue;
-    if (s.ranks > 1) {
-      ensure_collective_ops_registered();
-      graph::Op ar;
-      ar.name = grad + "/allreduce";
-      ar.type = "AllReduce";
-      ar.scope = "allreduce/" + t;
-      ar.direction = graph::Direction::Backward;
-      ar.inputs = {grad};
-      ar.outputs = {grad + "/reduced"};
-      const AllReduceSpec& a = s.training.allreduce;
-      ar.attrs = {{"reduction", a.reduction}, {"algorithm", a.algorithm}, {"accumulation", a.accumulation},
-                  {"order", a.order}};
-      w.collectives.push_back(ar.name);
-      params[t] = ar.outputs.front();
-      g.add_op(std::move(ar));
+    if (tp_shards.count(t)) {
+      const std::string scaled = grad + "/scale";
+      g.add_op(simple(grad + "/scale", "Scale", "tensor_parallel/" + t, graph::Direction::Backward, {grad}, scaled,
+                      {{"alpha", 1.0 / static_cast<double>(s.ranks)}}));
+      params[t] = scaled;
+      continue;
+    }
+    if (zero) {
+      auto [shard, shard_grad] = zero_scatter(w, g, s, t, grad);
+      params[shard] = shard_grad;
+      sharded.push_back(t);
+    } else if (s.ranks > 1) {
+      const std::string out = grad + "/reduced";
+      g.add_op(collective(grad + "/allreduce", "AllReduce", "allreduce/" + t, graph::Direction::Backward, grad, out,
+                          collective_attrs(s)));
+      w.collectives.push_back(grad + "/allreduce");
+      params[t] = out;
     } else {
       params[t] = grad;
     }
   }
   if (params.empty()) fail_at(s, "mode", "a model with trainable weights for mode: training", "no weights");
   graph::append_optimizer(g, params, optimizer_config(s.training.optimizer));
+  for (const auto& t : sharded) zero_gather(g, s, t);
 }
 
 void apply_precision(graph::Graph& g, const Scenario& s) {
@@ -146,8 +299,36 @@ void apply_precision(graph::Graph& g, const Scenario& s) {
 
 }  // namespace
 
+graph::Tensor shard_value(const graph::Graph& g, const std::string& tensor, const ShardSpec& spec, std::uint32_t rank) {
+  const graph::Tensor& src = spec.value ? *spec.value : g.initializers().at(spec.source);
+  const std::vector<double> v = graph::to_logical(src).to_f64();
+  const auto n = static_cast<std::int64_t>(v.size());
+  std::vector<double> block;
+  graph::Shape shape;
+  if (spec.axis < 0) {
+    const std::int64_t len = padded_length(n, spec.parts) / spec.parts;
+    block.assign(static_cast<std::size_t>(len), 0.0);
+    for (std::int64_t i = 0; i < len; ++i)
+      if (const std::int64_t j = rank * len + i; j < n) block[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>(j)];
+    shape = {len};
+  } else {
+    // Block `rank` along `axis` of a row-major tensor: [outer, dim, inner] -> [outer, dim/parts, inner].
+    shape = src.shape();
+    const auto ax = static_cast<std::size_t>(spec.axis);
+    const std::int64_t dim = shape.at(ax), part = dim / spec.parts;
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < ax; ++i) outer *= shape[i];
+    for (std::size_t i = ax + 1; i < shape.size(); ++i) inner *= shape[i];
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t d = rank * part; d < (rank + 1) * part; ++d)
+        for (std::int64_t i = 0; i < inner; ++i) block.push_back(v[static_cast<std::size_t>((o * dim + d) * inner + i)]);
+    shape[ax] = part;
+  }
+  return graph::Tensor::from_f64(shape, block, g.tensor(tensor).desc.dtype);
+}
+
 Workload build_workload(const Scenario& s, const graph::Graph& model,
-                        const std::map<std::string, graph::InitSpec>& input_inits) {
+                        const std::map<std::string, graph::InitSpec>& input_inits, const chip::ClusterConfig& cluster) {
   graph::ensure_fused_ops_registered();
   Workload w;
   w.input_inits = input_inits;
@@ -166,8 +347,10 @@ Workload build_workload(const Scenario& s, const graph::Graph& model,
     add_loss(w, g, s);
   }
   w.reference = g;
-  if (s.mode == RunMode::Training) add_training(w, g, s);
+  const std::set<std::string> tp_shards = apply_tensor_parallel(w, g, s);
+  if (s.mode == RunMode::Training) add_training(w, g, s, tp_shards);
   apply_precision(g, s);
+  if (s.ranks > 1) g = lower_hierarchical(g, static_cast<std::uint32_t>(s.ranks), cluster.chips_per_server);
   g.validate();
   for (const auto& in : g.inputs())
     if (!g.initializers().count(in)) w.data_inputs.push_back(in);

@@ -4,7 +4,23 @@
 //   original   the device graph: the dtype policy applied (sim/scenario/scenario.h, PrecisionPolicy), and in
 //              training the backward ops (graph/autodiff.h), one gradient AllReduce per parameter
 //              when ranks > 1 (named "<param>/gradient/allreduce", writing
-//              "<param>/gradient/reduced"), and the optimizer ops
+//              "<param>/gradient/reduced"; hierarchical ones lowered into their stages,
+//              sim/scenario/collective_lowering.h), and the optimizer ops
+//   zero1      training.sharding: zero1 (ZeRO stage 1) instead: per parameter P of N elements,
+//              "P/gradient/reducescatter" (ReduceScatter, mean) of the flattened gradient padded
+//              to a multiple of the ranks gives each rank its shard "P/shard/gradient"; the
+//              optimizer updates that rank's shard "P/shard" of the parameter (its state is a
+//              shard too), "P/allgather" (AllGather) collects the updated shards and
+//              "P/unshard" (Slice/Reshape) writes "P/updated"; `shards` says which block of P
+//              each rank's "P/shard" starts from
+//   tensor     parallel.tensor: each selected MatMul Y = A @ W with a weight W [K, N] becomes
+//              column-parallel over the R ranks (Megatron-style): rank r holds "W/tp", columns
+//              [r N/R, (r+1) N/R) of W, computes "Y/tp" = A @ W/tp, and "<op>/tp_gather" (an
+//              AllGather between two Transposes) rebuilds Y on every rank. Every rank gets the
+//              same data. Training: the gradients are the collectives' transposes (graph/ops/
+//              collective.cpp); a shard's gradient is divided by R ("W/tp/gradient/scale"), every
+//              other weight's averaged by the gradient all-reduce, which makes them the
+//              gradients of the single-device model
 //   snapshots  original / optimized / fused (graph/snapshot.h); the executor runs `fused`
 //
 // The loss of a training scenario is added to the model's first output: cross_entropy adds an
@@ -14,15 +30,27 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/init.h"
+#include "chip_model/collective/cluster_config.h"
 #include "graph/snapshot.h"
 #include "sim/scenario/scenario.h"
 
 namespace probelab::sim {
+
+/// An initializer whose value differs per rank: block `rank` of initializer `source` (or of
+/// `value` when set), split into `parts` along `axis` (-1: flattened and zero-padded to a
+/// multiple of `parts`), in the dtype of the sharded tensor.
+struct ShardSpec {
+  std::string source;
+  std::int64_t axis = -1;
+  std::int64_t parts = 1;
+  std::shared_ptr<const graph::Tensor> value;
+};
 
 struct Workload {
   graph::Graph reference;
@@ -38,11 +66,19 @@ struct Workload {
   /// (e.g. randint(0, 10) labels), labels added for the loss get randint(0, classes); float inputs
   /// without one use the scenario's `data` generator.
   std::map<std::string, graph::InitSpec> input_inits;
+  /// Initializers whose value is each rank's block of another (ZeRO and tensor-parallel shards).
+  std::map<std::string, ShardSpec> shards;
+  /// Tensor parallelism: every rank is fed the same data (rank 0's).
+  bool replicated_data = false;
 };
 
 /// Throws ScenarioError (a batch that does not fit the model, a model without outputs, a
 /// policy that needs an op the registry lacks) or graph::GraphError.
 Workload build_workload(const Scenario& s, const graph::Graph& model,
-                        const std::map<std::string, graph::InitSpec>& input_inits = {});
+                        const std::map<std::string, graph::InitSpec>& input_inits = {},
+                        const chip::ClusterConfig& cluster = {});
+
+/// The value of rank `rank`'s copy of sharded initializer `tensor` of `g` (Workload::shards).
+graph::Tensor shard_value(const graph::Graph& g, const std::string& tensor, const ShardSpec& spec, std::uint32_t rank);
 
 }  // namespace probelab::sim

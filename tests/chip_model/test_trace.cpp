@@ -290,3 +290,65 @@ TEST(Trace, ParsesFormatNames) {
   EXPECT_THROW(Trace::parse_format("protobuf"), std::invalid_argument);
   EXPECT_STREQ(Trace::file_name(Trace::Format::Perfetto), "trace.pftrace");
 }
+
+namespace {
+
+// Records the same timeline on two chips: into `one` (everything) or into per-chip traces.
+void record_chip(Trace& t, std::uint32_t pid) {
+  t.set_process_name(pid, "chip" + std::to_string(pid));
+  t.set_track_order(pid, "collective", -1);
+  t.complete(pid, "collective", "AllReduce ring", "collective", 1000 + pid, 5000, {{"comm", std::uint64_t{1}}, {"seq", std::uint64_t{0}}});
+  t.complete(pid, "link->r1", "xfer", "link", 20'000, 15'000, {{"bytes", std::uint64_t{4096}}, {"ratio", 0.5}, {"tag", std::string("a")}});
+  t.complete(pid, "link->r1", "xfer", "link", 25'000, 15'000, {{"delta", std::int64_t{-3}}});  // overlaps: an extra lane
+  t.instant(pid, "irq", "latch", "exception", 3000);
+  t.counter(pid, "capture buffer fill", "bytes", 2000, 64.0 + pid);
+  t.rate(pid, "link tx bandwidth", "GB/s", 2000, 250'000, 4096);
+  t.rate(0, "shared bandwidth", "GB/s", 1000 * pid, 90'000, 1000 + pid);  // one counter fed by both
+  t.flow("collective 1:0", pid, "collective", 1500 + pid);
+}
+
+}  // namespace
+
+// A distributed run records each chip in its own process; the partitions' traces, serialized and
+// appended in partition order, give the one-process bytes (slices, lanes, counters, rates, flows).
+TEST(Trace, PartitionTracesMergeIntoTheOneProcessBytes) {
+  Trace one(true), a(true), b(true);
+  record_chip(one, 0);
+  record_chip(one, 1);
+  record_chip(a, 0);
+  record_chip(b, 1);
+  const std::string expect_json = one.to_json_string(), expect_pf = perfetto_bytes(one);
+  ASSERT_EQ(one.stats().flows, 1u);
+  ASSERT_GT(one.stats().lane_slices, 0u);
+
+  Trace merged(true);
+  merged.append_serialized(a.serialize());
+  merged.append_serialized(b.serialize());
+  EXPECT_EQ(merged.to_json_string(), expect_json);
+  EXPECT_EQ(perfetto_bytes(merged), expect_pf);
+
+  Trace moved(true);  // the one-process path: no encoding
+  moved.append(std::move(a));
+  moved.append(std::move(b));
+  EXPECT_EQ(moved.to_json_string(), expect_json);
+  EXPECT_EQ(a.size(), 0u);
+
+  // The merge is not vacuous: leaving out one partition's flow points or rates changes the file.
+  Trace c(true), d(true);
+  record_chip(c, 0);
+  record_chip(d, 1);
+  std::vector<std::uint8_t> bytes = d.serialize();
+  Trace lossy(true);
+  lossy.append_serialized(c.serialize());
+  d.clear();
+  d.set_process_name(1, "chip1");
+  lossy.append_serialized(d.serialize());
+  EXPECT_NE(lossy.to_json_string(), expect_json);
+
+  Trace bad(true);
+  bytes.resize(bytes.size() - 3);
+  EXPECT_THROW(bad.append_serialized(bytes), std::runtime_error);
+  Trace other_bin(true);
+  other_bin.set_rate_bin_ps(1000);
+  EXPECT_THROW(other_bin.append_serialized(c.serialize()), std::runtime_error);
+}

@@ -13,6 +13,7 @@
 
 #include "chip_model/collective/collective_fabric.h"
 #include "chip_model/collective/collective_math.h"
+#include "chip_model/collective/collective_plan.h"
 #include "numerics/fp16.h"
 #include "chip_model/spec/irq.h"
 #include "tests/chip_model/chip_test_util.h"
@@ -41,7 +42,7 @@ struct Rig {
   std::unique_ptr<pc::CollectiveFabric> fabric;
   std::vector<std::vector<spec::TaskDescriptor>> tasks;
 
-  Rig(std::uint32_t n, const pc::ChipConfig& cfg, const pc::FabricConfig& fc, pc::FaultHooks* hooks = nullptr) {
+  Rig(std::uint32_t n, const pc::ChipConfig& cfg, const pc::ClusterConfig& cluster = {}, pc::FaultHooks* hooks = nullptr) {
     for (std::uint32_t r = 0; r < n; ++r) {
       pc::ChipOptions o;
       o.rank = r;
@@ -51,7 +52,9 @@ struct Rig {
       buses.push_back(std::make_unique<NoBus>(fmt::format("bus{}", r).c_str()));
       buses.back()->socket.bind(chips.back()->host_socket);
     }
-    fabric = std::make_unique<pc::CollectiveFabric>("fabric", n, fc);
+    pc::CollectiveFabric::Options fo;
+    fo.keep_records = true;
+    fabric = std::make_unique<pc::CollectiveFabric>("fabric", pc::ClusterTopology(cfg, cluster, n), fo);
     for (auto& c : chips) fabric->attach(*c);
     tasks.resize(n);
     spawn([this] {
@@ -62,6 +65,13 @@ struct Rig {
     });
   }
   std::uint32_t size() const { return static_cast<std::uint32_t>(chips.size()); }
+  /// Every rank's record of its k-th collective.
+  std::vector<pc::CollectiveRecord> records(std::size_t k) {
+    std::vector<pc::CollectiveRecord> out;
+    for (std::uint32_t r = 0; r < size(); ++r) out.push_back(fabric->engine(r).records().at(k));
+    return out;
+  }
+  std::size_t completed() { return fabric->engine(0).records().size(); }
 
   /// Queues collective `k` (args block k) on every chip; `edit(rank, args)` adjusts per rank.
   void collective(std::uint32_t k, spec::CollectiveArgs a,
@@ -115,10 +125,27 @@ std::vector<std::vector<num::f16>> fill_inputs(Rig& rig, std::size_t count, doub
   return in;
 }
 
-double collective_seconds(const pc::CollectiveRecord& rec) {
-  const auto last_arrival = *std::max_element(rec.arrival_ps.begin(), rec.arrival_ps.end());
-  const auto last_finish = *std::max_element(rec.finish_ps.begin(), rec.finish_ps.end());
+double collective_seconds(const std::vector<pc::CollectiveRecord>& recs) {
+  std::uint64_t last_arrival = 0, last_finish = 0;
+  for (const auto& r : recs) {
+    last_arrival = std::max(last_arrival, r.arrival_ps);
+    last_finish = std::max(last_finish, r.finish_ps);
+  }
   return static_cast<double>(last_finish - last_arrival) * 1e-12;
+}
+
+/// The plan of the collective every rank of `rig` ran, as the request the engines built it from.
+pc::CollectivePlan plan_of(const Rig& rig, spec::CollectiveOp op, spec::CollectiveAlgo algo, std::uint64_t count,
+                           graph::DType acc, std::uint32_t root = 0) {
+  pc::PlanRequest req;
+  req.op = op;
+  req.algo = algo;
+  req.data_dtype = graph::DType::F16;
+  req.acc_dtype = acc;
+  req.count = count;
+  req.root = root;
+  for (std::uint32_t r = 0; r < rig.size(); ++r) req.group.push_back(r);
+  return pc::build_plan(req);
 }
 
 int ranks_differing_from_0(Rig& rig, std::size_t bytes) {
@@ -133,8 +160,8 @@ constexpr std::size_t kBytes = kCount * 2;
 
 TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit) {
   const pc::ChipConfig cfg;  // Ascend 910B-class defaults: 56 GB/s links, 1 us latency
-  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
-  EXPECT_EQ(rig.fabric->config().topology, pc::Topology::FullMesh);
+  Rig rig(8, cfg);
+  EXPECT_TRUE(rig.fabric->topology().hccs_mesh());
   const auto in = fill_inputs(rig, kCount);
   const std::uint64_t out32 = kOutBase + 0x1000000;
   // FP16 data reduced in FP16, as HCCL does; then the same with FP32 partial sums on the wire.
@@ -144,13 +171,14 @@ TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit)
                          kInBase, out32));
   sc_core::sc_start();
 
-  ASSERT_EQ(rig.fabric->history().size(), 2u);
+  ASSERT_EQ(rig.completed(), 2u);
   const double alpha = cfg.link_latency_ns * 1e-9, beta = 1.0 / (cfg.link_bandwidth_gbps * 1e9);
   const double s = static_cast<double>(kBytes);
   const double model16 = 2 * 7 * (alpha + s / 8 * beta);
-  const double model32 = 7 * (alpha + 2 * s / 8 * beta) + 7 * (alpha + s / 8 * beta);  // FP32 reduce-scatter
-  const double t16 = collective_seconds(*rig.fabric->history()[0]);
-  const double t32 = collective_seconds(*rig.fabric->history()[1]);
+  // FP32 reduce-scatter: the first step sends FP16 contributions, the next six FP32 partials.
+  const double model32 = (alpha + s / 8 * beta) + 6 * (alpha + 2 * s / 8 * beta) + 7 * (alpha + s / 8 * beta);
+  const double t16 = collective_seconds(rig.records(0));
+  const double t32 = collective_seconds(rig.records(1));
   std::printf("ring allreduce 8 x 1 MiB fp16: simulated %.3f us, alpha-beta model %.3f us\n", t16 * 1e6, model16 * 1e6);
   std::printf("ring allreduce 8 x 1 MiB fp16 data, fp32 acc: simulated %.3f us, model %.3f us\n", t32 * 1e6,
               model32 * 1e6);
@@ -161,53 +189,83 @@ TEST(CollectiveFabric, EightChipRingAllReduceFollowsAlphaBetaAndAgreesBitForBit)
   const auto ref32 = rig.read(0, out32, kBytes);
   for (std::uint32_t r = 1; r < 8; ++r) EXPECT_EQ(rig.read(r, out32, kBytes), ref32) << "r" << r;
   EXPECT_NE(ref32, rig.read(0, kOutBase, kBytes));  // FP16 and FP32 accumulation differ
-  // The bits are those of the reduction plan executed by the math layer.
+  // The bits are those of the reduction plan evaluated by the math layer.
   std::vector<std::span<const std::byte>> spans;
   for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
-  const auto expect = pc::execute_plan(rig.fabric->history()[0]->plan, spans);
-  EXPECT_EQ(rig.read(5, kOutBase, kBytes), expect.outputs[5]);
+  const auto plan16 = plan_of(rig, spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F16);
+  const auto plan32 = plan_of(rig, spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, kCount, graph::DType::F32);
+  EXPECT_EQ(rig.read(5, kOutBase, kBytes), pc::execute_plan(plan16, spans).outputs[5]);
+  EXPECT_EQ(rig.read(2, out32, kBytes), pc::execute_plan(plan32, spans).outputs[2]);
   for (std::uint32_t r = 0; r < 8; ++r) {
     EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 2u);
     EXPECT_NE(rig.chips[r]->irq().raw() & spec::kIrqCollective, 0u);
+    EXPECT_EQ(rig.records(0)[r].messages_sent, 14u);  // 2(N-1) chunks, each to the next rank
   }
 }
 
 TEST(CollectiveFabric, EightChipTreeAllReduceFollowsAlphaBetaAndAgreesBitForBit) {
   const pc::ChipConfig cfg;
-  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
-  fill_inputs(rig, kCount);
+  Rig rig(8, cfg);
+  const auto in = fill_inputs(rig, kCount);
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Tree, kCount, graph::DType::F16,
                          kInBase, kOutBase));
   sc_core::sc_start();
-  ASSERT_EQ(rig.fabric->history().size(), 1u);
+  ASSERT_EQ(rig.completed(), 1u);
   const double alpha = cfg.link_latency_ns * 1e-9, beta = 1.0 / (cfg.link_bandwidth_gbps * 1e9);
   const double model = 2 * 3 * (alpha + static_cast<double>(kBytes) * beta);  // 2 log2(N) whole-buffer steps
-  const double t = collective_seconds(*rig.fabric->history()[0]);
+  const double t = collective_seconds(rig.records(0));
   std::printf("tree allreduce 8 x 1 MiB: simulated %.3f us, model %.3f us\n", t * 1e6, model * 1e6);
   EXPECT_NEAR(t / model, 1.0, 0.10);
   EXPECT_EQ(ranks_differing_from_0(rig, kBytes), 0);
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
+  EXPECT_EQ(rig.read(6, kOutBase, kBytes),
+            pc::execute_plan(plan_of(rig, spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Tree, kCount,
+                                     graph::DType::F16),
+                             spans)
+                .outputs[6]);
 }
 
 TEST(CollectiveFabric, EightChipDirectWithPerRankOrdersDisagrees) {
   const pc::ChipConfig cfg;
-  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
-  fill_inputs(rig, kCount);
-  // Rank r adds r, r+1, ..., r+7 (mod 8), in FP16.
+  Rig rig(8, cfg);
+  const auto in = fill_inputs(rig, kCount);
+  // Rank r adds r, r+1, ..., r+7 (mod 8), in FP16: its order is data in its HBM.
+  const std::uint64_t order_at = kArgsBase + 0x80000;
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t j = 0; j < 8; ++j) order.push_back((r + j) % 8);
+    rig.write(r, order_at, order);
+  }
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Direct, kCount, graph::DType::F16,
                          kInBase, kOutBase),
-                 [](std::uint32_t r, spec::CollectiveArgs& a) {
+                 [&](std::uint32_t, spec::CollectiveArgs& a) {
                    a.order_mode = static_cast<std::uint8_t>(spec::OrderMode::Explicit);
-                   for (std::uint32_t j = 0; j < 8; ++j) a.order[j] = static_cast<std::uint16_t>((r + j) % 8);
+                   a.order_addr = order_at;
                  });
   sc_core::sc_start();
-  ASSERT_EQ(rig.fabric->history().size(), 1u);
-  const auto& rec = *rig.fabric->history()[0];
+  ASSERT_EQ(rig.completed(), 1u);
+  const auto recs = rig.records(0);
   EXPECT_EQ(ranks_differing_from_0(rig, kBytes), 7);
-  EXPECT_EQ(rec.plan.ranks[3].order, (std::vector<std::uint32_t>{3, 4, 5, 6, 7, 0, 1, 2}));
+  EXPECT_EQ(recs[3].order, (std::vector<std::uint32_t>{3, 4, 5, 6, 7, 0, 1, 2}));
+  // The plan built from the same orders gives the same bits.
+  pc::PlanRequest req;
+  req.algo = spec::CollectiveAlgo::Direct;
+  req.data_dtype = graph::DType::F16;
+  req.acc_dtype = graph::DType::F16;
+  req.count = kCount;
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    req.group.push_back(r);
+    req.direct_orders.push_back(recs[r].order);
+  }
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
+  const auto expect = pc::execute_plan(pc::build_plan(req), spans);
+  for (std::uint32_t r = 0; r < 8; ++r) EXPECT_EQ(rig.read(r, kOutBase, kBytes), expect.outputs[r]) << "r" << r;
   // N-1 transfers per rank over separate links in parallel: about alpha + S/B, plus the HBM of
   // the receiver absorbing 7 streams at once.
   const double alpha = cfg.link_latency_ns * 1e-9, beta = 1.0 / (cfg.link_bandwidth_gbps * 1e9);
-  const double t = collective_seconds(rec);
+  const double t = collective_seconds(recs);
   EXPECT_GT(t, alpha + static_cast<double>(kBytes) * beta);
   EXPECT_LT(t, 1.2 * (alpha + static_cast<double>(kBytes) * beta));
 }
@@ -233,38 +291,37 @@ class OrderHooks : public pc::FaultHooks {
 TEST(CollectiveFabric, InjectedJitterReordersDirectArrivalsAndRanksDrift) {
   const pc::ChipConfig cfg;
   OrderHooks hooks;
-  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8), &hooks);
+  Rig rig(8, cfg, {}, &hooks);
   const std::uint64_t count = 4096;
   fill_inputs(rig, count);
   // The task asks for ring with FP32 accumulation; the hooks force direct, FP16, jitter.
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, count, graph::DType::F32,
                          kInBase, kOutBase));
   sc_core::sc_start();
-  ASSERT_EQ(rig.fabric->history().size(), 1u);
-  const auto& rec = *rig.fabric->history()[0];
+  ASSERT_EQ(rig.completed(), 1u);
+  const auto recs = rig.records(0);
   EXPECT_EQ(hooks.sites_seen.size(), 8u);
-  EXPECT_EQ(rec.plan.algo, spec::CollectiveAlgo::Direct);
   int reordered = 0;
   for (std::uint32_t p = 0; p < 8; ++p) {
-    EXPECT_EQ(rec.overridden[p], 1);
-    EXPECT_EQ(rec.plan.acc_dtypes[p], graph::DType::F16);
-    EXPECT_EQ(rec.plan.ranks[p].order, rec.arrival_order[p]) << "rank " << p;
-    EXPECT_EQ(rec.arrival_order[p].front(), p);  // own contribution first
+    EXPECT_EQ(recs[p].algo, spec::CollectiveAlgo::Direct);
+    EXPECT_TRUE(recs[p].overridden);
+    EXPECT_EQ(recs[p].acc_dtype, graph::DType::F16);
+    EXPECT_EQ(recs[p].order.front(), p);  // own contribution first
     std::vector<std::uint32_t> plain{p};
     for (std::uint32_t q = 0; q < 8; ++q)
       if (q != p) plain.push_back(q);
-    reordered += rec.arrival_order[p] != plain;
+    reordered += recs[p].order != plain;
+    EXPECT_EQ(recs[p].jitter_seed, 42u);
   }
   EXPECT_GE(reordered, 4);
   EXPECT_GE(ranks_differing_from_0(rig, count * 2), 4);
-  EXPECT_EQ(rec.jitter_seed, 42u);
 }
 
 TEST(CollectiveFabric, Fp16OverflowLatchesOnTheChipThatAdds) {
   // Tree over 8 chips: pairs (20000) on r0,r2,r4,r6, quads (40000) on r0,r4, then r0 adds
   // 40000 + 40000 = 80000 > 65504. Only r0's detection circuit sees the overflow.
   const pc::ChipConfig cfg;
-  Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8));
+  Rig rig(8, cfg);
   const std::uint64_t count = 256;
   for (std::uint32_t r = 0; r < 8; ++r) {
     std::vector<num::f16> v(count, num::to_f16(10000.0).value);
@@ -288,15 +345,14 @@ TEST(CollectiveFabric, Fp16OverflowLatchesOnTheChipThatAdds) {
   std::memcpy(&x7, out.data() + 14, 2);
   EXPECT_TRUE(num::is_inf(x0));
   EXPECT_EQ(x7, num::to_f16(8.0).value);
-  EXPECT_TRUE(rig.fabric->history()[0]->flags[0].has(num::Flag::Overflow));
+  EXPECT_TRUE(rig.records(0)[0].flags.has(num::Flag::Overflow));
 }
 
 TEST(CollectiveFabric, RingTopologyRoutesDirectTrafficOverSharedLinks) {
   pc::ChipConfig cfg;
   cfg.link_count = 2;  // only neighbours are connected
-  const auto fc = pc::FabricConfig::from_chip_config(cfg, 8);
-  ASSERT_EQ(fc.topology, pc::Topology::Ring);
-  Rig rig(8, cfg, fc);
+  Rig rig(8, cfg);
+  ASSERT_FALSE(rig.fabric->topology().hccs_mesh());
   const std::uint64_t count = 64 * 1024;
   fill_inputs(rig, count);
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Direct, count, graph::DType::F32,
@@ -305,27 +361,29 @@ TEST(CollectiveFabric, RingTopologyRoutesDirectTrafficOverSharedLinks) {
                    a.order_mode = static_cast<std::uint8_t>(spec::OrderMode::GroupOrder);
                  });
   sc_core::sc_start();
-  EXPECT_EQ(rig.fabric->route(0, 3).size(), 3u);
-  EXPECT_EQ(rig.fabric->route(0, 6).size(), 2u);
+  const auto& topo = rig.fabric->topology();
+  EXPECT_EQ(topo.route(0, 3).size(), 3u);
+  EXPECT_EQ(topo.route(0, 6).size(), 2u);
   // Shortest way round, ties towards increasing ranks: each "up" link carries the transfers of
   // distance 1..4 crossing it (1+2+3+4 = 10), each "down" link those of distance 1..3 (6).
-  const auto links = rig.fabric->links();
-  ASSERT_EQ(links.size(), 16u);
-  for (const auto* l : links) {
-    const bool up = l->dst() == (l->src() + 1) % 8;
-    EXPECT_EQ(l->stats().transfers, up ? 10u : 6u) << l->name();
+  ASSERT_EQ(topo.num_links(), 16u);
+  for (std::size_t i = 0; i < topo.num_links(); ++i) {
+    const auto& l = rig.fabric->network().link(i);
+    const bool up = l.spec().to == (l.spec().from + 1) % 8;
+    EXPECT_EQ(l.stats().transfers, up ? 10u : 6u) << topo.trace_track(i) << " of r" << l.spec().from;
   }
   const double serial = 10.0 * count * 2 / (cfg.link_bandwidth_gbps * 1e9);
-  EXPECT_GT(collective_seconds(*rig.fabric->history()[0]), serial);
+  EXPECT_GT(collective_seconds(rig.records(0)), serial);
   EXPECT_EQ(ranks_differing_from_0(rig, count * 2), 0);  // the same order on every rank
 }
 
 TEST(CollectiveFabric, ReduceScatterAllGatherBroadcastDeliverTheRightBlocks) {
   const pc::ChipConfig cfg;
-  Rig rig(4, cfg, pc::FabricConfig::from_chip_config(cfg, 4));
+  Rig rig(4, cfg);
   const std::uint64_t m = 1000;
   const auto in = fill_inputs(rig, m * 4);
   const std::uint64_t rs_out = kOutBase, ag_out = kOutBase + 0x100000, bc_out = kOutBase + 0x200000;
+  const std::uint64_t rs2_out = kOutBase + 0x300000, ag2_out = kOutBase + 0x400000;
   rig.collective(0, args(spec::CollectiveOp::ReduceScatter, spec::CollectiveAlgo::Ring, m, graph::DType::F32,
                          kInBase, rs_out));
   rig.collective(1, args(spec::CollectiveOp::AllGather, spec::CollectiveAlgo::Tree, m, graph::DType::F32,
@@ -333,31 +391,41 @@ TEST(CollectiveFabric, ReduceScatterAllGatherBroadcastDeliverTheRightBlocks) {
   auto bc = args(spec::CollectiveOp::Broadcast, spec::CollectiveAlgo::Direct, m * 4, graph::DType::F32, kInBase, bc_out);
   bc.root = 2;
   rig.collective(2, bc);
+  rig.collective(3, args(spec::CollectiveOp::ReduceScatter, spec::CollectiveAlgo::Tree, m, graph::DType::F32,
+                         kInBase, rs2_out));
+  auto ag2 = args(spec::CollectiveOp::AllGather, spec::CollectiveAlgo::Tree, m, graph::DType::F32, kInBase, ag2_out);
+  ag2.root = 3;  // the tree rooted elsewhere: gathered blocks wrap around the group
+  rig.collective(4, ag2);
   sc_core::sc_start();
-  ASSERT_EQ(rig.fabric->history().size(), 3u);
+  ASSERT_EQ(rig.completed(), 5u);
   // ReduceScatter: block r of the reduction, equal to what the plan computes.
   std::vector<std::span<const std::byte>> spans;
   for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
-  const auto rs = pc::execute_plan(rig.fabric->history()[0]->plan, spans);
+  const auto rs = pc::execute_plan(plan_of(rig, spec::CollectiveOp::ReduceScatter, spec::CollectiveAlgo::Ring, m,
+                                           graph::DType::F32), spans);
+  const auto rs2 = pc::execute_plan(plan_of(rig, spec::CollectiveOp::ReduceScatter, spec::CollectiveAlgo::Tree, m,
+                                            graph::DType::F32), spans);
   for (std::uint32_t r = 0; r < 4; ++r) {
     EXPECT_EQ(rig.read(r, rs_out, m * 2), rs.outputs[r]);
+    EXPECT_EQ(rig.read(r, rs2_out, m * 2), rs2.outputs[r]);
     for (std::uint32_t b = 0; b < 4; ++b) {
-      const auto got = rig.read(r, ag_out + b * m * 2, m * 2);
-      EXPECT_EQ(0, std::memcmp(got.data(), in[b].data(), m * 2)) << "allgather block " << b << " on r" << r;
+      for (std::uint64_t at : {ag_out, ag2_out}) {
+        const auto got = rig.read(r, at + b * m * 2, m * 2);
+        EXPECT_EQ(0, std::memcmp(got.data(), in[b].data(), m * 2)) << "allgather block " << b << " on r" << r;
+      }
     }
     const auto got = rig.read(r, bc_out, m * 8);
     EXPECT_EQ(0, std::memcmp(got.data(), in[2].data(), m * 8)) << "broadcast on r" << r;
-    EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 3u);
+    EXPECT_EQ(rig.chips[r]->streams().stream(0).completed, 5u);
   }
   // Collectives on one stream run in order: each starts after the previous one finished.
-  const auto& h = rig.fabric->history();
-  EXPECT_GE(*std::min_element(h[1]->arrival_ps.begin(), h[1]->arrival_ps.end()),
-            *std::min_element(h[0]->finish_ps.begin(), h[0]->finish_ps.end()));
+  for (std::uint32_t r = 0; r < 4; ++r)
+    EXPECT_GE(rig.records(1)[r].arrival_ps, rig.records(0)[r].finish_ps);
 }
 
 TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
   const pc::ChipConfig cfg;
-  Rig rig(2, cfg, pc::FabricConfig::from_chip_config(cfg, 2));
+  Rig rig(2, cfg);
   fill_inputs(rig, 16);
   rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, 16, graph::DType::F32,
                          kInBase, kOutBase),
@@ -368,12 +436,145 @@ TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
     sc_core::sc_start();
     ADD_FAILURE() << "the run should fail";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("disagree on the algorithm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("disagree on the collective"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ring"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CollectiveFabric, TwoServersMeetThroughTheirNicsAndOneSwitch) {
+  const pc::ChipConfig cfg;
+  const pc::ClusterConfig cluster;  // servers of 8, 25 GB/s RoCE NICs, one switch
+  Rig rig(16, cfg, cluster);
+  const auto& topo = rig.fabric->topology();
+  ASSERT_EQ(topo.servers(), 2u);
+  EXPECT_EQ(topo.route(3, 5).size(), 1u);    // HCCS inside the server
+  EXPECT_EQ(topo.route(3, 12).size(), 2u);   // NIC, then the switch port of r12
+  const std::uint64_t count = 256 * 1024;
+  const auto in = fill_inputs(rig, count);
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, count, graph::DType::F32,
+                         kInBase, kOutBase));
+  sc_core::sc_start();
+  EXPECT_EQ(ranks_differing_from_0(rig, count * 2), 0);
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& v : in) spans.push_back(std::as_bytes(std::span(v)));
+  EXPECT_EQ(rig.read(11, kOutBase, count * 2),
+            pc::execute_plan(plan_of(rig, spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, count,
+                                     graph::DType::F32), spans)
+                .outputs[11]);
+  // The ring crosses servers at r7 -> r8 and r15 -> r0: only those NICs carry bytes, 2(N-1)
+  // chunks each; the ring moves at the pace of its slowest hop, the NIC.
+  std::uint64_t nic_transfers = 0;
+  for (std::size_t i = 0; i < topo.num_links(); ++i) {
+    const auto& l = rig.fabric->network().link(i);
+    if (l.spec().kind != pc::LinkKind::NicTx) continue;
+    const bool crossing = l.spec().from == 7 || l.spec().from == 15;
+    EXPECT_EQ(l.stats().transfers, crossing ? 30u : 0u) << "nic of r" << l.spec().from;
+    nic_transfers += l.stats().transfers;
+  }
+  EXPECT_EQ(nic_transfers, 60u);
+  const double chunk = count * 4.0 / 16;  // FP32 partials (the first step: FP16)
+  const double nic_bound = 15 * chunk / (cluster.nic_bandwidth_gbps * 1e9);
+  EXPECT_GT(collective_seconds(rig.records(0)), nic_bound);
+}
+
+TEST(CollectiveFabric, ManySendersToOneChipQueueOnItsSwitchPort) {
+  const pc::ChipConfig cfg;
+  const pc::ClusterConfig cluster;
+  Rig rig(16, cfg, cluster);
+  const std::uint64_t count = 64 * 1024;
+  fill_inputs(rig, count);
+  // Direct all-gather: every chip sends its block to every other; each chip of server 1 takes
+  // 8 blocks from server 0 through its one switch port.
+  rig.collective(0, args(spec::CollectiveOp::AllGather, spec::CollectiveAlgo::Direct, count, graph::DType::F32,
+                         kInBase, kOutBase));
+  sc_core::sc_start();
+  const auto& topo = rig.fabric->topology();
+  std::uint64_t port_wait = 0;
+  for (std::size_t i = 0; i < topo.num_links(); ++i) {
+    const auto& l = rig.fabric->network().link(i);
+    if (l.spec().kind != pc::LinkKind::SwitchPort) continue;
+    EXPECT_EQ(l.stats().transfers, 8u) << "port to r" << l.spec().to;
+    EXPECT_EQ(l.stats().bytes, 8 * count * 2) << "port to r" << l.spec().to;
+    port_wait += l.stats().wait_ps;
+  }
+  EXPECT_GT(port_wait, 0u);  // the senders queued behind each other
+  const double incast = 8.0 * count * 2 / (cluster.nic_bandwidth_gbps * 1e9);
+  EXPECT_GT(collective_seconds(rig.records(0)), incast);
+}
+
+/// Time of a direct AllReduce between the peers of 4 servers on a fat tree, one server per leaf.
+double fat_tree_seconds(double oversubscription) {
+  char path[] = "/tmp/probelab_fattree_XXXXXX";
+  const int fd = mkstemp(path);
+  close(fd);
+  const int status = run_in_child([&] {
+    const pc::ChipConfig cfg;
+    pc::ClusterConfig cluster;
+    cluster.switch_kind = "fat_tree";
+    cluster.servers_per_leaf = 1;
+    cluster.spines = 2;
+    cluster.oversubscription = oversubscription;
+    Rig rig(32, cfg, cluster);
+    fill_inputs(rig, 64 * 1024);
+    rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Direct, 64 * 1024, graph::DType::F32,
+                           kInBase, kOutBase),
+                   [](std::uint32_t, spec::CollectiveArgs& a) { a.comm_kind = static_cast<std::uint8_t>(spec::CommKindCode::Peers); });
+    sc_core::sc_start();
+    EXPECT_EQ(rig.fabric->topology().route(0, 8).size(), 4u);  // NIC, leaf uplink, spine downlink, leaf port
+    const double t = collective_seconds(rig.records(0));
+    FILE* f = std::fopen(path, "wb");
+    std::fwrite(&t, sizeof t, 1, f);
+    std::fclose(f);
+  });
+  EXPECT_EQ(status, 0);
+  double t = 0;
+  if (FILE* f = std::fopen(path, "rb")) {
+    EXPECT_EQ(std::fread(&t, sizeof t, 1, f), 1u);
+    std::fclose(f);
+  }
+  std::remove(path);
+  return t;
+}
+
+TEST(CollectiveFabric, OversubscribedFatTreeUplinksSlowCrossLeafTraffic) {
+  const double full = fat_tree_seconds(1.0), over = fat_tree_seconds(4.0);
+  std::printf("peers direct allreduce over 4 leaves: %.3f us non-blocking, %.3f us at 4:1\n", full * 1e6, over * 1e6);
+  EXPECT_GT(full, 0.0);
+  EXPECT_GT(over, 1.5 * full);
+}
+
+TEST(CollectiveFabric, ServerAndPeerCommunicatorsReduceTheirOwnGroups) {
+  const pc::ChipConfig cfg;
+  Rig rig(16, cfg);
+  const std::uint64_t count = 1024;
+  std::vector<std::vector<num::f16>> in;
+  for (std::uint32_t r = 0; r < 16; ++r) {
+    in.emplace_back(count, num::to_f16(static_cast<double>(r)).value);
+    rig.write(r, kInBase, in.back());
+  }
+  const std::uint64_t peer_out = kOutBase + 0x100000;
+  rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, count, graph::DType::F32,
+                         kInBase, kOutBase),
+                 [](std::uint32_t, spec::CollectiveArgs& a) { a.comm_kind = static_cast<std::uint8_t>(spec::CommKindCode::Server); });
+  rig.collective(1, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Tree, count, graph::DType::F32,
+                         kInBase, peer_out),
+                 [](std::uint32_t, spec::CollectiveArgs& a) { a.comm_kind = static_cast<std::uint8_t>(spec::CommKindCode::Peers); });
+  sc_core::sc_start();
+  for (std::uint32_t r = 0; r < 16; ++r) {
+    num::f16 server_sum, peer_sum;
+    std::memcpy(&server_sum, rig.read(r, kOutBase + 6, 2).data(), 2);
+    std::memcpy(&peer_sum, rig.read(r, peer_out + 6, 2).data(), 2);
+    const double s0 = r < 8 ? 28.0 : 92.0;          // 0+..+7, 8+..+15
+    const double p0 = 2.0 * (r % 8) + 8.0;          // c + (c + 8)
+    EXPECT_EQ(server_sum, num::to_f16(s0).value) << "r" << r;
+    EXPECT_EQ(peer_sum, num::to_f16(p0).value) << "r" << r;
+    EXPECT_EQ(rig.records(0)[r].group_size, 8u);
+    EXPECT_EQ(rig.records(1)[r].group_size, 2u);
   }
 }
 
 /// Runs the jittered direct AllReduce of 8 chips in a child process (a fresh SystemC kernel) and
-/// returns the record's description followed by every rank's output bytes.
+/// returns the records' descriptions followed by every rank's output bytes.
 std::string jittered_run(std::uint64_t seed) {
   char path[] = "/tmp/probelab_collective_XXXXXX";
   const int fd = mkstemp(path);
@@ -381,12 +582,13 @@ std::string jittered_run(std::uint64_t seed) {
   const int status = run_in_child([&] {
     const pc::ChipConfig cfg;
     OrderHooks hooks(seed);
-    Rig rig(8, cfg, pc::FabricConfig::from_chip_config(cfg, 8), &hooks);
+    Rig rig(8, cfg, {}, &hooks);
     fill_inputs(rig, 1024);
     rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, 1024, graph::DType::F32,
                            kInBase, kOutBase));
     sc_core::sc_start();
-    std::string out = rig.fabric->history().at(0)->describe();
+    std::string out;
+    for (const auto& rec : rig.records(0)) out += rec.describe() + "\n";
     for (std::uint32_t r = 0; r < 8; ++r) {
       const auto b = rig.read(r, kOutBase, 2048);
       out.append(reinterpret_cast<const char*>(b.data()), b.size());

@@ -64,11 +64,16 @@ TEST(CollectivePlan, RingAdditionsRunOnTheRankThatReceivesThePartial) {
   for (const auto& t : e.terms)
     if (t.kind == PlanTerm::Kind::Add) at.push_back(t.position);
   EXPECT_EQ(at, (std::vector<std::uint32_t>{0, 1, 2}));
-  // Step 0: position 3 sends chunk 2 to position 0 as a partial sum.
+  // Step 0: position 3 sends its own part of chunk 2 to position 0 (data dtype); step 1: position
+  // 0 forwards the partial sum to position 1.
   const auto& t = p.steps[0].transfers[3];
   EXPECT_EQ(t.src, 3u);
   EXPECT_EQ(t.dst, 0u);
-  EXPECT_TRUE(t.partial);
+  EXPECT_FALSE(t.partial);
+  const auto& t1 = p.steps[1].transfers[0];
+  EXPECT_EQ(t1.src, 0u);
+  EXPECT_EQ(t1.dst, 1u);
+  EXPECT_TRUE(t1.partial);
 }
 
 TEST(CollectivePlan, TreeAllReduceIsABalancedBinomialTree) {
@@ -171,7 +176,8 @@ TEST(CollectivePlan, PartialSumsTravelInTheSendersAccumulationDtype) {
   r.acc_dtype = graph::DType::F32;
   r.rank_acc_dtypes = {graph::DType::F32, graph::DType::F16, graph::DType::F32, graph::DType::F32};
   const auto p = build_plan(r);
-  for (const auto& t : p.steps[0].transfers)
+  for (const auto& t : p.steps[0].transfers) EXPECT_EQ(p.wire_bytes(t), 200u);  // own contributions, F16 data
+  for (const auto& t : p.steps[1].transfers)
     EXPECT_EQ(p.wire_bytes(t), 100u * (t.src == 1 ? 2u : 4u));
   for (const auto& t : p.steps.back().transfers) EXPECT_EQ(p.wire_bytes(t), 200u);  // F16 data
 }
@@ -204,27 +210,36 @@ TEST(CollectivePlan, BadRequestsNameTheField) {
   expect_error(bad, "direct_orders[0]");
 }
 
-TEST(CollectivePlan, ArgsBlockBecomesARequest) {
-  spec::CollectiveArgs a;
-  a.op = static_cast<std::uint8_t>(CollectiveOp::ReduceScatter);
-  a.algorithm = static_cast<std::uint8_t>(CollectiveAlgo::Tree);
-  a.input.dtype = a.output.dtype = static_cast<std::uint8_t>(graph::DType::BF16);
-  a.acc_dtype = static_cast<std::uint8_t>(graph::DType::F16);
-  a.count = 12;
-  a.num_ranks = 3;
-  a.group[0] = 4;
-  a.group[1] = 2;
-  a.group[2] = 7;
-  a.root = 2;
-  const auto r = plan_request_from_args(a, 8);
-  EXPECT_EQ(r.group, (std::vector<std::uint16_t>{4, 2, 7}));
-  EXPECT_EQ(r.data_dtype, graph::DType::BF16);
-  EXPECT_EQ(r.acc_dtype, graph::DType::F16);
-  EXPECT_EQ(build_plan(r).position_of(7), 2u);
-  a.group[2] = 8;
-  EXPECT_THROW(plan_request_from_args(a, 8), std::invalid_argument);
-  a.num_ranks = 0;
-  EXPECT_EQ(plan_request_from_args(a, 5).group.size(), 5u);
+TEST(CollectivePlan, ARanksProgramGrowsWithItsStepsNotWithTheGroup) {
+  // What one rank holds to run a collective: its own steps only.
+  auto steps = [](CollectiveAlgo algo, CollectiveOp op, std::uint32_t n) {
+    ProgramRequest r;
+    r.op = op;
+    r.algo = algo;
+    r.size = n;
+    r.position = n / 3;
+    r.count = 1u << 20;
+    return build_program(r).steps.size();
+  };
+  for (std::uint32_t n : {8u, 64u, 1024u}) {
+    // Ring: a send and a receive per step, 2(N-1) steps, one finalisation.
+    EXPECT_EQ(steps(CollectiveAlgo::Ring, CollectiveOp::AllReduce, n), 4u * (n - 1) + 1);
+    // Tree: at most two messages per level.
+    std::uint32_t k = 0;
+    while ((1u << k) < n) ++k;
+    EXPECT_LE(steps(CollectiveAlgo::Tree, CollectiveOp::AllReduce, n), 2u * k + 2);
+    // Direct: a send to every peer and one fold.
+    EXPECT_EQ(steps(CollectiveAlgo::Direct, CollectiveOp::AllReduce, n), n);
+  }
+  ProgramRequest bad;
+  bad.size = 4;
+  bad.position = 4;
+  bad.count = 1;
+  EXPECT_THROW(build_program(bad), std::invalid_argument);
+  bad.position = 0;
+  bad.algo = CollectiveAlgo::Direct;
+  bad.direct_order = {0, 1, 1, 2};
+  EXPECT_THROW(build_program(bad), std::invalid_argument);
 }
 
 }  // namespace

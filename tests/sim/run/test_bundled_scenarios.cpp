@@ -86,6 +86,12 @@ TEST_P(Bundled, PassesAndShowsWhatItIsFor) {
     }
     EXPECT_GE(pp, 0.0);
     EXPECT_GT(single, pp);
+  } else if (name.starts_with("11_")) {  // 64 ranks, 8 servers: the inter-server stage, server 3's ranks
+    const json& f = r["consistency"]["first_divergence"];
+    EXPECT_TRUE(f["op"].get<std::string>().ends_with("/inter")) << f.dump();
+    EXPECT_EQ(f["step"], 0);
+    ASSERT_FALSE(f["ranks"].empty()) << f.dump();
+    for (const auto& rank : f["ranks"]) EXPECT_EQ(rank.get<int>() / 8, 3) << f.dump();
   } else if (name.starts_with("07_")) {
     EXPECT_TRUE(r["anomalies"].empty());
     EXPECT_GT(r["comparisons"].size(), 100u);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -84,15 +85,34 @@ TEST_P(BundledTrace, ViewersKeepEverySliceAndFlow) {
     }
   EXPECT_EQ(anomaly_flows, latched);
   if (report["scenario"]["ranks"].get<int>() > 1) {
-    std::uint64_t collectives = 0;
+    // One flow per collective (comm, seq) across the ranks of its group (a stage of a
+    // hierarchical collective is a collective of its own group), bound to each rank's slice.
+    using SliceKey = std::tuple<std::int64_t, std::int64_t, double>;  // pid, tid, ts
+    std::map<SliceKey, std::pair<std::uint64_t, std::uint64_t>> comm_seq_at;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> group_size, slices_of;
     for (const auto& e : doc["traceEvents"]) {
-      if (e["ph"] == "X" && e["cat"] == "collective" && e["pid"] == 0) ++collectives;
+      if (e["ph"] != "X" || e["cat"] != "collective") continue;
+      const auto key = std::make_pair(e["args"]["comm"].get<std::uint64_t>(), e["args"]["seq"].get<std::uint64_t>());
+      comm_seq_at[{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>(), e["ts"].get<double>()}] = key;
+      group_size[key] = e["args"]["ranks"].get<std::uint64_t>();
+      ++slices_of[key];
     }
-    EXPECT_EQ(collective_flows, collectives) << "one flow across the ranks per collective";
-    for (const auto& [id, n] : flow_len) {
-      if (n > 3) {
-        EXPECT_EQ(n, report["scenario"]["ranks"].get<int>());
+    std::uint64_t expected_flows = 0;
+    for (const auto& [key, n] : group_size) {
+      EXPECT_EQ(slices_of[key], n) << "collective " << key.first << ":" << key.second << " has a slice on every rank";
+      expected_flows += n >= 2 ? 1 : 0;
+    }
+    EXPECT_EQ(collective_flows, expected_flows) << "one flow across the ranks per collective";
+    std::map<std::int64_t, std::set<std::pair<std::uint64_t, std::uint64_t>>> flow_keys;
+    for (const auto& e : doc["traceEvents"])
+      if ((e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") && e["cat"] == "collective") {
+        const auto it = comm_seq_at.find({e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>(), e["ts"].get<double>()});
+        ASSERT_NE(it, comm_seq_at.end()) << "a collective flow point binds to a collective slice: " << e.dump();
+        flow_keys[e["id"].get<std::int64_t>()].insert(it->second);
       }
+    for (const auto& [id, keys] : flow_keys) {
+      ASSERT_EQ(keys.size(), 1u) << "flow " << id << " joins one collective";
+      EXPECT_EQ(static_cast<std::uint64_t>(flow_len[id]), group_size[*keys.begin()]) << "flow " << id;
     }
   }
 }

@@ -1,0 +1,212 @@
+// Cost of a data-parallel job against its rank count (issue: cluster scale):
+//  - BM_RankScaling/<R>: the MLP training job of scenarios/02b (ring all-reduce, FP32
+//    accumulation, statistics probes and the consistency check) at R = 8 .. 256 ranks in one
+//    process. A forked child runs it with 1 and with 3 steps; the host CPU time of a step is the
+//    difference divided by 2 (elaboration and setup left out, reported as `setup_ms`). Counters:
+//    host microseconds per rank-step and the child's peak RSS (getrusage ru_maxrss).
+//  - BM_RankScalingFit: least-squares growth exponents of step time and of peak RSS against the
+//    rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
+//    <= 40) and the 256-rank peak RSS (target < 4 GB).
+//  - BM_MpiPartitions/<K>: `mpirun --oversubscribe -np K probelab run` of a 64-rank job (eight
+//    servers); wall time and efficiency T1 / (K T_K). On a machine with fewer cores than K the
+//    processes share them, so the efficiency there measures the synchronisation overhead, not
+//    the speed-up.
+// Host times are CPU seconds of the child (best of N), so load from other processes moves them
+// little. Run from the repository root (or set PROBELAB_SOURCE_DIR).
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/support/sim_child.h"
+#include "sim/run/simulation.h"
+#include "sim/scenario/prepared_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace probelab;
+
+using bench::prepare;
+using bench::scratch;
+
+std::string job_yaml(int ranks, int steps) {
+  return fmt::format(R"(name: bench_cluster
+model: mlp_loss_scaled
+mode: training
+ranks: {}
+steps: {}
+seed: 21
+training:
+  loss: model
+  optimizer: {{type: sgd, lr: 5.0e-5}}
+  allreduce: {{algorithm: ring, accumulation: fp32}}
+probes:
+  mode: statistics
+  watch_points: ["*/gradient/reduced", "*/updated"]
+  consistency: {{enabled: true, reference_rank: 0, mode: statistics, tolerance: 1.0e-3}}
+)",
+                     ranks, steps);
+}
+
+struct ChildCost {
+  double cpu_s = 0;
+  double rss_mb = 0;
+};
+
+ChildCost simulate_in_child(const sim::PreparedRun& run) {
+  const bench::ChildRun c = bench::simulate_in_child(run, true);
+  return {c.cpu_s, c.rss_mb};
+}
+
+ChildCost best_of(const sim::PreparedRun& run, int n) {
+  ChildCost best{std::numeric_limits<double>::max(), 0};
+  for (int i = 0; i < n; ++i) {
+    const ChildCost c = simulate_in_child(run);
+    best.cpu_s = std::min(best.cpu_s, c.cpu_s);
+    best.rss_mb = std::max(best.rss_mb, c.rss_mb);
+  }
+  return best;
+}
+
+struct Point {
+  double step_s = 0, rss_mb = 0;
+};
+std::map<int, Point>& points() {
+  static std::map<int, Point> p;
+  return p;
+}
+
+void BM_RankScaling(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int reps = ranks <= 32 ? 3 : 1;
+  const sim::PreparedRun one = prepare(job_yaml(ranks, 1));
+  const sim::PreparedRun three = prepare(job_yaml(ranks, 3));
+  for (auto _ : state) {
+    const ChildCost a = best_of(one, reps), b = best_of(three, reps);
+    const double step_s = std::max(1e-9, (b.cpu_s - a.cpu_s) / 2);
+    points()[ranks] = {step_s, b.rss_mb};
+    state.SetIterationTime(step_s);
+    state.counters["us_per_rank_step"] = step_s / ranks * 1e6;
+    state.counters["peak_rss_mb"] = b.rss_mb;
+    state.counters["kb_per_rank"] = b.rss_mb * 1024 / ranks;
+    state.counters["setup_ms"] = (a.cpu_s - step_s) * 1e3;
+    fmt::print(stderr, "[ranks {:>4}] step {:.1f} ms host CPU ({:.0f} us per rank-step), peak RSS {:.0f} MB, setup {:.0f} ms\n",
+               ranks, step_s * 1e3, step_s / ranks * 1e6, b.rss_mb, (a.cpu_s - step_s) * 1e3);
+  }
+}
+BENCHMARK(BM_RankScaling)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Least-squares slope of log(y) against log(x).
+double exponent(const std::vector<std::pair<double, double>>& xy) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const auto n = static_cast<double>(xy.size());
+  for (auto [x, y] : xy) {
+    const double lx = std::log(x), ly = std::log(y);
+    sx += lx;
+    sy += ly;
+    sxx += lx * lx;
+    sxy += lx * ly;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+void BM_RankScalingFit(benchmark::State& state) {
+  for (auto _ : state) {
+    if (points().size() < 2) {
+      state.SkipWithError("run BM_RankScaling first (at least two rank counts)");
+      return;
+    }
+    std::vector<std::pair<double, double>> t, m;
+    for (const auto& [r, p] : points()) {
+      t.emplace_back(r, p.step_s);
+      m.emplace_back(r, p.rss_mb);
+    }
+    const auto& lo = *points().begin();
+    const auto& hi = *points().rbegin();
+    state.counters["time_exponent"] = exponent(t);
+    state.counters["rss_exponent"] = exponent(m);
+    state.counters["time_ratio_hi_lo"] = hi.second.step_s / lo.second.step_s;
+    state.counters["rank_ratio_hi_lo"] = static_cast<double>(hi.first) / lo.first;
+    state.counters["peak_rss_mb_hi"] = hi.second.rss_mb;
+    fmt::print(stderr,
+               "[fit] growth exponents: step time {:.3f} (target <= 1.1), peak RSS {:.3f} (target <= 1.1); "
+               "{} ranks vs {}: {:.1f}x the step time (target <= 40x at 256 vs 8), peak {:.0f} MB (target < 4096)\n",
+               exponent(t), exponent(m), hi.first, lo.first, hi.second.step_s / lo.second.step_s, hi.second.rss_mb);
+  }
+}
+BENCHMARK(BM_RankScalingFit)->Iterations(1);
+
+fs::path probelab_binary() { return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "probelab"; }
+
+// Wall seconds and user+system CPU seconds of one shell command (with every process it waited for).
+std::pair<double, double> run_command(const std::string& cmd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  ::wait4(pid, &status, 0, &ru);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("failed: " + cmd);
+  const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  return {wall, cpu};
+}
+
+std::map<int, double>& mpi_walls() {
+  static std::map<int, double> w;
+  return w;
+}
+
+void BM_MpiPartitions(benchmark::State& state) {
+  const int procs = static_cast<int>(state.range(0));
+  const int ranks = static_cast<int>(state.range(1));
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    state.SkipWithError("mpirun is not installed");
+    return;
+  }
+  const fs::path file = bench::write_scenario(job_yaml(ranks, 2), fmt::format("mpi{}", procs), "bench_cluster.yaml");
+  const fs::path out = scratch(fmt::format("mpi_out{}", procs));
+  const std::string cmd = fmt::format(
+      "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 mpirun --oversubscribe --allow-run-as-root -np {} {} run {} --out {} >/dev/null 2>&1",
+      procs, probelab_binary().string(), file.string(), out.string());
+  for (auto _ : state) {
+    const auto [wall, cpu] = run_command(cmd);
+    mpi_walls()[procs * 100000 + ranks] = wall;
+    state.SetIterationTime(wall);
+    state.counters["wall_s"] = wall;
+    state.counters["cpu_s"] = cpu;
+    const auto one = mpi_walls().find(100000 + ranks);
+    if (one != mpi_walls().end()) state.counters["efficiency"] = one->second / (procs * wall);
+    fmt::print(stderr, "[mpi -np {}] {} ranks, 2 steps: {:.1f} s wall, {:.1f} s CPU{}\n", procs, ranks, wall, cpu,
+               one == mpi_walls().end() ? std::string() : fmt::format(", efficiency {:.2f}", one->second / (procs * wall)));
+  }
+  std::error_code ec;
+  fs::remove_all(file.parent_path(), ec);
+  fs::remove_all(out, ec);
+}
+BENCHMARK(BM_MpiPartitions)->Args({1, 64})->Args({2, 64})->Args({4, 64})
+    ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+// 1024 ranks across 4 processes (128 servers): completes, and how long it takes.
+BENCHMARK(BM_MpiPartitions)->Args({4, 1024})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,63 @@
+// One transfer of a collective between two chips, as the network carries it: who sends to whom,
+// what it belongs to (the matching key at the receiver and a header the receiver checks against
+// its own view of the collective), the payload, and where the message is on its route. Plain data.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace probelab::chip {
+
+/// Bytes shared by the messages that carry them (a sender's staged input goes to many peers).
+struct Payload {
+  std::shared_ptr<const std::vector<std::byte>> buf;
+  std::size_t offset = 0, size = 0;
+  std::span<const std::byte> bytes() const {
+    return buf ? std::span<const std::byte>(buf->data() + offset, size) : std::span<const std::byte>();
+  }
+  static Payload own(std::vector<std::byte> b) {
+    Payload p;
+    p.size = b.size();
+    p.buf = std::make_shared<const std::vector<std::byte>>(std::move(b));
+    return p;
+  }
+};
+
+/// Matches a message to the receive that expects it: collective `seq` of communicator `comm`,
+/// program step `step` (with a part index for split transfers), sent by group position `src_pos`.
+struct MessageKey {
+  std::uint32_t comm = 0, seq = 0, step = 0, src_pos = 0;
+  auto operator<=>(const MessageKey&) const = default;
+};
+
+/// What the sender believes the collective is; a receiver with another view fails the run.
+struct CollectiveHeader {
+  std::uint8_t op = 0, algorithm = 0, dtype = 0, reduction = 0;
+  std::uint32_t root = 0, group_size = 0;
+  std::uint64_t count = 0;
+  bool operator==(const CollectiveHeader&) const = default;
+};
+
+struct Message {
+  std::uint32_t src = 0, dst = 0;  // chip ranks
+  std::uint64_t seq = 0;           // per-sender sequence number: orders ties in the network
+  MessageKey key;
+  CollectiveHeader header;
+  std::uint8_t dtype = 0;          // graph::DType of the payload elements
+  bool partial = false;            // a partial sum (the sender's accumulation dtype), else data
+  Payload payload;
+  std::uint64_t wire_bytes = 0;
+  // Progress along the route (ClusterTopology::route(src, dst)): the next link to take, and when
+  // the head and the tail reach its input. After the last link: when they reached `dst`.
+  std::uint16_t hop = 0;
+  std::uint64_t head_ps = 0, tail_ps = 0;
+
+  /// The collective this message belongs to (link timeline spans).
+  std::uint64_t tag() const { return std::uint64_t{key.comm} << 32 | key.seq; }
+};
+
+}  // namespace probelab::chip

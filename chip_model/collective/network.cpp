@@ -1,0 +1,141 @@
+#include "chip_model/collective/network.h"
+
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "chip_model/clock.h"
+#include "chip_model/trace.h"
+
+namespace probelab::chip {
+
+bool Network::Later::operator()(const Event& a, const Event& b) const {
+  return std::tie(a.time, a.msg.src, a.msg.seq, a.msg.hop) > std::tie(b.time, b.msg.src, b.msg.seq, b.msg.hop);
+}
+
+Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, const PartitionMap* parts,
+                 std::uint32_t process, Trace* trace)
+    : sc_core::sc_module(name), topo_(topo), parts_(parts), process_(process), trace_(trace),
+      receivers_(topo.ranks(), nullptr) {
+  SC_HAS_PROCESS(Network);
+  links_.reserve(topo.num_links());
+  for (std::size_t i = 0; i < topo.num_links(); ++i)
+    links_.push_back(std::make_unique<Link>(static_cast<std::uint32_t>(i), topo.link(i)));
+  SC_METHOD(pump);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+Network::~Network() = default;
+
+void Network::attach(std::uint32_t rank, Receiver* r) { receivers_.at(rank) = r; }
+
+bool Network::owns(std::size_t link) const { return !parts_ || parts_->of_link(topo_, link) == process_; }
+
+std::uint64_t Network::send(Message m, std::uint64_t ready_ps, std::uint64_t data_ps) {
+  const auto route = topo_.route(m.src, m.dst);
+  m.hop = 0;
+  m.head_ps = ready_ps;
+  m.tail_ps = data_ps;
+  Link& first = *links_.at(route.front());
+  std::optional<Link::Span> closed;
+  const Link::Hop h = first.hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
+  traced_hop(route.front(), h, m.wire_bytes, closed);
+  m.head_ps = h.head_ps;
+  m.tail_ps = h.tail_ps;
+  m.hop = 1;
+  const auto next = route.size() == 1 ? std::nullopt : std::optional<std::size_t>(route[1]);
+  onward(std::move(m), next);
+  return h.free_ps;
+}
+
+void Network::inject(Message m) {
+  const auto route = topo_.route(m.src, m.dst);
+  if (m.hop == 0 || m.hop >= route.size() || !owns(route[m.hop]))
+    throw std::logic_error(fmt::format("{}: message r{} -> r{} hop {} is not owned by partition {}", name(), m.src,
+                                       m.dst, m.hop, process_));
+  queue({m.head_ps, false, std::move(m)});
+}
+
+void Network::queue(Event e) {
+  const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
+  if (e.time < now)
+    throw std::logic_error(fmt::format("{}: message r{} -> r{} due at {} ps, the partition is at {} ps (lookahead "
+                                       "violated)",
+                                       name(), e.msg.src, e.msg.dst, e.time, now));
+  wake_.notify(ChipClock::from_ps(e.time - now));
+  queue_.push(std::move(e));
+}
+
+void Network::take_hop(Message m) {
+  const auto route = topo_.route(m.src, m.dst);
+  const std::uint32_t id = route.at(m.hop);
+  std::optional<Link::Span> closed;
+  const Link::Hop h = links_.at(id)->hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
+  traced_hop(id, h, m.wire_bytes, closed);
+  m.head_ps = h.head_ps;
+  m.tail_ps = h.tail_ps;
+  ++m.hop;
+  const auto next = m.hop == route.size() ? std::nullopt : std::optional<std::size_t>(route[m.hop]);
+  onward(std::move(m), next);
+}
+
+void Network::onward(Message m, std::optional<std::size_t> next_link) {
+  if (!next_link) {
+    queue({m.tail_ps, true, std::move(m)});  // delivered when its tail arrives
+  } else if (owns(*next_link)) {
+    queue({m.head_ps, false, std::move(m)});  // its next hop starts when the head arrives
+  } else {
+    const std::uint32_t to = parts_->of_link(topo_, *next_link);
+    boundary_->forward(std::move(m), to);
+  }
+}
+
+void Network::pump() {
+  const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
+  while (!queue_.empty() && queue_.top().time <= now) {
+    Event e = queue_.top();
+    queue_.pop();
+    if (!e.deliver) {
+      take_hop(std::move(e.msg));
+      continue;
+    }
+    Receiver* r = receivers_.at(e.msg.dst);
+    if (!r)
+      throw std::logic_error(fmt::format("{}: message for r{}, which is not simulated here", name(), e.msg.dst));
+    r->deliver(std::move(e.msg));
+  }
+  if (!queue_.empty()) wake_.notify(ChipClock::from_ps(queue_.top().time - now));
+}
+
+std::optional<std::uint64_t> Network::next_event_ps() const {
+  if (queue_.empty()) return std::nullopt;
+  return queue_.top().time;
+}
+
+void Network::traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes,
+                         const std::optional<Link::Span>& closed) {
+  if (!trace_ || !trace_->enabled()) return;
+  if (closed) trace_span(link, *closed);
+  // Per transfer, not per span: the counter shows how the bytes of a span spread over time.
+  trace_->rate(topo_.trace_pid(link), "link tx bandwidth", "GB/s", h.start_ps, h.free_ps - h.start_ps, bytes);
+}
+
+void Network::trace_span(std::size_t link, const Link::Span& s) {
+  if (!trace_ || !trace_->enabled()) return;
+  trace_->complete(topo_.trace_pid(link), topo_.trace_track(link), "xfer", "link", s.start_ps, s.end_ps - s.start_ps,
+                   {{"comm", s.tag >> 32},
+                    {"seq", s.tag & 0xffffffffu},
+                    {"bytes", s.bytes},
+                    {"transfers", s.transfers},
+                    {"busy_ps", s.busy_ps},
+                    {"queued_ps", s.queued_ps}});
+}
+
+void Network::flush_trace() {
+  for (std::size_t i = 0; i < links_.size(); ++i)
+    if (auto s = links_[i]->close_span()) trace_span(i, *s);
+}
+
+}  // namespace probelab::chip

@@ -1,0 +1,43 @@
+#include "sim/platform/partition_link.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace probelab::sim {
+
+std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) {
+  const std::size_t k = reports.size();
+  std::vector<WindowGrant> grants(k);
+  bool all_done = true, failed = false;
+  std::uint64_t next = kNever, finish = 0;
+  std::string running, waiting;
+  for (auto& r : reports) {
+    all_done = all_done && r.hosts_done;
+    failed = failed || r.failed;
+    next = std::min(next, r.next_ps);
+    finish = std::max(finish, r.finish_ps);
+    running += r.running;
+    waiting += r.waiting;
+    for (auto& [to, m] : r.outgoing) {
+      next = std::min(next, m.head_ps);
+      grants.at(to).incoming.push_back(std::move(m));
+    }
+  }
+  for (auto& g : grants)
+    std::sort(g.incoming.begin(), g.incoming.end(), [](const chip::Message& a, const chip::Message& b) {
+      return std::tie(a.head_ps, a.src, a.seq) < std::tie(b.head_ps, b.src, b.seq);
+    });
+  const bool stop = failed || all_done || next == kNever;
+  for (auto& g : grants) {
+    g.stop = stop;
+    g.end_ps = finish;
+    g.until_ps = next >= kNever - lookahead_ps ? kNever : next + lookahead_ps;
+    if (stop && !failed && !all_done)
+      g.error = fmt::format("simulation ended before every host program finished (still running:{}){}", running, waiting);
+  }
+  return grants;
+}
+
+}  // namespace probelab::sim

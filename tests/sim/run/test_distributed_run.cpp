@@ -1,0 +1,113 @@
+// `mpirun -np K probelab run` as users run it: the chips of one job partitioned over K processes
+// give report.json and trace.json byte-identical to one process (a 16-rank job on two servers
+// over 2 processes, a 24-rank hierarchical job on three servers over 3), and jobs that cannot be
+// partitioned are bad input (exit 2, the key named).
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/sim_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+using test::TempDir;
+
+std::string probelab(const std::string& args) { return std::string("'") + PROBELAB_BINARY + "' " + args; }
+std::string mpirun(int np, const std::string& args) {
+  return "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " " + probelab(args);
+}
+
+bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+std::string job(int ranks, const std::string& allreduce, const std::string& extra = "") {
+  return "name: job\nmodel: mlp_loss_scaled\nmode: training\nranks: " + std::to_string(ranks) +
+         "\nsteps: 2\nseed: 4\ncluster: {chips_per_server: 8" + extra +
+         "}\ntraining:\n  loss: model\n  optimizer: {type: sgd, lr: 5.0e-5}\n  allreduce: " + allreduce +
+         "\nprobes:\n  mode: statistics\n  watch_points: [\"*/updated\"]\n"
+         "  consistency: {enabled: true, reference_rank: 0, mode: statistics}\n";
+}
+
+void expect_same_outputs(const TempDir& dir, const std::string& a, const std::string& b) {
+  for (const char* f : {"report.json", "trace.json"}) {
+    const std::string x = test::slurp(dir.path() / a / "job" / f), y = test::slurp(dir.path() / b / "job" / f);
+    ASSERT_FALSE(x.empty()) << f;
+    EXPECT_TRUE(x == y) << f << " differs between " << a << " and " << b;
+  }
+}
+
+TEST(DistributedRun, TwoProcessesGiveTheOneProcessBytes) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  dir.write("job.yaml", job(16, "{algorithm: ring, accumulation: fp16}"));
+  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
+  ASSERT_EQ(one.code, 0) << one.err << one.out;
+  test::CmdResult two = test::shell(mpirun(2, "run job.yaml --out two"), dir);
+  ASSERT_EQ(two.code, 0) << two.err << two.out;
+  expect_same_outputs(dir, "one", "two");
+}
+
+TEST(DistributedRun, ANanCrossingRanksAndStepsGetsTheOneProcessDiagnosis) {
+  // The provenance needs every rank's evidence (latches, capture observations, suppressed kinds):
+  // a NaN made on rank 9 (server 1) at step 0 reaches server 0 through the all-reduce and every
+  // weight through the update; over 2 processes the diagnosis still names rank 9's op at step 0.
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  std::string y = job(16, "{algorithm: ring}");
+  y.replace(y.find("  watch_points: [\"*/updated\"]\n"), std::string("  watch_points: [\"*/updated\"]\n").size(),
+            "  watch_points: [\"*\"]\n  exceptions: {kinds: [overflow, invalid, nan_input, inf_input]}\n");
+  y += "injections:\n  - {kind: nan, op: fc2/gelu, element: 3, step: 0, rank: 9}\n";
+  dir.write("job.yaml", y);
+  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
+  ASSERT_EQ(one.code, 0) << one.err << one.out;
+  test::CmdResult two = test::shell(mpirun(2, "run job.yaml --out two"), dir);
+  ASSERT_EQ(two.code, 0) << two.err << two.out;
+  expect_same_outputs(dir, "one", "two");
+  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "two" / "job" / "report.json"));
+  ASSERT_FALSE(r["diagnosis"].empty());
+  EXPECT_EQ(r["diagnosis"][0]["op"], "fc2/gelu") << r["diagnosis"].dump();
+  EXPECT_EQ(r["diagnosis"][0]["rank"], 9);
+  EXPECT_EQ(r["diagnosis"][0]["step"], 0);
+  EXPECT_EQ(r["diagnosis"][0]["cause"], "nan_source");
+  for (const auto& c : r["diagnosis"]) {
+    if (c["op"] != "fc2/gelu") {
+      EXPECT_NE(c["cause"], "nan_source") << c.dump();
+    }
+  }
+}
+
+TEST(DistributedRun, ThreeProcessesOfAHierarchicalJobGiveTheOneProcessBytes) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  dir.write("job.yaml", job(24, "{algorithm: hierarchical, inter_algorithm: direct, accumulation: fp16, order: group}"));
+  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
+  ASSERT_EQ(one.code, 0) << one.err << one.out;
+  test::CmdResult three = test::shell(mpirun(3, "run job.yaml --out three"), dir);
+  ASSERT_EQ(three.code, 0) << three.err << three.out;
+  expect_same_outputs(dir, "one", "three");
+}
+
+TEST(DistributedRun, JobsThatCannotBePartitionedAreBadInput) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  // One server of eight chips cannot be shared by two processes without splitting it.
+  dir.write("job.yaml", job(8, "{algorithm: ring}"));
+  test::CmdResult r = test::shell(mpirun(2, "run job.yaml --out o"), dir);
+  EXPECT_EQ(r.code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("ranks"), std::string::npos) << r.err;
+  // An explicit partition map that splits server 0.
+  std::string split = ", partition: [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]";
+  dir.write("split.yaml", job(16, "{algorithm: ring}", split));
+  r = test::shell(probelab("run split.yaml --out s"), dir);
+  EXPECT_EQ(r.code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("cluster.partition"), std::string::npos) << r.err;
+  // Ranks that do not fill whole servers.
+  dir.write("odd.yaml", job(12, "{algorithm: hierarchical}"));
+  r = test::shell(probelab("run odd.yaml --out odd"), dir);
+  EXPECT_EQ(r.code, 2) << r.err << r.out;
+}
+
+}  // namespace
+}  // namespace probelab::sim
