@@ -124,7 +124,10 @@ std::uint32_t Chip::read_reg(std::uint32_t offset, const sc_core::sc_time& now) 
 void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now) {
   using namespace spec;
   if (offset < 0x100) {
-    if (offset == kRegFpMode) modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
+    if (offset == kRegFpMode) {
+      modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
+      if (!cfg_.supports_inf_nan) modes_.fp_mode |= kFpModeSaturation;  // saturation-only chip: the bit is hardwired
+    }
     if (offset == kRegStep) modes_.step = value;
   } else if (DetectionCircuit::owns(offset)) {
     detection_->write_reg(offset, value, now);
