@@ -10,6 +10,9 @@
 #include "chip_model/capture_dma.h"
 #include "chip_model/capture_unit.h"
 #include "chip_model/hbm.h"
+#include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/l2_cache.h"
+#include "graph/format.h"
 #include "chip_model/kernels/op_runner.h"
 #include "chip_model/spec/capture_math.h"
 #include "chip_model/trace.h"
@@ -136,6 +139,19 @@ void AiCore::execute(TaskContext& ctx) {
   popt.l2_gbps = gbps(params.l2_bytes_per_cycle, params.clock_mhz);
   popt.hbm_latency_ps = static_cast<std::uint64_t>(svc_.config->hbm_latency_ns) * 1000;
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
+  if (svc_.l2) {
+    popt.l2 = svc_.l2;
+    popt.l2_write_gbps = gbps(svc_.config->l2_write_bytes_per_cycle, params.clock_mhz);
+    auto ranges = [](const std::vector<spec::TensorRef>& refs) {
+      std::vector<AddrRange> out;
+      for (const auto& ref : refs)
+        if (ref.dtype != spec::kAbsentTensor)
+          out.push_back({ref.addr, graph::physical_nbytes(kernels::stored_desc(ref))});
+      return out;
+    };
+    popt.inputs = ranges(run.args().inputs);
+    popt.outputs = ranges(run.args().outputs);
+  }
   const PipelineResult r = run_pipeline(plan, hbm, start, popt);
 
   std::uint64_t last_tile_ps = r.start_ps, first_tile_ps = r.end_ps;
@@ -201,6 +217,9 @@ void AiCore::execute(TaskContext& ctx) {
   rec.hbm_read_bytes = r.hbm_read_bytes;
   rec.hbm_write_bytes = r.hbm_write_bytes;
   rec.l2_read_bytes = r.l2_read_bytes;
+  rec.l2_write_bytes = r.l2_write_bytes;
+  rec.l2_miss_bytes = r.l2_miss_bytes;
+  rec.l2_writeback_bytes = r.l2_writeback_bytes;
   rec.cube_cycles = r.cube_cycles;
   rec.vector_cycles = r.vector_cycles;
   rec.cores = ncores;
@@ -208,6 +227,15 @@ void AiCore::execute(TaskContext& ctx) {
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
   records_.push_back(std::move(rec));
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
+  if (svc_.l2 && svc_.trace->enabled()) {
+    // The shared L2's traffic of this op on track "l2", its resident and dirty bytes as counters.
+    svc_.trace->complete(svc_.rank, "l2", label, "l2", r.start_ps, r.end_ps - r.start_ps,
+                         {{"op", std::uint64_t{task.op_id}}, {"task", std::uint64_t{task.task_id}},
+                          {"hit_bytes", r.l2_read_bytes}, {"miss_bytes", r.l2_miss_bytes},
+                          {"write_bytes", r.l2_write_bytes}, {"writeback_bytes", r.l2_writeback_bytes}});
+    svc_.trace->counter(svc_.rank, "l2 resident", "bytes", r.end_ps, static_cast<double>(svc_.l2->resident_bytes()));
+    svc_.trace->counter(svc_.rank, "l2 dirty", "bytes", r.end_ps, static_cast<double>(svc_.l2->dirty_bytes()));
+  }
 }
 
 void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps) {

@@ -62,6 +62,7 @@ struct OpRecord {
   std::uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
   std::uint64_t flops = 0;                 // Cube FLOPs (2 per MAC)
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
+  std::uint64_t l2_write_bytes = 0, l2_miss_bytes = 0, l2_writeback_bytes = 0;  // shared L2 (l2_model)
   std::uint64_t cube_cycles = 0, vector_cycles = 0;  // busy cycles summed over cores
   std::uint32_t cores = 0;                 // AI cores granted
   std::uint32_t units = 0;                 // pipelines timed: cores, or their Vector cores (split chip, Vector op)

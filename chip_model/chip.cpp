@@ -32,6 +32,10 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
   scheduler_ = std::make_unique<CoreScheduler>("scheduler", cfg_.num_cores);
   hbm_port_.bind(hbm_->socket);
   services_.hbm = hbm_.get();
+  if (cfg_.l2_model == "shared") {
+    l2_ = std::make_unique<L2Cache>(cfg_.l2_bytes);
+    services_.l2 = l2_.get();
+  }
   services_.irq = irq_.get();
   services_.detection = detection_.get();
   services_.capture = capture_.get();

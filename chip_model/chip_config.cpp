@@ -83,6 +83,16 @@ const std::vector<Param>& params() {
                     "One core's L2 read port (an L2 hit moves at this rate)",
                     "estimate: enough to feed the Cube at full rate from 128 x 128 tiles with margin "
                     "(CANN's 910B files give 110, see the ascend910b1 preset)"));
+    p.push_back(u32("l2_write_bytes_per_cycle", &ChipConfig::l2_write_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's L2 write port (stores into the shared L2, l2_model=shared)",
+                    "estimate as l2_read_bytes_per_cycle (CANN's 910B files give l2_write_rate=86)"));
+    p.push_back({{"l2_model", ParamType::String, "",
+                  "op_reuse: an op's repeated block loads hit the L2, nothing stays between ops, stores go to HBM; "
+                  "shared: a chip-wide write-back L2 of l2_bytes in 512 B lines (LRU) that every op's tile loads and "
+                  "stores go through, so data written or read by one op is an L2 hit for the next",
+                  "model choice: shared on the presets from CANN's files; op_reuse keeps ascend910b/tiny as before",
+                  0, 0, {"op_reuse", "shared"}},
+                 &ChipConfig::l2_model});
     // HBM
     p.push_back(u64("hbm_bytes", &ChipConfig::hbm_bytes, "bytes", 1 << 20, 1ull << 40, "HBM capacity",
                     "Ascend 910B product sheets: 64 GB HBM2e"));

@@ -47,6 +47,11 @@ struct ChipConfig {
   // ---- L2 ----
   std::uint64_t l2_bytes = 192ull << 20;          // shared L2 that holds an op's reused operands
   std::uint32_t l2_read_bytes_per_cycle = 256;    // one core's L2 read port
+  std::uint32_t l2_write_bytes_per_cycle = 256;   // one core's L2 write port ("shared" model)
+  /// "op_reuse": within one op, blocks after their first load hit the L2 (nothing is kept
+  /// between ops, stores go to HBM); "shared": l2_cache.h, lines stay resident across ops,
+  /// stores are written back to HBM on eviction.
+  std::string l2_model = "op_reuse";
 
   // ---- HBM ----
   std::uint64_t hbm_bytes = 64ull << 30;

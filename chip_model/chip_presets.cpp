@@ -33,6 +33,8 @@ ChipConfig ascend910b_split(const char* name) {
   c.ub_bytes = 196608;              // :56 ub_size=196608
   c.mte_bytes_per_cycle = 32;       // :71-73 ddr_rate=32 ddr_read_rate=32 ddr_write_rate=32
   c.l2_read_bytes_per_cycle = 110;  // :75 l2_read_rate=110
+  c.l2_write_bytes_per_cycle = 86;  // :76 l2_write_rate=86
+  c.l2_model = "shared";
   c.supports_inf_nan = true;        // :38 support_inf_nan=1
   c.fp_mode = "inf_nan";            // CANN default on Atlas A2; saturation "for compatibility only"
   return c;
@@ -117,6 +119,8 @@ const std::map<std::string, Preset, std::less<>>& presets() {
           c.ub_bytes = 262144;              // :46 ub_size=262144
           c.mte_bytes_per_cycle = 32;       // :60-62 ddr_rate=32 ddr_read_rate=32 ddr_write_rate=32
           c.l2_read_bytes_per_cycle = 110;  // :64 l2_read_rate=110
+          c.l2_write_bytes_per_cycle = 86;  // :65 l2_write_rate=86
+          c.l2_model = "shared";
           c.supports_inf_nan = false;       // no support_inf_nan key in the file (B files :38 support_inf_nan=1)
           c.fp_mode = "saturation";
           // :19 memory_size is empty. Hot Chips 31 (2019): 4 HBM2 stacks, 32 GB, 1.2 TB/s.

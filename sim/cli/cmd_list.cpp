@@ -26,7 +26,7 @@ void list_chips() {
     fmt::print("  {}: {}\n", p, chip::chip_preset_summary(p));
     std::vector<std::string> keys;
     for (const auto& k : chip::chip_key_params()) keys.push_back(fmt::format("{}={}", k, chip::get_param(c, k)));
-    fmt::print("    {}\n    peak Cube FP16 {:.1f} TFLOPS, core ports {:.0f} GB/s (cores x mte_bytes_per_cycle x clock)\n",
+    fmt::print("    {}\n    peak Cube FP16 {:.1f} TFLOPS, Vector-side read ports {:.0f} GB/s (AI cores, or their AIVs, x mte_bytes_per_cycle x clock)\n",
                fmt::join(keys, " "), c.peak_cube_flops() / 1e12,
                static_cast<double>(c.num_cores) * c.vector_per_core() * c.mte_bytes_per_cycle * c.clock_mhz / 1e3);
     std::vector<std::string> diff;
