@@ -45,6 +45,18 @@ struct Preset {
   std::string summary;
 };
 
+/// A 910B1/B2 preset: the shared figures at `mhz` (the files' cube_freq).
+Preset split_preset(const char* name, std::uint32_t mhz, const char* sku) {
+  return {[name, mhz] {
+            ChipConfig c = ascend910b_split(name);
+            c.clock_mhz = mhz;
+            return c;
+          },
+          fmt::format("Atlas A2 910{0} from CANN Ascend910{0}.ini: split, 24 AIC + 48 AIV at {1} MHz, L2 192 MiB, "
+                      "64 GiB HBM, DDR 32 / L2 read 110 B/cycle per core, INF_NAN default",
+                      sku, mhz)};
+}
+
 const std::map<std::string, Preset, std::less<>>& presets() {
   static const std::map<std::string, Preset, std::less<>> m = {
       {"ascend910b",
@@ -66,23 +78,9 @@ const std::map<std::string, Preset, std::less<>>& presets() {
           return c;
         },
         "2 AI cores of ascend910b, 1 GiB HBM at 200 GB/s, 64 KiB capture buffers: fast tests and scenarios"}},
-      {"ascend910b1",
-       {[] {
-          // Ascend910B1.ini (figures shared with B2: ascend910b_split)
-          ChipConfig c = ascend910b_split("ascend910b1");
-          c.clock_mhz = 1850;  // Ascend910B1.ini:41 cube_freq=1850
-          return c;
-        },
-        "Atlas A2 910B1 from CANN Ascend910B1.ini: split, 24 AIC + 48 AIV at 1850 MHz, L2 192 MiB, 64 GiB HBM, "
-        "DDR 32 / L2 read 110 B/cycle per core, INF_NAN default"}},
-      {"ascend910b2",
-       {[] {
-          ChipConfig c = ascend910b_split("ascend910b2");
-          c.clock_mhz = 1800;  // Ascend910B2.ini:41 cube_freq=1800
-          return c;
-        },
-        "Atlas A2 910B2 from CANN Ascend910B2.ini: split, 24 AIC + 48 AIV at 1800 MHz, L2 192 MiB, 64 GiB HBM, "
-        "DDR 32 / L2 read 110 B/cycle per core, INF_NAN default"}},
+      // Ascend910B1.ini:41 cube_freq=1850, Ascend910B2.ini:41 cube_freq=1800; the rest shared (ascend910b_split).
+      {"ascend910b1", split_preset("ascend910b1", 1850, "B1")},
+      {"ascend910b2", split_preset("ascend910b2", 1800, "B2")},
       {"ascend910b4",
        {[] {
           // Ascend910B4-1.ini: as B1/B2 up to l2_size, one line earlier than them from core_type_list on.
