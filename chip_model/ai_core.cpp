@@ -10,6 +10,9 @@
 #include "chip_model/capture_dma.h"
 #include "chip_model/capture_unit.h"
 #include "chip_model/hbm.h"
+#include "chip_model/kernels/op_args_graph.h"
+#include "chip_model/l2_cache.h"
+#include "graph/format.h"
 #include "chip_model/kernels/op_runner.h"
 #include "chip_model/spec/capture_math.h"
 #include "chip_model/trace.h"
@@ -73,6 +76,8 @@ std::uint64_t stats_merge_cycles(std::uint32_t l2_bytes_per_cycle) {
 AiCore::AiCore(sc_core::sc_module_name name, const ChipServices& services, AiCoreOptions opts)
     : sc_core::sc_module(name), svc_(services), opts_(opts) {}
 
+std::uint32_t AiCore::aiv_per_core() const { return svc_.config->vector_per_core(); }
+
 kernels::CoreTimingParams AiCore::timing_params(std::uint32_t cores) const {
   const ChipConfig& c = *svc_.config;
   kernels::CoreTimingParams p;
@@ -88,8 +93,8 @@ kernels::CoreTimingParams AiCore::timing_params(std::uint32_t cores) const {
   p.l0b_bytes = c.l0b_bytes;
   p.l0c_bytes = c.l0c_bytes;
   p.ub_bytes = c.ub_bytes;
-  p.l2_bytes = opts_.l2_bytes;
-  p.l2_bytes_per_cycle = opts_.l2_bytes_per_cycle;
+  p.l2_bytes = c.l2_bytes;
+  p.l2_bytes_per_cycle = c.l2_read_bytes_per_cycle;
   return p;
 }
 
@@ -120,17 +125,33 @@ void AiCore::execute(TaskContext& ctx) {
   run.compute(hooks, ctx.site(lead));
 
   const auto ncores = static_cast<std::uint32_t>(ctx.cores.size());
-  const kernels::CoreTimingParams params = timing_params(ncores);
   kernels::OpWork work = run.work();
   work.stats_bytes = stats_bytes(task, run.args());
+  // On a split chip a Vector-only op tiles over the granted AI cores' Vector cores (AIV), each
+  // with its own MTE port and Vector unit; Cube ops run on the Cube cores (AIC).
+  const std::uint32_t units = work.gemms.empty() ? ncores * aiv_per_core() : ncores;
+  const kernels::CoreTimingParams params = timing_params(units);
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
-  const kernels::TilePlan plan = kernels::plan_tiles(work, params, ncores, out_elems);
+  const kernels::TilePlan plan = kernels::plan_tiles(work, params, units, out_elems);
   PipelineOptions popt;
   popt.clock_mhz = svc_.clock.mhz();
   popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);
   popt.l2_gbps = gbps(params.l2_bytes_per_cycle, params.clock_mhz);
   popt.hbm_latency_ps = static_cast<std::uint64_t>(svc_.config->hbm_latency_ns) * 1000;
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
+  if (svc_.l2) {
+    popt.l2 = svc_.l2;
+    popt.l2_write_gbps = gbps(svc_.config->l2_write_bytes_per_cycle, params.clock_mhz);
+    auto ranges = [](const std::vector<spec::TensorRef>& refs) {
+      std::vector<AddrRange> out;
+      for (const auto& ref : refs)
+        if (ref.dtype != spec::kAbsentTensor)
+          out.push_back({ref.addr, graph::physical_nbytes(kernels::stored_desc(ref))});
+      return out;
+    };
+    popt.inputs = ranges(run.args().inputs);
+    popt.outputs = ranges(run.args().outputs);
+  }
   const PipelineResult r = run_pipeline(plan, hbm, start, popt);
 
   std::uint64_t last_tile_ps = r.start_ps, first_tile_ps = r.end_ps;
@@ -196,19 +217,32 @@ void AiCore::execute(TaskContext& ctx) {
   rec.hbm_read_bytes = r.hbm_read_bytes;
   rec.hbm_write_bytes = r.hbm_write_bytes;
   rec.l2_read_bytes = r.l2_read_bytes;
+  rec.l2_write_bytes = r.l2_write_bytes;
+  rec.l2_miss_bytes = r.l2_miss_bytes;
+  rec.l2_writeback_bytes = r.l2_writeback_bytes;
   rec.cube_cycles = r.cube_cycles;
   rec.vector_cycles = r.vector_cycles;
   rec.cores = ncores;
+  rec.units = units;
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
   records_.push_back(std::move(rec));
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
+  if (svc_.l2 && svc_.trace->enabled()) {
+    // The shared L2's traffic of this op on track "l2", its resident and dirty bytes as counters.
+    svc_.trace->complete(svc_.rank, "l2", label, "l2", r.start_ps, r.end_ps - r.start_ps,
+                         {{"op", std::uint64_t{task.op_id}}, {"task", std::uint64_t{task.task_id}},
+                          {"hit_bytes", r.l2_read_bytes}, {"miss_bytes", r.l2_miss_bytes},
+                          {"write_bytes", r.l2_write_bytes}, {"writeback_bytes", r.l2_writeback_bytes}});
+    svc_.trace->counter(svc_.rank, "l2 resident", "bytes", r.end_ps, static_cast<double>(svc_.l2->resident_bytes()));
+    svc_.trace->counter(svc_.rank, "l2 dirty", "bytes", r.end_ps, static_cast<double>(svc_.l2->dirty_bytes()));
+  }
 }
 
 void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps) {
   // The merge starts when the last tile's epilogue (its partial statistics) is done and runs
   // beside that tile's store; the records leave once both are done.
   const sc_core::sc_time merge_start = ChipClock::from_ps(last_tile_ps);
-  const sc_core::sc_time merge_end = merge_start + svc_.clock.cycles(stats_merge_cycles(opts_.l2_bytes_per_cycle));
+  const sc_core::sc_time merge_end = merge_start + svc_.clock.cycles(stats_merge_cycles(svc_.config->l2_read_bytes_per_cycle));
   if (merge_end > ctx.now()) ctx.qk.set(merge_end - sc_core::sc_time_stamp());
   if (svc_.trace->enabled())
     svc_.trace->complete(svc_.rank, TaskContext::core_track(ctx.cores.front(), "vector"), "stats merge", "debug",
@@ -247,7 +281,9 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     static const char* kWhat[] = {"load", "compute", "epilogue", "store"};
     for (const PipelineResult::StepSpan& s : r.spans) {
       const char* pipe = s.pipe == 1 ? (s.cube ? "cube" : "vector") : kPipes[s.pipe];
-      tr.complete(svc_.rank, TaskContext::core_track(ctx.cores[s.core], pipe), name, kWhat[s.pipe], s.start_ps,
+      const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+      const std::string track = per > 1 && !s.cube ? fmt::format("aiv{}.{}", s.core % per, pipe) : std::string(pipe);
+      tr.complete(svc_.rank, TaskContext::core_track(ctx.cores[s.core / per], track.c_str()), name, kWhat[s.pipe], s.start_ps,
                   s.end_ps - s.start_ps, base);
     }
     return;
@@ -260,11 +296,15 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     a.emplace_back("tiles", tiles);
     tr.complete(svc_.rank, TaskContext::core_track(core, pipe), name, "kernel", first, last - first, std::move(a));
   };
+  // More pipeline units than granted cores: the Vector cores of a split chip, per AI core "aiv<j>.mte"/"aiv<j>.vector".
+  const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
   for (std::size_t c = 0; c < r.cores.size(); ++c) {
     const PipelineResult::CoreSpan& s = r.cores[c];
-    span(ctx.cores[c], "mte", s.mte_first_ps, s.mte_last_ps, s.mte_busy_ps, s.tiles);
-    span(ctx.cores[c], "cube", s.cube_first_ps, s.cube_last_ps, s.cube_busy_ps, s.tiles);
-    span(ctx.cores[c], "vector", s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps, s.tiles);
+    const std::uint32_t core = ctx.cores[c / per];
+    const std::string aiv = per > 1 ? fmt::format("aiv{}.", c % per) : std::string();
+    span(core, (aiv + "mte").c_str(), s.mte_first_ps, s.mte_last_ps, s.mte_busy_ps, s.tiles);
+    span(core, "cube", s.cube_first_ps, s.cube_last_ps, s.cube_busy_ps, s.tiles);
+    span(core, (aiv + "vector").c_str(), s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps, s.tiles);
   }
 }
 

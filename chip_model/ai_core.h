@@ -28,7 +28,9 @@
 // byte is charged by the pipeline's per-tile HBM transfers instead.
 //
 // Trace (when enabled): per op and core one span on each busy pipe track "core<i>.mte",
-// "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); with
+// "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); a Vector op on a split
+// chip (ChipConfig::vector_cores) runs on the AI cores' Vector cores instead, tracks
+// "core<i>.aiv<j>.mte" and "core<i>.aiv<j>.vector"; with
 // AiCoreOptions::verbose_trace one span per tile step instead.
 // Every op gets an OpRecord with its simulated cycles.
 #pragma once
@@ -51,9 +53,6 @@ namespace probelab::chip {
 
 struct AiCoreOptions {
   bool verbose_trace = false;  // one trace span per tile step (large traces)
-  /// L2 figures of the timing model (not in ChipConfig yet); defaults: kernels::CoreTimingParams.
-  std::uint64_t l2_bytes = kernels::CoreTimingParams{}.l2_bytes;
-  std::uint32_t l2_bytes_per_cycle = kernels::CoreTimingParams{}.l2_bytes_per_cycle;
 };
 
 /// What one executed compute op cost.
@@ -63,8 +62,10 @@ struct OpRecord {
   std::uint64_t start_cycle = 0, end_cycle = 0, cycles = 0;
   std::uint64_t flops = 0;                 // Cube FLOPs (2 per MAC)
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
+  std::uint64_t l2_write_bytes = 0, l2_miss_bytes = 0, l2_writeback_bytes = 0;  // shared L2 (l2_model)
   std::uint64_t cube_cycles = 0, vector_cycles = 0;  // busy cycles summed over cores
-  std::uint32_t cores = 0;
+  std::uint32_t cores = 0;                 // AI cores granted
+  std::uint32_t units = 0;                 // pipelines timed: cores, or their Vector cores (split chip, Vector op)
   std::uint64_t tiles = 0;
 };
 
@@ -76,6 +77,8 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
   /// One record per executed Kernel task, in completion order.
   const std::vector<OpRecord>& records() const { return records_; }
+  /// Vector cores per granted AI core: ChipConfig::vector_per_core().
+  std::uint32_t aiv_per_core() const;
   /// Timing parameters for `cores` cores of this chip.
   kernels::CoreTimingParams timing_params(std::uint32_t cores) const;
 

@@ -6,6 +6,7 @@
 
 #include "chip_model/clock.h"
 #include "chip_model/hbm.h"
+#include "chip_model/l2_cache.h"
 
 namespace probelab::chip {
 namespace {
@@ -37,6 +38,24 @@ struct CoreState {
     return std::max(vec_end[j], store_issue_free);
   }
 };
+
+/// Calls f(addr, bytes) for the pieces of [off, off + len) of `ranges` laid end to end.
+template <class F>
+void for_pieces(const std::vector<AddrRange>& ranges, std::uint64_t off, std::uint64_t len, F&& f) {
+  for (const AddrRange& r : ranges) {
+    if (len == 0) return;
+    if (off >= r.bytes) {
+      off -= r.bytes;
+      continue;
+    }
+    const std::uint64_t n = std::min(len, r.bytes - off);
+    f(r.addr + off, n);
+    len -= n;
+    off = 0;
+  }
+}
+
+std::uint64_t base_of(const std::vector<AddrRange>& ranges) { return ranges.empty() ? 0 : ranges.front().addr; }
 
 void track(std::uint64_t& first, std::uint64_t& last, std::uint64_t& busy, std::uint64_t s, std::uint64_t e) {
   if (busy == 0 && first == 0) first = s;
@@ -84,6 +103,15 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   auto issue_free = [&](std::uint64_t start, std::uint64_t end, bool hbm_used) {
     return hbm_used && end >= start + opt.hbm_latency_ps ? end - opt.hbm_latency_ps : end;
   };
+  // Shared L2: evicted dirty lines go to HBM as posted writes at time t.
+  auto write_back = [&](const L2Cache::Access& a, std::uint64_t t) {
+    if (a.writebacks.empty()) return;
+    const std::uint64_t bytes = a.writebacks.size() * L2Cache::kLineBytes;
+    hbm.transfer(a.writebacks.front(), bytes, ChipClock::from_ps(t), HbmClient::Core, true, opt.mte_gbps);
+    res.l2_writeback_bytes += bytes;
+    res.hbm_write_bytes += bytes;
+  };
+  const std::uint64_t in_base = base_of(opt.inputs), out_base = base_of(opt.outputs);
 
   // Resolves every compute of core c whose inputs are known.
   auto advance = [&](std::size_t c) {
@@ -158,20 +186,53 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     if (best_store) {
       const kernels::TileStep& step = (*s.steps)[s.tile_last[s.next_store]];
       std::uint64_t end = best_t;
-      if (step.store_bytes > 0) {
+      if (opt.l2 && step.store_bytes > 0) {
+        L2Cache::Access a;
+        const std::uint64_t off = step.store_addr >= out_base ? step.store_addr - out_base : 0;
+        for_pieces(opt.outputs, off, step.store_bytes,
+                   [&](std::uint64_t addr, std::uint64_t n) { L2Cache::merge(a, opt.l2->write(addr, n)); });
+        end = best_t + transfer_ps(step.store_bytes, opt.l2_write_gbps);
+        res.l2_write_bytes += step.store_bytes;
+        write_back(a, best_t);
+        track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
+        if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
+      } else if (step.store_bytes > 0) {
         end = ChipClock::to_ps(hbm.transfer(step.store_addr, step.store_bytes, ChipClock::from_ps(best_t),
                                             HbmClient::Core, true, opt.mte_gbps));
         res.hbm_write_bytes += step.store_bytes;
         track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
         if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
       }
-      s.store_issue_free = issue_free(best_t, end, step.store_bytes > 0);
+      s.store_issue_free = issue_free(best_t, end, step.store_bytes > 0 && !opt.l2);
       s.store_end[s.next_store++] = end;
       res.end_ps = std::max(res.end_ps, end);
     } else {
       const kernels::TileStep& step = (*s.steps)[s.next_load];
       std::uint64_t hbm_bytes = 0, l2_bytes = 0, addr = 0;
-      for (std::uint8_t k = 0; k < step.num_loads; ++k) {
+      for (std::uint8_t k = 0; opt.l2 && k < step.num_loads; ++k) {
+        const kernels::TileLoad& l = step.loads[k];
+        L2Cache::Access a;
+        if (step.cube && l.l2_len > 0) {
+          a = opt.l2->read(l.l2_addr, l.l2_len);
+        } else if (!step.cube) {
+          const std::uint64_t off = l.addr >= in_base ? l.addr - in_base : 0;
+          for_pieces(opt.inputs, off, l.bytes,
+                     [&](std::uint64_t p, std::uint64_t n) { L2Cache::merge(a, opt.l2->read(p, n)); });
+        } else {  // bias, norm parameters: streamed from HBM
+          if (hbm_bytes == 0) addr = l.addr;
+          hbm_bytes += l.hbm_bytes;
+          continue;
+        }
+        const std::uint64_t slice = a.hit_bytes + a.miss_bytes;
+        if (a.fetched_bytes > 0 && hbm_bytes == 0) addr = l.addr;
+        hbm_bytes += a.fetched_bytes;
+        l2_bytes += slice == 0 ? 0
+                               : static_cast<std::uint64_t>(static_cast<double>(l.bytes) * static_cast<double>(a.hit_bytes) /
+                                                            static_cast<double>(slice) + 0.5);
+        res.l2_miss_bytes += a.fetched_bytes;
+        write_back(a, best_t);
+      }
+      for (std::uint8_t k = 0; !opt.l2 && k < step.num_loads; ++k) {
         const kernels::TileLoad& l = step.loads[k];
         const bool hit = l.block >= 0 && touched[static_cast<std::size_t>(l.block)];
         if (l.block >= 0) touched[static_cast<std::size_t>(l.block)] = 1;

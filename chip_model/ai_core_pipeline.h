@@ -29,6 +29,12 @@
 namespace probelab::chip {
 
 class Hbm;
+class L2Cache;
+
+/// A tensor's bytes in HBM.
+struct AddrRange {
+  std::uint64_t addr = 0, bytes = 0;
+};
 
 struct PipelineResult {
   std::uint64_t start_ps = 0, end_ps = 0;
@@ -41,6 +47,8 @@ struct PipelineResult {
   };
   std::vector<CoreSpan> cores;  // per granted core (plan order)
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
+  // Shared L2 only: bytes stored into it, lines fetched from HBM on misses, dirty lines written back.
+  std::uint64_t l2_write_bytes = 0, l2_miss_bytes = 0, l2_writeback_bytes = 0;
   std::uint64_t cube_cycles = 0, vector_cycles = 0;  // summed over cores
   /// Per-step spans of each core when recorded (verbose trace): pipe 0 MTE-in, 1 compute, 2 epilogue, 3 store.
   struct StepSpan {
@@ -59,6 +67,15 @@ struct PipelineOptions {
   std::uint64_t hbm_latency_ps = 0;  // part of an HBM transfer's time that later requests overlap
   sc_core::sc_time sync_ahead = sc_core::SC_ZERO_TIME;
   bool record_spans = false;
+  /// The chip's shared L2 (ChipConfig::l2_model "shared"), else null: the op-reuse model above.
+  /// With it, every tile load looks its bytes up in the L2 (Cube operand blocks: their slice,
+  /// TileLoad::l2_addr; Vector loads: their share of the inputs, `inputs` concatenated): hits move
+  /// over the L2 port (l2_gbps), misses come from HBM (MTE port) and are allocated; stores write
+  /// into the L2 (l2_write_gbps, their share of `outputs` concatenated); evicted dirty lines are
+  /// written back to HBM (posted: they load the HBM channels, the core does not wait for them).
+  L2Cache* l2 = nullptr;
+  double l2_write_gbps = 0;
+  std::vector<AddrRange> inputs, outputs;
 };
 
 /// Runs `plan` starting at absolute time `start` and returns when everything is timed (the

@@ -32,6 +32,10 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
   scheduler_ = std::make_unique<CoreScheduler>("scheduler", cfg_.num_cores);
   hbm_port_.bind(hbm_->socket);
   services_.hbm = hbm_.get();
+  if (cfg_.l2_model == "shared") {
+    l2_ = std::make_unique<L2Cache>(cfg_.l2_bytes);
+    services_.l2 = l2_.get();
+  }
   services_.irq = irq_.get();
   services_.detection = detection_.get();
   services_.capture = capture_.get();
@@ -124,7 +128,10 @@ std::uint32_t Chip::read_reg(std::uint32_t offset, const sc_core::sc_time& now) 
 void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::sc_time& now) {
   using namespace spec;
   if (offset < 0x100) {
-    if (offset == kRegFpMode) modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
+    if (offset == kRegFpMode) {
+      modes_.fp_mode = value & (kFpModeSaturation | kFpModeFlushDenormals);
+      if (!cfg_.supports_inf_nan) modes_.fp_mode |= kFpModeSaturation;  // saturation-only chip: the bit is hardwired
+    }
     if (offset == kRegStep) modes_.step = value;
   } else if (DetectionCircuit::owns(offset)) {
     detection_->write_reg(offset, value, now);

@@ -36,6 +36,7 @@
 #include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
+#include "chip_model/l2_cache.h"
 #include "chip_model/stream_engine.h"
 #include "chip_model/trace.h"
 
@@ -105,6 +106,7 @@ class Chip : public sc_core::sc_module {
   ChipServices services_;
   std::uint32_t cycle_hi_latch_ = 0;
   std::unique_ptr<Hbm> hbm_;
+  std::unique_ptr<L2Cache> l2_;
   std::unique_ptr<InterruptController> irq_;
   std::unique_ptr<DetectionCircuit> detection_;
   std::unique_ptr<CaptureUnit> capture_;

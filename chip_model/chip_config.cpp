@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <functional>
-#include <map>
 #include <variant>
 
 #include <fmt/format.h>
@@ -47,6 +45,10 @@ const std::vector<Param>& params() {
                     "AI cores (Cube+Vector) on the chip",
                     "Ascend 910B2-class SKU: 24 AI cores (910B3/B4: 20; the 2019 Ascend 910: 32); estimate of the "
                     "SKU modelled"));
+    p.push_back(u32("vector_cores", &ChipConfig::vector_cores, "", 0, 256,
+                    "Vector cores (AIV) of a split chip, a multiple of num_cores; Vector-only ops tile over "
+                    "them (each with its own MTE port and Vector unit). 0: coupled, each AI core holds both",
+                    "CANN platform_config Ascend910B*.ini [SoCInfo] vector_core_cnt, cube_vector_combine=split"));
     p.push_back(u32("clock_mhz", &ChipConfig::clock_mhz, "MHz", 1, 10000, "AI core clock",
                     "estimate: 24 cores x 4096 MAC x 2 x 1.8 GHz = 354 TFLOPS FP16, within the 280-376 TFLOPS "
                     "published for 910B SKUs"));
@@ -72,6 +74,25 @@ const std::vector<Param>& params() {
     p.push_back(u32("task_dispatch_ns", &ChipConfig::task_dispatch_ns, "ns", 0, 1e7,
                     "Device-side cost of dispatching one task from a stream (scheduler, descriptor decode)",
                     "estimate"));
+    // L2
+    p.push_back(u64("l2_bytes", &ChipConfig::l2_bytes, "bytes", 0, 1ull << 36,
+                    "Shared L2: an op whose operands (and output) fit in it loads each block from HBM once, "
+                    "later loads of the block hit the L2. 0: no L2, every load from HBM",
+                    "Ascend 910B public spec: 192 MB (CANN Ascend910B1.ini [SoCInfo] l2_size=201326592)"));
+    p.push_back(u32("l2_read_bytes_per_cycle", &ChipConfig::l2_read_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's L2 read port (an L2 hit moves at this rate)",
+                    "estimate: enough to feed the Cube at full rate from 128 x 128 tiles with margin "
+                    "(CANN's 910B files give 110, see the ascend910b1 preset)"));
+    p.push_back(u32("l2_write_bytes_per_cycle", &ChipConfig::l2_write_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's L2 write port (stores into the shared L2, l2_model=shared)",
+                    "estimate as l2_read_bytes_per_cycle (CANN's 910B files give l2_write_rate=86)"));
+    p.push_back({{"l2_model", ParamType::String, "",
+                  "op_reuse: an op's repeated block loads hit the L2, nothing stays between ops, stores go to HBM; "
+                  "shared: a chip-wide write-back L2 of l2_bytes in 512 B lines (LRU) that every op's tile loads and "
+                  "stores go through, so data written or read by one op is an L2 hit for the next",
+                  "model choice: shared on the presets from CANN's files; op_reuse keeps ascend910b/tiny as before",
+                  0, 0, {"op_reuse", "shared"}},
+                 &ChipConfig::l2_model});
     // HBM
     p.push_back(u64("hbm_bytes", &ChipConfig::hbm_bytes, "bytes", 1 << 20, 1ull << 40, "HBM capacity",
                     "Ascend 910B product sheets: 64 GB HBM2e"));
@@ -120,6 +141,11 @@ const std::vector<Param>& params() {
     p.push_back({{"flush_denormals", ParamType::Bool, "", "Reset value of flush-denormals-to-zero",
                   "model default: off (IEEE gradual underflow)", 0, 1, {}},
                  &ChipConfig::flush_denormals});
+    p.push_back({{"supports_inf_nan", ParamType::Bool, "",
+                  "The chip has the INF_NAN float mode; false: saturation only (fp_mode must be saturation and "
+                  "the saturation bit of kRegFpMode reads as 1 whatever is written)",
+                  "CANN platform_config: support_inf_nan=1 in Ascend910B*.ini, absent from Ascend910A.ini", 0, 1, {}},
+                 &ChipConfig::supports_inf_nan});
     // simulation
     p.push_back(u32("quantum_ns", &ChipConfig::quantum_ns, "ns", 1, 1e9,
                     "Temporal-decoupling quantum of every initiator (accuracy/speed trade-off)",
@@ -214,37 +240,19 @@ bool parse_bool(const ParamInfo& info, std::string_view text, std::string_view w
 
 std::string format_double(double v) { return fmt::format("{}", v); }
 
-using PresetFn = std::function<ChipConfig()>;
-const std::map<std::string, PresetFn, std::less<>>& presets() {
-  static const std::map<std::string, PresetFn, std::less<>> m = {
-      {"ascend910b", [] { return ChipConfig{}; }},
-      {"tiny",
-       [] {
-         // Small and fast for tests and scenarios: 2 cores, small HBM and buffers; per-core
-         // figures as ascend910b, HBM bandwidth scaled to the core count.
-         ChipConfig c;
-         c.preset = "tiny";
-         c.num_cores = 2;
-         c.hbm_bytes = 1ull << 30;
-         c.hbm_bandwidth_gbps = 200.0;
-         c.hbm_channels = 4;
-         c.capture_buffer_bytes = 64 * 1024;
-         c.link_count = 7;
-         return c;
-       }},
-  };
-  return m;
-}
-
 }  // namespace
 
 double ChipConfig::peak_cube_flops() const {
   return 2.0 * cube_m * cube_n * cube_k * static_cast<double>(num_cores) * clock_mhz * 1e6;
 }
 
+std::uint32_t ChipConfig::vector_per_core() const {
+  return vector_cores == 0 || num_cores == 0 ? 1 : std::max<std::uint32_t>(1, vector_cores / num_cores);
+}
+
 std::uint32_t ChipConfig::fp_mode_bits() const {
   std::uint32_t bits = 0;
-  if (fp_mode == "saturation") bits |= spec::kFpModeSaturation;
+  if (fp_mode == "saturation" || !supports_inf_nan) bits |= spec::kFpModeSaturation;
   if (flush_denormals) bits |= spec::kFpModeFlushDenormals;
   return bits;
 }
@@ -257,6 +265,14 @@ void ChipConfig::validate() const {
     throw ConfigError(fmt::format("chip parameter 'hbm_interleave_bytes': {} is not a power of two",
                                   hbm_interleave_bytes));
   if (num_cores > 64) throw ConfigError("chip parameter 'num_cores': at most 64 cores are supported");
+  if (vector_cores % num_cores != 0)
+    throw ConfigError(fmt::format("chip parameter 'vector_cores': {} is not a multiple of num_cores ({}); a split chip "
+                                  "pairs each Cube core with the same number of Vector cores",
+                                  vector_cores, num_cores));
+  if (fp_mode == "inf_nan" && !supports_inf_nan)
+    throw ConfigError(fmt::format("chip parameter 'fp_mode': preset '{}' models a chip with the saturation float mode "
+                                  "only (supports_inf_nan=false); inf_nan is not available, use fp_mode=saturation",
+                                  preset));
 }
 
 double parse_param_number(const ParamInfo& info, std::string_view text, std::string_view where) {
@@ -354,20 +370,6 @@ ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where)
   }
   cfg.validate();
   return cfg;
-}
-
-ChipConfig chip_preset(std::string_view name) {
-  const auto& m = presets();
-  const auto it = m.find(name);
-  if (it == m.end())
-    throw ConfigError(fmt::format("unknown chip preset '{}' (valid: {})", name, fmt::join(chip_preset_names(), ", ")));
-  return it->second();
-}
-
-std::vector<std::string> chip_preset_names() {
-  std::vector<std::string> names;
-  for (const auto& [k, v] : presets()) names.push_back(k);
-  return names;
 }
 
 std::string describe_chip_params(const ChipConfig& defaults) {

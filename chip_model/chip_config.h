@@ -29,7 +29,8 @@ struct ChipConfig {
   std::string preset = "ascend910b";  // name of the preset this config started from
 
   // ---- compute ----
-  std::uint32_t num_cores = 24;
+  std::uint32_t num_cores = 24;    // AI cores; on a split chip the Cube cores (AIC)
+  std::uint32_t vector_cores = 0;  // split chips: Vector cores (AIV), a multiple of num_cores; 0: coupled
   std::uint32_t clock_mhz = 1800;
   std::uint32_t cube_m = 16;  // Cube: m x n x k FP16 MACs per cycle per core
   std::uint32_t cube_n = 16;
@@ -42,6 +43,15 @@ struct ChipConfig {
   std::uint64_t l0c_bytes = 128 * 1024;
   std::uint64_t ub_bytes = 192 * 1024;
   std::uint32_t task_dispatch_ns = 200;
+
+  // ---- L2 ----
+  std::uint64_t l2_bytes = 192ull << 20;          // shared L2 that holds an op's reused operands
+  std::uint32_t l2_read_bytes_per_cycle = 256;    // one core's L2 read port
+  std::uint32_t l2_write_bytes_per_cycle = 256;   // one core's L2 write port ("shared" model)
+  /// "op_reuse": within one op, blocks after their first load hit the L2 (nothing is kept
+  /// between ops, stores go to HBM); "shared": l2_cache.h, lines stay resident across ops,
+  /// stores are written back to HBM on eviction.
+  std::string l2_model = "op_reuse";
 
   // ---- HBM ----
   std::uint64_t hbm_bytes = 64ull << 30;
@@ -65,6 +75,7 @@ struct ChipConfig {
   // ---- numerics ----
   std::string fp_mode = "inf_nan";  // "inf_nan" | "saturation": reset value of kRegFpMode
   bool flush_denormals = false;     // reset value of kFpModeFlushDenormals
+  bool supports_inf_nan = true;     // false: saturation only (kFpModeSaturation reads as 1)
 
   // ---- simulation ----
   std::uint32_t quantum_ns = 1000;  // temporal-decoupling quantum of every initiator
@@ -73,7 +84,10 @@ struct ChipConfig {
   double peak_cube_flops() const;
   /// Reset value of spec::kRegFpMode built from fp_mode and flush_denormals.
   std::uint32_t fp_mode_bits() const;
-  /// Cross-parameter checks (e.g. interleave is a power of two); throws ConfigError.
+  /// Vector cores per AI core: vector_cores / num_cores on a split chip, 1 when coupled.
+  std::uint32_t vector_per_core() const;
+  /// Cross-parameter checks (e.g. interleave is a power of two, fp_mode inf_nan only where
+  /// supports_inf_nan); throws ConfigError naming the key.
   void validate() const;
 };
 
@@ -118,10 +132,18 @@ void apply_yaml(ChipConfig& cfg, const YAML::Node& map, std::string_view where =
 /// optional `preset` (default "ascend910b") and parameter overrides. Validated.
 ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where = {});
 
-/// Preset registry. "ascend910b": the documented defaults above; "tiny": 2 cores and small
-/// buffers for fast tests and scenarios. Unknown names throw ConfigError listing the presets.
+/// Preset registry (chip_presets.cpp). "ascend910b": the documented defaults above; "tiny": 2
+/// cores and small buffers for fast tests and scenarios; "ascend910b1", "ascend910b2",
+/// "ascend910b4" and "ascend910" from CANN's platform configuration files (each figure cites its
+/// file and line there). Unknown names throw ConfigError listing the presets.
 ChipConfig chip_preset(std::string_view name);
 std::vector<std::string> chip_preset_names();  // sorted
+
+/// One line about a preset for `probelab list chips`: what it models and where its figures come from.
+std::string chip_preset_summary(std::string_view name);
+
+/// The parameters `probelab list chips` shows for every preset, in this order.
+const std::vector<std::string>& chip_key_params();
 
 /// One row per parameter: "name  default unit  doc  [source]" for `probelab list`.
 std::string describe_chip_params(const ChipConfig& defaults = ChipConfig{});

@@ -27,6 +27,7 @@
 namespace probelab::chip {
 
 class Hbm;
+class L2Cache;
 class CaptureUnit;
 class CaptureDma;
 class InterruptController;
@@ -44,6 +45,7 @@ struct ChipServices {
   ChipClock clock;
   std::uint32_t rank = 0;
   Hbm* hbm = nullptr;
+  L2Cache* l2 = nullptr;      // the shared L2 (ChipConfig::l2_model == "shared"), else null
   DetectionCircuit* detection = nullptr;
   CaptureUnit* capture = nullptr;
   InterruptController* irq = nullptr;

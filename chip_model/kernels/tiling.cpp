@@ -186,11 +186,18 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
             la.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(la.bytes) * a_scale + 0.5);
             la.block = plan.reuse ? block_base + ((i % g.a_distinct) * MT + mi) * KT + kk : -1;
             la.addr = g.a_addr + static_cast<std::uint64_t>(((i % g.a_distinct) * g.m + mi * t.tm) * g.k + kk * t.tk) * in;
+            const auto a_block = static_cast<std::uint64_t>(((i % g.a_distinct) * MT + mi) * KT + kk);
+            la.l2_addr = g.a_addr + prefix(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
+            la.l2_len = share(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
             TileLoad& lb = s.loads[s.num_loads++];
             lb.bytes = static_cast<std::uint64_t>(tk * tn) * in;
             lb.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(lb.bytes) * b_scale + 0.5);
             lb.block = plan.reuse ? block_base + a_blocks + ((i % g.b_distinct) * KT + kk) * NT + ni : -1;
             lb.addr = g.b_addr + static_cast<std::uint64_t>(((i % g.b_distinct) * g.k + kk * t.tk) * g.n + ni * t.tn) * in;
+            const auto b_block = static_cast<std::uint64_t>(((i % g.b_distinct) * KT + kk) * NT + ni);
+            const auto b_blocks = static_cast<std::uint64_t>(g.b_distinct * KT * NT);
+            lb.l2_addr = g.b_addr + prefix(g.b_unique_bytes, b_block, b_blocks);
+            lb.l2_len = share(g.b_unique_bytes, b_block, b_blocks);
             if (kk == 0 && extra_in > 0) {
               TileLoad& lx = s.loads[s.num_loads++];
               lx.bytes = lx.hbm_bytes = share(extra_in, static_cast<std::uint64_t>(tile), nt_all);

@@ -59,6 +59,9 @@ struct TileLoad {
   std::uint64_t bytes = 0;     // bytes moved into the core
   std::uint64_t hbm_bytes = 0; // bytes fetched from HBM when the block misses
   std::uint64_t addr = 0;
+  /// Cube operand loads: the slice of the operand's HBM range this block stands for (the blocks
+  /// of one operand cut its range into disjoint slices), looked up in a shared L2. 0: none.
+  std::uint64_t l2_addr = 0, l2_len = 0;
 };
 
 /// One pipeline step of one core.

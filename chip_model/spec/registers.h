@@ -18,7 +18,8 @@ inline constexpr std::uint32_t kRegFpMode = 0x0020;      // RW: FpModeBits
 inline constexpr std::uint32_t kRegStep = 0x0024;        // RW: training step tag stamped on latches and captures
 
 enum FpModeBits : std::uint32_t {
-  kFpModeSaturation = 1u << 0,  // 1: SATURATION (Inf -> +-max finite, NaN -> 0); 0: INF_NAN (IEEE 754)
+  kFpModeSaturation = 1u << 0,  // 1: SATURATION (Inf -> +-max finite, NaN -> 0); 0: INF_NAN (IEEE 754).
+                                // Reads as 1 on a chip without INF_NAN (ChipConfig::supports_inf_nan)
   kFpModeFlushDenormals = 1u << 1,  // 1: flush denormal inputs and outputs to zero
 };
 

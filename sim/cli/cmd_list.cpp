@@ -23,11 +23,18 @@ void list_chips() {
   fmt::print("presets: {}\n", fmt::join(presets, ", "));
   for (const auto& p : presets) {
     chip::ChipConfig c = chip::chip_preset(p);
+    fmt::print("  {}: {}\n", p, chip::chip_preset_summary(p));
+    std::vector<std::string> keys;
+    for (const auto& k : chip::chip_key_params()) keys.push_back(fmt::format("{}={}", k, chip::get_param(c, k)));
+    fmt::print("    {}\n    peak Cube FP16 {:.1f} TFLOPS, Vector-side read ports {:.0f} GB/s (AI cores, or their AIVs, x mte_bytes_per_cycle x clock)\n",
+               fmt::join(keys, " "), c.peak_cube_flops() / 1e12,
+               static_cast<double>(c.num_cores) * c.vector_per_core() * c.mte_bytes_per_cycle * c.clock_mhz / 1e3);
     std::vector<std::string> diff;
     for (const auto& info : chip::chip_params())
-      if (chip::get_param(c, info.name) != chip::get_param(def, info.name))
+      if (chip::get_param(c, info.name) != chip::get_param(def, info.name) &&
+          std::count(chip::chip_key_params().begin(), chip::chip_key_params().end(), info.name) == 0)
         diff.push_back(fmt::format("{}={}", info.name, chip::get_param(c, info.name)));
-    if (!diff.empty()) fmt::print("  {}: {}\n", p, fmt::join(diff, " "));
+    if (!diff.empty()) fmt::print("    also differs from ascend910b: {}\n", fmt::join(diff, " "));
   }
   fmt::print("\nparameters (scenario `chip: {{preset: P, overrides: {{name: value}}}}`, defaults of ascend910b):\n");
   fmt::print("{}\n", chip::describe_chip_params(def));

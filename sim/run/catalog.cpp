@@ -154,7 +154,13 @@ json chips_json() {
     json differs = json::object();
     for (const auto& p : chip::chip_params())
       if (chip::get_param(c, p.name) != chip::get_param(def, p.name)) differs[p.name] = chip::get_param(c, p.name);
-    presets.push_back({{"name", name}, {"differs", differs}});
+    json key = json::object();
+    for (const auto& k : chip::chip_key_params()) key[k] = chip::get_param(c, k);
+    presets.push_back({{"name", name},
+                       {"summary", chip::chip_preset_summary(name)},
+                       {"key", key},
+                       {"peak_cube_tflops", c.peak_cube_flops() / 1e12},
+                       {"differs", differs}});
   }
   return {{"presets", presets}, {"params", params}};
 }

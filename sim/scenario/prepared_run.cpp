@@ -81,6 +81,11 @@ PreparedRun prepare_run(const Scenario& s) {
           fmt::format("the same float mode as chip.overrides.fp_mode ({})", r.chip.fp_mode),
           "'" + s.precision.overflow_mode + "'");
     r.chip.fp_mode = s.precision.overflow_mode;
+    if (r.chip.fp_mode == "inf_nan" && !r.chip.supports_inf_nan)
+      YamlView(s.resolved, where, "")["precision"]["overflow_mode"].fail(
+          fmt::format("saturation: chip preset '{}' has the saturation float mode only (supports_inf_nan=false)",
+                      r.chip.preset),
+          "'" + s.precision.overflow_mode + "'");
   } else {
     r.scenario.precision.overflow_mode = r.chip.fp_mode;
   }

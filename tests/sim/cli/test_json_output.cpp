@@ -1,5 +1,6 @@
 // --json on the subcommands that print results: list and show give the same facts as their text.
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/sim/cli/cli_test_util.h"
@@ -32,6 +33,31 @@ TEST(JsonOutput, ListGivesEveryRegistryAsData) {
   const json only = run_json("list ops --json", dir);
   EXPECT_EQ(only.size(), 1u);
   EXPECT_EQ(only["ops"].size(), all["ops"].size());
+}
+
+TEST(JsonOutput, ListChipsGivesEveryPresetWithItsKeyParameters) {
+  TempDir dir;
+  const json chips = run_json("list chips --json", dir)["chips"];
+  std::map<std::string, json> by_name;
+  for (const auto& p : chips["presets"]) by_name[p["name"].get<std::string>()] = p;
+  for (const char* n : {"ascend910", "ascend910b", "ascend910b1", "ascend910b2", "ascend910b4", "tiny"}) {
+    ASSERT_TRUE(by_name.count(n)) << n;
+    EXPECT_FALSE(by_name[n]["summary"].get<std::string>().empty()) << n;
+    EXPECT_TRUE(by_name[n]["key"].contains("vector_cores")) << n;
+  }
+  EXPECT_EQ(by_name["ascend910b1"]["key"]["num_cores"], "24");
+  EXPECT_EQ(by_name["ascend910b1"]["key"]["vector_cores"], "48");
+  EXPECT_EQ(by_name["ascend910b1"]["key"]["clock_mhz"], "1850");
+  EXPECT_EQ(by_name["ascend910b1"]["key"]["l2_bytes"], "201326592");
+  EXPECT_NEAR(by_name["ascend910b1"]["peak_cube_tflops"].get<double>(), 363.7248, 1e-6);
+  EXPECT_EQ(by_name["ascend910b4"]["key"]["num_cores"], "20");
+  EXPECT_EQ(by_name["ascend910"]["key"]["fp_mode"], "saturation");
+  EXPECT_EQ(by_name["ascend910"]["key"]["supports_inf_nan"], "false");
+  // The text form lists the same presets with the same figures.
+  const test::CmdResult text = test::run("list chips", dir);
+  EXPECT_NE(text.out.find("ascend910b1: Atlas A2 910B1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("peak Cube FP16 363.7 TFLOPS"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("vector_cores=40"), std::string::npos) << text.out;
 }
 
 TEST(JsonOutput, ShowGivesGraphsAndTheResolvedScenario) {

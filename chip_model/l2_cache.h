@@ -1,0 +1,61 @@
+// The chip's shared L2 in front of HBM, for the timing model (ChipConfig::l2_model = "shared").
+// Plain C++, no SystemC; values live in HBM (the L2 holds no bytes, only which lines are
+// resident and dirty).
+//
+// Contract:
+//  - capacity = ChipConfig::l2_bytes, split into lines of kLineBytes; fully associative, least
+//    recently used line replaced first.
+//  - read(addr, bytes): every line the range touches is looked up; a resident line is a hit
+//    (its bytes in the range count as hit bytes), a missing one is a miss (its bytes in the range
+//    count as miss bytes; the whole line is fetched from HBM, fetched_bytes, and allocated clean).
+//  - write(addr, bytes): write-allocate without fetch (tiles write whole lines), the lines
+//    become dirty; their bytes count as written.
+//  - an allocation that evicts a dirty line counts kLineBytes of write-back (the caller sends
+//    them to HBM); a clean eviction costs nothing.
+//  - deterministic: the outcome depends only on the sequence of calls.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+namespace probelab::chip {
+
+class L2Cache {
+ public:
+  /// Line size: the granule hits, misses and write-backs are counted in (estimate: the 512 B an
+  /// MTE burst and a 16 x 16 FP16 fractal move).
+  static constexpr std::uint64_t kLineBytes = 512;
+
+  struct Access {
+    std::uint64_t hit_bytes = 0, miss_bytes = 0, fetched_bytes = 0, written_bytes = 0;
+    std::vector<std::uint64_t> writebacks;  // addresses of evicted dirty lines
+  };
+
+  explicit L2Cache(std::uint64_t capacity_bytes);
+
+  Access read(std::uint64_t addr, std::uint64_t bytes);
+  Access write(std::uint64_t addr, std::uint64_t bytes);
+  /// Adds the outcome of one call to `acc` (sums the counts, appends the write-backs).
+  static void merge(Access& acc, const Access& a);
+
+  std::uint64_t capacity_lines() const { return capacity_; }
+  std::uint64_t resident_bytes() const { return lines_.size() * kLineBytes; }
+  std::uint64_t dirty_bytes() const { return dirty_lines_ * kLineBytes; }
+
+ private:
+  struct Line {
+    std::list<std::uint64_t>::iterator lru;
+    bool dirty = false;
+  };
+  Access access(std::uint64_t addr, std::uint64_t bytes, bool write);
+  void touch(std::uint64_t line, bool write, Access& a);
+
+  std::uint64_t capacity_;               // lines
+  std::list<std::uint64_t> lru_;         // most recently used first
+  std::unordered_map<std::uint64_t, Line> lines_;  // looked up only, never iterated
+  std::uint64_t dirty_lines_ = 0;
+};
+
+}  // namespace probelab::chip
