@@ -127,9 +127,9 @@ struct DataSpec {
 ///    (fp16 by default, the Ascend mixed-precision default; fp32 and bf16 allowed);
 ///  - `master_weights`: `none` (default) updates the weights in the `compute` dtype directly; fp32
 ///    (training with a 16-bit `compute` dtype) is to keep FP32 master weights and optimizer state
-///    that the optimizer updates, cast to the compute dtype every step. It needs a Cast op, which
-///    the op registry does not have yet: until then fp32 with a 16-bit compute dtype is rejected
-///    (naming the key), and with compute fp32 it changes nothing.
+///    that the optimizer updates, cast to the compute dtype every step. The training graph does
+///    not build that copy yet: until it does, fp32 with a 16-bit compute dtype is rejected (naming
+///    the key), and with compute fp32 it changes nothing.
 ///  - `accumulation`: Cube (MatMul/Conv) accumulator: fp32 (hardware default), fp16 (correctly
 ///    rounded every step) or fp16_via_fp32 (FP32 add, then round: double rounding);
 ///  - `overflow_mode`: the chip's float mode, inf_nan (IEEE 754) or saturation; default: the
