@@ -29,8 +29,11 @@
 //
 // Trace (when enabled): per op and core one span on each busy pipe track "core<i>.mte",
 // "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); with
-// AiCoreOptions::verbose_trace one span per tile step instead.
-// Every op gets an OpRecord with its simulated cycles.
+// AiCoreOptions::verbose_trace one span per tile step instead. PMU counter tracks per chip:
+// "pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy" (busy cores, averaged per rate bin) and
+// "pmu.core_hbm" (the cores' HBM bytes per ns = GB/s), each op's amount spread over its span.
+// Every op gets an OpRecord with its simulated cycles, and its counters go to the chip's PMU
+// (perf_monitor.h) at the op's end time.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +67,8 @@ struct OpRecord {
   std::uint64_t flops = 0;                 // Cube FLOPs (2 per MAC)
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
   std::uint64_t cube_cycles = 0, vector_cycles = 0;  // busy cycles summed over cores
+  std::uint64_t mte_cycles = 0;       // MTE busy cycles (loads and stores) summed over cores
+  std::uint64_t hbm_stall_cycles = 0; // MTE cycles beyond the port rate (HBM bandwidth, contention, latency)
   std::uint32_t cores = 0;
   std::uint64_t tiles = 0;
 };

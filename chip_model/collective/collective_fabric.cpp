@@ -62,7 +62,22 @@ CollectiveFabric::CollectiveFabric(sc_core::sc_module_name name, std::uint32_t n
 
 CollectiveFabric::~CollectiveFabric() = default;
 
-void CollectiveFabric::attach(Chip& chip) { chip.set_collective_handler(&engine(chip.rank())); }
+void CollectiveFabric::attach(Chip& chip) {
+  chip.set_collective_handler(&engine(chip.rank()));
+  chips_.push_back(&chip);
+}
+
+void CollectiveFabric::start_of_simulation() {
+  for (Chip* c : chips_)
+    for (const auto& [dst, fraction] : c->perf_faults().link_fraction) {
+      auto it = links_.find({c->rank(), dst});
+      if (it == links_.end())
+        throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{}, but the {} topology has no such link",
+                                                name(), c->rank(), dst,
+                                                cfg_.topology == Topology::Ring ? "ring" : "full-mesh"));
+      it->second->set_bandwidth_fraction(fraction);
+    }
+}
 
 std::vector<Link*> CollectiveFabric::route(std::uint32_t src, std::uint32_t dst) const {
   const std::uint32_t n = size();

@@ -109,6 +109,8 @@ class CollectiveFabric : public sc_core::sc_module {
 
   FabricConfig cfg_;
   Trace* trace_;
+  void start_of_simulation() override;  // applies the chips' degraded links (PerfFaults::link_fraction)
+  std::vector<Chip*> chips_;
   std::vector<std::unique_ptr<CollectiveEngine>> engines_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<Link>> links_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<Pending>> pending_;

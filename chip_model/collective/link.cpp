@@ -13,10 +13,17 @@ namespace probelab::chip {
 
 Link::Link(sc_core::sc_module_name name, std::uint32_t src, std::uint32_t dst, double bandwidth_gbps,
            std::uint64_t latency_ps, Trace* trace)
-    : sc_core::sc_module(name), src_(src), dst_(dst), gbps_(bandwidth_gbps), latency_ps_(latency_ps),
+    : sc_core::sc_module(name), src_(src), dst_(dst), gbps_(bandwidth_gbps), nominal_gbps_(bandwidth_gbps),
+      latency_ps_(latency_ps),
       trace_(trace) {
   if (!(bandwidth_gbps > 0))
     throw std::invalid_argument(fmt::format("{}: link bandwidth must be > 0 GB/s, got {}", this->name(), bandwidth_gbps));
+}
+
+void Link::set_bandwidth_fraction(double fraction) {
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw std::invalid_argument(fmt::format("{}: link bandwidth fraction must be in (0, 1], got {}", name(), fraction));
+  gbps_ = nominal_gbps_ * fraction;
 }
 
 std::uint64_t Link::serialize_ps(std::uint64_t bytes) const { return transfer_ps(bytes, gbps_); }

@@ -27,6 +27,9 @@ class Link : public sc_core::sc_module {
   std::uint32_t dst() const { return dst_; }
   double bandwidth_gbps() const { return gbps_; }
   std::uint64_t latency_ps() const { return latency_ps_; }
+  /// A degraded link (performance fault): from now on it runs at `fraction` (0, 1] of the
+  /// bandwidth it was built with. Throws std::invalid_argument.
+  void set_bandwidth_fraction(double fraction);
   /// Serialisation time of `bytes` on this link, in ps.
   std::uint64_t serialize_ps(std::uint64_t bytes) const;
 
@@ -42,7 +45,7 @@ class Link : public sc_core::sc_module {
 
  private:
   std::uint32_t src_, dst_;
-  double gbps_;
+  double gbps_, nominal_gbps_;
   std::uint64_t latency_ps_;
   Trace* trace_;
   std::uint64_t busy_until_ps_ = 0;
