@@ -21,6 +21,10 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.ranks = static_cast<std::uint32_t>(run.scenario.ranks);
   env.steps = static_cast<std::uint32_t>(run.scenario.steps);
   env.seed = run.scenario.seed;
+  env.hbm_channels = run.chip.hbm_channels;
+  // The fabric's rule (chip::FabricConfig::from_chip_config): a full mesh when every chip has a
+  // link to every other, else a ring.
+  env.ring = run.chip.link_count + 1 < env.ranks;
   return env;
 }
 
