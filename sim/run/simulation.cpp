@@ -17,6 +17,7 @@
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
 #include "sim/run/checkpoint_store.h"
+#include "sim/run/perf_report.h"
 #include "sim/run/probe_results.h"
 #include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
@@ -76,6 +77,7 @@ struct RankState {
   graph::Graph graph;
   std::unique_ptr<probes::ProbeRuntime> runtime;
   std::unique_ptr<Executor> executor;
+  std::unique_ptr<probes::PerfProfiler> profiler;
   ExecutorResult result;
   std::vector<std::uint64_t> step_begin_ps, step_end_ps;
 };
@@ -151,10 +153,13 @@ json simulate(const SimRequest& req) {
     if (!w.loss.empty()) ec.fetch_each_step = {w.loss};
     for (const auto& o : outputs)
       if (rs.graph.find_tensor(o)) ec.fetch_at_end.push_back(o);
+    if (s.profile) rs.profiler = std::make_unique<probes::PerfProfiler>(dev);
     ec.on_step = [&rs, &dev, &trace, r](std::uint32_t step, bool begin) {
+      if (rs.profiler && !begin) rs.profiler->step_end(step);
       const std::uint64_t now = chip::ChipClock::to_ps(dev.local_now());
       if (begin) {
         rs.step_begin_ps.push_back(now);
+        if (rs.profiler) rs.profiler->step_begin(step);
       } else {
         rs.step_end_ps.push_back(now);
         if (trace.enabled())
@@ -236,6 +241,28 @@ json simulate(const SimRequest& req) {
       records.push_back(r < cores->by_rank.size() && cores->by_rank[r] ? &cores->by_rank[r]->records() : nullptr);
     }
     res["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, clock);
+    std::vector<PerfRank> perf(ranks);
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      chip::Chip& c = platform.chip(r);
+      PerfRank& p = perf[r];
+      p.graph = &st[r].graph;
+      p.ops = records[r];
+      p.tasks = &c.streams().task_records();
+      p.counters = c.pmu().at(chip::ChipClock::to_ps(platform.end_time()));
+      p.counters[spec::kPmuCaptureStall] = c.capture().counters().stall_cycles;
+      p.cycles = clock.cycle_at(platform.host(r).finish_time());
+      for (std::size_t k = 0; k < st[r].step_end_ps.size(); ++k)
+        p.steps.emplace_back(clock.ps_to_cycles(st[r].step_begin_ps[k]), clock.ps_to_cycles(st[r].step_end_ps[k]));
+      p.first_step = s.resume ? s.resume->from_step : 0;
+      p.profiler = st[r].profiler.get();
+      for (const auto& ch : c.hbm().channel_stats()) p.hbm_channels.emplace_back(ch.bytes, ch.busy_ps);
+    }
+    std::vector<PerfLink> links;
+    if (chip::CollectiveFabric* f = platform.fabric())
+      for (const chip::Link* l : f->links())
+        links.push_back({l->src(), l->dst(), l->bandwidth_gbps(), l->stats().bytes, l->stats().transfers,
+                         l->stats().busy_ps, l->stats().wait_ps});
+    res["perf"] = perf_section(run.chip, perf, links, chip::ChipClock::to_ps(platform.end_time()));
   }
 
   if (probes_on) {

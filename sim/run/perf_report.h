@@ -1,0 +1,80 @@
+// report.json `perf`: performance counters per op, per step and per rank, each op's bound and
+// roofline position, and per step where the time went along its critical path.
+//
+// Sources: the AI cores' op records (chip::OpRecord) and the stream engines' task records for
+// ops; the chips' PMUs (spec::kRegPmuBase) at the end of the run for ranks; the probe-side
+// profiler (probes/perf_profiler.h, scenario `profile: true`, reading the PMU through Device) for
+// steps' counters. Schema (all cycles are device cycles, bytes are bytes, GB/s = 1e9 B/s):
+//
+//   perf.chip   {clock_mhz, cores, peak_flops_per_cycle (Cube, all cores), hbm_bytes_per_cycle
+//                (min(HBM, cores x MTE port)), ridge_flops_per_byte, hbm_channel_gbps,
+//                link_bandwidth_gbps, dispatch_cycles_nominal (task_dispatch_ns + hbm_latency_ns: one
+//                descriptor fetch and dispatch) (nominal figures of the config)}
+//   perf.findings  [{cause, rank, ..., score, evidence}] best first: see perf_findings.h
+//   perf.ops    [{op, type, rank, kind (kernel|collective), tasks, cycles, cores, launch_cycles,
+//                 probe_cycles, counters: {cube_busy_cycles, vector_busy_cycles, mte_busy_cycles,
+//                 hbm_read_bytes, hbm_write_bytes, l2_read_bytes, flops, hbm_stall_cycles},
+//                 hbm_gbps, utilization: {cube, vector, mte} (busy / (cycles x cores)),
+//                 intensity (FLOP per HBM byte), roofline: {compute_cycles, memory_cycles,
+//                 bound_cycles, efficiency (bound_cycles / cycles)}, bound, evidence}]
+//                per (rank, op) summed over steps, in (rank, executed order); probe ops excluded.
+//                bound: "launch" when the host/dispatch gap before the op's tasks exceeds the op's
+//                own cycles, "capture" when its probe tasks took longer than it, "communication"
+//                for collectives, else "memory" when the MTEs were the busiest unit per core,
+//                else "compute".
+//   perf.steps  [{rank, step, cycles, critical_path: {compute, memory, communication, launch,
+//                 capture, other}, kernel_cycles, collective_cycles, exposed_collective_cycles,
+//                 overlapped_collective_cycles, bound, top_op, counters (profiler) | null}]
+//                critical_path splits the step's wall time: intervals covered by kernels go to
+//                their op's bound (compute|memory), collective time not overlapped by a kernel
+//                to communication, probe tasks to capture, gaps to launch (host and dispatch).
+//   perf.ranks  [{rank, cycles, tasks (every kind), counters (PMU at the end), derived: {cube_utilization,
+//                 vector_utilization, mte_utilization (busy / (cycles x cores)), hbm_gbps, intensity}}]
+//                 hbm_channels: [{channel, bytes, busy_cycles, gbps (bytes / busy time)}]
+//                (steps' counters carry the same `derived` over the step)
+//   perf.links  [{src, dst, bandwidth_gbps (nominal), bytes, transfers, busy_cycles, wait_cycles,
+//                 utilization (busy / run), achieved_gbps (bytes / busy time)}] multi-rank runs,
+//                by (src, dst)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "chip_model/ai_core.h"
+#include "chip_model/chip_config.h"
+#include "chip_model/perf_monitor.h"
+#include "chip_model/stream_engine.h"
+#include "graph/graph.h"
+#include "probes/perf_profiler.h"
+
+namespace probelab::sim {
+
+struct PerfRank {
+  const graph::Graph* graph = nullptr;
+  const std::vector<chip::OpRecord>* ops = nullptr;                     // may be null
+  const std::vector<chip::StreamEngine::TaskRecord>* tasks = nullptr;    // may be null
+  chip::PerfMonitor::Counters counters{};                               // PMU at the end
+  std::uint64_t cycles = 0;                                             // the rank's program
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;           // [begin, end) cycles per step
+  std::uint32_t first_step = 0;
+  const probes::PerfProfiler* profiler = nullptr;                       // may be null
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> hbm_channels;    // per channel: bytes, busy ps
+};
+
+/// One direction of an inter-chip link and what it carried.
+struct PerfLink {
+  std::uint32_t src = 0, dst = 0;
+  double bandwidth_gbps = 0;
+  std::uint64_t bytes = 0, transfers = 0, busy_ps = 0, wait_ps = 0;
+};
+
+/// The `perf` section; `run_ps` is the run's length (link utilization is over it).
+nlohmann::json perf_section(const chip::ChipConfig& chip, const std::vector<PerfRank>& ranks,
+                            const std::vector<PerfLink>& links = {}, std::uint64_t run_ps = 0);
+
+/// perf.ops as CSV (one header line, one row per op).
+std::string perf_ops_csv(const nlohmann::json& perf);
+
+}  // namespace probelab::sim
