@@ -78,17 +78,22 @@ json perf_findings(const json& perf) {
                                                 l.value("wait_cycles", std::uint64_t{0}),
                                                 ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", ")))}});
     }
-  // Straggler: kernel time per rank over all steps.
-  std::map<std::uint32_t, std::uint64_t> kernel, exposed;
+  // Straggler: the cores' busy cycles (Cube + Vector) per rank; data-parallel ranks do the same
+  // work, so a rank that needs more busy cycles for it computes slower.
+  std::map<std::uint32_t, std::uint64_t> busy, kernel, exposed;
+  for (const json& rk : perf.at("ranks")) {
+    const json& c = rk.at("counters");
+    busy[rk.value("rank", 0u)] = c.value("cube_busy_cycles", std::uint64_t{0}) + c.value("vector_busy_cycles", std::uint64_t{0});
+  }
   for (const json& st : perf.at("steps")) {
     const auto r = st.value("rank", 0u);
     kernel[r] += st.value("kernel_cycles", std::uint64_t{0});
     exposed[r] += st.value("exposed_collective_cycles", std::uint64_t{0});
   }
-  if (kernel.size() >= 2) {
-    auto worst = std::max_element(kernel.begin(), kernel.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  if (busy.size() >= 2) {
+    auto worst = std::max_element(busy.begin(), busy.end(), [](auto& a, auto& b) { return a.second < b.second; });
     std::vector<std::uint64_t> others;
-    for (const auto& [r, k] : kernel)
+    for (const auto& [r, k] : busy)
       if (r != worst->first) others.push_back(k);
     std::sort(others.begin(), others.end());
     const double median = others.size() % 2 ? static_cast<double>(others[others.size() / 2])
@@ -103,13 +108,17 @@ json perf_findings(const json& perf) {
         }
       found.push_back({{"cause", "straggler"},
                        {"rank", worst->first},
-                       {"kernel_cycles", worst->second},
-                       {"others_median_kernel_cycles", median},
+                       {"busy_cycles", worst->second},
+                       {"others_median_busy_cycles", median},
+                       {"kernel_cycles", kernel[worst->first]},
                        {"waiting_ranks", waiting},
                        {"score", 1.0 - median / static_cast<double>(worst->second)},
-                       {"evidence", fmt::format("rank {} spent {} cycles in kernels, the other ranks {:.0f} (median); they "
-                                                "waited {} cycles in collectives for it (exposed, summed)",
-                                                worst->first, worst->second, median, wait_sum)}});
+                       {"evidence", fmt::format("rank {}'s cores needed {} Cube/Vector busy cycles, the other ranks {:.0f} "
+                                                "(median) for the same work ({:.2f}x); its kernels ran {} cycles; the others "
+                                                "waited {} cycles in collectives (exposed, summed)",
+                                                worst->first, worst->second, median,
+                                                static_cast<double>(worst->second) / median, kernel[worst->first],
+                                                wait_sum)}});
     }
   }
   // Launch: the mean fetch-and-dispatch time per task against one descriptor fetch and dispatch.

@@ -8,9 +8,11 @@
 //                  nominal channel rate; score = 1 - gbps / nominal
 //     link         {src, dst, gbps, nominal_gbps, ops: [collectives of src]} a link whose bytes /
 //                  busy time is below 90% of the nominal link rate; rank = src
-//     straggler    {kernel_cycles, others_median_kernel_cycles, waiting_ranks} the rank whose
-//                  kernels took > 1.25x the median of the other ranks' (multi-rank runs); the
-//                  others' exposed collective time is its cost; score = 1 - median / its cycles
+//     straggler    {busy_cycles, others_median_busy_cycles, kernel_cycles, waiting_ranks} the
+//                  rank whose cores needed > 1.25x the median Cube + Vector busy cycles of the
+//                  other ranks (PMU counters; data-parallel ranks do the same work) in multi-rank
+//                  runs; the others' exposed collective time is its cost; score = 1 - median / its
+//                  busy cycles
 //     launch       {ops (launch-bound ops), dispatch_cycles_per_task, nominal_cycles} a rank whose
 //                  tasks took > 2x perf.chip.dispatch_cycles_nominal from fetch to start, on
 //                  average (PMU dispatch_cycles / tasks); score = 1 - nominal / measured

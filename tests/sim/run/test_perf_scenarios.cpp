@@ -4,7 +4,9 @@
 // model, rank, channel, link) and must be localized there too. Also: the profiler's per-step PMU
 // counters (read through Device) agree with the per-op records, and bad perf-fault descriptors
 // are refused naming the key.
+#include <set>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -29,13 +31,6 @@ std::string healthy(std::string text) {
   return text + "expectations:\n  - no_detection: {}\n";
 }
 
-std::uint64_t op_cycles(const json& r, const std::string& bound, bool want) {
-  std::uint64_t c = 0;
-  for (const auto& o : r["perf"]["ops"])
-    if ((o["bound"] == bound) == want && o["rank"] == 0) c += o["cycles"].get<std::uint64_t>();
-  return c;
-}
-
 std::uint64_t collective_cycles(const json& r) {
   std::uint64_t c = 0;
   for (const auto& s : r["perf"]["steps"]) c += s["collective_cycles"].get<std::uint64_t>();
@@ -57,15 +52,24 @@ TEST_P(PerfScenario, PassesAndShowsWhatItIsFor) {
   EXPECT_TRUE(clean["perf"]["findings"].empty()) << clean["perf"]["findings"].dump();
   const json& top = r["perf"]["findings"][0];
   if (name == "hbm_channel_latency_spike") {
-    // Memory-bound ops slow down much more than the others.
-    const double mem = static_cast<double>(op_cycles(r, "memory", true)) / static_cast<double>(op_cycles(clean, "memory", true));
-    const double other = static_cast<double>(op_cycles(r, "memory", false)) / static_cast<double>(op_cycles(clean, "memory", false));
-    EXPECT_GT(mem, 1.5) << "memory-bound ops x" << mem;
-    EXPECT_GT(mem, other + 0.3) << "memory-bound x" << mem << ", others x" << other;
+    // The ops memory-bound in the healthy run slow down and carry most of the added time.
+    std::set<std::string> mem_ops;
+    for (const auto& o : clean["perf"]["ops"])
+      if (o["bound"] == "memory") mem_ops.insert(o["op"].get<std::string>());
+    double mem_a = 0, mem_b = 0, all_a = 0, all_b = 0;
+    for (const auto& [rep, m, a] : {std::tuple{&r, &mem_a, &all_a}, std::tuple{&clean, &mem_b, &all_b}})
+      for (const auto& o : (*rep)["perf"]["ops"]) {
+        const double c = o["cycles"].get<double>();
+        *a += c;
+        if (mem_ops.count(o["op"].get<std::string>())) *m += c;
+      }
+    EXPECT_GT(mem_a, 1.5 * mem_b) << "memory-bound ops " << mem_b << " -> " << mem_a;
+    EXPECT_GT(mem_a - mem_b, 0.75 * (all_a - all_b)) << "share of the added op time in memory-bound ops";
     EXPECT_GT(r["cycles"]["total"].get<double>(), 1.2 * clean["cycles"]["total"].get<double>());
+    for (const auto& op : top["ops"]) EXPECT_TRUE(mem_ops.count(op.get<std::string>())) << op;
     EXPECT_FALSE(top["ops"].empty());
   } else if (name == "ring_link_degraded") {
-    EXPECT_GT(static_cast<double>(collective_cycles(r)), 2.0 * static_cast<double>(collective_cycles(clean)));
+    EXPECT_GT(static_cast<double>(collective_cycles(r)), 1.3 * static_cast<double>(collective_cycles(clean)));
     EXPECT_EQ(top["src"], 1);
     EXPECT_EQ(top["dst"], 2);
   } else if (name == "straggler_rank") {
