@@ -20,14 +20,20 @@ std::uint32_t rank_param(const Params& p, const char* key, const InjectionEnv& e
   return static_cast<std::uint32_t>(r);
 }
 
+/// The `rank` set of a descriptor, each below the run's ranks.
+IndexSet ranks_param(const Params& p, const InjectionEnv& env) {
+  IndexSet set = p.index_set("rank");
+  for (std::uint64_t r : set.values)
+    if (r >= env.ranks) p.fail("rank", fmt::format("ranks below ranks ({}), got {}", env.ranks, r));
+  return set;
+}
+
 class HbmChannelInjector final : public Injector {
  public:
   HbmChannelInjector(const Params& p, const InjectionEnv& env) {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
-    ranks_ = p.index_set("rank");
-    for (std::uint64_t r : ranks_.values)
-      if (r >= env.ranks) p.fail("rank", fmt::format("ranks below ranks ({}), got {}", env.ranks, r));
+    ranks_ = ranks_param(p, env);
     channel_ = p.uinteger("channel");
     if (env.hbm_channels && channel_ >= env.hbm_channels)
       p.fail("channel", fmt::format("an HBM channel below hbm_channels ({}), got {}", env.hbm_channels, channel_));
@@ -114,9 +120,7 @@ class LaunchDelayInjector final : public Injector {
   LaunchDelayInjector(const Params& p, const InjectionEnv& env) {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
-    ranks_ = p.index_set("rank");
-    for (std::uint64_t r : ranks_.values)
-      if (r >= env.ranks) p.fail("rank", fmt::format("ranks below ranks ({}), got {}", env.ranks, r));
+    ranks_ = ranks_param(p, env);
     delay_ns_ = p.uinteger("delay_ns");
     if (delay_ns_ == 0 || delay_ns_ > 1'000'000'000) p.fail("delay_ns", "a delay in [1, 1e9] ns");
   }

@@ -14,7 +14,8 @@
 //   perf.ops    [{op, type, rank, kind (kernel|collective), tasks, cycles, cores, launch_cycles,
 //                 probe_cycles, counters: {cube_busy_cycles, vector_busy_cycles, mte_busy_cycles,
 //                 hbm_read_bytes, hbm_write_bytes, l2_read_bytes, flops, hbm_stall_cycles},
-//                 hbm_gbps, utilization: {cube, vector, mte} (busy / (cycles x cores)),
+//                 hbm_gbps, utilization: {cube, vector, mte} (busy / (cycles x cores); MTE busy
+//                 counts the load and the store engines, so mte may exceed 1),
 //                 intensity (FLOP per HBM byte), roofline: {compute_cycles, memory_cycles,
 //                 bound_cycles, efficiency (bound_cycles / cycles)}, bound, evidence}]
 //                per (rank, op) summed over steps, in (rank, executed order); probe ops excluded.

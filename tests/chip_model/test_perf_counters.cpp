@@ -4,6 +4,8 @@
 // would; one design per TEST.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "tests/chip_model/ai_core_test_util.h"
 #include "tests/chip_model/kernel_test_util.h"
 
@@ -68,6 +70,9 @@ TEST(PerfCounters, CopyMovesItsBytesAtHbmBandwidth) {
   EXPECT_EQ(after[ps::kPmuCycle], p.chip.cycle_now());
   // 2 x 4 MiB at 400 B/cycle = 20972 cycles; the model may be up to 10% slower, never faster.
   const double achieved = 2.0 * bytes / static_cast<double>(r.cycles);
+  std::printf("copy: %llu cycles, %.1f B/cycle of 400, MTE busy %llu, HBM stall %llu\n",
+              static_cast<unsigned long long>(r.cycles), achieved, static_cast<unsigned long long>(r.mte_cycles),
+              static_cast<unsigned long long>(after[ps::kPmuHbmStall]));
   EXPECT_LE(achieved, 400.0 * 1.001);
   EXPECT_GE(achieved, 400.0 / 1.10);
   // HBM binds: the four MTEs are busy nearly the whole op, but their ports (1024 B/cycle together)
@@ -100,6 +105,7 @@ TEST(PerfCounters, GemmKeepsTheCubeBusyAndCountsItsFlops) {
   EXPECT_EQ(after[ps::kPmuCubeBusy], static_cast<std::uint64_t>(n * n * n / 4096));
   const pc::OpRecord& r = p.core->records().at(0);
   const double util = static_cast<double>(after[ps::kPmuCubeBusy]) / (4.0 * static_cast<double>(r.cycles));
+  std::printf("gemm: %llu cycles, Cube utilization %.3f\n", static_cast<unsigned long long>(r.cycles), util);
   EXPECT_GE(util, 0.9);
   EXPECT_LE(util, 1.0);
   // Each operand and the result cross HBM at least once; the L2 may serve re-reads.

@@ -189,7 +189,10 @@ expectations:
     step_wr += c["hbm_write_bytes"].get<std::uint64_t>();
     step_ops += c["kernel_ops"].get<std::uint64_t>();
     colls += c["collective_ops"].get<std::uint64_t>();
-    EXPECT_EQ(c["cycles"], s["cycles"]) << "the step's interval is the profiler's";
+    // The two snapshots are taken inside the step, each when the chip serves its MMIO burst:
+    // the interval is the step less at most two PCIe round trips (2 x 2 x 900 ns at 1.8 GHz).
+    EXPECT_LE(c["cycles"].get<std::uint64_t>(), s["cycles"].get<std::uint64_t>());
+    EXPECT_GE(c["cycles"].get<std::uint64_t>() + 6480, s["cycles"].get<std::uint64_t>());
   }
   EXPECT_GT(flops, 0u);
   EXPECT_EQ(step_flops, flops);
