@@ -35,11 +35,11 @@ struct InjectionEnv {
   std::uint32_t ranks = 1;
   std::uint32_t steps = 1;
   std::uint64_t seed = 0;  // scenario seed: an injector's default seed derives from it and its index
-  std::uint32_t hbm_channels = 0;  // of the chip config (0: unknown, not checked)
-  bool ring = false;               // the ranks are linked in a ring (r -> r+1, r -> r-1 only); else a full mesh
   /// Placement of a tensor on a rank; must answer before the simulation starts for injectors
   /// that schedule HBM faults. Empty or nullopt: unknown.
   std::function<std::optional<TensorPlacement>(std::uint32_t rank, const std::string& tensor)> placement;
+  std::uint32_t hbm_channels = 0;  // of the chip config (0: unknown, not checked)
+  bool ring = false;               // the ranks are linked in a ring (r -> r+1, r -> r-1 only); else a full mesh
 };
 
 /// One application of a fault, as logged by the injector.
