@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <stdexcept>
 
 #include "chip_model/capture_dma.h"
@@ -13,6 +14,7 @@
 #include "chip_model/kernels/op_args_graph.h"
 #include "chip_model/l2_cache.h"
 #include "graph/format.h"
+#include "chip_model/perf_monitor.h"
 #include "chip_model/kernels/op_runner.h"
 #include "chip_model/spec/capture_math.h"
 #include "chip_model/trace.h"
@@ -132,11 +134,25 @@ void AiCore::execute(TaskContext& ctx) {
   const std::uint32_t units = work.gemms.empty() ? ncores * aiv_per_core() : ncores;
   const kernels::CoreTimingParams params = timing_params(units);
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
-  const kernels::TilePlan plan = kernels::plan_tiles(work, params, units, out_elems);
+  kernels::TilePlan plan = kernels::plan_tiles(work, params, units, out_elems);
+  if (svc_.perf && svc_.perf->compute_slowdown != 1.0) {
+    // A straggler (performance fault): every compute and epilogue step takes longer.
+    const double f = svc_.perf->compute_slowdown;
+    auto slow = [f](std::uint64_t c) { return static_cast<std::uint64_t>(std::ceil(static_cast<double>(c) * f)); };
+    for (auto& core_steps : plan.steps)
+      for (kernels::TileStep& st : core_steps) {
+        st.compute_cycles = slow(st.compute_cycles);
+        st.post_cycles = slow(st.post_cycles);
+      }
+  }
   PipelineOptions popt;
   popt.clock_mhz = svc_.clock.mhz();
   popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);
   popt.l2_gbps = gbps(params.l2_bytes_per_cycle, params.clock_mhz);
+  if (svc_.perf && svc_.perf->compute_slowdown != 1.0) {  // the core's ports run on its (slower) clock
+    popt.mte_gbps /= svc_.perf->compute_slowdown;
+    popt.l2_gbps /= svc_.perf->compute_slowdown;
+  }
   popt.hbm_latency_ps = static_cast<std::uint64_t>(svc_.config->hbm_latency_ns) * 1000;
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
   if (svc_.l2) {
@@ -225,6 +241,29 @@ void AiCore::execute(TaskContext& ctx) {
   rec.cores = ncores;
   rec.units = units;
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
+  std::uint64_t mte_ps = 0;
+  for (const PipelineResult::CoreSpan& s : r.cores) mte_ps += s.mte_busy_ps;
+  rec.mte_cycles = svc_.clock.ps_to_cycles(mte_ps);
+  // Port time of the bytes moved: HBM bytes at the MTE port rate, L2 bytes at the L2 port rate.
+  auto port_time_ps = [](std::uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / gbps * 1000.0 : 0.0; };
+  const double port_ps =
+      port_time_ps(r.hbm_read_bytes + r.hbm_write_bytes, popt.mte_gbps) + port_time_ps(r.l2_read_bytes, popt.l2_gbps);
+  const auto port = static_cast<std::uint64_t>(port_ps);
+  rec.hbm_stall_cycles = mte_ps > port ? svc_.clock.ps_to_cycles(mte_ps - port) : 0;
+  if (svc_.pmu) {
+    PerfMonitor::Counters d{};
+    d[spec::kPmuKernelOps] = 1;
+    d[spec::kPmuKernelCycles] = rec.cycles;
+    d[spec::kPmuCubeBusy] = rec.cube_cycles;
+    d[spec::kPmuVectorBusy] = rec.vector_cycles;
+    d[spec::kPmuMteBusy] = rec.mte_cycles;
+    d[spec::kPmuHbmReadBytes] = rec.hbm_read_bytes;
+    d[spec::kPmuHbmWriteBytes] = rec.hbm_write_bytes;
+    d[spec::kPmuL2ReadBytes] = rec.l2_read_bytes;
+    d[spec::kPmuCubeFlops] = rec.flops;
+    d[spec::kPmuHbmStall] = rec.hbm_stall_cycles;
+    svc_.pmu->add(r.end_ps, d);
+  }
   records_.push_back(std::move(rec));
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
   if (svc_.l2 && svc_.trace->enabled()) {
@@ -275,6 +314,21 @@ void AiCore::queue_dumps(TaskContext& ctx, const kernels::OpRunner& run) {
 
 void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {
   Trace& tr = *svc_.trace;
+  // PMU counter tracks: busy cores of each unit and the cores' HBM traffic, spread over the op.
+  {
+    std::uint64_t busy[3] = {0, 0, 0};
+    for (const PipelineResult::CoreSpan& s : r.cores) {
+      busy[0] += s.cube_busy_ps;
+      busy[1] += s.vec_busy_ps;
+      busy[2] += s.mte_busy_ps;
+    }
+    const std::uint64_t dur = r.end_ps - r.start_ps;
+    static const char* kTracks[] = {"pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy"};
+    for (int u = 0; u < 3; ++u)
+      if (busy[u]) tr.rate(svc_.rank, kTracks[u], "cores", r.start_ps, dur, (busy[u] + 500) / 1000);
+    if (r.hbm_read_bytes + r.hbm_write_bytes)
+      tr.rate(svc_.rank, "pmu.core_hbm", "GB/s", r.start_ps, dur, r.hbm_read_bytes + r.hbm_write_bytes);
+  }
   const Trace::Args base{{"op", std::uint64_t{ctx.task.op_id}}, {"task", std::uint64_t{ctx.task.task_id}}};
   if (opts_.verbose_trace) {
     static const char* kPipes[] = {"mte", "cube", "vector", "mte"};

@@ -31,8 +31,11 @@
 // "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); a Vector op on a split
 // chip (ChipConfig::vector_cores) runs on the AI cores' Vector cores instead, tracks
 // "core<i>.aiv<j>.mte" and "core<i>.aiv<j>.vector"; with
-// AiCoreOptions::verbose_trace one span per tile step instead.
-// Every op gets an OpRecord with its simulated cycles.
+// AiCoreOptions::verbose_trace one span per tile step instead. PMU counter tracks per chip:
+// "pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy" (busy cores, averaged per rate bin) and
+// "pmu.core_hbm" (the cores' HBM bytes per ns = GB/s), each op's amount spread over its span.
+// Every op gets an OpRecord with its simulated cycles, and its counters go to the chip's PMU
+// (perf_monitor.h) at the op's end time.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +67,8 @@ struct OpRecord {
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
   std::uint64_t l2_write_bytes = 0, l2_miss_bytes = 0, l2_writeback_bytes = 0;  // shared L2 (l2_model)
   std::uint64_t cube_cycles = 0, vector_cycles = 0;  // busy cycles summed over cores
+  std::uint64_t mte_cycles = 0;       // MTE busy cycles (loads and stores) summed over cores
+  std::uint64_t hbm_stall_cycles = 0; // MTE cycles beyond the port rate (HBM bandwidth, contention, latency)
   std::uint32_t cores = 0;                 // AI cores granted
   std::uint32_t units = 0;                 // pipelines timed: cores, or their Vector cores (split chip, Vector op)
   std::uint64_t tiles = 0;

@@ -22,6 +22,7 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
   services_.trace = opts_.trace ? opts_.trace : &own_trace_;
   services_.faults = opts_.faults;
   services_.modes = &modes_;
+  services_.pmu = &pmu_;
   Trace* trace = services_.trace;
   const std::uint32_t rank = opts_.rank;
 
@@ -57,8 +58,21 @@ void Chip::set_fault_hooks(FaultHooks* hooks) {
   capture_->set_fault_hooks(hooks);
 }
 
+const PerfFaults& Chip::perf_faults() {
+  if (!perf_faults_known_) {
+    perf_faults_known_ = true;
+    if (fault_wanted(services_.faults, kFaultPerf)) services_.faults->on_perf_faults(rank(), perf_faults_);
+    if (!(perf_faults_.compute_slowdown >= 1.0))
+      throw std::invalid_argument(fmt::format("{}: compute slowdown must be >= 1, got {}", name(),
+                                              perf_faults_.compute_slowdown));
+  }
+  return perf_faults_;
+}
+
 void Chip::start_of_simulation() {
   if (trace().enabled()) trace().set_process_name(rank(), fmt::format("chip{}", rank()));
+  for (const auto& [channel, fraction] : perf_faults().hbm_channel_fraction) hbm_->set_channel_fraction(channel, fraction);
+  services_.perf = &perf_faults_;
   if (fault_wanted(services_.faults, kFaultHbmWord)) {
     hbm_faults_ = services_.faults->hbm_fault_schedule(rank());
     std::stable_sort(hbm_faults_.begin(), hbm_faults_.end(),
@@ -113,6 +127,8 @@ std::uint32_t Chip::read_reg(std::uint32_t offset, const sc_core::sc_time& now) 
     v = irq_->read_reg(offset);
   else if (offset < 0x500)
     v = capture_->read_reg(offset);
+  else if (PerfMonitor::owns(offset))
+    v = pmu_.read_reg(offset, ChipClock::to_ps(now), clock().cycle_at(now), capture_->counters().stall_cycles);
   else if (offset >= spec::kRegStreamBase)
     v = streams_->read_reg(offset);
   if (fault_wanted(services_.faults, kFaultRegisterRead)) {
@@ -139,6 +155,8 @@ void Chip::write_reg(std::uint32_t offset, std::uint32_t value, const sc_core::s
     irq_->write_reg(offset, value, now);
   } else if (offset < 0x500) {
     capture_->write_reg(offset, value, now);
+  } else if (PerfMonitor::owns(offset)) {
+    pmu_.write_reg(offset, value, ChipClock::to_ps(now), capture_->counters().stall_cycles);
   } else if (offset >= kRegStreamBase) {
     streams_->write_reg(offset, value, now);
   }

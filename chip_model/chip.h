@@ -15,6 +15,8 @@
 //  - Global registers: kRegChipId = rank, kRegVersion, kRegNumCores, kRegClockMhz, kRegCycleLo/Hi
 //    (reading Lo latches Hi; cycle = device cycles since time zero at the access time), kRegFpMode
 //    (reset from the config), kRegStep.
+//  - PMU (spec::kRegPmuBase): the counters of perf_monitor.h; the AI cores and the stream
+//    engine report into it.
 //  - progress_event(): notified when any stream completes a task or halts (for host waits that
 //    want no polling).
 #pragma once
@@ -37,6 +39,7 @@
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
 #include "chip_model/l2_cache.h"
+#include "chip_model/perf_monitor.h"
 #include "chip_model/stream_engine.h"
 #include "chip_model/trace.h"
 
@@ -90,6 +93,10 @@ class Chip : public sc_core::sc_module {
   StreamEngine& streams() { return *streams_; }
   CoreScheduler& scheduler() { return *scheduler_; }
   Trace& trace() { return *services_.trace; }
+  PerfMonitor& pmu() { return pmu_; }
+  /// The chip's performance faults (FaultHooks::on_perf_faults, asked on first use once the
+  /// hooks are set; a healthy chip without hooks).
+  const PerfFaults& perf_faults();
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -104,6 +111,9 @@ class Chip : public sc_core::sc_module {
   Trace own_trace_;
   ChipModes modes_;
   ChipServices services_;
+  PerfMonitor pmu_;
+  PerfFaults perf_faults_;
+  bool perf_faults_known_ = false;
   std::uint32_t cycle_hi_latch_ = 0;
   std::unique_ptr<Hbm> hbm_;
   std::unique_ptr<L2Cache> l2_;

@@ -32,6 +32,7 @@ class CaptureUnit;
 class CaptureDma;
 class InterruptController;
 class Trace;
+class PerfMonitor;
 
 /// Mode registers of a chip, owned by the Chip (kRegFpMode, kRegStep).
 struct ChipModes {
@@ -52,6 +53,8 @@ struct ChipServices {
   Trace* trace = nullptr;     // always set; test trace->enabled() before recording
   FaultHooks* faults = nullptr;
   const ChipModes* modes = nullptr;
+  PerfMonitor* pmu = nullptr;  // nullptr: no PMU (unit tests of single modules)
+  const PerfFaults* perf = nullptr;  // the chip's performance faults (set before the simulation runs); nullptr: none
 };
 
 /// One task being executed.

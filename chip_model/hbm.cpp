@@ -33,9 +33,19 @@ Hbm::Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank
       rank_(rank),
       trace_(trace),
       busy_until_ps_(cfg.hbm_channels, 0),
+      channel_rate_(cfg.hbm_channels, cfg.hbm_bandwidth_gbps / cfg.hbm_channels),
+      channel_stats_(cfg.hbm_channels),
       share_(cfg.hbm_channels, 0) {
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
+}
+
+void Hbm::set_channel_fraction(std::uint32_t c, double fraction) {
+  if (c >= channels_)
+    throw std::out_of_range(fmt::format("{}: HBM channel {} does not exist ({} channels)", name(), c, channels_));
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw std::invalid_argument(fmt::format("{}: channel bandwidth fraction must be in (0, 1], got {}", name(), fraction));
+  channel_rate_[c] = channel_gbps_ * fraction;
 }
 
 void Hbm::check_range(std::uint64_t addr, std::uint64_t len, const char* what) const {
@@ -101,9 +111,11 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
   for (std::uint32_t c = 0; c < channels_; ++c) {
     if (share_[c] == 0) continue;
     const std::uint64_t begin = std::max(start_ps, busy_until_ps_[c]);
-    const std::uint64_t dur = transfer_ps(share_[c], channel_gbps_);
+    const std::uint64_t dur = transfer_ps(share_[c], channel_rate_[c]);
     busy_until_ps_[c] = begin + dur;
     busy_ps_total_ += dur;
+    channel_stats_[c].bytes += share_[c];
+    channel_stats_[c].busy_ps += dur;
     end = std::max(end, busy_until_ps_[c]);
     if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.

@@ -86,6 +86,14 @@ class Hbm : public sc_core::sc_module {
   const ClientStats& stats(HbmClient c) const { return stats_[static_cast<int>(c)]; }
   /// Sum over channels of the time they were busy moving data, in ps.
   std::uint64_t channel_busy_ps() const { return busy_ps_total_; }
+  /// Per channel: bytes moved and time busy moving them (ps).
+  struct ChannelStats {
+    std::uint64_t bytes = 0, busy_ps = 0;
+  };
+  const std::vector<ChannelStats>& channel_stats() const { return channel_stats_; }
+  /// A degraded channel (performance fault): channel `c` serves at `fraction` (0, 1] of its
+  /// bandwidth from now on. Throws std::out_of_range / std::invalid_argument.
+  void set_channel_fraction(std::uint32_t c, double fraction);
 
  private:
   static constexpr std::uint64_t kPageBytes = 64 * 1024;
@@ -105,6 +113,8 @@ class Hbm : public sc_core::sc_module {
   std::uint32_t rank_;
   Trace* trace_;
   std::vector<std::uint64_t> busy_until_ps_;
+  std::vector<double> channel_rate_;  // GB/s of each channel
+  std::vector<ChannelStats> channel_stats_;
   std::vector<std::uint64_t> share_;  // scratch: bytes per channel of the current transfer
   std::uint64_t busy_ps_total_ = 0;
   ClientStats stats_[kHbmClientCount];

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "chip_model/collective_handler.h"
+#include "chip_model/perf_monitor.h"
 #include "chip_model/capture_dma.h"
 #include "chip_model/capture_unit.h"
 #include "chip_model/core_scheduler.h"
@@ -132,13 +133,16 @@ void StreamEngine::stream_thread(std::uint32_t s) {
     std::span<std::byte> raw(reinterpret_cast<std::byte*>(&task), sizeof task);
     const std::uint64_t addr = st.ring + std::uint64_t{st.head} * sizeof(spec::TaskDescriptor);
     st.busy = true;
+    const sc_core::sc_time fetch = qk.get_current_time();
     svc_.hbm->read(addr, raw, qk, HbmClient::Stream);
     st.head = (st.head + 1) % st.entries;
     qk.inc(sc_core::sc_time(static_cast<double>(svc_.config->task_dispatch_ns), sc_core::SC_NS));
+    if (svc_.perf && svc_.perf->launch_delay_ps) qk.inc(ChipClock::from_ps(svc_.perf->launch_delay_ps));
     const sc_core::sc_time start = qk.get_current_time();
     run_task(s, task, qk);
     if (task.flags & spec::kTaskFlagStatusRecord) status_record(s, task, qk);
     const sc_core::sc_time end = qk.get_current_time();
+    count_task(s, task, fetch, start, end);
     trace_task(s, task, start, end);
     ++st.completed;
     st.busy = false;
@@ -232,6 +236,24 @@ void StreamEngine::status_record(std::uint32_t s, const spec::TaskDescriptor& ta
   h.payload = spec::CapturePayload::StepStatus;
   const FaultSite site{svc_.rank, task.step, task.op_id, task.task_id, 0, s, svc_.clock.cycle_at(qk.get_current_time())};
   svc_.capture->produce(h, std::as_bytes(std::span(&st, 1)), qk, site);
+}
+
+void StreamEngine::count_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& fetch,
+                              const sc_core::sc_time& start, const sc_core::sc_time& end) {
+  task_records_.push_back({task.kind, task.op_id, task.task_id, task.step, s, svc_.clock.cycle_at(fetch),
+                           svc_.clock.cycle_at(start), svc_.clock.cycle_at(end)});
+  if (!svc_.pmu) return;
+  const std::uint64_t end_ps = ChipClock::to_ps(end);
+  svc_.pmu->add(ChipClock::to_ps(start), spec::kPmuDispatch, svc_.clock.ps_to_cycles(ChipClock::to_ps(start - fetch)));
+  const std::uint64_t dur = svc_.clock.ps_to_cycles(ChipClock::to_ps(end - start));
+  if (task.kind == spec::TaskKind::Collective) {
+    PerfMonitor::Counters d{};
+    d[spec::kPmuCollectiveOps] = 1;
+    d[spec::kPmuCollectiveCycles] = dur;
+    svc_.pmu->add(end_ps, d);
+  } else if (task.kind == spec::TaskKind::EventWait) {
+    svc_.pmu->add(end_ps, spec::kPmuEventWait, dur);
+  }
 }
 
 void StreamEngine::trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include <systemc>
 #include <tlm_utils/tlm_quantumkeeper.h>
@@ -72,11 +73,24 @@ class StreamEngine : public sc_core::sc_module {
   /// Records currently available on event `id`.
   std::uint64_t event_count(std::uint32_t id) const;
 
+  /// One executed task (every kind): dispatch begins at fetch_cycle, execution runs
+  /// [start_cycle, end_cycle) (an asynchronous capture: until it was queued).
+  struct TaskRecord {
+    spec::TaskKind kind;
+    std::uint32_t op_id = 0, task_id = 0, step = 0, stream = 0;
+    std::uint64_t fetch_cycle = 0, start_cycle = 0, end_cycle = 0;
+  };
+  /// In completion order per stream, streams interleaved as they completed.
+  const std::vector<TaskRecord>& task_records() const { return task_records_; }
+
  private:
   void stream_thread(std::uint32_t s);
   void run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
   void wait_captures(std::uint32_t s, tlm_utils::tlm_quantumkeeper& qk);
   void status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
+  /// Reports the task's dispatch, collective and event-wait cycles to the PMU.
+  void count_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& fetch, const sc_core::sc_time& start,
+                  const sc_core::sc_time& end);
   void trace_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& start,
                   const sc_core::sc_time& end) const;
 
@@ -91,6 +105,7 @@ class StreamEngine : public sc_core::sc_module {
   std::map<std::uint32_t, std::uint64_t> events_;
   sc_core::sc_event event_recorded_;
   sc_core::sc_event progress_;
+  std::vector<TaskRecord> task_records_;
 };
 
 }  // namespace probelab::chip

@@ -8,6 +8,7 @@ void register_accumulation_injector(InjectorRegistry& r);
 void register_collective_order_injector(InjectorRegistry& r);
 void register_bitflip_injector(InjectorRegistry& r);
 void register_device_fault_injectors(InjectorRegistry& r);
+void register_perf_fault_injectors(InjectorRegistry& r);
 
 void register_builtin_injectors(InjectorRegistry& r) {
   register_value_injectors(r);
@@ -15,6 +16,7 @@ void register_builtin_injectors(InjectorRegistry& r) {
   register_collective_order_injector(r);
   register_bitflip_injector(r);
   register_device_fault_injectors(r);
+  register_perf_fault_injectors(r);
 }
 
 }  // namespace probelab::inject

@@ -91,5 +91,8 @@ void InjectionSet::on_register_read(const chip::FaultSite& s, std::uint32_t off,
 void InjectionSet::on_collective(const chip::FaultSite& s, chip::CollectiveOverride& o) {
   each(chip::kFaultCollective, [&](Injector& i) { i.on_collective(s, o); });
 }
+void InjectionSet::on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) {
+  each(chip::kFaultPerf, [&](Injector& i) { i.on_perf_faults(rank, f); });
+}
 
 }  // namespace probelab::inject

@@ -38,6 +38,15 @@ struct InjectionEnv {
   /// Placement of a tensor on a rank; must answer before the simulation starts for injectors
   /// that schedule HBM faults. Empty or nullopt: unknown.
   std::function<std::optional<TensorPlacement>(std::uint32_t rank, const std::string& tensor)> placement;
+  std::uint32_t hbm_channels = 0;  // of the chip config (0: unknown, not checked)
+  /// The link chip `src` sends on towards chip `dst` (the first of the route), for injectors that
+  /// name a link: its name, and whether it reaches dst directly (false: dst is further along an
+  /// HCCS ring). Null: not known, not checked.
+  struct FirstLink {
+    std::string name;
+    bool direct = true;
+  };
+  std::function<FirstLink(std::uint32_t src, std::uint32_t dst)> first_link = nullptr;
 };
 
 /// One application of a fault, as logged by the injector.

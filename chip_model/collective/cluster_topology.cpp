@@ -144,6 +144,15 @@ std::string ClusterTopology::trace_track(std::size_t id) const {
   return "?";
 }
 
+std::string ClusterTopology::link_name(std::size_t id) const {
+  const LinkSpec& l = link(id);
+  if (l.kind == LinkKind::Hccs || l.kind == LinkKind::NicTx) return fmt::format("r{} {}", l.from, trace_track(id));
+  const std::uint32_t pid = trace_pid(id);
+  for (const auto& [spid, name] : switch_names())
+    if (spid == pid) return fmt::format("{} {}", name, trace_track(id));
+  return fmt::format("switch {}", trace_track(id));
+}
+
 std::vector<std::pair<std::uint32_t, std::string>> ClusterTopology::switch_names() const {
   std::vector<std::pair<std::uint32_t, std::string>> out;
   if (servers_ < 2) return out;

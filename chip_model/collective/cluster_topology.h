@@ -82,6 +82,9 @@ class ClusterTopology {
   /// Trace process id and track of a link ("hccs->r5" on chip 3, "nic.tx", "port->r5" on the switch).
   std::uint32_t trace_pid(std::size_t id) const;
   std::string trace_track(std::size_t id) const;
+  /// A name of link `id` unique in the cluster: "r3 hccs->r5", "r3 nic.tx", "switch port->r5",
+  /// "leaf1 up->spine0" (the owner's trace process name and the track).
+  std::string link_name(std::size_t id) const;
   /// Trace process names of the switches (pid, name), for the timeline.
   std::vector<std::pair<std::uint32_t, std::string>> switch_names() const;
 

@@ -26,7 +26,28 @@ CollectiveEngine& CollectiveFabric::engine(std::uint32_t rank) {
   return *engines_[rank];
 }
 
-void CollectiveFabric::attach(Chip& chip) { chip.set_collective_handler(&engine(chip.rank())); }
+void CollectiveFabric::attach(Chip& chip) {
+  chip.set_collective_handler(&engine(chip.rank()));
+  chips_.push_back(&chip);
+}
+
+void CollectiveFabric::start_of_simulation() {
+  // A degraded link "src -> dst" is the first link of the route, the one src owns: the HCCS link
+  // to a chip of its server (a neighbour on a ring), or its NIC towards another server.
+  for (Chip* c : chips_)
+    for (const auto& [dst, fraction] : c->perf_faults().link_fraction) {
+      const std::uint32_t src = c->rank();
+      if (dst >= topo_.ranks() || dst == src)
+        throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{} outside the job of {} chips", name(), src,
+                                                dst, topo_.ranks()));
+      const std::vector<std::uint32_t> route = topo_.route(src, dst);
+      if (topo_.link(route.front()).kind == LinkKind::Hccs && route.size() > 1)
+        throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{}, but the chips are not neighbours on "
+                                                "their server's HCCS ring",
+                                                name(), src, dst));
+      network_->degrade(route.front(), fraction);
+    }
+}
 
 std::vector<std::string> CollectiveFabric::pending() const {
   std::vector<std::string> out;

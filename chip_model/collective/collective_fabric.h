@@ -54,8 +54,11 @@ class CollectiveFabric : public sc_core::sc_module {
   std::vector<std::string> pending() const;
 
  private:
+  void start_of_simulation() override;  // applies the chips' degraded links (PerfFaults::link_fraction)
+
   ClusterTopology topo_;
   Options opts_;
+  std::vector<Chip*> chips_;
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<CollectiveEngine>> engines_;  // by rank; null: simulated elsewhere
 };

@@ -1,10 +1,19 @@
 #include "chip_model/collective/link.h"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "chip_model/clock.h"
 
 namespace probelab::chip {
+
+void Link::set_bandwidth_fraction(double fraction) {
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw std::invalid_argument(fmt::format("link {}: bandwidth fraction must be in (0, 1], got {}", id_, fraction));
+  spec_.gbps = nominal_gbps_ * fraction;
+}
 
 std::uint64_t Link::serialize_ps(std::uint64_t bytes) const { return transfer_ps(bytes, spec_.gbps); }
 

@@ -21,11 +21,16 @@ namespace probelab::chip {
 
 class Link {
  public:
-  Link(std::uint32_t id, const LinkSpec& spec) : id_(id), spec_(spec) {}
+  Link(std::uint32_t id, const LinkSpec& spec) : id_(id), spec_(spec), nominal_gbps_(spec.gbps) {}
 
   std::uint32_t id() const { return id_; }
   const LinkSpec& spec() const { return spec_; }
   double bandwidth_gbps() const { return spec_.gbps; }
+  /// The bandwidth the topology gave the link (bandwidth_gbps() less when degraded).
+  double nominal_gbps() const { return nominal_gbps_; }
+  /// A degraded link (performance fault): from now on it runs at `fraction` (0, 1] of its nominal
+  /// bandwidth. Throws std::invalid_argument.
+  void set_bandwidth_fraction(double fraction);
   std::uint64_t latency_ps() const { return spec_.latency_ps; }
   /// Serialisation time of `bytes` on this link, in ps.
   std::uint64_t serialize_ps(std::uint64_t bytes) const;
@@ -59,6 +64,7 @@ class Link {
  private:
   std::uint32_t id_;
   LinkSpec spec_;
+  double nominal_gbps_;
   std::uint64_t busy_until_ps_ = 0;
   Stats stats_;
   std::optional<Span> span_;

@@ -65,6 +65,10 @@ class Network : public sc_core::sc_module {
   /// Time of the earliest queued hop or delivery; nullopt when nothing is queued.
   std::optional<std::uint64_t> next_event_ps() const;
   const Link& link(std::size_t id) const { return *links_.at(id); }
+  /// Runs link `id` at `fraction` (0, 1] of its nominal bandwidth from now on (performance fault).
+  void degrade(std::size_t id, double fraction) { links_.at(id)->set_bandwidth_fraction(fraction); }
+  /// True when this partition processes the hops onto link `id` (and so holds its statistics).
+  bool owns(std::size_t link) const;
   std::size_t num_links() const { return links_.size(); }
   /// Closes every link's timeline span (end of the run).
   void flush_trace();
@@ -85,7 +89,6 @@ class Network : public sc_core::sc_module {
   void queue(Event e);
   void trace_span(std::size_t link, const Link::Span& s);
   void traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes, const std::optional<Link::Span>& closed);
-  bool owns(std::size_t link) const;
 
   const ClusterTopology& topo_;
   const PartitionMap* parts_;

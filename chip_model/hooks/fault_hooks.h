@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -45,6 +46,7 @@ enum FaultSiteBits : std::uint32_t {
   kFaultRegisterRead = 1u << 8,
   kFaultCollective = 1u << 9,
   kFaultFusedInner = 1u << 10,
+  kFaultPerf = 1u << 11,
 };
 
 /// How a Cube GEMM accumulates. The core fills it from the op's arguments and passes it to
@@ -87,6 +89,18 @@ struct CollectiveOverride {
   std::vector<std::uint32_t> reduction_order;  // ranks, in the order this rank adds contributions
   std::uint64_t arrival_jitter_ps = 0;     // max extra delay drawn per incoming transfer
   std::uint64_t jitter_seed = 0;
+};
+
+/// Performance faults of one chip, asked once before the chip runs (on_perf_faults()); the
+/// defaults are a healthy chip. Several injectors compose (fractions multiply).
+struct PerfFaults {
+  std::map<std::uint32_t, double> hbm_channel_fraction;  // HBM channel -> fraction of its bandwidth, (0, 1]
+  double compute_slowdown = 1.0;  // Cube and Vector step cycles x this (>= 1): a slower clock or throttled cores
+  std::map<std::uint32_t, double> link_fraction;  // destination rank -> fraction of the outgoing link's bandwidth
+  std::uint64_t launch_delay_ps = 0;  // added to the dispatch of every task the chip's streams run
+  bool any() const {
+    return !hbm_channel_fraction.empty() || compute_slowdown != 1.0 || !link_fraction.empty() || launch_delay_ps != 0;
+  }
 };
 
 class FaultHooks {
@@ -132,6 +146,8 @@ class FaultHooks {
   virtual void on_register_read(const FaultSite&, std::uint32_t /*offset*/, std::uint32_t& /*value*/) {}
   /// A collective task is about to run on rank `site.rank`.
   virtual void on_collective(const FaultSite&, CollectiveOverride&) {}
+  /// The performance faults of chip `rank` (asked once, before the simulation runs).
+  virtual void on_perf_faults(std::uint32_t /*rank*/, PerfFaults&) {}
 };
 
 /// True if `hooks` is set and overrides the hook(s) in `bits`.

@@ -61,6 +61,10 @@ class HooksTee final : public FaultHooks {
     if (wants(kFaultCollective)) p_->on_collective(s, o);
     if (o_.sites() & kFaultCollective) o_.on_collective(s, o);
   }
+  void on_perf_faults(std::uint32_t rank, PerfFaults& f) override {
+    if (wants(kFaultPerf)) p_->on_perf_faults(rank, f);
+    if (o_.sites() & kFaultPerf) o_.on_perf_faults(rank, f);
+  }
 
  private:
   bool wants(std::uint32_t bit) const { return p_ && (p_->sites() & bit); }

@@ -144,6 +144,38 @@ enum CapCtrlBits : std::uint32_t {
   kCapDropOnFull = 1u << 2, // 1: drop records while no buffer is free; 0: stall the producer
 };
 
+// ---- Performance monitoring unit: free-running 64-bit event counters ---------------------
+// Counter i is at kRegPmuBase + 8 * i (low word) and + 4 (high word); reading a low word latches
+// the high words of every counter, so lo-then-hi reads are consistent. One burst read of
+// kPmuWords words returns the whole bank as one snapshot (kPmuCycle = the device cycle of the
+// read, so two snapshots give an interval). A counter counts a unit's work once the work is
+// done by the read's time (an op's cycles and bytes count when its last tile is stored).
+// Busy cycles are summed over cores. Writing 1 to kRegPmuClear zeroes every counter but kPmuCycle.
+inline constexpr std::uint32_t kRegPmuBase = 0x0800;
+inline constexpr std::uint32_t kRegPmuClear = 0x0880;  // WO
+
+enum PmuCounter : std::uint32_t {
+  kPmuCycle = 0,             // device cycle of the read (kRegCycleLo/Hi)
+  kPmuKernelOps = 1,         // Kernel tasks completed
+  kPmuKernelCycles = 2,      // sum of their durations (first load to last store), cycles
+  kPmuCubeBusy = 3,          // Cube busy cycles, summed over cores
+  kPmuVectorBusy = 4,        // Vector busy cycles (compute and epilogue), summed over cores
+  kPmuMteBusy = 5,           // MTE busy cycles (HBM/L2 loads and stores), summed over cores
+  kPmuHbmReadBytes = 6,      // bytes the cores read from HBM
+  kPmuHbmWriteBytes = 7,     // bytes the cores wrote to HBM
+  kPmuL2ReadBytes = 8,       // bytes the cores' loads served from L2
+  kPmuCubeFlops = 9,         // Cube FLOPs (2 per MAC)
+  kPmuHbmStall = 10,         // MTE cycles beyond the port rate: waiting on HBM bandwidth, contention, latency
+  kPmuCollectiveOps = 11,    // Collective tasks completed
+  kPmuCollectiveCycles = 12, // their durations (waiting for peers included), cycles
+  kPmuEventWait = 13,        // cycles streams waited in EventWait tasks (cross-stream sync)
+  kPmuCaptureStall = 14,     // cycles producers stalled on a full capture buffer (= kRegCapStall)
+  kPmuDispatch = 15,         // cycles of task fetch and dispatch, summed over streams
+  kPmuCounters = 16,
+};
+inline constexpr std::uint32_t kPmuWords = 2 * kPmuCounters;
+inline constexpr std::uint32_t pmu_reg(std::uint32_t counter) { return kRegPmuBase + 8 * counter; }
+
 // ---- Streams ---------------------------------------------------------------------------------
 inline constexpr std::uint32_t kNumStreams = 8;
 inline constexpr std::uint32_t kRegStreamBase = 0x1000;   // + stream * kStreamStride
@@ -168,9 +200,11 @@ enum StreamStatusBits : std::uint32_t {
 };
 
 inline constexpr std::uint32_t kMmioSize = 0x2000;
-static_assert(kRegExcLatchBase + kExcKindCount * kExcLatchStride <= kRegStreamBase);
+static_assert(kRegExcLatchBase + kExcKindCount * kExcLatchStride <= kRegPmuBase);
+static_assert(kRegPmuClear < kRegStreamBase && pmu_reg(kPmuCounters) <= kRegPmuClear);
 /// Largest MMIO read in one bus transaction (a burst of consecutive registers, one PCIe read
 /// request on silicon). Writes are always single 32-bit registers.
 inline constexpr std::uint32_t kMmioMaxBurstBytes = 128;
+static_assert(kPmuWords * 4 <= kMmioMaxBurstBytes, "one burst reads the whole PMU bank");
 
 }  // namespace probelab::spec

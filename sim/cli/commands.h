@@ -31,6 +31,7 @@ Command add_compare(CLI::App& app);
 Command add_campaign(CLI::App& app);
 Command add_dump(CLI::App& app);
 Command add_quantize(CLI::App& app);
+Command add_perf(CLI::App& app);
 /// Progress lines of a multi-run command, one per finished simulation, on stderr.
 void progress_to_stderr(const std::string& line);
 Command add_replay(CLI::App& app);

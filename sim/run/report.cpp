@@ -93,7 +93,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"overflow_mode", s.precision.overflow_mode}};
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
-                          "losses", "checkpoints"}) {
+                          "losses", "checkpoints", "perf"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }
   json warnings = json::array();

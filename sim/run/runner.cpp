@@ -18,6 +18,7 @@
 
 #include "probes/dump_writer.h"
 #include "sim/html/report_html.h"
+#include "sim/run/perf_report.h"
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
 #include "sim/run/resources.h"
@@ -87,10 +88,10 @@ void publish_dir(const fs::path& stage, const fs::path& final) {
 void check_dump_dir(const PreparedRun& run) {
   if (!run.probes) return;
   const std::string first = fs::path(run.probes->output.dir).begin()->string();
-  for (const char* reserved : {"report.json", "report.html", "summary.txt", "trace.json", "trace.pftrace", "outputs", "variants", ".results"})
+  for (const char* reserved : {"report.json", "report.html", "summary.txt", "perf_ops.csv", "trace.json", "trace.pftrace", "outputs", "variants", ".results"})
     if (first == reserved) {
       const std::string expected =
-          "a dump directory other than the run's own outputs (report.json, report.html, summary.txt, trace.json, trace.pftrace, outputs, variants)";
+          "a dump directory other than the run's own outputs (report.json, report.html, summary.txt, perf_ops.csv, trace.json, trace.pftrace, outputs, variants)";
       const std::string got = "'" + run.probes->output.dir + "'";
       if (!run.scenario.probes_source)
         throw ScenarioError(run.scenario.file.string(), 0, 0, "probes.output.dir", expected, got);
@@ -306,6 +307,8 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     fs::remove_all(e.stage_dir / ".results", ec);
     write_text_atomic(e.stage_dir / "summary.txt", summary_text(report));
     write_text_atomic(e.stage_dir / "report.html", html::report_html(report));
+    if (report.contains("perf") && report["perf"].is_object())
+      write_text_atomic(e.stage_dir / "perf_ops.csv", perf_ops_csv(report["perf"]));
     write_text_atomic(e.stage_dir / "report.json", report.dump(2) + "\n");
     publish_dir(e.stage_dir, e.out_dir);
     ScenarioOutcome o;

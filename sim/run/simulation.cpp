@@ -20,6 +20,7 @@
 #include "sim/platform/platform.h"
 #include "sim/run/checkpoint_store.h"
 #include "sim/run/probe_codec.h"
+#include "sim/run/perf_report.h"
 #include "sim/run/probe_results.h"
 #include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
@@ -98,6 +99,7 @@ struct RankState {
   graph::Graph graph;
   std::unique_ptr<probes::ProbeRuntime> runtime;
   std::unique_ptr<Executor> executor;
+  std::unique_ptr<probes::PerfProfiler> profiler;
   ExecutorResult result;
   std::vector<std::uint64_t> step_begin_ps, step_end_ps;
 };
@@ -109,6 +111,47 @@ std::optional<std::uint32_t> replica_group(const chip::ClusterTopology& topo, st
   if (replicas == "none" || (replicas.empty() && op.type == "ReduceScatter")) return std::nullopt;
   if (replicas == "world") return 0;
   return topo.group(chip::parse_comm_kind(op.attr_str("comm", "world")), rank).comm_id;
+}
+
+/// This partition's part of report.json `perf`: its ranks' op and task records, PMU counters,
+/// steps and HBM channels, and the network links it owns.
+json perf_of_partition(const PreparedRun& run, Platform& platform, const std::vector<RankState>& st,
+                       const std::vector<const std::vector<chip::OpRecord>*>& records) {
+  const chip::ChipClock clock(run.chip.clock_mhz);
+  const std::uint64_t end_ps = chip::ChipClock::to_ps(platform.end_time());
+  std::map<std::uint32_t, PerfRank> perf;
+  for (std::uint32_t r : platform.local_ranks()) {
+    chip::Chip& c = platform.chip(r);
+    PerfRank& p = perf[r];
+    p.graph = &st[r].graph;
+    p.ops = records[r];
+    p.tasks = &c.streams().task_records();
+    p.counters = c.pmu().at(end_ps);
+    p.counters[spec::kPmuCaptureStall] = c.capture().counters().stall_cycles;
+    p.cycles = clock.cycle_at(platform.host(r).finish_time());
+    for (std::size_t k = 0; k < st[r].step_end_ps.size(); ++k)
+      p.steps.emplace_back(clock.ps_to_cycles(st[r].step_begin_ps[k]), clock.ps_to_cycles(st[r].step_end_ps[k]));
+    p.first_step = run.scenario.resume ? run.scenario.resume->from_step : 0;
+    p.profiler = st[r].profiler.get();
+    for (const auto& ch : c.hbm().channel_stats()) p.hbm_channels.emplace_back(ch.bytes, ch.busy_ps);
+  }
+  std::vector<PerfLink> links;
+  if (const chip::CollectiveFabric* f = platform.fabric()) {
+    const chip::Network& net = f->network();
+    const chip::ClusterTopology& topo = f->topology();
+    for (std::size_t id = 0; id < net.num_links(); ++id) {
+      if (!net.owns(id)) continue;
+      const chip::Link& l = net.link(id);
+      const chip::LinkSpec& spec = topo.link(id);
+      PerfLink pl{static_cast<std::uint32_t>(id), topo.link_name(id), std::string(chip::link_kind_name(spec.kind)),
+                  std::nullopt, std::nullopt, l.nominal_gbps(), l.stats().bytes, l.stats().transfers,
+                  l.stats().busy_ps, l.stats().wait_ps};
+      if (spec.kind == chip::LinkKind::Hccs || spec.kind == chip::LinkKind::NicTx) pl.src = spec.from;
+      if (spec.kind == chip::LinkKind::Hccs || spec.kind == chip::LinkKind::SwitchPort) pl.dst = spec.to;
+      links.push_back(std::move(pl));
+    }
+  }
+  return perf_partition(run.chip, perf, links);
 }
 
 }  // namespace
@@ -190,10 +233,13 @@ PartitionResult simulate_partition(const SimRequest& req) {
     if (!w.loss.empty()) ec.fetch_each_step = {w.loss};
     for (const auto& o : outputs)
       if (rs.graph.find_tensor(o)) ec.fetch_at_end.push_back(o);
+    if (s.profile) rs.profiler = std::make_unique<probes::PerfProfiler>(dev);
     ec.on_step = [&rs, &dev, &trace, r](std::uint32_t step, bool begin) {
+      if (rs.profiler && !begin) rs.profiler->step_end(step);
       const std::uint64_t now = chip::ChipClock::to_ps(dev.local_now());
       if (begin) {
         rs.step_begin_ps.push_back(now);
+        if (rs.profiler) rs.profiler->step_begin(step);
       } else {
         rs.step_end_ps.push_back(now);
         if (trace.enabled())
@@ -253,6 +299,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
   out.data["ranks"] = per_rank;
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
+  out.data["perf"] = perf_of_partition(run, platform, st, records);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
   if (trace.enabled()) out.live_trace = trace_ptr;
   if (probes_on) {
@@ -310,6 +357,11 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
                           {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
   res["losses"] = w.loss.empty() ? json(nullptr) : losses;
   res["ops"] = std::move(ops);
+  {
+    std::vector<json> perf;
+    for (const auto& p : parts) perf.push_back(p.data.at("perf"));
+    res["perf"] = perf_section(run.chip, perf, end_ps);
+  }
 
   chip::Trace trace(req.trace);
   for (auto& p : parts) {

@@ -36,6 +36,10 @@
 //   - capture: {overhead_below_percent: 3, dropped: 0, variant: single}
 //       capture overhead (simulated cycles, against the same run without probes) below P %;
 //       `dropped`: exact count N, or ">= N" / "<= N" / "> N" / "< N"; `variant` picks a variant run
+//   - perf_finding: {cause: hbm_channel, rank: 0, channel: 5, ops: ["*matmul*"], top: true, only: false}
+//       report.json perf.findings (sim/run/perf_findings.h) holds a finding of cause hbm_channel |
+//       link (src, dst) | straggler | launch at those fields, naming ops matching every glob;
+//       `top` (default true): it is the first finding; `only`: no finding of another cause
 #pragma once
 
 #include <cstdint>

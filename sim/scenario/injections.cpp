@@ -1,7 +1,11 @@
 #include "sim/scenario/injections.h"
 
+#include <memory>
+#include <vector>
+
 #include <fmt/format.h>
 
+#include "chip_model/collective/cluster_topology.h"
 #include "injectors/injection_set.h"
 #include "injectors/params.h"
 
@@ -21,6 +25,17 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.ranks = static_cast<std::uint32_t>(run.scenario.ranks);
   env.steps = static_cast<std::uint32_t>(run.scenario.steps);
   env.seed = run.scenario.seed;
+  env.hbm_channels = run.chip.hbm_channels;
+  if (env.ranks > 1) {
+    // The cluster's links (chip::ClusterTopology): a degraded link is the first of the route.
+    auto topo = std::make_shared<const chip::ClusterTopology>(run.chip, run.cluster, env.ranks);
+    env.first_link = [topo](std::uint32_t src, std::uint32_t dst) {
+      const std::vector<std::uint32_t> route = topo->route(src, dst);
+      const chip::LinkSpec& first = topo->link(route.front());
+      return inject::InjectionEnv::FirstLink{topo->link_name(route.front()),
+                                             first.kind != chip::LinkKind::Hccs || route.size() == 1};
+    };
+  }
   return env;
 }
 

@@ -20,7 +20,7 @@ const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> k = {
       "name",      "description", "chip",       "ranks",     "cluster",  "parallel", "model",    "mode",
       "training",  "data",        "steps",      "seed",      "precision", "quantization", "checkpoints", "probes",
-      "injections", "variants",   "expectations", "campaign"};
+      "injections", "variants",   "expectations", "campaign", "profile"};
   return k;
 }
 
@@ -372,6 +372,7 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   if (auto d = root.get("data")) s.data = parse_data(*d, s.seed);
   if (auto p = root.get("precision")) s.precision = parse_precision(*p);
   if (auto q = root.get("quantization")) s.quantization = parse_quantization(*q);
+  s.profile = root.bool_or("profile", false);
   if (auto c = root.get("checkpoints")) {
     c->expect_keys({"every"});
     s.checkpoint_every = static_cast<int>((*c)["every"].integer(1, 1 << 30));

@@ -179,6 +179,9 @@ struct Scenario {
   std::uint64_t seed = 0;
   PrecisionPolicy precision;
   std::optional<QuantizationSpec> quantization;  // the `quantization:` section
+  /// `profile: true`: a profiler (probes/perf_profiler.h) reads every rank's PMU through Device
+  /// at each step's start and end (report.json perf.steps; the reads cost MMIO time).
+  bool profile = false;
   int checkpoint_every = 0;    // `checkpoints.every`; 0: none
   /// Set by `probelab replay` (no YAML key): resume at `from_step` from the checkpoints of a run.
   struct Resume {

@@ -64,6 +64,10 @@ TEST_P(BundledTrace, ViewersKeepEverySliceAndFlow) {
   EXPECT_TRUE(tracks.count("pcie.h2d"));
   EXPECT_TRUE(counters.count("hbm bandwidth"));
   EXPECT_TRUE(counters.count("pcie h2d bandwidth"));
+  // PMU counter tracks: every scenario runs kernels, and each moves bytes through the MTEs.
+  EXPECT_TRUE(counters.count("pmu.mte_busy"));
+  EXPECT_TRUE(counters.count("pmu.core_hbm"));
+  EXPECT_TRUE(counters.count("pmu.cube_busy") || counters.count("pmu.vector_busy"));
   if (report["capture"]["records"].get<std::uint64_t>() > 0) {
     EXPECT_TRUE(counters.count("capture buffer fill"));
   }

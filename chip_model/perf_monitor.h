@@ -1,0 +1,41 @@
+// The performance monitoring unit of one chip (registers: spec::kRegPmuBase, spec/registers.h).
+// Units report work with the absolute time it is done; a register read at time t sees exactly
+// the work done by t, whatever order the (temporally decoupled) units reported it in. No
+// SystemC here: times are picoseconds, the chip passes the read time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+
+#include "chip_model/spec/registers.h"
+
+namespace probelab::chip {
+
+class PerfMonitor {
+ public:
+  using Counters = std::array<std::uint64_t, spec::kPmuCounters>;
+
+  /// Adds `delta` (kPmuCycle ignored) to the counters once time reaches `done_ps`.
+  void add(std::uint64_t done_ps, const Counters& delta);
+  /// Adds `amount` to one counter at `done_ps`.
+  void add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount);
+  /// Counters as of `now_ps` (kPmuCycle is the caller's to fill).
+  Counters at(std::uint64_t now_ps);
+  /// Register access. `cycle` is the device cycle of the access, `capture_stall` the capture
+  /// unit's stall counter now (mirrored as kPmuCaptureStall).
+  std::uint32_t read_reg(std::uint32_t offset, std::uint64_t now_ps, std::uint64_t cycle, std::uint64_t capture_stall);
+  void write_reg(std::uint32_t offset, std::uint32_t value, std::uint64_t now_ps, std::uint64_t capture_stall);
+  static bool owns(std::uint32_t offset) {
+    return offset >= spec::kRegPmuBase && offset <= spec::kRegPmuClear;
+  }
+
+ private:
+  void fold(std::uint64_t now_ps);
+  Counters done_{};
+  std::multimap<std::uint64_t, Counters> pending_;  // by completion time
+  std::uint64_t capture_stall_base_ = 0;           // capture stall at the last clear
+  std::array<std::uint32_t, spec::kPmuCounters> hi_latch_{};
+};
+
+}  // namespace probelab::chip

@@ -1,0 +1,37 @@
+// `probelab perf RUN`: where a run's time went, from its report.json `perf` section: the top
+// ops by time with their bound (compute, memory, communication, launch, capture) and the
+// evidence, each step's critical path, utilization per rank and per link. Exit 0, or 2 when RUN
+// is not a run directory with performance counters.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "sim/cli/commands.h"
+#include "sim/run/perf_summary.h"
+
+namespace probelab::cli {
+
+Command add_perf(CLI::App& app) {
+  struct Args {
+    std::string run;
+    sim::PerfTextOptions opt;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("perf", "Where a run's time went: top ops by time with their bound and evidence, "
+                                         "steps' critical paths, utilization per rank and per link");
+  sub->add_option("RUN", a->run, "A run's output directory (probelab run --out DIR/<scenario>)")->required();
+  sub->add_option("--top", a->opt.top, "Ops listed per rank (default 10)");
+  sub->add_option("--rank", a->opt.rank, "Only this rank (default: every rank)");
+  sub->add_flag("--json", a->json, "Print the report's perf section as JSON");
+  return [a] {
+    const nlohmann::json r = sim::read_perf_report(a->run);
+    if (a->json)
+      fmt::print("{}\n", r.at("perf").dump(2));
+    else
+      fmt::print("{}", sim::perf_text(r, a->opt));
+    return 0;
+  };
+}
+
+}  // namespace probelab::cli

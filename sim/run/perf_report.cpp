@@ -1,0 +1,392 @@
+#include "sim/run/perf_report.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "chip_model/clock.h"
+#include "probes/insertion_pass.h"
+#include "sim/run/perf_findings.h"
+
+namespace probelab::sim {
+
+using nlohmann::json;
+using TaskKind = spec::TaskKind;
+
+namespace {
+
+struct ChipRates {
+  double mhz = 1;
+  std::uint32_t cores = 1;
+  double macs_per_core = 1;    // Cube MACs per cycle per core
+  double hbm_per_cycle = 1;    // HBM bytes per cycle, all channels
+  double mte_per_core = 1;     // MTE port bytes per cycle
+  double peak(std::uint32_t c) const { return 2.0 * macs_per_core * c; }
+  double bandwidth(std::uint32_t c) const { return std::min(hbm_per_cycle, mte_per_core * c); }
+};
+
+ChipRates rates_of(const chip::ChipConfig& cfg) {
+  ChipRates r;
+  r.mhz = cfg.clock_mhz;
+  r.cores = cfg.num_cores;
+  r.macs_per_core = static_cast<double>(cfg.cube_m) * cfg.cube_n * cfg.cube_k;
+  r.hbm_per_cycle = cfg.hbm_bandwidth_gbps * 1e3 / cfg.clock_mhz;
+  r.mte_per_core = cfg.mte_bytes_per_cycle;
+  return r;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+/// GB/s of `bytes` moved in `cycles` at `mhz`.
+double gbps(double bytes, double cycles, double mhz) { return cycles > 0 ? bytes * mhz / (cycles * 1e3) : 0.0; }
+
+struct OpAcc {
+  std::uint64_t tasks = 0, cycles = 0, launch = 0, probe = 0, collective = 0;
+  std::uint32_t cores = 0;
+  std::uint64_t cube = 0, vec = 0, mte = 0, rd = 0, wr = 0, l2 = 0, flops = 0, stall = 0;
+};
+
+struct Interval {
+  std::uint64_t b, e;
+  int cat;  // 0 compute kernel, 1 memory kernel, 2 collective, 3 capture
+};
+
+constexpr std::array<const char*, 5> kPathNames = {"compute", "memory", "communication", "capture", "launch"};
+
+json counters_json(const chip::PerfMonitor::Counters& c) {
+  probes::PmuSnapshot s;
+  s.counters = c;
+  return probes::pmu_json(s);
+}
+
+/// Utilization, bandwidth and intensity of a counter set over its own kPmuCycle.
+json derived(const chip::PerfMonitor::Counters& c, const ChipRates& r) {
+  const double cyc = static_cast<double>(c[spec::kPmuCycle]);
+  const double slots = cyc * r.cores;
+  const double bytes = static_cast<double>(c[spec::kPmuHbmReadBytes] + c[spec::kPmuHbmWriteBytes]);
+  return {{"cube_utilization", ratio(static_cast<double>(c[spec::kPmuCubeBusy]), slots)},
+          {"vector_utilization", ratio(static_cast<double>(c[spec::kPmuVectorBusy]), slots)},
+          {"mte_utilization", ratio(static_cast<double>(c[spec::kPmuMteBusy]), slots)},
+          {"hbm_gbps", gbps(bytes, cyc, r.mhz)},
+          {"intensity", ratio(static_cast<double>(c[spec::kPmuCubeFlops]), bytes)}};
+}
+
+json op_entry(const graph::Op& op, std::uint32_t rank, const OpAcc& a, const ChipRates& r, std::string& bound) {
+  const bool collective = a.collective > 0;
+  const std::uint64_t cycles = a.cycles + a.collective;
+  const std::uint32_t cores = std::max<std::uint32_t>(a.cores, 1);
+  const double bytes = static_cast<double>(a.rd + a.wr);
+  const double cyc = static_cast<double>(cycles);
+  const double per_core[3] = {static_cast<double>(a.cube) / cores, static_cast<double>(a.vec) / cores,
+                              static_cast<double>(a.mte) / cores};
+  const double compute_cycles = ratio(static_cast<double>(a.flops), r.peak(cores));
+  const double memory_cycles = ratio(bytes, r.bandwidth(cores));
+  const double roof = std::max(compute_cycles, memory_cycles);
+  std::string evidence;
+  if (a.tasks == 0) {
+    bound = "none";
+    evidence = "not executed";
+  } else if (a.launch > cycles) {
+    bound = "launch";
+    evidence = fmt::format("{} cycles of host submission and dispatch before its tasks vs {} cycles of work", a.launch,
+                           cycles);
+  } else if (a.probe > cycles) {
+    bound = "capture";
+    evidence = fmt::format("{} cycles of probe tasks vs {} cycles of work", a.probe, cycles);
+  } else if (collective) {
+    bound = "communication";
+    evidence = fmt::format("collective: {} cycles on the links (waiting for peers included)", a.collective);
+  } else {
+    const bool mem = per_core[2] >= std::max(per_core[0], per_core[1]);
+    bound = mem ? "memory" : "compute";
+    const double ridge = ratio(r.peak(cores), r.bandwidth(cores));
+    const double intensity = ratio(static_cast<double>(a.flops), bytes);
+    if (mem)
+      evidence = fmt::format("MTE busy {:.0f}% of the op's time per core vs Cube {:.0f}%, Vector {:.0f}%; HBM {:.0f} GB/s "
+                             "(peak {:.0f}); {} of its MTE cycles stalled on HBM; intensity {:.1f} FLOP/B < ridge {:.0f}",
+                             100 * ratio(per_core[2], cyc), 100 * ratio(per_core[0], cyc), 100 * ratio(per_core[1], cyc),
+                             gbps(bytes, cyc, r.mhz), r.bandwidth(cores) * r.mhz / 1e3, a.stall, intensity, ridge);
+    else
+      evidence = fmt::format("{} busy {:.0f}% of the op's time per core vs MTE {:.0f}%; intensity {:.1f} FLOP/B "
+                             "(ridge {:.0f}); {:.0f}% of the roofline",
+                             per_core[0] >= per_core[1] ? "Cube" : "Vector",
+                             100 * ratio(std::max(per_core[0], per_core[1]), cyc), 100 * ratio(per_core[2], cyc),
+                             intensity, ridge, 100 * ratio(roof, cyc));
+  }
+  return {{"op", op.name},
+          {"type", op.type},
+          {"rank", rank},
+          {"kind", collective ? "collective" : "kernel"},
+          {"tasks", a.tasks},
+          {"cycles", cycles},
+          {"cores", a.cores},
+          {"launch_cycles", a.launch},
+          {"probe_cycles", a.probe},
+          {"counters",
+           {{"cube_busy_cycles", a.cube},
+            {"vector_busy_cycles", a.vec},
+            {"mte_busy_cycles", a.mte},
+            {"hbm_read_bytes", a.rd},
+            {"hbm_write_bytes", a.wr},
+            {"l2_read_bytes", a.l2},
+            {"flops", a.flops},
+            {"hbm_stall_cycles", a.stall}}},
+          {"hbm_gbps", gbps(bytes, cyc, r.mhz)},
+          {"utilization",
+           {{"cube", ratio(per_core[0], cyc)}, {"vector", ratio(per_core[1], cyc)}, {"mte", ratio(per_core[2], cyc)}}},
+          {"intensity", ratio(static_cast<double>(a.flops), bytes)},
+          {"roofline",
+           {{"compute_cycles", compute_cycles},
+            {"memory_cycles", memory_cycles},
+            {"bound_cycles", roof},
+            {"efficiency", ratio(roof, cyc)}}},
+          {"bound", bound},
+          {"evidence", evidence}};
+}
+
+/// Splits [b, e) over the categories of `iv` (kernels first, then collectives, then capture;
+/// uncovered time is launch). Returns cycles per kPathNames entry plus the collective union and
+/// its part overlapped by kernels.
+struct PathSplit {
+  std::array<std::uint64_t, 5> path{};
+  std::uint64_t kernel = 0, collective = 0, overlapped = 0;
+};
+
+PathSplit split_step(std::uint64_t b, std::uint64_t e, const std::vector<Interval>& iv) {
+  std::vector<std::pair<std::uint64_t, int>> ev;  // (time, +cat+1 or -(cat+1))
+  for (const Interval& i : iv) {
+    const std::uint64_t s = std::max(i.b, b), t = std::min(i.e, e);
+    if (s >= t) continue;
+    ev.emplace_back(s, i.cat + 1);
+    ev.emplace_back(t, -(i.cat + 1));
+  }
+  std::sort(ev.begin(), ev.end());
+  PathSplit out;
+  std::array<int, 4> active{};
+  std::uint64_t prev = b;
+  auto charge = [&](std::uint64_t until) {
+    const std::uint64_t d = until - prev;
+    if (d == 0) return;
+    const bool kern = active[0] + active[1] > 0;
+    if (kern) out.path[active[1] >= active[0] ? 1 : 0] += d;
+    else if (active[2]) out.path[2] += d;
+    else if (active[3]) out.path[3] += d;
+    else out.path[4] += d;
+    if (kern) out.kernel += d;
+    if (active[2]) out.collective += d;
+    if (active[2] && kern) out.overlapped += d;
+  };
+  for (const auto& [t, c] : ev) {
+    charge(t);
+    prev = t;
+    if (c > 0) ++active[static_cast<std::size_t>(c - 1)];
+    else --active[static_cast<std::size_t>(-c - 1)];
+  }
+  charge(e);
+  return out;
+}
+
+}  // namespace
+
+json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, PerfRank>& ranks,
+                    const std::vector<PerfLink>& links) {
+  const ChipRates r = rates_of(cfg);
+  json out;
+  json ops = json::array(), steps = json::array(), rank_list = json::array();
+  for (const auto& [rank, pr] : ranks) {
+    std::map<std::uint32_t, OpAcc> acc;
+    std::vector<Interval> iv;
+    std::vector<std::pair<std::uint32_t, const chip::OpRecord*>> kernels;  // (step, record)
+    if (pr.ops)
+      for (const chip::OpRecord& rec : *pr.ops) {
+        OpAcc& a = acc[rec.op_id];
+        ++a.tasks;
+        a.cycles += rec.cycles;
+        a.cores = std::max(a.cores, rec.cores);
+        a.cube += rec.cube_cycles;
+        a.vec += rec.vector_cycles;
+        a.mte += rec.mte_cycles;
+        a.rd += rec.hbm_read_bytes;
+        a.wr += rec.hbm_write_bytes;
+        a.l2 += rec.l2_read_bytes;
+        a.flops += rec.flops;
+        a.stall += rec.hbm_stall_cycles;
+        kernels.emplace_back(rec.step, &rec);
+      }
+    if (pr.tasks) {
+      std::map<std::uint32_t, std::uint64_t> stream_end;  // stream -> end of its previous task
+      for (const auto& t : *pr.tasks) {
+        const auto prev = stream_end.find(t.stream);
+        const std::uint64_t gap = prev == stream_end.end() ? 0 : (t.fetch_cycle > prev->second ? t.fetch_cycle - prev->second : 0);
+        stream_end[t.stream] = t.end_cycle;
+        const std::uint64_t dur = t.end_cycle - t.start_cycle;
+        if (t.kind == TaskKind::Kernel) {
+          acc[t.op_id].launch += gap + (t.start_cycle - t.fetch_cycle);
+        } else if (t.kind == TaskKind::Collective) {
+          OpAcc& a = acc[t.op_id];
+          ++a.tasks;
+          a.collective += dur;
+          a.launch += gap + (t.start_cycle - t.fetch_cycle);
+          iv.push_back({t.start_cycle, t.end_cycle, 2});
+        } else if (t.kind == TaskKind::Capture || t.kind == TaskKind::Breakpoint) {
+          acc[t.op_id].probe += dur;
+          iv.push_back({t.start_cycle, t.end_cycle, 3});
+        }
+      }
+    }
+    std::map<std::uint32_t, std::string> bound_of;
+    std::map<std::uint32_t, std::string> name_of;
+    for (std::uint32_t id : pr.graph->topo_order()) {
+      const graph::Op& op = pr.graph->op(id);
+      if (probes::is_probe_op(op)) continue;
+      const auto it = acc.find(id);
+      std::string bound;
+      ops.push_back(op_entry(op, rank, it == acc.end() ? OpAcc{} : it->second, r, bound));
+      bound_of[id] = bound;
+      name_of[id] = op.name;
+    }
+    for (const auto& [step, rec] : kernels)
+      iv.push_back({rec->start_cycle, rec->end_cycle, bound_of[rec->op_id] == "memory" ? 1 : 0});
+
+    for (std::size_t k = 0; k < pr.steps.size(); ++k) {
+      const auto [b, e] = pr.steps[k];
+      const std::uint32_t step = pr.first_step + static_cast<std::uint32_t>(k);
+      const PathSplit sp = split_step(b, e, iv);
+      json path = json::object();
+      std::size_t best = 0;
+      for (std::size_t c = 0; c < kPathNames.size(); ++c) {
+        path[kPathNames[c]] = sp.path[c];
+        if (sp.path[c] > sp.path[best]) best = c;
+      }
+      const chip::OpRecord* top = nullptr;
+      for (const auto& [s, rec] : kernels)
+        if (s == step && (!top || rec->cycles > top->cycles)) top = rec;
+      json counters = nullptr, der = nullptr;
+      if (pr.profiler)
+        for (const auto& sc : pr.profiler->steps())
+          if (sc.step == step) {
+            counters = probes::pmu_json(sc.delta);
+            der = derived(sc.delta.counters, r);
+          }
+      steps.push_back({{"rank", rank},
+                       {"step", step},
+                       {"cycles", e - b},
+                       {"critical_path", path},
+                       {"bound", kPathNames[best]},
+                       {"kernel_cycles", sp.kernel},
+                       {"collective_cycles", sp.collective},
+                       {"exposed_collective_cycles", sp.collective - sp.overlapped},
+                       {"overlapped_collective_cycles", sp.overlapped},
+                       {"top_op", top ? json({{"op", name_of.count(top->op_id) ? name_of[top->op_id] : top->op_name},
+                                              {"cycles", top->cycles},
+                                              {"bound", bound_of[top->op_id]}})
+                                      : json(nullptr)},
+                       {"counters", counters},
+                       {"derived", der}});
+    }
+    chip::PerfMonitor::Counters c = pr.counters;
+    c[spec::kPmuCycle] = pr.cycles;
+    json channels = json::array();
+    const chip::ChipClock clk(cfg.clock_mhz);
+    for (std::size_t ch = 0; ch < pr.hbm_channels.size(); ++ch) {
+      const auto [bytes, busy] = pr.hbm_channels[ch];
+      channels.push_back({{"channel", ch},
+                          {"bytes", bytes},
+                          {"busy_cycles", clk.ps_to_cycles(busy)},
+                          {"gbps", busy ? static_cast<double>(bytes) * 1e3 / static_cast<double>(busy) : 0.0}});
+    }
+    rank_list.push_back({{"rank", rank},
+                         {"cycles", pr.cycles},
+                         {"tasks", pr.tasks ? pr.tasks->size() : 0},
+                         {"counters", counters_json(c)},
+                         {"derived", derived(c, r)},
+                         {"hbm_channels", channels}});
+  }
+  out["ops"] = ops;
+  out["steps"] = steps;
+  out["ranks"] = rank_list;
+  json lj = json::array();
+  const chip::ChipClock clock(cfg.clock_mhz);
+  for (const PerfLink& l : links) {
+    json j = {{"id", l.id}, {"link", l.name}, {"kind", l.kind}};
+    if (l.src) j["src"] = *l.src;
+    if (l.dst) j["dst"] = *l.dst;
+    j.update({{"bandwidth_gbps", l.nominal_gbps},
+              {"bytes", l.bytes},
+              {"transfers", l.transfers},
+              {"busy_cycles", clock.ps_to_cycles(l.busy_ps)},
+              {"wait_cycles", clock.ps_to_cycles(l.wait_ps)},
+              {"busy_ps", l.busy_ps}});
+    lj.push_back(std::move(j));
+  }
+  out["links"] = lj;
+  return out;
+}
+
+json perf_section(const chip::ChipConfig& cfg, const std::vector<json>& parts, std::uint64_t run_ps) {
+  const ChipRates r = rates_of(cfg);
+  json out;
+  out["chip"] = {{"clock_mhz", cfg.clock_mhz},
+                 {"cores", cfg.num_cores},
+                 {"peak_flops_per_cycle", r.peak(r.cores)},
+                 {"hbm_bytes_per_cycle", r.bandwidth(r.cores)},
+                 {"ridge_flops_per_byte", ratio(r.peak(r.cores), r.bandwidth(r.cores))},
+                 {"hbm_channel_gbps", cfg.hbm_bandwidth_gbps / cfg.hbm_channels},
+                 {"link_bandwidth_gbps", cfg.link_bandwidth_gbps},
+                 {"dispatch_cycles_nominal",
+                  (static_cast<std::uint64_t>(cfg.task_dispatch_ns + cfg.hbm_latency_ns) * cfg.clock_mhz + 999) / 1000}};
+  // Each partition's ranks and links, merged in rank (link id) order.
+  for (const char* key : {"ops", "steps", "ranks", "links"}) {
+    std::vector<json> all;
+    for (const json& p : parts)
+      for (const json& e : p.at(key)) all.push_back(e);
+    const char* by = std::string_view(key) == "links" ? "id" : "rank";
+    std::stable_sort(all.begin(), all.end(), [by](const json& a, const json& b) {
+      return a.at(by).get<std::uint64_t>() < b.at(by).get<std::uint64_t>();
+    });
+    out[key] = json(std::move(all));
+  }
+  for (json& l : out["links"]) {
+    const auto busy = l.at("busy_ps").get<std::uint64_t>();
+    l["utilization"] = ratio(static_cast<double>(busy), static_cast<double>(run_ps));
+    l["achieved_gbps"] = busy ? static_cast<double>(l.at("bytes").get<std::uint64_t>()) * 1e3 / static_cast<double>(busy) : 0.0;
+    l.erase("busy_ps");
+    l.erase("id");
+  }
+  out["findings"] = perf_findings(out);
+  return out;
+}
+
+std::string perf_ops_csv(const json& perf) {
+  std::string out =
+      "rank,op,type,kind,tasks,cycles,cores,cube_busy_cycles,vector_busy_cycles,mte_busy_cycles,hbm_read_bytes,"
+      "hbm_write_bytes,l2_read_bytes,flops,hbm_stall_cycles,hbm_gbps,cube_util,vector_util,mte_util,intensity,"
+      "roofline_cycles,roofline_efficiency,launch_cycles,probe_cycles,bound\n";
+  auto quoted = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const json& o : perf.at("ops")) {
+    const json& c = o.at("counters");
+    const json& u = o.at("utilization");
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{:.4f},{:.3f},{:.1f},{:.4f},{},{},{}\n",
+                       o.at("rank").get<std::uint32_t>(), quoted(o.at("op").get<std::string>()),
+                       quoted(o.at("type").get<std::string>()), o.at("kind").get<std::string>(),
+                       o.at("tasks").get<std::uint64_t>(), o.at("cycles").get<std::uint64_t>(),
+                       o.at("cores").get<std::uint32_t>(), c.at("cube_busy_cycles").get<std::uint64_t>(),
+                       c.at("vector_busy_cycles").get<std::uint64_t>(), c.at("mte_busy_cycles").get<std::uint64_t>(),
+                       c.at("hbm_read_bytes").get<std::uint64_t>(), c.at("hbm_write_bytes").get<std::uint64_t>(),
+                       c.at("l2_read_bytes").get<std::uint64_t>(), c.at("flops").get<std::uint64_t>(),
+                       c.at("hbm_stall_cycles").get<std::uint64_t>(), o.at("hbm_gbps").get<double>(),
+                       u.at("cube").get<double>(), u.at("vector").get<double>(), u.at("mte").get<double>(),
+                       o.at("intensity").get<double>(), o.at("roofline").at("bound_cycles").get<double>(),
+                       o.at("roofline").at("efficiency").get<double>(), o.at("launch_cycles").get<std::uint64_t>(),
+                       o.at("probe_cycles").get<std::uint64_t>(), o.at("bound").get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace probelab::sim
