@@ -162,9 +162,10 @@ void register_perf_fault_injectors(InjectorRegistry& r) {
           {"rank", "int | list | all", "0", "ranks whose chip has the degraded channel"},
           seed_param()},
          [](const Params& p, const InjectionEnv& env) { return std::make_unique<HbmChannelInjector>(p, env); }});
-  r.add({"link_degraded", "one inter-chip link runs at a fraction of its bandwidth",
+  r.add({"link_degraded", "one link a chip sends on (HCCS or its NIC) runs at a fraction of its bandwidth",
          {{"src", "int", "", "sending rank"},
-          {"dst", "int", "", "receiving rank (a ring neighbour when the ranks form a ring)"},
+          {"dst", "int", "", "receiving rank: the link degraded is the first of the route, src's HCCS link to dst (a "
+                             "neighbour when its server's chips form a ring) or its NIC when dst is in another server"},
           {"fraction", "number in (0, 1]", "", "share of the link's bandwidth left"},
           {"both_directions", "bool", "false", "degrade dst -> src too"},
           seed_param()},

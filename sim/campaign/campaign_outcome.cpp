@@ -5,6 +5,8 @@
 #include <limits>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace probelab::sim {
 
 using nlohmann::json;
@@ -81,6 +83,8 @@ json TrialObservation::to_json() const {
           {"inconsistent", inconsistent},
           {"suspects", suspects},
           {"suspect_causes", suspect_causes},
+          {"perf_suspects", perf_suspects},
+          {"perf_causes", perf_causes},
           {"latched", latches},
           {"replayed", rp},
           {"detection_cycle", opt(detection_cycle)},
@@ -101,6 +105,8 @@ TrialObservation TrialObservation::from_json(const json& j) {
   o.inconsistent = j.value("inconsistent", false);
   if (j.contains("suspects")) o.suspects = j["suspects"].get<std::vector<std::vector<std::string>>>();
   if (j.contains("suspect_causes")) o.suspect_causes = j["suspect_causes"].get<std::vector<std::string>>();
+  if (j.contains("perf_suspects")) o.perf_suspects = j["perf_suspects"].get<std::vector<std::string>>();
+  if (j.contains("perf_causes")) o.perf_causes = j["perf_causes"].get<std::vector<std::string>>();
   if (j.contains("latched"))
     for (const auto& l : j["latched"])
       o.latched.push_back({l.at("op").get<std::string>(), l.at("kind").get<std::string>(), l.at("tensor").get<std::string>(),
@@ -163,6 +169,11 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
   if (r.contains("replays") && r["replays"].is_array())
     for (const auto& x : r["replays"]) o.replayed.emplace_back(str_of(x, "op"), x.value("step", 0u), x.value("rank", 0u));
 
+  if (r.contains("perf") && r["perf"].contains("findings"))
+    for (const auto& f : r["perf"]["findings"]) {
+      o.perf_suspects.push_back(perf_component(f));
+      o.perf_causes.push_back(str_of(f, "cause"));
+    }
   if (r.contains("diagnosis") && !r["diagnosis"].empty()) {
     for (const auto& c : r["diagnosis"]) {
       const std::size_t before = o.suspects.size();
@@ -193,7 +204,15 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
   return o;
 }
 
-bool flags_anything(const TrialObservation& o) { return o.detected; }
+std::string perf_component(const json& f) {
+  const std::string cause = str_of(f, "cause");
+  const auto rank = f.value("rank", 0u);
+  if (cause == "hbm_channel") return fmt::format("hbm_channel r{} ch{}", rank, f.value("channel", 0u));
+  if (cause == "link") return "link " + str_of(f, "link");
+  return fmt::format("{} r{}", cause, rank);
+}
+
+bool flags_anything(const TrialObservation& o, bool perf) { return o.detected || (perf && !o.perf_suspects.empty()); }
 
 std::optional<std::size_t> truth_rank(const TrialObservation& o, const std::vector<std::string>& truth) {
   for (std::size_t i = 0; i < o.suspects.size(); ++i)
@@ -236,6 +255,13 @@ TrialRecord make_record(const TrialSpec& spec, TrialObservation obs, const SdcTo
   r.truth_ops = spec.truth_ops;
   r.nonfinite = spec.nonfinite;
   r.descriptor = spec.descriptor_json();
+  if (spec.perf) {
+    // Scored on the perf findings: the slowed component and its cause.
+    obs.detected = !obs.perf_suspects.empty();
+    obs.suspects.clear();
+    for (const auto& p : obs.perf_suspects) obs.suspects.push_back({p});
+    obs.suspect_causes = obs.perf_causes;
+  }
   r.outcome = classify(obs, spec.truth_ops, tol);
   if (obs.detected) r.rank = truth_rank(obs, spec.truth_ops);
   if (obs.detected && obs.detection_cycle && obs.inject_cycle && *obs.detection_cycle >= *obs.inject_cycle)

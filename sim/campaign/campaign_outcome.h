@@ -24,6 +24,8 @@
 //   cause_correct  the top candidate's cause class is the trial's true cause (TrialSpec::truth_cause;
 //                  truth_cause_replayed when the run replayed the true op at the injected step)
 //   element_exact  a latch at the true op, step, rank and tensor names the injected element
+// A performance fault (TrialSpec::perf) is scored on the perf findings instead: detected when the
+// run has any, localized by their components (perf_suspects), its cause by theirs.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,8 @@ struct TrialObservation {
   bool inconsistent = false;
   std::vector<std::vector<std::string>> suspects;  // ranked; each: the names one suspect goes by
   std::vector<std::string> suspect_causes;         // cause class of each suspect ("" without a diagnosis)
+  std::vector<std::string> perf_suspects;          // perf findings best first, as perf_component() names them
+  std::vector<std::string> perf_causes;            // and their causes
   /// Exception latches (the first 256): where and which element.
   struct Latched {
     std::string op, kind, tensor;
@@ -74,8 +78,13 @@ struct TrialObservation {
 /// Extracts the observation from simulate()'s JSON (the run with the injection).
 TrialObservation observe(const nlohmann::json& sim_result, const OutputCheck& output);
 
-/// Whether a fault-free run flagged anything (a false positive).
-bool flags_anything(const TrialObservation& o);
+/// The component a perf finding names: "hbm_channel r0 ch5", "link r1 hccs->r2", "straggler r2",
+/// "launch r0" (the same names a perf trial's truth uses, campaign_trials.h).
+std::string perf_component(const nlohmann::json& finding);
+
+/// Whether a fault-free run flagged anything (a false positive); with `perf` (a campaign of
+/// performance faults) a perf finding counts too.
+bool flags_anything(const TrialObservation& o, bool perf = false);
 
 /// Outputs deviating by at most this much are tolerated, not SDC.
 struct SdcTolerance {

@@ -1,5 +1,6 @@
 #include "sim/campaign/campaign_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -125,6 +126,7 @@ std::string flag_of(const TrialObservation& o) {
   if (o.failing_comparisons) return fmt::format("{} failing comparison(s)", o.failing_comparisons);
   if (o.integrity) return fmt::format("{} integrity violation(s)", o.integrity);
   if (o.inconsistent) return "ranks inconsistent";
+  if (!o.perf_suspects.empty()) return fmt::format("perf finding {}", o.perf_suspects.front());
   return "";
 }
 
@@ -175,7 +177,7 @@ std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
           const RunOutputs outs = read_run_outputs(dir);
           const TrialObservation o = observe(res, OutputCheck{});
           c.digest = run_digest(outs, res);
-          c.flagged = flags_anything(o);
+          c.flagged = flags_anything(o, scores_perf());
           c.flag = flag_of(o);
         }
       } catch (const std::exception& e) {
@@ -240,10 +242,15 @@ void Campaign::prepare() {
   space.executed = &base_.workload.snapshots.fused;
   space.steps = static_cast<std::uint32_t>(base_.scenario.steps);
   space.ranks = static_cast<std::uint32_t>(base_.scenario.ranks);
+  space.first_link = trial_first_link(base_);
   if (!model_.faults.empty()) {
     const TrialGenerator check(model_, space);
     (void)check;
   }
+}
+
+bool Campaign::scores_perf() const {
+  return std::any_of(model_.faults.begin(), model_.faults.end(), [](const FaultEntry& f) { return is_perf_kind(f.kind); });
 }
 
 json Campaign::identity() const {
@@ -472,7 +479,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   if (trials_ > 0) {
     const TrialGenerator gen(model_, {&base_.workload.snapshots.fused, static_cast<std::uint32_t>(base_.scenario.steps),
                                       static_cast<std::uint32_t>(base_.scenario.ranks), sh.cycle_span, sh.op_windows,
-                                      &sh.census});
+                                      &sh.census, trial_first_link(base_)});
     for (std::uint64_t i = static_cast<std::uint64_t>(comm.rank()); i < trials_; i += static_cast<std::uint64_t>(comm.size()))
       if (!sh.done.count(i)) mine.push_back(gen.trial(seed_, i));
   }
@@ -566,6 +573,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   info.clean = clean;
   info.sdc_max_ulp = model_.sdc_max_ulp;
   info.sdc_rtol = model_.sdc_rtol;
+  info.perf = scores_perf();
   json summary = campaign_summary(info, all.records);
   write_text_atomic(out_ / "trials.csv", trials_csv(all.records));
   write_text_atomic(out_ / "summary.html", campaign_summary_html(summary));

@@ -78,6 +78,8 @@ class Campaign {
   int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work,
                 const std::filesystem::path& scratch) const;
   nlohmann::json identity() const;
+  /// The fault model has performance faults (scored on perf findings; they flag clean runs too).
+  bool scores_perf() const;
   /// Rank 0, before anything is written: --out is (or can be made) a writable directory whose
   /// trials.jsonl and campaign.json are regular files if present; removes scratch directories
   /// (work.<pid>) of processes that are gone. Throws ScenarioError.

@@ -166,7 +166,7 @@ json campaign_summary(const CampaignInfo& info, std::vector<TrialRecord> records
     by_op[r.op.empty() ? "-" : r.op].push_back(&r);
   }
   std::uint64_t fp = 0;
-  for (const auto& g : info.golden) fp += flags_anything(g) ? 1 : 0;
+  for (const auto& g : info.golden) fp += flags_anything(g, info.perf) ? 1 : 0;
   // clean runs: bit-identical outputs are one run; a digest is flagged when any of its runs was
   std::map<std::uint64_t, bool> distinct;
   std::uint64_t clean_failed = 0;

@@ -66,6 +66,7 @@ struct CampaignInfo {
   std::vector<CleanRun> clean;           // clean runs for the false-positive rate
   std::uint64_t sdc_max_ulp = 4;         // the SDC tolerance the trials were scored with
   double sdc_rtol = 0.0;
+  bool perf = false;                     // the fault model has performance faults (perf findings flag clean runs)
 };
 
 /// summary.json. `records` in any order (sorted by index here); records with index >= trials

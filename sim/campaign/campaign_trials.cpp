@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "injectors/injector.h"
+#include "sim/scenario/injections.h"
 #include "sim/scenario/scenario_error.h"
 
 namespace probelab::sim {
@@ -79,6 +81,21 @@ YAML::Node seq_of(const std::vector<std::uint64_t>& v) {
 }
 
 }  // namespace
+
+std::function<std::string(std::uint32_t, std::uint32_t)> trial_first_link(const PreparedRun& run) {
+  auto first = cluster_first_link(run);
+  if (!first) return nullptr;
+  const auto ranks = static_cast<std::uint32_t>(run.scenario.ranks);
+  return [first, ranks](std::uint32_t src, std::uint32_t dst) -> std::string {
+    if (src == dst || src >= ranks || dst >= ranks) return "";
+    const inject::InjectionEnv::FirstLink l = first(src, dst);
+    return l.direct ? l.name : "";
+  };
+}
+
+bool is_perf_kind(const std::string& kind) {
+  return kind == "hbm_channel_degraded" || kind == "link_degraded" || kind == "straggler" || kind == "launch_delay";
+}
 
 std::uint64_t campaign_mix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -338,6 +355,18 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     }
     if (params.count("step") && params.count("rank") && op) {
       draw_execution(SiteCensus::site_of(fe.kind, "", 0, ""));
+    } else if (fe.kind == "link_degraded") {
+      // src among the entry's ranks that have a link; dst among the chips src reaches directly.
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs;
+      for (const std::uint64_t src : e.ranks)
+        for (std::uint32_t dst = 0; dst < space_.ranks; ++dst)
+          if (dst != src && (!space_.first_link || !space_.first_link(static_cast<std::uint32_t>(src), dst).empty()))
+            pairs.emplace_back(src, dst);
+      if (!pairs.empty()) {
+        const auto [src, dst] = pairs[draw(gen, pairs.size())];
+        d["src"] = src;
+        d["dst"] = dst;
+      }
     } else {
       if (params.count("step")) d["step"] = pick(gen, e.steps);
       if (params.count("rank")) d["rank"] = pick(gen, e.ranks);
@@ -354,6 +383,23 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     for (const auto& kv : fe.set) d[kv.first.as<std::string>()] = kv.second;
   d["seed"] = campaign_mix(rng_seed ^ 0x5EEDull) >> 11;
   t.descriptor = d;
+  if (is_perf_kind(fe.kind)) {
+    // The slowed component, as the perf findings name it (campaign_outcome.h perf_component).
+    t.perf = true;
+    auto u = [&d](const char* k) { return d[k].IsDefined() ? d[k].as<std::uint32_t>(0) : 0u; };
+    if (fe.kind == "hbm_channel_degraded") {
+      truth.insert(fmt::format("hbm_channel r{} ch{}", u("rank"), u("channel")));
+      t.truth_cause = "hbm_channel";
+    } else if (fe.kind == "link_degraded") {
+      const std::string link = space_.first_link ? space_.first_link(u("src"), u("dst")) : "";
+      truth.insert(link.empty() ? fmt::format("link r{} -> r{}", u("src"), u("dst")) : "link " + link);
+      t.truth_cause = "link";
+    } else {
+      truth.insert(fmt::format("{} r{}", fe.kind == "straggler" ? "straggler" : "launch", u("rank")));
+      t.truth_cause = fe.kind == "straggler" ? "straggler" : "launch";
+    }
+    t.rank = u(fe.kind == "link_degraded" ? "src" : "rank");
+  }
   t.truth_ops.assign(truth.begin(), truth.end());
   // the true cause class (see the header)
   if (fe.kind == "nan" || fe.kind == "inf") {

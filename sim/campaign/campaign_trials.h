@@ -22,9 +22,16 @@
 // NaN/Inf written into an op's input: data_corruption (no op wrote it); a finite value, a bit flip
 // anywhere, a stuck lane: data_corruption; FP16 accumulation: fp16_accumulation_overflow;
 // collective order: collective_order; other kinds: none (not scored for cause).
+//
+// Performance faults (hbm_channel_degraded, link_degraded, straggler, launch_delay) are scored on
+// the perf findings (sim/run/perf_findings.h) instead of the precision diagnosis: the truth is the
+// slowed component, named as perf_component() names a finding ("hbm_channel r0 ch5", "link r1
+// hccs->r2", "straggler r2", "launch r0"), and the true cause is the finding's cause. A degraded
+// link's dst is drawn among the chips src has a link to (TrialSpace::first_link).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -37,6 +44,7 @@
 #include "graph/graph.h"
 #include "sim/campaign/site_census.h"
 #include "sim/scenario/campaign_model.h"
+#include "sim/scenario/prepared_run.h"
 
 namespace probelab::sim {
 
@@ -51,6 +59,7 @@ struct TrialSpec {
   std::string truth_cause;             // cause class a correct diagnosis gives ("" : not scored)
   std::string truth_cause_replayed;    // the same when the run replays the op ("" : as truth_cause)
   bool nonfinite = false;              // the fault writes NaN/Inf (nan, inf)
+  bool perf = false;                   // a performance fault: truth_ops holds the slowed component
   std::optional<std::uint64_t> element;  // injected element of `op`'s tensor (value kinds)
   std::string side;                    // output | input (value kinds)
   std::string tensor_name;             // the tensor of that side and slot
@@ -71,7 +80,17 @@ struct TrialSpace {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> op_windows;
   /// Sites the fault-free run reached (nullptr: every site of every op is assumed reachable).
   const SiteCensus* census = nullptr;
+  /// Name of the link chip `src` sends on to chip `dst` when it reaches dst directly (an HCCS
+  /// link to a neighbour, or its NIC towards another server), "" otherwise; null: single chip.
+  std::function<std::string(std::uint32_t src, std::uint32_t dst)> first_link = nullptr;
 };
+
+/// TrialSpace::first_link of the job's cluster (sim/scenario/injections.h cluster_first_link);
+/// null for one chip.
+std::function<std::string(std::uint32_t, std::uint32_t)> trial_first_link(const PreparedRun& run);
+
+/// True for the kinds scored on perf findings.
+bool is_perf_kind(const std::string& kind);
 
 class TrialGenerator {
  public:

@@ -19,6 +19,21 @@ std::string where_of(const InjectionSpec& spec, std::size_t i) {
   return fmt::format("{}:{}:{}: injections[{}] ({})", spec.source.file(), m.line + 1, m.column + 1, i, spec.kind);
 }
 
+}  // namespace
+
+std::function<inject::InjectionEnv::FirstLink(std::uint32_t, std::uint32_t)> cluster_first_link(const PreparedRun& run) {
+  const auto ranks = static_cast<std::uint32_t>(run.scenario.ranks);
+  if (ranks < 2) return nullptr;
+  auto topo = std::make_shared<const chip::ClusterTopology>(run.chip, run.cluster, ranks);
+  return [topo](std::uint32_t src, std::uint32_t dst) {
+    const std::vector<std::uint32_t> route = topo->route(src, dst);
+    const chip::LinkSpec& first = topo->link(route.front());
+    return inject::InjectionEnv::FirstLink{topo->link_name(route.front()), first.kind != chip::LinkKind::Hccs || route.size() == 1};
+  };
+}
+
+namespace {
+
 inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed) {
   inject::InjectionEnv env;
   env.executed = &executed;
@@ -26,16 +41,7 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.steps = static_cast<std::uint32_t>(run.scenario.steps);
   env.seed = run.scenario.seed;
   env.hbm_channels = run.chip.hbm_channels;
-  if (env.ranks > 1) {
-    // The cluster's links (chip::ClusterTopology): a degraded link is the first of the route.
-    auto topo = std::make_shared<const chip::ClusterTopology>(run.chip, run.cluster, env.ranks);
-    env.first_link = [topo](std::uint32_t src, std::uint32_t dst) {
-      const std::vector<std::uint32_t> route = topo->route(src, dst);
-      const chip::LinkSpec& first = topo->link(route.front());
-      return inject::InjectionEnv::FirstLink{topo->link_name(route.front()),
-                                             first.kind != chip::LinkKind::Hccs || route.size() == 1};
-    };
-  }
+  env.first_link = cluster_first_link(run);
   return env;
 }
 

@@ -20,6 +20,11 @@ namespace probelab::sim {
 /// Throws ScenarioError naming the descriptor's file position when the registry rejects it.
 void validate_injections(const PreparedRun& run);
 
+/// The link chip `src` sends on towards chip `dst` in the job's cluster (the first link of the
+/// route, chip::ClusterTopology) and whether it reaches dst directly (false: dst is further along
+/// an HCCS ring). Null for one chip. src != dst, both below the rank count.
+std::function<inject::InjectionEnv::FirstLink(std::uint32_t src, std::uint32_t dst)> cluster_first_link(const PreparedRun& run);
+
 /// The injectors of one simulation.
 class InjectionSet {
  public:
