@@ -3,6 +3,9 @@
 // captured values differ. Exit 0 when every matched tensor reaches the accuracy criteria, 1 when
 // one does not (the runs differ), 2 on bad input: a missing directory, no manifest, a foreign
 // manifest, or any damaged manifest or dump file (each is reported, naming its run and file).
+// With --perf: latency-regression localization from the two runs' report.json `perf` sections
+// (sim/run/perf_compare.h): exit 0 when B is not slower than A by more than --threshold percent,
+// 1 when it is (the runs differ), 2 when a run has no report.json or no perf section.
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -12,6 +15,8 @@
 #include "probes/dump_writer.h"
 #include "sim/cli/commands.h"
 #include "sim/run/compare_table.h"
+#include "sim/run/perf_compare.h"
+#include "sim/run/perf_summary.h"
 #include "sim/run/run_compare.h"
 #include "sim/scenario/scenario_error.h"
 
@@ -30,6 +35,8 @@ Command add_compare(CLI::App& app) {
     std::size_t max = 20;
     std::string output = "compare_result";
     sim::TableOptions table;
+    bool perf = false;
+    double threshold = 1.0;
   };
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
@@ -42,6 +49,11 @@ Command add_compare(CLI::App& app) {
   sub->add_option("--max", a->max, "Rows and divergent captures to print (default 20; the files have all)");
   sub->add_option("--output", a->output, "Directory for compare_result.csv and compare_result.json (default "
                                          "./compare_result)");
+  sub->add_flag("--perf", a->perf, "Compare the runs' timing instead (report.json perf): which ops and collectives got "
+                                   "slower in B, by how much, and why");
+  sub->add_option("--threshold", a->threshold, "With --perf: B is a regression when its total cycles exceed A's by more "
+                                               "than this percentage (default 1)")
+      ->check(CLI::NonNegativeNumber);
   auto& c = a->table.criteria;
   sub->add_option("--cosine", c.cosine_min, "Not reached when Cosine < this and MaxAbsErr > --max-abs-err (0.99)");
   sub->add_option("--max-abs-err", c.max_abs_err, "See --cosine (0.001)");
@@ -50,6 +62,14 @@ Command add_compare(CLI::App& app) {
   sub->add_option("--stats-rtol", a->table.stats_rtol,
                   "Statistics-only rows: Warning when Max/Min/Mean/Norm differ by more than this, relatively (0.5)");
   return [a] {
+    if (a->perf) {
+      const nlohmann::json c = sim::compare_perf(sim::read_perf_report(a->a), sim::read_perf_report(a->b), a->threshold);
+      if (a->json)
+        fmt::print("{}\n", c.dump(2));
+      else
+        fmt::print("{}", sim::compare_perf_text(c, a->max));
+      return c.at("regression").get<bool>() ? 1 : 0;
+    }
     // Damaged input: every damaged file is named, and no table is written (it would be incomplete).
     auto report_damage = [&](const sim::RunComparison& c) {
       for (const auto& d : c.damaged)
