@@ -1,13 +1,15 @@
 // `probelab perf RUN`: where a run's time went, from its report.json `perf` section: the top
 // ops by time with their bound (compute, memory, communication, launch, capture) and the
-// evidence, each step's critical path, utilization per rank and per link. Exit 0, or 2 when RUN
-// is not a run directory with performance counters.
+// evidence, each step's critical path, utilization per rank and per link, and what-if estimates
+// (HBM and link bandwidth x2, the top ops at full Cube rate: sim/run/perf_what_if.h; `what_if` in
+// --json). Exit 0, or 2 when RUN is not a run directory with performance counters.
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
 #include "sim/run/perf_summary.h"
+#include "sim/run/perf_what_if.h"
 
 namespace probelab::cli {
 
@@ -26,10 +28,14 @@ Command add_perf(CLI::App& app) {
   sub->add_flag("--json", a->json, "Print the report's perf section as JSON");
   return [a] {
     const nlohmann::json r = sim::read_perf_report(a->run);
-    if (a->json)
-      fmt::print("{}\n", r.at("perf").dump(2));
-    else
-      fmt::print("{}", sim::perf_text(r, a->opt));
+    const nlohmann::json what_if = sim::perf_what_if(r);
+    if (a->json) {
+      nlohmann::json perf = r.at("perf");
+      perf["what_if"] = what_if;
+      fmt::print("{}\n", perf.dump(2));
+    } else {
+      fmt::print("{}{}", sim::perf_text(r, a->opt), sim::perf_what_if_text(what_if));
+    }
     return 0;
   };
 }
