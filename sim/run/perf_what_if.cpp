@@ -69,14 +69,26 @@ json perf_what_if(const json& report, std::size_t n_ops) {
   if (!hbm || !clock || !port || *clock <= 0) return nullptr;
   json out = json::object();
   {  // HBM x2
-    const double hbm_pc = *hbm * 1000.0 / *clock;
+    // Transfers are striped over the channels, so a slow channel holds every transfer: the HBM
+    // serves at channels x its slowest channel's rate (bytes per cycle).
+    std::map<int, double> hbm_pc;
+    for (const json& rk : perf.at("ranks")) {
+      double slowest = 0, n = 0;
+      for (const json& ch : rk.value("hbm_channels", json::array()))
+        if (num(ch, "bytes") > 0 && num(ch, "gbps") > 0) {
+          slowest = n == 0 ? num(ch, "gbps") : std::min(slowest, num(ch, "gbps"));
+          ++n;
+        }
+      const double nominal = *hbm * 1000.0 / *clock;
+      hbm_pc[rk.value("rank", 0)] = n > 0 ? std::min(nominal, n * slowest * 1000.0 / *clock) : nominal;
+    }
     std::map<int, double> saved;
     for (const json& o : perf.at("ops")) {
-      if (o.value("kind", "") != "kernel") continue;
-      const double cores = std::max(1.0, num(o, "cores")), t = num(o, "cycles");
-      const double m = num(o.value("roofline", json::object()), "memory_cycles");
-      const double bw = std::min(hbm_pc, *port * cores), bw2 = std::min(2 * hbm_pc, *port * cores);
-      if (t <= 0 || m <= 0 || bw <= 0) continue;
+      if (o.value("kind", "") != "kernel" || !hbm_pc.count(o.value("rank", 0))) continue;
+      const double cores = std::max(1.0, num(o, "cores")), t = num(o, "cycles"), h = hbm_pc.at(o.value("rank", 0));
+      const double bw = std::min(h, *port * cores), bw2 = std::min(2 * h, *port * cores);
+      const double m = (num(o.at("counters"), "hbm_read_bytes") + num(o.at("counters"), "hbm_write_bytes")) / bw;
+      if (t <= 0 || m <= 0) continue;
       saved[o.value("rank", 0)] += (m - m * bw / bw2) * std::min(1.0, m / t);
     }
     json e = estimate(report, saved, [](const json& st) { return path_of(st, "memory") + path_of(st, "compute"); });

@@ -3,8 +3,10 @@
 // one rate changed, each naming the chip override that checks it by re-running.
 //
 //   what_if.hbm_x2   HBM bandwidth x2 (check: chip.overrides: {hbm_bandwidth_gbps: 2x}). Per op,
-//       the roofline memory time M = HBM bytes / min(HBM, cores x MTE port) (bytes per cycle)
-//       becomes M' with the doubled HBM (the port limit stays); the op saves (M - M') x min(1, M / T)
+//       the memory time M = HBM bytes / min(H, cores x MTE port) (bytes per cycle), H the rank's
+//       HBM rate: the nominal one, or channels x its slowest channel's measured rate when that is
+//       lower (transfers are striped, so every one waits for a slow channel), becomes M' with H
+//       doubled (the port limit stays); the op saves (M - M') x min(1, M / T)
 //       of its T cycles: only the share of its time the HBM was busy at its peak rate is
 //       bandwidth time, the rest (latency, ports, vector, launch) does not shrink.
 //   what_if.link_x2  multi-rank runs: link bandwidth x2 (check: {link_bandwidth_gbps: 2x}); each
