@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -185,6 +186,35 @@ expectations:
 
 // The profiler reads the PMU through Device at each step's start and end; what it saw in a step
 // is what the op records of that step add up to.
+TEST(PerfCounters, ACollectiveOnIdleLinksMovesTheRingsBytesAtLineRate) {
+  // The MLP's 8 gradients hold 1,994 FP16 values. A ring all-reduce over R ranks sends each of its
+  // R chunks R-1 times in the reduce-scatter (the first hop the FP16 input, then R-2 hops of the
+  // FP32 partial sum: accumulation fp32 is the communication buffer's) and R-1 times in the
+  // all-gather (FP16): 1,994 x (2 + 4 (R-2) + 2 (R-1)) bytes over all links, in 2 (R-1) messages
+  // per rank and gradient. Nothing else uses the links: each serves at line rate, nothing queues.
+  for (const int ranks : {2, 4}) {
+    TempDir dir;
+    const json r = run_text(fmt::format("name: idle\nmodel: mlp\nmode: training\nranks: {}\nsteps: 1\nseed: 4\n"
+                                        "training: {{allreduce: {{algorithm: ring}}}}\n",
+                                        ranks),
+                            dir);
+    ASSERT_TRUE(r.is_object());
+    std::uint64_t bytes = 0, transfers = 0;
+    for (const auto& l : r["perf"]["links"]) {
+      bytes += l["bytes"].get<std::uint64_t>();
+      transfers += l["transfers"].get<std::uint64_t>();
+      if (l["bytes"].get<std::uint64_t>() == 0) continue;
+      EXPECT_EQ(l["wait_cycles"], 0) << l.dump();
+      EXPECT_NEAR(l["achieved_gbps"].get<double>(), 56.0, 0.01) << l.dump();
+      const double ideal_ns = l["bytes"].get<double>() / 56.0;
+      EXPECT_NEAR(l["busy_cycles"].get<double>(), ideal_ns * 1.8, 1.0 + l["transfers"].get<double>()) << l.dump();
+    }
+    EXPECT_EQ(bytes, 1994u * (2 + 4 * (ranks - 2) + 2 * (ranks - 1))) << ranks << " ranks";
+    EXPECT_EQ(transfers, 2u * (ranks - 1) * ranks * 8u) << ranks << " ranks";
+    EXPECT_TRUE(r["perf"]["findings"].empty()) << r["perf"]["findings"].dump();
+  }
+}
+
 TEST(PerfProfiler, StepCountersAgreeWithTheOpRecords) {
   TempDir dir;
   const json r = run_text(R"(name: profiled
