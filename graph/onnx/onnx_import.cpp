@@ -147,8 +147,10 @@ class Importer {
       consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name()), base_dir_));
       inits_.insert(t.name());
     }
-    for (const auto& [name, value] : opts_.bind_inputs) {
-      if (std::none_of(gp.input().begin(), gp.input().end(), [&](const auto& v) { return v.name() == name; }))
+    for (const auto& bound : opts_.bind_inputs) {
+      const auto& [name, value] = bound;
+      const std::string& wanted = name;  // a named reference: clang before C++20 P1091 cannot capture a binding
+      if (std::none_of(gp.input().begin(), gp.input().end(), [&](const auto& v) { return v.name() == wanted; }))
         throw GraphError(fmt::format("bound input '{}' is not a graph input of the model", name));
       consts_.insert_or_assign(name, value);
       bound_.insert(name);
