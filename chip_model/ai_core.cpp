@@ -145,6 +145,18 @@ void AiCore::execute(TaskContext& ctx) {
         st.post_cycles = slow(st.post_cycles);
       }
   }
+  if (svc_.perf && !svc_.perf->core_slowdown.empty()) {
+    // A throttled AI core (performance fault): its units' compute and epilogue steps take longer.
+    const std::size_t per = std::max<std::size_t>(1, plan.steps.size() / std::max<std::uint32_t>(ncores, 1));
+    for (std::size_t u = 0; u < plan.steps.size(); ++u) {
+      const auto it = svc_.perf->core_slowdown.find(ctx.cores[std::min(u / per, ctx.cores.size() - 1)]);
+      if (it == svc_.perf->core_slowdown.end()) continue;
+      for (kernels::TileStep& st : plan.steps[u]) {
+        st.compute_cycles = static_cast<std::uint64_t>(std::ceil(static_cast<double>(st.compute_cycles) * it->second));
+        st.post_cycles = static_cast<std::uint64_t>(std::ceil(static_cast<double>(st.post_cycles) * it->second));
+      }
+    }
+  }
   PipelineOptions popt;
   popt.clock_mhz = svc_.clock.mhz();
   popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);
@@ -265,6 +277,7 @@ void AiCore::execute(TaskContext& ctx) {
     svc_.pmu->add(r.end_ps, d);
   }
   records_.push_back(std::move(rec));
+  account_cores(ctx, r);
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
   if (svc_.l2 && svc_.trace->enabled()) {
     // The shared L2's traffic of this op on track "l2", its resident and dirty bytes as counters.
@@ -359,6 +372,24 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     span(core, (aiv + "mte").c_str(), s.mte_first_ps, s.mte_last_ps, s.mte_busy_ps, s.tiles);
     span(core, "cube", s.cube_first_ps, s.cube_last_ps, s.cube_busy_ps, s.tiles);
     span(core, (aiv + "vector").c_str(), s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps, s.tiles);
+  }
+}
+
+void AiCore::account_cores(const TaskContext& ctx, const PipelineResult& r) {
+  const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+  std::vector<double> pace;  // busy ps per tile of each unit that ran tiles
+  for (const PipelineResult::CoreSpan& s : r.cores)
+    if (s.tiles) pace.push_back(static_cast<double>(s.cube_busy_ps + s.vec_busy_ps) / static_cast<double>(s.tiles));
+  if (pace.empty()) return;
+  std::sort(pace.begin(), pace.end());
+  const double median = pace[pace.size() / 2];
+  for (std::size_t c = 0; c < r.cores.size(); ++c) {
+    const PipelineResult::CoreSpan& s = r.cores[c];
+    if (!s.tiles) continue;
+    CoreLoad& l = core_loads_[ctx.cores[std::min(c / per, ctx.cores.size() - 1)]];
+    l.busy_ps += s.cube_busy_ps + s.vec_busy_ps;
+    l.tiles += s.tiles;
+    l.expected_ps += median * static_cast<double>(s.tiles);
   }
 }
 

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,14 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
   /// One record per executed Kernel task, in completion order.
   const std::vector<OpRecord>& records() const { return records_; }
+  /// Per AI core over the run: its Cube + Vector busy time, its tiles, and the busy time it would
+  /// have had at the pace of its op's median core (per op: median busy per tile x its tiles), so
+  /// busy / expected ~ 1 for a healthy core and ~ f for one f times slower.
+  struct CoreLoad {
+    std::uint64_t busy_ps = 0, tiles = 0;
+    double expected_ps = 0;
+  };
+  const std::map<std::uint32_t, CoreLoad>& core_loads() const { return core_loads_; }
   /// Vector cores per granted AI core: ChipConfig::vector_per_core().
   std::uint32_t aiv_per_core() const;
   /// Timing parameters for `cores` cores of this chip.
@@ -92,12 +101,14 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
  private:
   void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
+  void account_cores(const TaskContext& ctx, const PipelineResult& r);
   void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps);
   void queue_dumps(TaskContext& ctx, const kernels::OpRunner& run);
 
   const ChipServices& svc_;
   AiCoreOptions opts_;
   std::vector<OpRecord> records_;
+  std::map<std::uint32_t, CoreLoad> core_loads_;
 };
 
 }  // namespace probelab::chip

@@ -65,6 +65,10 @@ const PerfFaults& Chip::perf_faults() {
     if (!(perf_faults_.compute_slowdown >= 1.0))
       throw std::invalid_argument(fmt::format("{}: compute slowdown must be >= 1, got {}", name(),
                                               perf_faults_.compute_slowdown));
+    for (const auto& [core, f] : perf_faults_.core_slowdown)
+      if (core >= config().num_cores || !(f >= 1.0))
+        throw std::invalid_argument(fmt::format("{}: a throttled core {} (x{}): needs a core below {} and a factor >= 1",
+                                                name(), core, f, config().num_cores));
   }
   return perf_faults_;
 }

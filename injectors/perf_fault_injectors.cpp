@@ -1,5 +1,5 @@
 // Performance faults: a degraded HBM channel, a degraded inter-chip link, a straggler rank
-// (slower clock or throttled cores) and a host launch delay. Each acts once, before the chip
+// (slower clock or throttled cores), one throttled AI core and a host launch delay. Each acts once, before the chip
 // runs, through FaultHooks::on_perf_faults, and logs that proof (setting before and after).
 #include <map>
 #include <string>
@@ -128,6 +128,35 @@ class StragglerInjector final : public Injector {
   double slowdown_ = 2.0;
 };
 
+class CoreThrottleInjector final : public Injector {
+ public:
+  CoreThrottleInjector(const Params& p, const InjectionEnv& env) {
+    graph_ = env.executed;
+    seed_ = read_seed(p, env);
+    rank_ = rank_param(p, "rank", env);
+    core_ = p.uinteger("core");
+    if (env.cores && core_ >= env.cores) p.fail("core", fmt::format("an AI core below {} (the chip's cores), got {}", env.cores, core_));
+    slowdown_ = p.number("slowdown");
+    if (!(slowdown_ >= 1.0 && slowdown_ <= 1000.0)) p.fail("slowdown", fmt::format("a factor in [1, 1000], got {}", slowdown_));
+  }
+  std::uint32_t sites() const override { return chip::kFaultPerf; }
+  void on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) override {
+    if (rank != rank_) return;
+    const auto c = static_cast<std::uint32_t>(core_);
+    const double before = f.core_slowdown.count(c) ? f.core_slowdown[c] : 1.0;
+    f.core_slowdown[c] = before * slowdown_;
+    chip::FaultSite s;
+    s.rank = rank;
+    record({s, "", fmt::format("AI core {}: Cube and Vector steps", c), fmt::format("x{}", before),
+            fmt::format("x{}", f.core_slowdown[c])});
+  }
+
+ private:
+  std::uint32_t rank_ = 0;
+  std::uint64_t core_ = 0;
+  double slowdown_ = 2.0;
+};
+
 class LaunchDelayInjector final : public Injector {
  public:
   LaunchDelayInjector(const Params& p, const InjectionEnv& env) {
@@ -175,6 +204,11 @@ void register_perf_fault_injectors(InjectorRegistry& r) {
          {{"rank", "int", "", "the straggler"}, {"slowdown", "number in [1, 1000]", "2", "compute time factor"},
           seed_param()},
          [](const Params& p, const InjectionEnv& env) { return std::make_unique<StragglerInjector>(p, env); }});
+  r.add({"core_throttled", "one AI core of a chip computes slower (throttled): its Cube and Vector steps take "
+                           "`slowdown` times as long, so every op it takes part in waits for its tiles",
+         {{"rank", "int", "0", "the chip"}, {"core", "int", "", "AI core id (0 .. cores-1)"},
+          {"slowdown", "number in [1, 1000]", "2", "compute time factor"}, seed_param()},
+         [](const Params& p, const InjectionEnv& env) { return std::make_unique<CoreThrottleInjector>(p, env); }});
   r.add({"launch_delay", "every task reaches the chip's cores later (a slow host launch path)",
          {{"delay_ns", "int", "", "extra dispatch time of each task, ns"},
           {"rank", "int | list | all", "all", "ranks"},

@@ -96,10 +96,12 @@ struct CollectiveOverride {
 struct PerfFaults {
   std::map<std::uint32_t, double> hbm_channel_fraction;  // HBM channel -> fraction of its bandwidth, (0, 1]
   double compute_slowdown = 1.0;  // Cube and Vector step cycles x this (>= 1): a slower clock or throttled cores
+  std::map<std::uint32_t, double> core_slowdown;  // AI core id -> its Cube and Vector step cycles x this (>= 1)
   std::map<std::uint32_t, double> link_fraction;  // destination rank -> fraction of the outgoing link's bandwidth
   std::uint64_t launch_delay_ps = 0;  // added to the dispatch of every task the chip's streams run
   bool any() const {
-    return !hbm_channel_fraction.empty() || compute_slowdown != 1.0 || !link_fraction.empty() || launch_delay_ps != 0;
+    return !hbm_channel_fraction.empty() || compute_slowdown != 1.0 || !core_slowdown.empty() || !link_fraction.empty() ||
+           launch_delay_ps != 0;
   }
 };
 

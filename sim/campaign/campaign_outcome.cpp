@@ -209,6 +209,7 @@ std::string perf_component(const json& f) {
   const auto rank = f.value("rank", 0u);
   if (cause == "hbm_channel") return fmt::format("hbm_channel r{} ch{}", rank, f.value("channel", 0u));
   if (cause == "link") return "link " + str_of(f, "link");
+  if (cause == "core") return fmt::format("core r{} c{}", rank, f.value("core", 0u));
   return fmt::format("{} r{}", cause, rank);
 }
 

@@ -79,7 +79,7 @@ struct TrialObservation {
 TrialObservation observe(const nlohmann::json& sim_result, const OutputCheck& output);
 
 /// The component a perf finding names: "hbm_channel r0 ch5", "link r1 hccs->r2", "straggler r2",
-/// "launch r0" (the same names a perf trial's truth uses, campaign_trials.h).
+/// "core r0 c7", "launch r0" (the same names a perf trial's truth uses, campaign_trials.h).
 std::string perf_component(const nlohmann::json& finding);
 
 /// Whether a fault-free run flagged anything (a false positive); with `perf` (a campaign of

@@ -94,7 +94,8 @@ std::function<std::string(std::uint32_t, std::uint32_t)> trial_first_link(const 
 }
 
 bool is_perf_kind(const std::string& kind) {
-  return kind == "hbm_channel_degraded" || kind == "link_degraded" || kind == "straggler" || kind == "launch_delay";
+  return kind == "hbm_channel_degraded" || kind == "link_degraded" || kind == "straggler" || kind == "launch_delay" ||
+         kind == "core_throttled";
 }
 
 std::uint64_t campaign_mix(std::uint64_t x) {
@@ -394,6 +395,9 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
       const std::string link = space_.first_link ? space_.first_link(u("src"), u("dst")) : "";
       truth.insert(link.empty() ? fmt::format("link r{} -> r{}", u("src"), u("dst")) : "link " + link);
       t.truth_cause = "link";
+    } else if (fe.kind == "core_throttled") {
+      truth.insert(fmt::format("core r{} c{}", u("rank"), u("core")));
+      t.truth_cause = "core";
     } else {
       truth.insert(fmt::format("{} r{}", fe.kind == "straggler" ? "straggler" : "launch", u("rank")));
       t.truth_cause = fe.kind == "straggler" ? "straggler" : "launch";

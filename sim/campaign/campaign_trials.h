@@ -23,10 +23,10 @@
 // anywhere, a stuck lane: data_corruption; FP16 accumulation: fp16_accumulation_overflow;
 // collective order: collective_order; other kinds: none (not scored for cause).
 //
-// Performance faults (hbm_channel_degraded, link_degraded, straggler, launch_delay) are scored on
+// Performance faults (hbm_channel_degraded, link_degraded, straggler, core_throttled, launch_delay) are scored on
 // the perf findings (sim/run/perf_findings.h) instead of the precision diagnosis: the truth is the
 // slowed component, named as perf_component() names a finding ("hbm_channel r0 ch5", "link r1
-// hccs->r2", "straggler r2", "launch r0"), and the true cause is the finding's cause. A degraded
+// hccs->r2", "straggler r2", "core r0 c7", "launch r0"), and the true cause is the finding's cause. A degraded
 // link's dst is drawn among the chips src has a link to (TrialSpace::first_link).
 #pragma once
 

@@ -14,6 +14,8 @@ namespace {
 
 constexpr double kSlowShare = 0.9;       // a component below 90% of its nominal rate is slow
 constexpr double kStragglerRatio = 1.25; // kernels > 1.25x the other ranks' median
+constexpr double kCoreRatio = 1.25;           // a core's pace (busy per tile against its ops' median core)
+constexpr std::uint64_t kCoreMinTiles = 16;   // below that, too few tiles to judge a core
 constexpr double kLaunchRatio = 2.0;     // dispatch per task > 2x one descriptor fetch + dispatch
 
 /// Names of `rank`'s ops with `bound`, sorted by `key` (descending), at most `n`.
@@ -122,6 +124,32 @@ json perf_findings(const json& perf) {
                                                 static_cast<double>(worst->second) / median, kernel[worst->first],
                                                 wait_sum)}});
     }
+  }
+  // Core: an AI core whose tiles took longer than its ops' median core needed for theirs.
+  for (const json& rk : perf.at("ranks")) {
+    if (!rk.contains("cores")) continue;
+    const json* worst = nullptr;
+    for (const json& c : rk.at("cores"))
+      if (c.value("tiles", std::uint64_t{0}) >= kCoreMinTiles && (!worst || c.value("pace", 1.0) > worst->value("pace", 1.0)))
+        worst = &c;
+    if (!worst || worst->value("pace", 1.0) <= kCoreRatio) continue;
+    const auto r = rk.value("rank", 0u);
+    const double pace = worst->value("pace", 1.0);
+    const json ops = ops_of(perf, r, "compute", "cycles", 5);
+    found.push_back({{"cause", "core"},
+                     {"rank", r},
+                     {"core", worst->value("core", 0u)},
+                     {"pace", pace},
+                     {"busy_cycles", worst->value("busy_cycles", std::uint64_t{0})},
+                     {"tiles", worst->value("tiles", std::uint64_t{0})},
+                     {"ops", ops},
+                     {"score", 1.0 - 1.0 / pace},
+                     {"evidence", fmt::format("rank {} AI core {} needed {:.2f}x the Cube/Vector time per tile of its ops' "
+                                              "median core over {} tiles ({} busy cycles); every op it takes part in waits "
+                                              "for its tiles; compute-bound ops: {}",
+                                              r, worst->value("core", 0u), pace, worst->value("tiles", std::uint64_t{0}),
+                                              worst->value("busy_cycles", std::uint64_t{0}),
+                                              ops.empty() ? "none" : fmt::format("{}", fmt::join(ops, ", ")))}});
   }
   // Launch: the mean fetch-and-dispatch time per task against one descriptor fetch and dispatch.
   const double nominal_dispatch = chip.value("dispatch_cycles_nominal", 0.0);

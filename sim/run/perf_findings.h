@@ -14,6 +14,9 @@
 //                  other ranks (PMU counters; data-parallel ranks do the same work) in multi-rank
 //                  runs; the others' exposed collective time is its cost; score = 1 - median / its
 //                  busy cycles
+//     core         {core, pace, busy_cycles, tiles, ops} the AI core of a rank whose Cube + Vector
+//                  time per tile is > 1.25x that of the median core of the ops it ran (perf.ranks
+//                  cores[].pace, over >= 16 tiles): a throttled core; score = 1 - 1 / pace
 //     launch       {ops (launch-bound ops), dispatch_cycles_per_task, nominal_cycles} a rank whose
 //                  tasks took > 2x perf.chip.dispatch_cycles_nominal from fetch to start, on
 //                  average (PMU dispatch_cycles / tasks); score = 1 - nominal / measured

@@ -296,12 +296,20 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
                           {"busy_cycles", clk.ps_to_cycles(busy)},
                           {"gbps", busy ? static_cast<double>(bytes) * 1e3 / static_cast<double>(busy) : 0.0}});
     }
+    json core_list = json::array();
+    if (pr.cores)
+      for (const auto& [core, l] : *pr.cores)
+        core_list.push_back({{"core", core},
+                             {"busy_cycles", clk.ps_to_cycles(l.busy_ps)},
+                             {"tiles", l.tiles},
+                             {"pace", l.expected_ps > 0 ? static_cast<double>(l.busy_ps) / l.expected_ps : 1.0}});
     rank_list.push_back({{"rank", rank},
                          {"cycles", pr.cycles},
                          {"tasks", pr.tasks ? pr.tasks->size() : 0},
                          {"counters", counters_json(c)},
                          {"derived", derived(c, r)},
-                         {"hbm_channels", channels}});
+                         {"hbm_channels", channels},
+                         {"cores", core_list}});
   }
   out["ops"] = ops;
   out["steps"] = steps;

@@ -32,6 +32,8 @@
 //   perf.ranks  [{rank, cycles, tasks (every kind), counters (PMU at the end), derived: {cube_utilization,
 //                 vector_utilization, mte_utilization (busy / (cycles x cores)), hbm_gbps, intensity}}]
 //                 hbm_channels: [{channel, bytes, busy_cycles, gbps (bytes / busy time)}]
+//                 cores: [{core, busy_cycles (Cube + Vector), tiles, pace (busy / the busy time at
+//                 the pace of each op's median core: ~1 healthy, ~f for a core f times slower)}]
 //                (steps' counters carry the same `derived` over the step)
 //   perf.links  [{link (name), kind (hccs|nic|switch_port|leaf_up|spine_down), src, dst (the
 //                 chips at its ends; absent at a switch end), bandwidth_gbps (nominal), bytes,
@@ -66,6 +68,7 @@ struct PerfRank {
   std::uint32_t first_step = 0;
   const probes::PerfProfiler* profiler = nullptr;                       // may be null
   std::vector<std::pair<std::uint64_t, std::uint64_t>> hbm_channels;    // per channel: bytes, busy ps
+  const std::map<std::uint32_t, chip::AiCore::CoreLoad>* cores = nullptr;  // per AI core (may be null)
 };
 
 /// One direction of a link of the cluster network and what it carried.

@@ -116,7 +116,7 @@ std::optional<std::uint32_t> replica_group(const chip::ClusterTopology& topo, st
 /// This partition's part of report.json `perf`: its ranks' op and task records, PMU counters,
 /// steps and HBM channels, and the network links it owns.
 json perf_of_partition(const PreparedRun& run, Platform& platform, const std::vector<RankState>& st,
-                       const std::vector<const std::vector<chip::OpRecord>*>& records) {
+                       const std::vector<const std::vector<chip::OpRecord>*>& records, const AiCoreSet& cores) {
   const chip::ChipClock clock(run.chip.clock_mhz);
   const std::uint64_t end_ps = chip::ChipClock::to_ps(platform.end_time());
   std::map<std::uint32_t, PerfRank> perf;
@@ -134,6 +134,7 @@ json perf_of_partition(const PreparedRun& run, Platform& platform, const std::ve
     p.first_step = run.scenario.resume ? run.scenario.resume->from_step : 0;
     p.profiler = st[r].profiler.get();
     for (const auto& ch : c.hbm().channel_stats()) p.hbm_channels.emplace_back(ch.bytes, ch.busy_ps);
+    if (r < cores.by_rank.size() && cores.by_rank[r]) p.cores = &cores.by_rank[r]->core_loads();
   }
   std::vector<PerfLink> links;
   if (const chip::CollectiveFabric* f = platform.fabric()) {
@@ -299,7 +300,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
   out.data["ranks"] = per_rank;
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
-  out.data["perf"] = perf_of_partition(run, platform, st, records);
+  out.data["perf"] = perf_of_partition(run, platform, st, records, *cores);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
   if (trace.enabled()) out.live_trace = trace_ptr;
   if (probes_on) {

@@ -41,6 +41,7 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.steps = static_cast<std::uint32_t>(run.scenario.steps);
   env.seed = run.scenario.seed;
   env.hbm_channels = run.chip.hbm_channels;
+  env.cores = run.chip.num_cores;
   env.first_link = cluster_first_link(run);
   return env;
 }

@@ -1,5 +1,5 @@
 // perf_finding: report.json perf.findings (sim/run/perf_findings.h) holds a finding of `cause`
-// (hbm_channel | link | straggler | launch) at the given rank / channel / link (src, dst, or its
+// (hbm_channel | link | straggler | core | launch) at the given rank / channel / core / link (src, dst, or its
 // name: `link: "r1 nic.tx"`, a glob), naming the ops
 // given (globs, each must match one of the finding's ops); `top: true` (default) asks that it be
 // the first finding. `only: true` asks that no finding of another cause be present.
@@ -12,7 +12,7 @@ namespace {
 
 struct PerfFinding : ExpectationCheck {
   std::string cause;
-  std::optional<std::int64_t> rank, channel, src, dst;
+  std::optional<std::int64_t> rank, channel, core, src, dst;
   std::optional<std::string> link;
   std::vector<std::string> ops;
   bool top = true, only = false;
@@ -27,6 +27,7 @@ struct PerfFinding : ExpectationCheck {
     json j = {{"cause", cause}, {"top", top}, {"only", only}};
     put(j, "rank", rank);
     put(j, "channel", channel);
+    put(j, "core", core);
     put(j, "src", src);
     put(j, "dst", dst);
     if (link) j["link"] = *link;
@@ -36,7 +37,7 @@ struct PerfFinding : ExpectationCheck {
 
   bool holds(const json& f) const {
     if (f.value("cause", "") != cause) return false;
-    if (!matches_int(rank, field(f, "rank")) || !matches_int(channel, field(f, "channel")) ||
+    if (!matches_int(rank, field(f, "rank")) || !matches_int(channel, field(f, "channel")) || !matches_int(core, field(f, "core")) ||
         !matches_int(src, field(f, "src")) || !matches_int(dst, field(f, "dst")))
       return false;
     if (link && !matches(*link, field(f, "link"))) return false;
@@ -53,6 +54,7 @@ struct PerfFinding : ExpectationCheck {
     std::string exp = "perf finding " + cause;
     if (rank) exp += fmt::format(" rank {}", *rank);
     if (channel) exp += fmt::format(" channel {}", *channel);
+    if (core) exp += fmt::format(" core {}", *core);
     if (src || dst) exp += fmt::format(" link r{} -> r{}", src ? fmt::format("{}", *src) : "*", dst ? fmt::format("{}", *dst) : "*");
     if (link) exp += fmt::format(" link {}", *link);
     if (!ops.empty()) exp += fmt::format(" naming {}", fmt::join(ops, ", "));
@@ -63,6 +65,7 @@ struct PerfFinding : ExpectationCheck {
     res.actual = list_str(findings, [](const json& f) {
       std::string s = f.value("cause", "?") + fmt::format(" rank {}", f.value("rank", 0));
       if (f.contains("channel")) s += fmt::format(" channel {}", f.value("channel", 0));
+      if (f.contains("core")) s += fmt::format(" core {}", f.value("core", 0));
       if (f.contains("link")) s += fmt::format(" link {}", f.value("link", ""));
       return s + fmt::format(" score {:.2f}", f.value("score", 0.0));
     });
@@ -77,11 +80,12 @@ struct PerfFinding : ExpectationCheck {
 };
 
 std::unique_ptr<ExpectationCheck> parse(const YamlView& body) {
-  body.expect_keys({"cause", "rank", "channel", "src", "dst", "link", "ops", "top", "only"});
+  body.expect_keys({"cause", "rank", "channel", "core", "src", "dst", "link", "ops", "top", "only"});
   auto c = std::make_unique<PerfFinding>();
-  c->cause = body["cause"].str_in({"hbm_channel", "link", "straggler", "launch"});
+  c->cause = body["cause"].str_in({"hbm_channel", "link", "straggler", "core", "launch"});
   c->rank = opt_int(body, "rank");
   c->channel = opt_int(body, "channel");
+  c->core = opt_int(body, "core");
   c->src = opt_int(body, "src");
   c->dst = opt_int(body, "dst");
   if (auto l = body.get("link")) c->link = glob_checked(*l);
@@ -94,6 +98,7 @@ std::unique_ptr<ExpectationCheck> parse(const YamlView& body) {
   c->top = body.bool_or("top", true);
   c->only = body.bool_or("only", false);
   if (c->channel && c->cause != "hbm_channel") body["channel"].fail("channel only with cause: hbm_channel", body["channel"].describe());
+  if (c->core && c->cause != "core") body["core"].fail("core only with cause: core", body["core"].describe());
   if ((c->src || c->dst || c->link) && c->cause != "link") body.fail("src/dst/link only with cause: link");
   return c;
 }
@@ -102,7 +107,7 @@ std::unique_ptr<ExpectationCheck> parse(const YamlView& body) {
 
 void register_perf_finding_expectation(ExpectationRegistry& r) {
   r.add({"perf_finding",
-         "a performance finding (hbm_channel | link | straggler | launch) at a rank / channel / link naming ops, "
+         "a performance finding (hbm_channel | link | straggler | core | launch) at a rank / channel / link naming ops, "
          "first (top) and/or the only cause",
          parse});
 }

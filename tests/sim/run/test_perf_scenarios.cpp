@@ -73,6 +73,13 @@ TEST_P(PerfScenario, PassesAndShowsWhatItIsFor) {
     EXPECT_GT(static_cast<double>(collective_cycles(r)), 1.3 * static_cast<double>(collective_cycles(clean)));
     EXPECT_EQ(top["src"], 1);
     EXPECT_EQ(top["dst"], 2);
+  } else if (name == "throttled_core") {
+    EXPECT_EQ(top["core"], 7);
+    EXPECT_NEAR(top["pace"].get<double>(), 3.0, 0.3);
+    // Core 7's busy time triples; the healthy run's cores all keep the median pace.
+    const auto busy = [](const json& rep) { return rep["perf"]["ranks"][0]["cores"][7]["busy_cycles"].get<double>(); };
+    EXPECT_NEAR(busy(r) / busy(clean), 3.0, 0.3);
+    for (const auto& c : clean["perf"]["ranks"][0]["cores"]) EXPECT_LT(c["pace"].get<double>(), 1.1) << c.dump();
   } else if (name == "straggler_rank") {
     EXPECT_EQ(top["rank"], 2);
     // Every rank's step got slower (they wait for the straggler), yet no link or collective is blamed.
@@ -128,6 +135,30 @@ expectations:
   EXPECT_EQ(f["kind"], "nic");
   EXPECT_NEAR(f["gbps"].get<double>(), 0.25 * f["nominal_gbps"].get<double>(), 0.01 * f["nominal_gbps"].get<double>());
   EXPECT_NE(r["injections"].dump().find("r13 nic.tx"), std::string::npos) << r["injections"].dump();
+}
+
+TEST(PerfFaultsElsewhere, ThrottledCoreOfTheSecondRankInTraining) {
+  TempDir dir;
+  const json r = run_text(R"(name: core_elsewhere
+model: transformer_wide
+mode: training
+ranks: 2
+steps: 1
+seed: 8
+injections:
+  - {kind: core_throttled, rank: 1, core: 11, slowdown: 2}
+expectations:
+  - perf_finding: {cause: core, rank: 1, core: 11, only: true}
+)",
+                          dir);
+  ASSERT_TRUE(r.is_object());
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump() << r["perf"]["findings"].dump();
+  EXPECT_NEAR(r["perf"]["findings"][0]["pace"].get<double>(), 2.0, 0.05);
+  for (const auto& f : r["perf"]["findings"]) {
+    if (f["cause"] == "core") {
+      EXPECT_TRUE(f["rank"] == 1 && f["core"] == 11) << "only one core is slow: " << f.dump();
+    }
+  }
 }
 
 TEST(PerfFaultsElsewhere, DegradedWrapAroundLinkOfAnEightRankRing) {
@@ -269,6 +300,8 @@ TEST(PerfFaults, BadDescriptorsNameTheKey) {
                         {"{kind: link_degraded, src: 0, dst: 1, fraction: 0.5, both: true}", "both"},
                         {"{kind: straggler, rank: 9}", "rank"},
                         {"{kind: launch_delay, delay_ns: 0}", "delay_ns"},
+                        {"{kind: core_throttled, core: 24, slowdown: 2}", "core"},
+                        {"{kind: core_throttled, core: 3, slowdown: 0.5}", "slowdown"},
                         {"{kind: straggler, rank: 0, speed: 2}", "speed"}};
   for (const Case& c : cases) {
     TempDir dir;
