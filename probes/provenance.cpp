@@ -8,6 +8,7 @@
 
 #include "chip_model/spec/registers.h"
 #include "graph/autodiff.h"
+#include "graph/op_registry.h"
 #include "probes/insertion_pass.h"
 
 namespace probelab::probes {
@@ -22,7 +23,8 @@ std::map<std::string, std::string> carried_tensors(const graph::Graph& g) {
 }
 
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in) {
-  const std::string& t = op.type;
+  const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
+  const std::string& t = def ? def->type : op.type;  // canonical (BatchNorm -> BatchNormalization)
   auto mx = [&](std::size_t i) -> std::optional<double> {
     if (i >= in.size() || !in[i]) return std::nullopt;
     return in[i]->max_abs;
@@ -99,7 +101,34 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (in.empty() || !in[0]) return std::nullopt;
     return std::sqrt(static_cast<double>(in[0]->count)) * in[0]->l2;
   }
-  if ((t == "BatchNormalization" && op.attr_int("training_mode", 0) == 1) || t == "LayerNormalization") {
+  const bool batch_stats = op.attr_int("training_mode", 0) == 1;
+  if ((t == "BatchNormalization" || t == "BatchNormalizationGrad") && !batch_stats) {
+    // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps)
+    const std::size_t x_in = t == "BatchNormalization" ? 0 : 1, mean_in = x_in + 3, var_in = x_in + 4;
+    const std::size_t scale_in = t == "BatchNormalization" ? 1 : 2;
+    const auto x = mx(x_in), scale = mx(scale_in), mean = mx(mean_in);
+    if (!x || !scale || !mean || var_in >= in.size() || !in[var_in]) return std::nullopt;
+    const double rstd = 1.0 / std::sqrt(std::max(in[var_in]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
+    if (t == "BatchNormalization") {
+      const auto bias = mx(2);
+      if (slot != 0 || !bias) return std::nullopt;
+      return *scale * (*x + *mean) * rstd + *bias;
+    }
+    const auto dy = mx(0);
+    if (!dy) return std::nullopt;
+    const double n = static_cast<double>(in[1]->count);
+    switch (slot) {
+      case 0: return *scale * rstd * *dy;                                         // dX = scale rstd dY
+      case 1: return in[0]->l2 * (in[1]->l2 + std::sqrt(n) * *mean) * rstd;       // dScale = sum dY xhat
+      case 2: return std::sqrt(n) * in[0]->l2;                                    // dB = sum dY
+      default: return std::nullopt;
+    }
+  }
+  if (t == "BatchNormalizationGrad" && slot > 0 && in.size() > 1 && in[0] && in[1]) {
+    // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
+    return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
+  }
+  if ((t == "BatchNormalization" && batch_stats) || t == "LayerNormalization") {
     // batch statistics: |(x - mean) / std| <= sqrt(n - 1) over the n normalised values
     if (slot != 0 || in.empty() || !in[0]) return std::nullopt;
     const auto scale = mx(1);
@@ -287,7 +316,7 @@ struct Resolver {
 
   static std::optional<Magnitude> magnitude(const EdgeObservation* x) {
     if (!x || !x->finite() || !x->max_abs || !x->l2) return std::nullopt;
-    return Magnitude{*x->max_abs, *x->l2, x->count};
+    return Magnitude{*x->max_abs, *x->l2, x->min.value_or(0.0), x->count};
   }
   std::map<std::string, std::optional<Magnitude>> init_mags;
   std::optional<Magnitude> initial_magnitude(const std::string& t) {
@@ -301,6 +330,7 @@ struct Resolver {
         break;
       }
       m->max_abs = std::max(m->max_abs, std::fabs(v));
+      m->min = m->count == 0 ? v : std::min(m->min, v);
       sq += v * v;
       ++m->count;
     }

@@ -59,7 +59,7 @@ struct EdgeObservation {
   bool has_stats = false;  // NaN/Inf counts known (statistics or a full tensor)
   std::uint64_t nan_count = 0, inf_count = 0, count = 0;
   std::optional<std::uint64_t> hash;
-  std::optional<double> max_abs, l2;  // over the finite elements (statistics or a full tensor)
+  std::optional<double> max_abs, l2, min;  // over the finite elements (statistics or a full tensor)
   std::uint64_t cycle = 0;  // device cycle of the record
   bool nonfinite() const { return has_stats && nan_count + inf_count > 0; }
   bool finite() const { return has_stats && nan_count + inf_count == 0; }
@@ -86,6 +86,7 @@ struct RankEvidence {
 /// Magnitudes of a tensor as an op read it (finite elements).
 struct Magnitude {
   double max_abs = 0, l2 = 0;
+  double min = 0;  // signed
   std::uint64_t count = 0;
 };
 
@@ -95,8 +96,9 @@ struct Magnitude {
 /// the inputs' max |x| for Add/Sub/Sum, |alpha| max |x| for Scale, max|a| max|b| for Mul, and
 /// Cauchy-Schwarz l2(a) l2(b) (+ max |bias|) for every dot-product op (MatMul, Gemm, Conv and
 /// their gradients), |scale| sqrt(count) + |B| for batch/layer normalization with batch
-/// statistics, |p| + lr (|grad| + ...) for SgdUpdate; nullopt for ops without such a bound (Div,
-/// Exp, inference BatchNorm, ...) or when an input it needs is unknown.
+/// statistics, |scale| (|X| + |mean|) / sqrt(min var + epsilon) + |B| with running statistics
+/// (and the like for BatchNormalizationGrad), |p| + lr (|grad| + ...) for SgdUpdate; nullopt for
+/// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in);
 
 /// An op origin that wrote a finite value beyond what its inputs allow.

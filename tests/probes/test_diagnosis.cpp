@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "tests/probes/probe_test_util.h"
@@ -388,4 +389,10 @@ TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
   EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("relu1"), 0, std::vector<M>{two[0]}), 3.0);
   EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("softmax"), 0, std::vector<M>{two[0]}), 1.0);
   EXPECT_FALSE(probes::value_bound(*g.find_op("fc1"), 0, std::vector<M>{two[0], std::nullopt}));  // unknown input
+  // BatchNorm (an alias) with running statistics: |scale| (|x| + |mean|) / sqrt(min var + eps) + |B|
+  const graph::Op bn = make_op("bn", "BatchNorm", {"x", "s", "b", "m", "v"}, {"y"}, "model/bn");
+  const std::vector<M> bn_in{probes::Magnitude{4, 8, -4, 16}, probes::Magnitude{1, 1, 1, 1},
+                             probes::Magnitude{0.1, 0.1, 0.1, 1}, probes::Magnitude{0.2, 0.2, 0.2, 1},
+                             probes::Magnitude{1, 1, 0.25, 1}};
+  EXPECT_NEAR(*probes::value_bound(bn, 0, bn_in), 1.0 * 4.2 / std::sqrt(0.25 + 1e-5) + 0.1, 1e-9);
 }
