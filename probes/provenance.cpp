@@ -104,7 +104,7 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
   const bool batch_stats = op.attr_int("training_mode", 0) == 1;
   if ((t == "BatchNormalization" || t == "BatchNormalizationGrad") && !batch_stats) {
     // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps)
-    const std::size_t x_in = t == "BatchNormalization" ? 0 : 1, mean_in = x_in + 3, var_in = x_in + 4;
+    const std::size_t x_in = t == "BatchNormalization" ? 0 : 1, mean_in = 3, var_in = 4;
     const std::size_t scale_in = t == "BatchNormalization" ? 1 : 2;
     const auto x = mx(x_in), scale = mx(scale_in), mean = mx(mean_in);
     if (!x || !scale || !mean || var_in >= in.size() || !in[var_in]) return std::nullopt;
