@@ -102,29 +102,14 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     return std::sqrt(static_cast<double>(in[0]->count)) * in[0]->l2;
   }
   const bool batch_stats = op.attr_int("training_mode", 0) == 1;
-  if ((t == "BatchNormalization" || t == "BatchNormalizationGrad") && !batch_stats) {
+  if (t == "BatchNormalization" && !batch_stats) {
     // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps)
-    const std::size_t x_in = t == "BatchNormalization" ? 0 : 1, mean_in = 3, var_in = 4;
-    const std::size_t scale_in = t == "BatchNormalization" ? 1 : 2;
-    const auto x = mx(x_in), scale = mx(scale_in), mean = mx(mean_in);
-    if (!x || !scale || !mean || var_in >= in.size() || !in[var_in]) return std::nullopt;
-    const double rstd = 1.0 / std::sqrt(std::max(in[var_in]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
-    if (t == "BatchNormalization") {
-      const auto bias = mx(2);
-      if (slot != 0 || !bias) return std::nullopt;
-      return *scale * (*x + *mean) * rstd + *bias;
-    }
-    const auto dy = mx(0);
-    if (!dy) return std::nullopt;
-    const double n = static_cast<double>(in[1]->count);
-    switch (slot) {
-      case 0: return *scale * rstd * *dy;                                         // dX = scale rstd dY
-      case 1: return in[0]->l2 * (in[1]->l2 + std::sqrt(n) * *mean) * rstd;       // dScale = sum dY xhat
-      case 2: return std::sqrt(n) * in[0]->l2;                                    // dB = sum dY
-      default: return std::nullopt;
-    }
+    const auto x = mx(0), scale = mx(1), bias = mx(2), mean = mx(3);
+    if (slot != 0 || !x || !scale || !bias || !mean || in.size() < 5 || !in[4]) return std::nullopt;
+    const double rstd = 1.0 / std::sqrt(std::max(in[4]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
+    return *scale * (*x + *mean) * rstd + *bias;
   }
-  if (t == "BatchNormalizationGrad" && slot > 0 && in.size() > 1 && in[0] && in[1]) {
+  if (t == "BatchNormalizationGrad" && batch_stats && slot > 0 && in.size() > 1 && in[0] && in[1]) {
     // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
     return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
   }

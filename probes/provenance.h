@@ -97,7 +97,8 @@ struct Magnitude {
 /// Cauchy-Schwarz l2(a) l2(b) (+ max |bias|) for every dot-product op (MatMul, Gemm, Conv and
 /// their gradients), |scale| sqrt(count) + |B| for batch/layer normalization with batch
 /// statistics, |scale| (|X| + |mean|) / sqrt(min var + epsilon) + |B| with running statistics
-/// (and the like for BatchNormalizationGrad), |p| + lr (|grad| + ...) for SgdUpdate; nullopt for
+/// (dScale and dB of BatchNormalizationGrad with batch statistics: sqrt(count) l2(dY)),
+/// |p| + lr (|grad| + ...) for SgdUpdate; nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in);
 
