@@ -238,6 +238,28 @@ CauseClass condition_class(const TriggerEvent& t) {
   return CauseClass::Condition;
 }
 
+/// A failing comparison whose error has the shape of corrupted values rather than lost precision:
+/// no NaN/Inf mismatch, and the elements outside 0.5% are a few (at most 2, or 10% of them) —
+/// one bad operand reaches one element, a row or a window of the result — and either the worst
+/// is >= 1024 ULP off, or it is >= 32 ULP off while at least 90% of the elements stay within
+/// 0.1% (the op's arithmetic is right to rounding everywhere else). Lost precision (an FP16
+/// accumulator, an inexact inner op) spreads errors of a few ULP over most elements instead.
+bool corruption_pattern(const Metrics& m, const graph::Op* op) {
+  if (m.nonfinite_mismatch != 0 || m.count == 0) return false;
+  // ops whose every result element is one of their input elements: a replay on the captured
+  // inputs is bit-exact, so any difference is a changed value
+  static const std::set<std::string> kExact = {"Identity", "Reshape", "Flatten", "Transpose", "Expand", "Squeeze",
+                                               "Unsqueeze", "Concat", "Slice", "Split", "Gather", "GatherElements",
+                                               "MaxPool", "Relu", "Neg", "Abs", "Max", "Min"};
+  if (op && kExact.count(op->type)) return true;
+  const double n = static_cast<double>(m.count);
+  const double few = std::max(2.0, 0.1 * n);
+  const double off = std::round((1.0 - m.within_0_5pct) * n);
+  const double beyond_rounding = std::round((1.0 - m.within_0_1pct) * n);
+  if (off < 1 || off > few) return false;
+  return m.max_ulp >= 1024 || (m.max_ulp >= 32 && beyond_rounding <= few);
+}
+
 /// "abs_mean = 3.2e-06 (threshold < 1e-05)" for each statistic the condition compares.
 std::string condition_values(const TriggerEvent& t) {
   if (!t.stats) return "no statistics";
@@ -309,14 +331,19 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
       std::string ev = o.evidence + explained + path;
       if (rp) ev += fmt::format("; CPU replay on the captured inputs: {} ({})",
                                 rp->reproduced ? "reproduced" : "not reproduced", rp->detail);
-      if (rp && !rp->reproduced) cause = CauseClass::DataCorruption;
+      if ((rp && !rp->reproduced) || o.jump) cause = CauseClass::DataCorruption;
       auto& c = b.add(name, cause, o.presumed ? score - 0.02 : score, ev, o.step, o.rank);
       if (c.tensor.empty()) c.tensor = o.tensor;
       if (!c.element) c.element = o.element;
       if (c.propagation_path.empty()) c.propagation_path = o.path;
       c.explains += o.explains.size();
       if (rp) c.replay = rp->reproduced ? "reproduced" : "not_reproduced";
-      c.suggestion = cause == CauseClass::DataCorruption
+      c.suggestion = o.jump
+                         ? fmt::format("{} wrote a value ({:.6g}) that its inputs cannot produce, and {} went non-finite on "
+                                       "it: suspect the hardware (core buffers, accumulator) or memory of {}, not the "
+                                       "arithmetic of {}; rerun to see whether it reproduces",
+                                       name, o.jump->magnitude, o.jump->consumer, o.tensor, o.jump->consumer)
+                     : cause == CauseClass::DataCorruption
                          ? fmt::format("the replay of {} on the inputs it read gives no such value: suspect the hardware "
                                        "(core buffers, accumulator) or memory, not the arithmetic; rerun to see whether "
                                        "it reproduces",
@@ -413,15 +440,13 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
       x.suggestion = suggestion(CauseClass::FusedOpPrecision, c.op);
       continue;
     }
-    // a few elements far off (at most 2, or 10% of them, outside 0.5% and the worst >= 1024 ULP):
-    // the pattern of a corrupted value (one bad operand reaches a row or a window of the result);
-    // rounding spreads small errors over most elements
-    const double off = std::round((1.0 - c.metrics.within_0_5pct) * static_cast<double>(c.metrics.count));
-    const bool sparse = c.metrics.max_ulp >= 1024 && c.metrics.nonfinite_mismatch == 0 &&
-                        off <= std::max(2.0, 0.1 * static_cast<double>(c.metrics.count));
+    const bool sparse = corruption_pattern(c.metrics, g ? g->find_op(c.op) : nullptr);
     const CauseClass cause = sparse ? CauseClass::DataCorruption : CauseClass::Precision;
     double score = is_first ? 0.6 : 0.25;
-    if (sparse) ev += "; the error is confined to a few elements (a corruption pattern, not rounding)";
+    if (sparse)
+      ev += fmt::format("; the error is confined to a few elements ({:.1f}% outside 0.5%, {:.1f}% within 0.1%, worst {} "
+                        "ULP): a corruption pattern, not rounding",
+                        100 * (1.0 - c.metrics.within_0_5pct), 100 * c.metrics.within_0_1pct, c.metrics.max_ulp);
     if (is_first && first_nonfinite && c.rank == first_nonfinite->rank &&
         (c.step < first_nonfinite->step ||
          (c.step == first_nonfinite->step && topo(c.op_id) < topo(first_nonfinite->op_id)))) {

@@ -10,6 +10,8 @@
 //      overflow in the computation itself    overflow
 //    and when the CPU replay of the op on its captured inputs (ReplayCheck) does not reproduce
 //    the latched anomaly: data_corruption (a hardware or data-corruption suspect).
+//    An origin that wrote a finite value beyond what its inputs allow (Origin::jump, see
+//    provenance.h), which a later op overflowed on: data_corruption of that op's output.
 //    Origins in memory (a value no op wrote) and host data: data_corruption of that tensor and
 //    element, blamed on the op that read it, with the writer and the cycle window.
 //  - edge integrity: a tensor whose hash at its consumer differs from its producer's
@@ -22,8 +24,14 @@
 //    (step, class) scores 0.8 (nan_source: 0.92 unless provenance puts its origin elsewhere),
 //    later ones 0.3.
 //  - reference comparisons: the first failing op 0.6 (precision; a fused op's decomposition:
-//    fused_op_precision 0.87; an error confined to at most 2 elements or 10% of them (outside 0.5%)
-//    and at least 1024 ULP: data_corruption). A first divergence causally before the first non-finite origin on the
+//    fused_op_precision 0.87). Otherwise an error with the shape of corrupted values is
+//    data_corruption: no NaN/Inf mismatch, at most 2 elements or 10% of them outside 0.5%, and
+//    the worst at least 1024 ULP off, or at least 32 ULP off while the elements beyond 0.1% are
+//    as few (the op is right to rounding everywhere else; lost precision, e.g. an FP16
+//    accumulator, spreads errors of a few ULP over most elements instead); any failure of an op
+//    that only moves or selects values (Reshape, Flatten, Transpose, Gather, Relu, MaxPool...),
+//    whose replay is bit-exact.
+//    A first divergence causally before the first non-finite origin on the
 //    same rank (an earlier step, or the same step and upstream of it) explains that origin: 0.97.
 //  - cross-rank divergence at a collective: collective_order (0.9), elsewhere data_corruption.
 //  - corrupt capture records: data_corruption of the capture path (0.2).

@@ -8,6 +8,7 @@
 
 #include "chip_model/spec/registers.h"
 #include "graph/autodiff.h"
+#include "graph/op_registry.h"
 #include "probes/insertion_pass.h"
 
 namespace probelab::probes {
@@ -19,6 +20,117 @@ std::map<std::string, std::string> carried_tensors(const graph::Graph& g) {
     if (g.find_tensor(next) && g.producer(next)) out.emplace(name, next);
   }
   return out;
+}
+
+std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in) {
+  const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
+  const std::string& t = def ? def->type : op.type;  // canonical (BatchNorm -> BatchNormalization)
+  auto mx = [&](std::size_t i) -> std::optional<double> {
+    if (i >= in.size() || !in[i]) return std::nullopt;
+    return in[i]->max_abs;
+  };
+  auto opt_mx = [&](std::size_t i) -> std::optional<double> {  // an optional input: 0 when omitted
+    if (i >= op.inputs.size() || op.inputs[i].empty()) return 0.0;
+    return mx(i);
+  };
+  auto all_mx = [&](double& sum, double& top) {
+    sum = top = 0;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i].empty()) continue;
+      const auto m = mx(i);
+      if (!m) return false;
+      sum += *m;
+      top = std::max(top, *m);
+    }
+    return !op.inputs.empty();
+  };
+  static const std::set<std::string> kSelect = {
+      "Relu", "Identity", "Reshape", "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat",
+      "Slice", "Split", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMax", "ReduceMin", "ReduceMean",
+      "Neg", "Abs", "Max", "Min", "Tanh", "Gelu", "Cast"};
+  double sum = 0, top = 0;
+  if (kSelect.count(t)) {
+    if (!all_mx(sum, top)) return std::nullopt;
+    return top;
+  }
+  if (t == "Softmax" || t == "Sigmoid") return 1.0;
+  if (t == "Gather" || t == "GatherElements") return mx(0);  // data; the indices select
+  if (t == "ReluGrad" || t == "MaxPoolGrad" || t == "GeluGrad") {
+    const auto dy = mx(0);
+    if (!dy) return std::nullopt;
+    if (t == "GeluGrad") return 1.13 * *dy;  // max Gelu'(x) = 1.129
+    if (t == "MaxPoolGrad") return std::nullopt;  // overlapping windows add up
+    return *dy;
+  }
+  if (t == "LeakyRelu") {
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    return *x * std::max(1.0, std::fabs(op.attr_float("alpha", 0.01)));
+  }
+  if (t == "Add" || t == "Sub" || t == "Sum") {
+    if (!all_mx(sum, top)) return std::nullopt;
+    return sum;
+  }
+  if (t == "Scale") {
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    return std::fabs(op.attr_float("alpha", 1.0)) * *x;
+  }
+  if (t == "Mul") {
+    const auto a = mx(0), b = mx(1);
+    if (!a || !b) return std::nullopt;
+    return *a * *b;
+  }
+  static const std::set<std::string> kDot = {"MatMul",        "Gemm",        "Conv",        "ConvTranspose",
+                                             "ConvGradInput", "ConvGradWeight", "MatMulGradA", "MatMulGradB",
+                                             "FusedMatMulBiasGelu"};
+  if (kDot.count(t)) {
+    // every result element is (a sum of) dot products of parts of the two operands:
+    // |sum a_k b_k| <= l2(a) l2(b) (Cauchy-Schwarz), plus the bias
+    if (in.size() < 2 || !in[0] || !in[1]) return std::nullopt;
+    double alpha = 1, beta = 1;
+    if (t == "Gemm") {
+      alpha = std::fabs(op.attr_float("alpha", 1.0));
+      beta = std::fabs(op.attr_float("beta", 1.0));
+    }
+    const auto bias = opt_mx(2);
+    if (!bias) return std::nullopt;
+    return alpha * in[0]->l2 * in[1]->l2 + beta * *bias;
+  }
+  if (t == "SumToShape") {  // a sum of at most count elements: <= sqrt(count) l2
+    if (in.empty() || !in[0]) return std::nullopt;
+    return std::sqrt(static_cast<double>(in[0]->count)) * in[0]->l2;
+  }
+  const bool batch_stats = op.attr_int("training_mode", 0) == 1;
+  if (t == "BatchNormalization" && !batch_stats) {
+    // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps)
+    const auto x = mx(0), scale = mx(1), bias = mx(2), mean = mx(3);
+    if (slot != 0 || !x || !scale || !bias || !mean || in.size() < 5 || !in[4]) return std::nullopt;
+    const double rstd = 1.0 / std::sqrt(std::max(in[4]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
+    return *scale * (*x + *mean) * rstd + *bias;
+  }
+  if (t == "BatchNormalizationGrad" && batch_stats && slot > 0 && in.size() > 1 && in[0] && in[1]) {
+    // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
+    return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
+  }
+  if ((t == "BatchNormalization" && batch_stats) || t == "LayerNormalization") {
+    // batch statistics: |(x - mean) / std| <= sqrt(n - 1) over the n normalised values
+    if (slot != 0 || in.empty() || !in[0]) return std::nullopt;
+    const auto scale = mx(1);
+    const auto bias = opt_mx(2);
+    if (!scale || !bias) return std::nullopt;
+    return *scale * std::sqrt(static_cast<double>(in[0]->count)) + *bias;
+  }
+  if (t == "SgdUpdate") {
+    // v' = momentum v + grad + wd p; p' = p - lr v'
+    const auto p = mx(0), g = mx(1), v = opt_mx(2);
+    if (!p || !g || !v) return std::nullopt;
+    const double lr = std::fabs(op.attr_float("lr", 0.01)), mom = std::fabs(op.attr_float("momentum", 0.0)),
+                 wd = std::fabs(op.attr_float("weight_decay", 0.0));
+    const double step = mom * *v + *g + wd * *p;
+    return *p + std::max(1.0, lr) * step;
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -182,6 +294,154 @@ struct Resolver {
 
   Hop hop(std::size_t r, std::uint32_t s, std::uint32_t o) const { return {op(o).name, s, ev(r).rank}; }
 
+  // ---- finite values out of range (see the header) ----
+  static constexpr double kJumpFactor = 16;       // captured max |x| over the bound of the inputs
+  static constexpr double kLargeFraction = 1.0 / 1024;  // inputs followed: >= this share of the largest
+  static constexpr std::size_t kJumpVisits = 4096;
+
+  static std::optional<Magnitude> magnitude(const EdgeObservation* x) {
+    if (!x || !x->finite() || !x->max_abs || !x->l2) return std::nullopt;
+    return Magnitude{*x->max_abs, *x->l2, x->min.value_or(0.0), x->count};
+  }
+  std::map<std::string, std::optional<Magnitude>> init_mags;
+  std::optional<Magnitude> initial_magnitude(const std::string& t) {
+    auto it = init_mags.find(t);
+    if (it != init_mags.end()) return it->second;
+    std::optional<Magnitude> m = Magnitude{};
+    double sq = 0;
+    for (double v : initial(t)) {
+      if (!std::isfinite(v)) {
+        m.reset();
+        break;
+      }
+      m->max_abs = std::max(m->max_abs, std::fabs(v));
+      m->min = m->count == 0 ? v : std::min(m->min, v);
+      sq += v * v;
+      ++m->count;
+    }
+    if (m) m->l2 = std::sqrt(sq);
+    return init_mags.emplace(t, m).first->second;
+  }
+  /// Magnitudes of input `slot` of `o` at step `s` as read on rank r, and who wrote it.
+  std::optional<Magnitude> read_magnitude(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot, Writer& w) {
+    const std::string& t = op(o).inputs[slot];
+    w = writer_of(t, s, ev(r).first_step);
+    if (auto m = magnitude(obs(r, s, o, true, slot))) return m;
+    switch (w.kind) {
+      case Writer::Op:
+      case Writer::Carried: return magnitude(obs(r, w.step, w.op, false, w.slot));
+      case Writer::Collective: return magnitude(obs(r, s, w.op, false, w.slot));
+      case Writer::Upload: return initial_magnitude(t);
+      case Writer::Feed: return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  struct JumpHit {
+    std::size_t rank = 0;
+    std::uint32_t step = 0, op = 0;
+    std::uint16_t slot = 0;
+    double magnitude = 0, bound = 0;
+    std::vector<Hop> path;  // from the writer to the op searched from (origin first)
+  };
+  struct JumpSearch {
+    std::set<std::tuple<std::size_t, std::uint32_t, std::uint32_t>> seen;
+    std::size_t visits = 0;
+  };
+
+  /// The inputs of `o` (on rank r at step s) that carry its large values; for a collective,
+  /// its input on every rank.
+  struct Lead {
+    double max_abs = 0;
+    std::size_t rank = 0;
+    Writer w;
+    std::string tensor;  // as the op reads it
+  };
+  std::vector<Lead> large_inputs(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    std::vector<Lead> leads;
+    const graph::Op& x = op(o);
+    auto add = [&](std::size_t q, std::uint16_t slot) {
+      Writer w;
+      if (auto m = read_magnitude(q, s, o, slot, w)) leads.push_back({m->max_abs, q, w, x.inputs[slot]});
+    };
+    if (is_collective_type(x.type)) {
+      if (!x.inputs.empty() && !x.inputs[0].empty())
+        for (std::size_t q = 0; q < ranks.size(); ++q) add(q, 0);
+    } else {
+      for (std::size_t i = 0; i < x.inputs.size(); ++i)
+        if (!x.inputs[i].empty()) add(r, static_cast<std::uint16_t>(i));
+    }
+    double top = 0;
+    for (const Lead& l : leads) top = std::max(top, l.max_abs);
+    std::erase_if(leads, [&](const Lead& l) { return l.max_abs <= 0 || l.max_abs < top * kLargeFraction; });
+    std::stable_sort(leads.begin(), leads.end(), [](const Lead& a, const Lead& b) { return a.max_abs > b.max_abs; });
+    return leads;
+  }
+
+  /// Searches the writers of the large inputs of `o` for an op whose output exceeds its bound.
+  std::optional<JumpHit> search_jump(std::size_t r, std::uint32_t s, std::uint32_t o, JumpSearch& js) {
+    for (const Lead& l : large_inputs(r, s, o)) {
+      if (l.w.kind == Writer::Upload || l.w.kind == Writer::Feed) continue;
+      const std::uint32_t ws = l.w.kind == Writer::Collective ? s : l.w.step;
+      if (!js.seen.insert({l.rank, ws, l.w.op}).second || ++js.visits > kJumpVisits) continue;
+      std::optional<JumpHit> hit;
+      if (l.w.kind != Writer::Collective) hit = check_jump(l.rank, ws, l.w.op, l.w.slot);
+      if (!hit) hit = search_jump(l.rank, ws, l.w.op, js);
+      if (hit) {
+        if (!(hit->rank == l.rank && hit->step == ws && hit->op == l.w.op)) hit->path.push_back(hop(l.rank, ws, l.w.op));
+        if (l.w.kind == Writer::Carried) hit->path.push_back({l.tensor, std::nullopt, ev(l.rank).rank});
+        return hit;
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Whether output `slot` of `o` (rank r, step s) holds a value beyond the bound of its inputs.
+  std::optional<JumpHit> check_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
+    const auto out = magnitude(obs(r, s, o, false, slot));
+    if (!out) return std::nullopt;
+    const graph::Op& x = op(o);
+    std::vector<std::optional<Magnitude>> in(x.inputs.size());
+    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
+      Writer w;
+      if (!x.inputs[i].empty()) in[i] = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
+    }
+    const auto bound = value_bound(x, slot, in);
+    if (!bound || !(out->max_abs > kJumpFactor * *bound)) return std::nullopt;
+    JumpHit h{r, s, o, slot, out->max_abs, *bound, {}};
+    h.path.push_back(hop(r, s, o));
+    return h;
+  }
+
+  /// `t` names `o` (rank r, step s) as the origin of a non-finite value from finite inputs: an op
+  /// upstream that wrote a value beyond what its inputs allow explains it instead.
+  Trace through_value_jump(std::size_t r, std::uint32_t s, std::uint32_t o, Trace t) {
+    if (t.origin.kind != OriginKind::Op || t.origin.jump) return t;
+    JumpSearch js;
+    js.seen.insert({r, s, o});
+    auto hit = search_jump(r, s, o, js);
+    if (!hit) return t;
+    Trace j;
+    Origin& x = j.origin;
+    x.kind = OriginKind::Op;
+    x.rank = ev(hit->rank).rank;
+    x.step = hit->step;
+    x.op_id = hit->op;
+    const graph::Op& w = op(hit->op);
+    x.tensor = hit->slot < w.outputs.size() ? w.outputs[hit->slot] : std::string();
+    x.jump = ValueJump{hit->magnitude, hit->bound, fmt::format("{}@{}", op(o).name, s)};
+    x.evidence = fmt::format("{}@{} wrote max |x| = {:.6g} into {}, {:.3g} times the most its inputs allow ({:.4g} by "
+                             "{} arithmetic on their captured magnitudes): no computation gives that value; {} of "
+                             "{}@{} follows from it",
+                             w.name, hit->step, hit->magnitude, x.tensor, hit->magnitude / std::max(hit->bound, 1e-300),
+                             hit->bound, w.type,
+                             t.origin.latch ? anomaly_kind_name(t.origin.latch->kind) : std::string_view("the non-finite value"),
+                             op(o).name, s);
+    j.path = std::move(hit->path);
+    j.path.push_back(hop(r, s, o));
+    return j;
+  }
+
   /// The latch that names the origin in op `o`: the first produced value, except that when the op
   /// both overflowed and made a NaN in one execution the overflow is the root (a running sum at
   /// ±Inf gives Inf - Inf = NaN in the same accumulators, whichever latch the tiles raised first).
@@ -325,10 +585,11 @@ struct Resolver {
     for (std::size_t i = 0; i < x.inputs.size(); ++i)
       if (!x.inputs[i].empty() && writer_nonfinite(r, s, o, static_cast<std::uint16_t>(i)))
         return via(explain_read(r, s, o, static_cast<std::uint16_t>(i), std::nullopt));
-    return op_origin(r, s, o,
-                     fmt::format("{}@{} is the first op whose output shows a non-finite value (no latch named it; no "
-                                 "input shows one)",
-                                 x.name, s));
+    return through_value_jump(r, s, o,
+                              op_origin(r, s, o,
+                                        fmt::format("{}@{} is the first op whose output shows a non-finite value (no "
+                                                    "latch named it; no input shows one)",
+                                                    x.name, s)));
   }
 
   /// A collective's output on rank r held a non-finite value that no latch on this rank's input
@@ -380,7 +641,7 @@ struct Resolver {
       t.path.push_back(hop(r, a.step, a.op_id));
       return t;
     }
-    if (a.kind == AnomalyKind::Overflow) return op_origin(r, a.step, a.op_id, "");
+    if (a.kind == AnomalyKind::Overflow) return through_value_jump(r, a.step, a.op_id, op_origin(r, a.step, a.op_id, ""));
     return explain_node(r, a.step, a.op_id);
   }
 };

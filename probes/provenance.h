@@ -27,6 +27,18 @@
 // An op on the path with no evidence either way is presumed to have propagated it when one of its
 // inputs' writers shows non-finite evidence, else presumed to be the origin (Origin::presumed).
 // Underflow anomalies carry no non-finite value: each is its own origin.
+//
+// Finite values out of range (value_bound()): an op that produced the first non-finite value from
+// finite inputs (an overflow, say) may only have consumed a finite value that an op upstream
+// could not have computed. From the op, the search follows its inputs backwards through the large
+// values (every input whose max |x| is at least 2^-10 of the op's largest input, in decreasing
+// magnitude; through collectives on every rank; weights and optimizer state into the previous
+// step), reading each tensor's magnitudes from the captures of its writer (or of the read edge,
+// or the initial value). The first op whose captured output max |x| exceeds 16 times the bound
+// its inputs' magnitudes put on its result wrote a value no arithmetic gives: it becomes the
+// origin (Origin::jump), the overflowing op is on the path. No such op (every value grew within
+// its bound), or magnitudes unknown: the overflowing op stays the origin.
+
 #pragma once
 
 #include <cstdint>
@@ -47,6 +59,7 @@ struct EdgeObservation {
   bool has_stats = false;  // NaN/Inf counts known (statistics or a full tensor)
   std::uint64_t nan_count = 0, inf_count = 0, count = 0;
   std::optional<std::uint64_t> hash;
+  std::optional<double> max_abs, l2, min;  // over the finite elements (statistics or a full tensor)
   std::uint64_t cycle = 0;  // device cycle of the record
   bool nonfinite() const { return has_stats && nan_count + inf_count > 0; }
   bool finite() const { return has_stats && nan_count + inf_count == 0; }
@@ -70,6 +83,32 @@ struct RankEvidence {
   std::uint32_t first_step = 0;
 };
 
+/// Magnitudes of a tensor as an op read it (finite elements).
+struct Magnitude {
+  double max_abs = 0, l2 = 0;
+  double min = 0;  // signed
+  std::uint64_t count = 0;
+};
+
+/// An upper bound of max |y| over output `slot` of `op` from its inputs' magnitudes (in input
+/// order; nullopt: unknown or an omitted optional input), by the op's arithmetic: max |x| for
+/// ops that select, move or shrink values (Relu, Reshape, pooling, ReluGrad: |dY|...), the sum of
+/// the inputs' max |x| for Add/Sub/Sum, |alpha| max |x| for Scale, max|a| max|b| for Mul, and
+/// Cauchy-Schwarz l2(a) l2(b) (+ max |bias|) for every dot-product op (MatMul, Gemm, Conv and
+/// their gradients), |scale| sqrt(count) + |B| for batch/layer normalization with batch
+/// statistics, |scale| (|X| + |mean|) / sqrt(min var + epsilon) + |B| with running statistics
+/// (dScale and dB of BatchNormalizationGrad with batch statistics: sqrt(count) l2(dY)),
+/// |p| + lr (|grad| + ...) for SgdUpdate; nullopt for
+/// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
+std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in);
+
+/// An op origin that wrote a finite value beyond what its inputs allow.
+struct ValueJump {
+  double magnitude = 0;   // captured max |x| of the output
+  double bound = 0;       // value_bound() of its inputs
+  std::string consumer;   // "op@step": the op whose non-finite result it explains
+};
+
 /// Where a non-finite history starts.
 struct Origin {
   OriginKind kind = OriginKind::Op;
@@ -81,6 +120,7 @@ struct Origin {
   std::optional<std::uint64_t> window_lo, window_hi;    // Memory: cycles between that write and the read
   bool presumed = false;                 // inferred without a latch at the origin
   const AnomalyRecord* latch = nullptr;  // the latch at the origin, if any
+  std::optional<ValueJump> jump;         // Op: a finite value out of range, not a non-finite one
   std::string evidence;                  // one sentence: why this is the origin
   std::vector<const AnomalyRecord*> explains;  // anomalies whose history starts here, in rank then record order
   std::vector<std::string> path;         // path of the first anomaly it explains (origin first)

@@ -1,4 +1,5 @@
 // ProbeRuntime: handling of drained capture records, host-evaluated conditions and rules.
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -187,6 +188,10 @@ void RuntimeState::observe(const EdgeKey& key, const spec::CaptureStats* stats, 
     o.nan_count = std::max(o.nan_count, stats->nan_count);
     o.inf_count = std::max(o.inf_count, stats->inf_count);
     o.count = stats->count;
+    if (stats->finite_max_abs >= 0 && std::isfinite(stats->finite_max_abs))
+      o.max_abs = std::max(o.max_abs.value_or(0.0), stats->finite_max_abs);
+    if (stats->nan_count + stats->inf_count == 0 && std::isfinite(stats->l2)) o.l2 = std::max(o.l2.value_or(0.0), stats->l2);
+    if (std::isfinite(stats->finite_min)) o.min = std::min(o.min.value_or(stats->finite_min), stats->finite_min);
   }
   if (hash) o.hash = hash;
   if (cycle && (!o.cycle || cycle < o.cycle)) o.cycle = cycle;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "tests/probes/probe_test_util.h"
@@ -262,4 +263,136 @@ TEST(Diagnosis, OverflowAndNanOfOneOpExecutionNameTheOverflow) {
   ASSERT_FALSE(c[0].evidence.empty());
   EXPECT_NE(c[0].evidence[0].find("invalid latched too, at element 1553"), std::string::npos) << c[0].evidence[0];
   for (const auto& x : c) EXPECT_FALSE(x.op == "add1" && x.cause == CauseClass::NanSource) << "reader blamed";
+}
+
+namespace {
+probes::OpComparison failing(const graph::Graph& g, const char* op, std::uint64_t count, double within_0_1pct,
+                             double within_0_5pct, std::uint64_t max_ulp) {
+  probes::OpComparison c;
+  c.op = op;
+  c.op_id = g.find_op(op)->id;
+  c.tensor = g.find_op(op)->outputs[0];
+  c.device_dtype = graph::DType::F16;
+  c.pass = false;
+  c.metrics.count = count;
+  c.metrics.within_0_1pct = within_0_1pct;
+  c.metrics.within_0_5pct = within_0_5pct;
+  c.metrics.max_ulp = max_ulp;
+  c.metrics.worst_element = 3;
+  return c;
+}
+}  // namespace
+
+// One flipped operand reaches one row of a MatMul result: 1 of 16 rows off by a few hundred ULP,
+// every other element exact to rounding. An FP16 accumulator instead leaves half of the elements
+// beyond 0.1%, although only a few are beyond 0.5% and the worst is of the same order.
+TEST(Diagnosis, ErrorConfinedToARowIsCorruptionSpreadErrorIsPrecision) {
+  graph::Graph g = mlp();
+  for (const auto& [w01, w05, ulp, want] :
+       {std::tuple{0.9375, 0.9375, std::uint64_t{470}, CauseClass::DataCorruption},   // a row, 470 ULP
+        std::tuple{0.998, 0.998, std::uint64_t{180}, CauseClass::DataCorruption},     // one element
+        std::tuple{0.484, 0.914, std::uint64_t{341}, CauseClass::Precision},          // FP16 accumulation
+        std::tuple{0.691, 0.957, std::uint64_t{74}, CauseClass::Precision},
+        std::tuple{0.9375, 0.9375, std::uint64_t{20}, CauseClass::Precision},         // within rounding reach
+        std::tuple{0.70, 0.95, std::uint64_t{2000}, CauseClass::DataCorruption}}) {   // >= 1024 ULP, confined
+    std::vector<probes::OpComparison> cmp{failing(g, "fc2", 512, w01, w05, ulp)};
+    probes::DiagnosisInput in;
+    in.graph = &g;
+    in.comparisons = cmp;
+    const auto c = probes::diagnose(in);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].cause, want) << "within 0.1% " << w01 << ", within 0.5% " << w05 << ", max ulp " << ulp;
+    EXPECT_EQ(c[0].element, 3u);
+  }
+  // a NaN/Inf mismatch is never a finite corruption pattern of the comparison
+  std::vector<probes::OpComparison> cmp{failing(g, "fc2", 512, 0.9375, 0.9375, 470)};
+  cmp[0].metrics.nonfinite_mismatch = 1;
+  probes::DiagnosisInput in;
+  in.graph = &g;
+  in.comparisons = cmp;
+  EXPECT_EQ(probes::diagnose(in)[0].cause, CauseClass::Precision);
+}
+
+// An op that only moves values (Flatten) replays bit-exact: one element 8 ULP off is a changed value.
+TEST(Diagnosis, AnyErrorOfADataMovementOpIsCorruption) {
+  graph::Graph g = mlp();
+  g.add_op(make_op("flat", "Flatten", {"probs"}, {"flat:0"}, "model/head/flat"));
+  std::vector<probes::OpComparison> cmp{failing(g, "flat", 16, 0.9375, 0.9375, 8), failing(g, "fc2", 16, 0.9375, 0.9375, 8)};
+  probes::DiagnosisInput in;
+  in.graph = &g;
+  in.comparisons = cmp;
+  const auto c = probes::diagnose(in);
+  ASSERT_EQ(c.size(), 2u);
+  for (const auto& x : c) EXPECT_EQ(x.cause, x.op == "flat" ? CauseClass::DataCorruption : CauseClass::Precision) << x.op;
+}
+
+namespace {
+probes::EdgeObservation magnitude(double max_abs, double l2) {
+  probes::EdgeObservation o = seen(0);
+  o.max_abs = max_abs;
+  o.l2 = l2;
+  return o;
+}
+}  // namespace
+
+// relu1 wrote 60000 although its input (add1) holds at most 2: no arithmetic gives that value, and
+// fc2's overflow on it is explained by it. Statistics only, no latch at relu1.
+TEST(Diagnosis, OverflowOnAnOutOfRangeFiniteValueNamesItsWriter) {
+  graph::Graph g = mlp();
+  Diag d;
+  d.anomalies = {anomaly(g, "fc2", AnomalyKind::Overflow, 1, spec::kExcDetailAccumulator | spec::kExcDetailConversion),
+                 anomaly(g, "softmax", AnomalyKind::NanInput, 1)};
+  d.anomalies[0].value = 70000;
+  d.obs[{1, g.find_op("fc1")->id, false, 0}] = magnitude(1.5, 4);
+  d.obs[{1, g.find_op("add1")->id, false, 0}] = magnitude(2, 5);
+  d.obs[{1, g.find_op("relu1")->id, false, 0}] = magnitude(60000, 60000);
+  d.obs[{1, g.find_op("fc2")->id, false, 0}] = seen(0, 3);
+  auto c = d.run(g);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "relu1");
+  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
+  EXPECT_EQ(c[0].step, 1u);
+  EXPECT_EQ(c[0].tensor, "relu1:0");
+  EXPECT_EQ(c[0].explains, 2u);
+  EXPECT_NE(c[0].evidence[0].find("the most its inputs allow"), std::string::npos) << c[0].evidence[0];
+  EXPECT_EQ(c[0].propagation_path, (std::vector<std::string>{"relu1@1", "fc2@1", "softmax@1"}));
+  ASSERT_EQ(d.origins.size(), 1u);
+  ASSERT_TRUE(d.origins[0].jump);
+  EXPECT_EQ(d.origins[0].jump->consumer, "fc2@1");
+  EXPECT_EQ(d.anomalies[0].role, probes::AnomalyRole::Propagation);
+  for (const auto& x : c) EXPECT_NE(x.op, "fc2") << "the overflowing consumer is explained";
+}
+
+// The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,
+// relu1 <= add1; fc1 reads the fed input, whose magnitude is unknown): a genuine overflow of fc2.
+TEST(Diagnosis, OverflowOnValuesGrownWithinTheirBoundsStaysAtTheConsumer) {
+  graph::Graph g = mlp();
+  Diag d;
+  d.anomalies = {anomaly(g, "fc2", AnomalyKind::Overflow, 1, spec::kExcDetailAccumulator | spec::kExcDetailConversion)};
+  d.obs[{1, g.find_op("fc1")->id, false, 0}] = magnitude(30000, 90000);
+  d.obs[{1, g.find_op("add1")->id, false, 0}] = magnitude(30000.5, 90000);
+  d.obs[{1, g.find_op("relu1")->id, false, 0}] = magnitude(30000, 80000);
+  auto c = d.run(g);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "fc2");
+  EXPECT_EQ(c[0].cause, CauseClass::OutputRangeOverflow);
+  ASSERT_EQ(d.origins.size(), 1u);
+  EXPECT_FALSE(d.origins[0].jump);
+}
+
+TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
+  graph::Graph g = mlp();
+  using M = std::optional<probes::Magnitude>;
+  const std::vector<M> two{probes::Magnitude{3, 4, 16}, probes::Magnitude{0.5, 2, 8}};
+  EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("fc1"), 0, two), 8.0);   // l2 * l2
+  EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("add1"), 0, two), 3.5);  // sum of max |x|
+  EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("relu1"), 0, std::vector<M>{two[0]}), 3.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(*g.find_op("softmax"), 0, std::vector<M>{two[0]}), 1.0);
+  EXPECT_FALSE(probes::value_bound(*g.find_op("fc1"), 0, std::vector<M>{two[0], std::nullopt}));  // unknown input
+  // BatchNorm (an alias) with running statistics: |scale| (|x| + |mean|) / sqrt(min var + eps) + |B|
+  const graph::Op bn = make_op("bn", "BatchNorm", {"x", "s", "b", "m", "v"}, {"y"}, "model/bn");
+  const std::vector<M> bn_in{probes::Magnitude{4, 8, -4, 16}, probes::Magnitude{1, 1, 1, 1},
+                             probes::Magnitude{0.1, 0.1, 0.1, 1}, probes::Magnitude{0.2, 0.2, 0.2, 1},
+                             probes::Magnitude{1, 1, 0.25, 1}};
+  EXPECT_NEAR(*probes::value_bound(bn, 0, bn_in), 1.0 * 4.2 / std::sqrt(0.25 + 1e-5) + 0.1, 1e-9);
 }
