@@ -17,6 +17,12 @@ double fraction_param(const Params& p, const char* key) {
   return f;
 }
 
+double slowdown_param(const Params& p) {
+  const double f = p.number("slowdown");
+  if (!(f >= 1.0 && f <= 1000.0)) p.fail("slowdown", fmt::format("a factor in [1, 1000], got {}", f));
+  return f;
+}
+
 std::uint32_t rank_param(const Params& p, const char* key, const InjectionEnv& env) {
   const std::uint64_t r = p.uinteger(key);
   if (r >= env.ranks) p.fail(key, fmt::format("a rank below ranks ({}), got {}", env.ranks, r));
@@ -110,8 +116,7 @@ class StragglerInjector final : public Injector {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
     rank_ = rank_param(p, "rank", env);
-    slowdown_ = p.number("slowdown");
-    if (!(slowdown_ >= 1.0 && slowdown_ <= 1000.0)) p.fail("slowdown", fmt::format("a factor in [1, 1000], got {}", slowdown_));
+    slowdown_ = slowdown_param(p);
   }
   std::uint32_t sites() const override { return chip::kFaultPerf; }
   void on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) override {
@@ -136,8 +141,7 @@ class CoreThrottleInjector final : public Injector {
     rank_ = rank_param(p, "rank", env);
     core_ = p.uinteger("core");
     if (env.cores && core_ >= env.cores) p.fail("core", fmt::format("an AI core below {} (the chip's cores), got {}", env.cores, core_));
-    slowdown_ = p.number("slowdown");
-    if (!(slowdown_ >= 1.0 && slowdown_ <= 1000.0)) p.fail("slowdown", fmt::format("a factor in [1, 1000], got {}", slowdown_));
+    slowdown_ = slowdown_param(p);
   }
   std::uint32_t sites() const override { return chip::kFaultPerf; }
   void on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) override {
