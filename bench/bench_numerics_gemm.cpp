@@ -121,6 +121,7 @@ BENCHMARK(BM_NumericsF16Gemm)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NumericsF16Gemm_vs_EigenF32)
     ->Args({256, kFp32})->Args({1024, kFp32})->Args({256, kFp16Rn})->Args({1024, kFp16Rn})->Args({256, kFp16Via})
+    ->Args({1024, kFp16Via})
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace

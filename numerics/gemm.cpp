@@ -177,14 +177,26 @@ void accumulate_f16(const Ctx& x, std::vector<std::uint16_t>& S) {
   const std::int64_t M = x.M, N = x.N;
   S.assign(static_cast<std::size_t>(M * N), 0);
   if (x.K == 0) return;
-  std::vector<std::uint8_t> attention;
+  std::vector<std::uint8_t> flags;
   const bool vector = x.a.type == InType::F16;
-  if (vector) detail::gemm_f16acc_kernel(M, N, x.A, x.B, x.o.accum, S.data(), attention);
+  if (vector) detail::gemm_f16acc_kernel(M, N, x.A, x.B, x.o.accum, x.o.mode, S.data(), flags);
   for (std::int64_t m = 0; m < M; ++m) {
+    const bool rs = !vector || row_slow(x, m);
+    if (!rs && !x.any_slow_col) {
+      const std::uint8_t* f = flags.data() + m * N;
+      for (const std::uint8_t* p = f; (p = std::find_if(p, f + N, [](std::uint8_t b) { return b != 0; })) != f + N; ++p) {
+        x.acc.raise(Flags(*p), m * N + (p - f));
+      }
+      continue;
+    }
     for (std::int64_t n = 0; n < N; ++n) {
-      if (vector && !row_slow(x, m) && !col_slow(x, n) && !attention[static_cast<std::size_t>(m * N + n)]) continue;
+      const auto i = static_cast<std::size_t>(m * N + n);
+      if (!rs && !col_slow(x, n)) {
+        if (flags[i] != 0) x.acc.raise(Flags(flags[i]), m * N + n);
+        continue;
+      }
       const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, 0, x.K, x.o.accum, x.o.mode);
-      S[static_cast<std::size_t>(m * N + n)] = static_cast<std::uint16_t>(r.bits);
+      S[i] = static_cast<std::uint16_t>(r.bits);
       if (r.flags.any()) x.acc.raise(r.flags, m * N + n);
     }
   }

@@ -47,12 +47,22 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
 void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,
                      const Packed& B, float* C, std::int64_t ldc);
 
-// FP16 accumulation (Accum::Fp16Rn or Fp16ViaFp32) of tame FP16 operands (K > 0).
-// Writes FP16 patterns to R (M x N, dense) and sets attention[m*N + n] = 1 for the elements whose
-// accumulator ever left the plain range [2^-14, 65520) \ {0}: the caller recomputes those with the
-// scalar path to obtain their exact values and flags.
+// FP16 accumulation (Accum::Fp16Rn or Fp16ViaFp32) of FP16 operands (K > 0) through the Mode.
+// Writes FP16 patterns to R (M x N, dense) and the accumulation flags of each element (Flags bits:
+// Overflow, Underflow, DenormalOut) to flags[m*N + n]. Elements whose row of A or column of B is
+// slow (NaN/Inf inputs, packed as zeros) are meaningless there: the caller recomputes them.
 void gemm_f16acc_kernel(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum accum,
-                        std::uint16_t* R, std::vector<std::uint8_t>& attention);
+                        const Mode& mode, std::uint16_t* R, std::vector<std::uint8_t>& flags);
+
+// The exact FP16 accumulation of `rows` (1..4) rows of A against one 16-column B panel over kc steps
+// (every lane rounded as IEEE FP16 through the Mode): element (i, k) of the rows is
+// a[k * a_stride + i] * a_scale (exactly an FP16 value), bp points at the panel (16 floats per k).
+// acc (rows x 16, 32-byte aligned) holds the accumulators as FP32 values, in and out; the
+// accumulation flags of row i, column j are ORed into flags[i * ld_flags + j] for j < ncols.
+// Call with the caller's MXCSR (no flush to zero).
+void gemm_f16acc_block_exact(int rows, std::int64_t kc, const float* a, std::int64_t a_stride, float a_scale,
+                             const float* bp, Accum accum, const Mode& mode, float* acc, std::uint8_t* flags,
+                             std::int64_t ld_flags, std::int64_t ncols);
 
 // The scalar definition of one output element over k in [k0, k1), from the raw operands.
 struct ElementResult {
