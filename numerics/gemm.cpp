@@ -249,6 +249,21 @@ void scan_output(std::int64_t M, std::int64_t N, const GemmOutput& c, GemmReport
   }
 }
 
+// The kernels assume the default MXCSR (round to nearest, no flush to zero, no DAZ); a caller's
+// setting is put aside for the call and restored.
+class DefaultMxcsr {
+ public:
+  DefaultMxcsr() : saved_(_mm_getcsr()) {
+    if ((saved_ & ~0x3Fu) != 0x1F80u) _mm_setcsr(0x1F80u | (saved_ & 0x3Fu));
+  }
+  ~DefaultMxcsr() { _mm_setcsr(saved_ | (_mm_getcsr() & 0x3Fu)); }
+  DefaultMxcsr(const DefaultMxcsr&) = delete;
+  DefaultMxcsr& operator=(const DefaultMxcsr&) = delete;
+
+ private:
+  unsigned saved_;
+};
+
 }  // namespace
 
 GemmReport gemm(std::int64_t M, std::int64_t N, std::int64_t K, const GemmOperand& a, const GemmOperand& b,
@@ -256,6 +271,7 @@ GemmReport gemm(std::int64_t M, std::int64_t N, std::int64_t K, const GemmOperan
   validate_args(M, N, K, a, b, c, o);
   GemmReport rep;
   if (M == 0 || N == 0) return rep;
+  const DefaultMxcsr mxcsr;
   Workspace& ws = workspace();
   const detail::Packed A = detail::pack_a(a, M, K, o.mode, ws.a, ws.cap_a);
   const detail::Packed B = detail::pack_b(b, K, N, o.mode, ws.b, ws.cap_b);

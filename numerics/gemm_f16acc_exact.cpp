@@ -5,6 +5,7 @@
 // cannot finish here.
 #include <immintrin.h>
 
+#include "numerics/detail/f16acc_ops.h"
 #include "numerics/detail/gemm_internal.h"
 #include "numerics/detail/simd.h"
 

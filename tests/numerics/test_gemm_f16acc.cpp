@@ -1,0 +1,271 @@
+// FP16-accumulation GEMM against an exact (__int128) reference on data that drives every path of the
+// kernel (numerics/gemm_f16acc.cpp): FP16 midpoints, exact and inexact (the careful step); tiny and
+// subnormal accumulators (the flush-to-zero detection and the exact redo of a K block); overflow in
+// tiles whose norm bound fails (tracked) beside tiles where it holds, in saturation mode coming back
+// into range; NaN, Inf and signaling NaN inputs and subnormal inputs; every Mode; both instruction
+// sets where the CPU has them (the same bits); and the caller's MXCSR (flush-to-zero, DAZ) neither
+// changing the results nor being changed.
+#include <gtest/gtest.h>
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "numerics/fp16.h"
+#include "numerics/gemm.h"
+#include "tests/numerics/common.h"
+#include "tests/numerics/gemm_util.h"
+#include "tests/numerics/reference.h"
+
+namespace probelab::num {
+namespace {
+
+using testing::GemmRun;
+using testing::kModes;
+using testing::Mat;
+using testing::mode_name;
+using testing::run;
+
+bool subnormal16(std::uint16_t h) { return (h & 0x7C00u) == 0 && (h & 0x3FFu) != 0; }
+
+// One element's FP16 accumulation, step by step, as gemm.h defines it.
+struct ElementRef {
+  Accum accum;
+  Mode mode;
+  std::uint16_t acc = 0;
+  Flags flags{};
+  // RN16(RN32(acc + a*b)) through the Mode: the FP32 sum of the operands read through the Mode
+  // (special cases as ref::Fast::fma), then rounded to FP16 (a NaN sum: the default NaN, or +0 when
+  // saturating; an infinite one: +-Inf or +-max, without flags).
+  ref::Out via_fp32(std::uint16_t a, std::uint16_t b) const {
+    using F = ref::Fast;
+    Flags fl;
+    const F::Val va = F::decode(ref::kF16, a, mode, fl), vb = F::decode(ref::kF16, b, mode, fl);
+    const F::Val vc = F::decode(ref::kF16, acc, mode, fl);
+    const ref::Out nan{mode.overflow == OverflowMode::Saturation ? 0u : ref::kF16.qnan(), {}};
+    if ((va.inf && !vb.nan && vb.zero()) || (vb.inf && !va.nan && va.zero())) return {nan.bits, fl | Flag::Invalid};
+    if (va.nan || vb.nan || vc.nan) return {nan.bits, fl};
+    const bool p_inf = va.inf || vb.inf, p_neg = va.neg != vb.neg;
+    if (p_inf && vc.inf && p_neg != vc.neg) return {nan.bits, fl | Flag::Invalid};
+    if (p_inf || vc.inf) {
+      F::Val inf;
+      inf.inf = true;
+      inf.neg = p_inf ? p_neg : vc.neg;
+      return F::round(ref::kF16, inf, mode, fl);
+    }
+    const ref::Out t = F::round(ref::kF32, F::exact_add(F::exact_mul(va, vb), vc), Mode{}, fl);
+    Flags ignored;
+    return F::round(ref::kF16, F::decode(ref::kF32, t.bits, Mode{}, ignored), mode, t.flags);
+  }
+  void step(std::uint16_t a, std::uint16_t b) {
+    ref::Out r;
+    if (accum == Accum::Fp16Rn) {
+      r = ref::Fast::fma(ref::kF16, a, b, acc, mode);
+    } else {
+      r = via_fp32(a, b);
+    }
+    flags |= r.flags & ~(Flag::Inexact | Flag::DenormalIn);
+    acc = static_cast<std::uint16_t>(r.bits);
+  }
+};
+
+struct Expected {
+  std::vector<std::uint32_t> out;  // FP16 patterns
+  GemmReport rep;
+};
+
+Expected reference(const Mat& A, const Mat& B, Accum accum, const Mode& mode) {
+  const std::int64_t M = A.rows, N = B.cols, K = A.cols;
+  Expected e;
+  e.out.resize(static_cast<std::size_t>(M * N));
+  std::vector<bool> row_den(static_cast<std::size_t>(M)), col_den(static_cast<std::size_t>(N));
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t k = 0; k < K; ++k) row_den[m] = row_den[m] || subnormal16(A.at(m, k));
+  }
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t k = 0; k < K; ++k) col_den[n] = col_den[n] || subnormal16(B.at(k, n));
+  }
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      ElementRef el{accum, mode};
+      for (std::int64_t k = 0; k < K; ++k) el.step(A.at(m, k), B.at(k, n));
+      Flags f = el.flags;
+      if (row_den[m] || col_den[n]) f |= Flag::DenormalIn;
+      const std::int64_t idx = m * N + n;
+      e.out[static_cast<std::size_t>(idx)] = el.acc;
+      e.rep.flags |= f;
+      for (Flag k : kAllFlags) {
+        auto& first = e.rep.first[static_cast<int>(k)];
+        if (f.has(k) && first < 0) first = idx;
+      }
+      const bool nan = (el.acc & 0x7C00u) == 0x7C00u && (el.acc & 0x3FFu) != 0;
+      const bool inf = (el.acc & 0x7FFFu) == 0x7C00u;
+      if (nan && e.rep.first_nan_out < 0) e.rep.first_nan_out = idx;
+      if (inf && e.rep.first_inf_out < 0) e.rep.first_inf_out = idx;
+    }
+  }
+  return e;
+}
+
+// The instruction sets this CPU runs (AVX2 always; AVX-512 where present).
+std::vector<GemmIsa> isas() {
+  const GemmIsa saved = gemm_isa();
+  std::vector<GemmIsa> out{GemmIsa::Avx2};
+  if (set_gemm_isa(GemmIsa::Avx512)) out.push_back(GemmIsa::Avx512);
+  set_gemm_isa(saved);
+  return out;
+}
+
+const char* isa_name(GemmIsa isa) { return isa == GemmIsa::Avx2 ? "avx2" : "avx512"; }
+
+// Checks gemm (FP16 output) against the reference in every Mode, both accumulations, every ISA.
+void check_all(const Mat& A, const Mat& B, const std::string& what) {
+  const GemmIsa saved = gemm_isa();
+  for (Accum accum : {Accum::Fp16Rn, Accum::Fp16ViaFp32}) {
+    for (const Mode& mode : kModes) {
+      const Expected want = reference(A, B, accum, mode);
+      for (GemmIsa isa : isas()) {
+        ASSERT_TRUE(set_gemm_isa(isa));
+        GemmOptions o;
+        o.accum = accum;
+        o.mode = mode;
+        const GemmRun got = run(A, B, OutType::F16, o);
+        const std::string ctx = what + " " + (accum == Accum::Fp16Rn ? "rn " : "via-fp32 ") + mode_name(mode) + " " +
+                                isa_name(isa);
+        for (std::size_t i = 0; i < want.out.size(); ++i) {
+          ASSERT_EQ(got.out[i], want.out[i]) << ctx << " element " << i / B.cols << "," << i % B.cols;
+        }
+        testing::expect_report(got.rep, want.rep, ctx);
+        EXPECT_EQ(got.rep.first_nan_out, want.rep.first_nan_out) << ctx;
+        EXPECT_EQ(got.rep.first_inf_out, want.rep.first_inf_out) << ctx;
+      }
+    }
+  }
+  set_gemm_isa(saved);
+}
+
+Mat filled(std::int64_t rows, std::int64_t cols, bool trans, std::uint64_t seed,
+           const std::function<float(std::mt19937_64&, std::int64_t, std::int64_t)>& gen) {
+  Mat m = testing::random_mat(rows, cols, InType::F16, trans, seed);
+  std::mt19937_64 rng(seed * 7 + 1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) m.at(r, c) = to_f16(gen(rng, r, c)).value.bits;
+  }
+  return m;
+}
+
+// Values with few significant bits: sums land exactly on FP16 midpoints often, and with the odd
+// 11-bit value in between, inexactly too.
+float few_bits(std::mt19937_64& rng) {
+  const int kind = static_cast<int>(rng() % 4);
+  const float sign = (rng() & 1) ? -1.0f : 1.0f;
+  if (kind == 0) return sign * static_cast<float>(1 + rng() % 2047) / 1024.0f;  // 11 bits
+  if (kind == 1) return sign * static_cast<float>(rng() % 64) * 0.125f;
+  if (kind == 2) return sign * std::ldexp(1.0f, static_cast<int>(rng() % 12) - 4);
+  return sign * static_cast<float>(1 + 2 * (rng() % 8)) * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 8);
+}
+
+TEST(GemmF16Acc, MidpointsExactAndInexact) {
+  // K spans several K blocks; M = 9 is two 4-row tiles and a single row; N = 37 pads its last panel.
+  const Mat A = filled(9, 300, false, 1, [](std::mt19937_64& g, std::int64_t, std::int64_t) { return few_bits(g); });
+  const Mat B = filled(300, 37, true, 2, [](std::mt19937_64& g, std::int64_t, std::int64_t) { return few_bits(g); });
+  check_all(A, B, "few-bit values");
+}
+
+TEST(GemmF16Acc, TinyAndSubnormalAccumulatorsInLaterBlocks) {
+  // Small products whose sums cross zero: accumulators are tiny and subnormal here and there,
+  // in the first K block and in later ones.
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Mat A = filled(8, 700, false, 3, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.02f * nd(g); });
+  const Mat B = filled(700, 19, false, 4, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.02f * nd(g); });
+  check_all(A, B, "tiny sums");
+}
+
+TEST(GemmF16Acc, OverflowInTrackedTilesBesideBoundedOnes) {
+  // Rows 0-3 are small (their tile's norm bound holds: no range test), rows 4-8 large: their
+  // partial sums overflow, and in saturation mode they come back from +-65504.
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Mat A = filled(9, 260, false, 5, [&](std::mt19937_64& g, std::int64_t r, std::int64_t) {
+    return (r < 4 ? 0.5f : 60.0f) * nd(g);
+  });
+  const Mat B = filled(260, 21, false, 6, [&](std::mt19937_64& g, std::int64_t, std::int64_t c) {
+    return (c % 3 == 0 ? 40.0f : 1.0f) * nd(g) + (c % 5 == 0 ? 30.0f : 0.0f);
+  });
+  check_all(A, B, "overflow");
+}
+
+TEST(GemmF16Acc, SpecialAndSubnormalInputs) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Mat A = filled(10, 90, false, 7, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 3.0f * nd(g); });
+  Mat B = filled(90, 18, true, 8, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 3.0f * nd(g); });
+  A.at(2, 5) = 0x7E00;   // quiet NaN
+  A.at(6, 70) = 0x7C00;  // +Inf
+  B.at(70, 3) = 0;       // Inf * 0 at (6, 3)
+  A.at(7, 10) = 0xFC00;  // -Inf
+  A.at(7, 11) = 0x7C00;  // Inf - Inf along row 7
+  B.at(40, 9) = 0x7C01;  // signaling NaN: Invalid for column 9
+  B.at(12, 15) = 0x0003; // subnormal inputs
+  A.at(9, 0) = 0x8201;
+  check_all(A, B, "specials");
+}
+
+TEST(GemmF16Acc, RandomMixOfPathsAtLargerSize) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Mat A = filled(23, 517, false, 9, [&](std::mt19937_64& g, std::int64_t r, std::int64_t) {
+    return r % 5 == 0 ? few_bits(g) : nd(g);
+  });
+  const Mat B = filled(517, 41, true, 10, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return nd(g); });
+  check_all(A, B, "mix");
+}
+
+TEST(GemmF16Acc, BothInstructionSetsGiveTheSameBits) {
+  const std::vector<GemmIsa> have = isas();
+  if (have.size() < 2) GTEST_SKIP() << "this CPU has no AVX-512 (F, VL, BW, DQ): only the AVX2 kernels run here";
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Mat A = filled(64, 1030, false, 11, [&](std::mt19937_64& g, std::int64_t r, std::int64_t) {
+    return r % 3 == 0 ? few_bits(g) : nd(g);
+  });
+  const Mat B = filled(1030, 50, false, 12, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return nd(g); });
+  const GemmIsa saved = gemm_isa();
+  for (Accum accum : {Accum::Fp16Rn, Accum::Fp16ViaFp32}) {
+    GemmOptions o;
+    o.accum = accum;
+    ASSERT_TRUE(set_gemm_isa(GemmIsa::Avx2));
+    const GemmRun a = run(A, B, OutType::F32, o);
+    ASSERT_TRUE(set_gemm_isa(GemmIsa::Avx512));
+    const GemmRun b = run(A, B, OutType::F32, o);
+    EXPECT_EQ(a.out, b.out);
+    testing::expect_report(a.rep, b.rep, "avx2 vs avx512");
+  }
+  set_gemm_isa(saved);
+}
+
+TEST(GemmF16Acc, CallerFlushToZeroNeitherChangesResultsNorIsChanged) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Mat A = filled(5, 150, false, 13, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.01f * nd(g); });
+  Mat B = filled(150, 9, false, 14, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.01f * nd(g); });
+  B.at(3, 2) = 0x0001;  // a subnormal input: its scaled value is an FP32 subnormal inside the kernel
+  for (Accum accum : {Accum::Fp16Rn, Accum::Fp16ViaFp32}) {
+    GemmOptions o;
+    o.accum = accum;
+    const GemmRun plain = run(A, B, OutType::F16, o);
+    const unsigned saved = _mm_getcsr();
+    const unsigned caller = (saved | 0x8040u) & ~0x3Fu;  // FTZ and DAZ on, flags clear
+    _mm_setcsr(caller);
+    const GemmRun flushed = run(A, B, OutType::F16, o);
+    const unsigned after = _mm_getcsr();
+    _mm_setcsr(saved);
+    EXPECT_EQ(after & ~0x3Fu, caller & ~0x3Fu) << "the caller's MXCSR controls changed";
+    EXPECT_EQ(flushed.out, plain.out);
+    testing::expect_report(flushed.rep, plain.rep, "caller FTZ/DAZ");
+    const Expected want = reference(A, B, accum, Mode{});
+    EXPECT_EQ(plain.out, want.out);
+  }
+}
+
+}  // namespace
+}  // namespace probelab::num
