@@ -1,11 +1,14 @@
 // Bulk conversions (bulk.h). Each 8-element block whose lanes are all "plain" (no NaN/Inf,
 // no subnormal input or output, no overflow) is converted with F16C/AVX2, where the only possible
-// flag is Inexact; any other block is handed to the scalar conversion, element by element, so the
-// values and flags are those of the scalar path by construction.
+// flag is Inexact; any other block goes to a vector conversion of every case (FP16 <-> FP32, so
+// that tensors full of NaN or Inf stay fast) or, for the other formats, to the scalar conversion
+// element by element. tests/numerics/test_bulk.cpp checks both against the scalar path.
 #include <immintrin.h>
 
 #include <bit>
+#include <cstddef>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 
 #include "numerics/bulk.h"
@@ -75,20 +78,103 @@ void scalar_convert(const In* in, Out* out, std::size_t lo, std::size_t hi, cons
 
 namespace {
 
-// Runs `block(i, rep)` on every full block of 8 (it returns false to hand the block to the scalar
-// conversion) and converts the tail with the scalar conversion.
-template <class S, class D, class In, class Out, class Block>
-BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, const Mode& mode, Block&& block) {
+// Runs `block(i, rep)` on every full block of 8 (it returns false to hand the block to `special`,
+// or by default to the scalar conversion) and converts the tail with the scalar conversion.
+template <class S, class D, class In, class Out, class Block, class Special = std::nullptr_t>
+BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, const Mode& mode, Block&& block,
+                  Special&& special = nullptr) {
   validate(mode);
   detail::require_same_size(what, in.size(), out.size(), "input", "output");
   BulkReport rep;
   const std::size_t n = in.size();
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (!block(i, rep)) scalar_convert<S, D>(in.data(), out.data(), i, i + 8, mode, rep);
+    if (block(i, rep)) continue;
+    if constexpr (std::is_same_v<std::decay_t<Special>, std::nullptr_t>) {
+      scalar_convert<S, D>(in.data(), out.data(), i, i + 8, mode, rep);
+    } else {
+      special(i, rep);
+    }
   }
   scalar_convert<S, D>(in.data(), out.data(), i, n, mode, rep);
   return rep;
+}
+
+// Lanes of 8 32-bit patterns (as masks) by a predicate on their bits.
+inline __m256i eq32(__m256i x, int v) noexcept { return _mm256_cmpeq_epi32(x, _mm256_set1_epi32(v)); }
+inline __m256i bits_of(__m256 v) noexcept { return _mm256_castps_si256(v); }
+
+// A block of 8 FP16 -> FP32 conversions with any patterns, lane by lane as convert_op: NaNs keep
+// sign and payload, quieted (F16C does the same), signaling ones raise Invalid; subnormal inputs
+// raise DenormalIn and read as zeros when flushing; saturation turns NaN into +0 and Inf into
+// +-max.
+void f16_to_f32_special(const f16* in, float* out, std::size_t i, const Mode& m, BulkReport& rep) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+  const __m256i w = _mm256_cvtepu16_epi32(h);
+  const __m256i e = _mm256_and_si256(w, _mm256_set1_epi32(0x7C00)), f = _mm256_and_si256(w, _mm256_set1_epi32(0x3FF));
+  const __m256i f0 = eq32(f, 0), top = eq32(e, 0x7C00);
+  const __m256i nan = _mm256_andnot_si256(f0, top), inf = _mm256_and_si256(f0, top);
+  const __m256i snan = _mm256_and_si256(nan, eq32(_mm256_and_si256(w, _mm256_set1_epi32(0x200)), 0));
+  const __m256i sub = _mm256_andnot_si256(f0, eq32(e, 0));
+  __m256 v = _mm256_cvtph_ps(h);
+  const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
+  if (m.denormal == DenormalMode::FlushToZero) v = _mm256_blendv_ps(v, sign, _mm256_castsi256_ps(sub));
+  if (m.overflow == OverflowMode::Saturation) {
+    v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_castsi256_ps(nan));
+    v = _mm256_blendv_ps(v, _mm256_or_ps(sign, _mm256_set1_ps(0x1.fffffep127f)), _mm256_castsi256_ps(inf));
+  }
+  _mm256_storeu_ps(out + i, v);
+  const auto base = static_cast<std::int64_t>(i);
+  detail::raise_mask(rep, Flag::Invalid, detail::mask8(_mm256_castsi256_ps(snan)), base);
+  detail::raise_mask(rep, Flag::DenormalIn, detail::mask8(_mm256_castsi256_ps(sub)), base);
+}
+
+// A block of 8 FP32 -> FP16 conversions with any values, lane by lane as convert_op: F16C rounds
+// (subnormal results to their quantum, overflow to Inf, NaNs quieted with their payload's top
+// bits); the flags follow flags.h (tininess after rounding: below 2^-14 (1 - 2^-12)); then the
+// Mode: flushed inputs and results, saturated infinities and NaNs.
+void f32_to_f16_special(const float* in, f16* out, std::size_t i, const Mode& m, BulkReport& rep) {
+  __m256 v = _mm256_loadu_ps(in + i);
+  const __m256i b = bits_of(v);
+  const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
+  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256 snan = _mm256_and_ps(nan, _mm256_castsi256_ps(eq32(_mm256_and_si256(b, _mm256_set1_epi32(0x400000)), 0)));
+  const __m256i e = _mm256_and_si256(b, _mm256_set1_epi32(0x7F800000));
+  const __m256i sub = _mm256_andnot_si256(eq32(_mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFF)), 0), eq32(e, 0));
+  if (m.denormal == DenormalMode::FlushToZero) v = _mm256_blendv_ps(v, sign, _mm256_castsi256_ps(sub));
+  const __m256 a = detail::abs_ps(v);
+  const __m256 finite = _mm256_cmp_ps(a, _mm256_set1_ps(__builtin_inff()), _CMP_LT_OQ);
+  __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_cvtph_ps(h);
+  const __m256 inexact = _mm256_and_ps(finite, _mm256_cmp_ps(r, v, _CMP_NEQ_UQ));
+  const __m256 ovf = _mm256_and_ps(finite, _mm256_cmp_ps(a, _mm256_set1_ps(65520.0f), _CMP_GE_OQ));
+  const __m256 tiny = _mm256_cmp_ps(a, _mm256_set1_ps(0x1.ffep-15f), _CMP_LT_OQ);
+  __m256 unf = _mm256_and_ps(inexact, tiny);
+  __m256 inx = inexact;
+  const __m256 ar = detail::abs_ps(r);
+  const __m256 dno = _mm256_andnot_ps(detail::is_zero_ps(r), _mm256_cmp_ps(ar, _mm256_set1_ps(0x1p-14f), _CMP_LT_OQ));
+  // back to 16-bit lanes: sign, flushed zero, saturated values
+  const __m256i sign16 = _mm256_srli_epi32(bits_of(sign), 16);
+  __m256i hw = _mm256_cvtepu16_epi32(h);
+  if (m.denormal == DenormalMode::FlushToZero) {
+    hw = _mm256_blendv_epi8(hw, sign16, _mm256_castps_si256(dno));
+    unf = _mm256_or_ps(unf, dno);
+    inx = _mm256_or_ps(inx, dno);
+  }
+  if (m.overflow == OverflowMode::Saturation) {
+    hw = _mm256_blendv_epi8(hw, _mm256_setzero_si256(), _mm256_castps_si256(nan));
+    const __m256 big = _mm256_or_ps(ovf, _mm256_cmp_ps(a, _mm256_set1_ps(__builtin_inff()), _CMP_EQ_OQ));
+    hw = _mm256_blendv_epi8(hw, _mm256_or_si256(sign16, _mm256_set1_epi32(0x7BFF)), _mm256_castps_si256(big));
+  }
+  h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(hw, hw), 0x08));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  const auto base = static_cast<std::int64_t>(i);
+  detail::raise_mask(rep, Flag::Invalid, detail::mask8(snan), base);
+  detail::raise_mask(rep, Flag::DenormalIn, detail::mask8(_mm256_castsi256_ps(sub)), base);
+  detail::raise_mask(rep, Flag::Overflow, detail::mask8(ovf), base);
+  detail::raise_mask(rep, Flag::Underflow, detail::mask8(unf), base);
+  detail::raise_mask(rep, Flag::Inexact, detail::mask8(inx), base);
+  detail::raise_mask(rep, Flag::DenormalOut, detail::mask8(dno), base);
 }
 
 template <class T>
@@ -114,7 +200,7 @@ BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mo
                          static_cast<std::int64_t>(i));
     }
     return true;
-  });
+  }, [&](std::size_t i, BulkReport& rep) { f32_to_f16_special(in.data(), out.data(), i, mode, rep); });
 }
 
 BulkReport convert(std::span<const f16> in, std::span<float> out, const Mode& mode) {
@@ -123,7 +209,7 @@ BulkReport convert(std::span<const f16> in, std::span<float> out, const Mode& mo
     if (detail::special16(h, 0x7C00) != 0) return false;
     _mm256_storeu_ps(out.data() + i, _mm256_cvtph_ps(h));
     return true;
-  });
+  }, [&](std::size_t i, BulkReport& rep) { f16_to_f32_special(in.data(), out.data(), i, mode, rep); });
 }
 
 BulkReport convert(std::span<const float> in, std::span<bf16> out, const Mode& mode) {

@@ -129,11 +129,20 @@ bool accumulate_f32(const Ctx& x, std::int64_t k0, std::int64_t k1, float* acc, 
   } else {
     for (std::int64_t m = 0; m < M; ++m) std::fill(acc + m * ld, acc + m * ld + N, 0.0f);
   }
+  // Elements with NaN/Inf operands: by vector code for FP16 inputs, by the scalar definition else.
+  const bool vector_special = x.a.type == InType::F16 && k1 > k0;
+  if (vector_special) {
+    std::vector<std::uint8_t> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
+    bool any = false;
+    for (std::int64_t m = 0; m < M; ++m) any |= (rows[static_cast<std::size_t>(m)] = row_slow(x, m));
+    for (std::int64_t n = 0; n < N; ++n) any |= (cols[static_cast<std::size_t>(n)] = col_slow(x, n));
+    if (any) detail::gemm_f32_special(x.a, x.b, x.o.mode, M, N, k0, k1, x.A, rows, cols, acc, ld, x.acc);
+  }
   bool any_special = false;
   for (std::int64_t m = 0; m < M; ++m) {
     float* row = acc + m * ld;
     const bool rs = row_slow(x, m);
-    if (rs || x.any_slow_col) {
+    if (!vector_special && (rs || x.any_slow_col)) {
       for (std::int64_t n = 0; n < N; ++n) {
         if (!rs && !col_slow(x, n)) continue;
         const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, k0, k1, Accum::Fp32, x.o.mode);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -129,8 +130,16 @@ void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byt
             continue;
           }
           const std::byte* src = img + static_cast<std::size_t>((ci * g.h + iy) * g.w) * elem;
+          const std::int64_t off = j * g.dw - g.pw;  // ix = x * sw + off
+          if (g.sw == 1) {  // one run: zeros, the row's span, zeros
+            const std::int64_t x0 = std::clamp<std::int64_t>(-off, 0, g.ow), x1 = std::clamp<std::int64_t>(g.w - off, x0, g.ow);
+            std::memset(dst, 0, static_cast<std::size_t>(x0) * elem);
+            std::memcpy(dst + x0 * elem, src + (x0 + off) * elem, static_cast<std::size_t>(x1 - x0) * elem);
+            std::memset(dst + x1 * elem, 0, static_cast<std::size_t>(g.ow - x1) * elem);
+            continue;
+          }
           for (std::int64_t x = 0; x < g.ow; ++x) {
-            const std::int64_t ix = x * g.sw - g.pw + j * g.dw;
+            const std::int64_t ix = x * g.sw + off;
             if (ix < 0 || ix >= g.w) std::memset(dst + x * elem, 0, elem);
             else std::memcpy(dst + x * elem, src + ix * elem, elem);
           }
@@ -174,9 +183,16 @@ void col2im(const ConvShape& g, const float* cols, float* img) {
           const std::int64_t iy = y * g.sh - g.ph + i * g.dh;
           if (iy < 0 || iy >= g.h) continue;
           float* dst = img + (ci * g.h + iy) * g.w;
+          const float* src = row + y * g.ow;
+          const std::int64_t off = j * g.dw - g.pw;  // ix = x * sw + off
+          if (g.sw == 1) {  // one run of independent adds (the same order per element)
+            const std::int64_t x0 = std::clamp<std::int64_t>(-off, 0, g.ow), x1 = std::clamp<std::int64_t>(g.w - off, x0, g.ow);
+            for (std::int64_t x = x0; x < x1; ++x) dst[x + off] += src[x];
+            continue;
+          }
           for (std::int64_t x = 0; x < g.ow; ++x) {
-            const std::int64_t ix = x * g.sw - g.pw + j * g.dw;
-            if (ix >= 0 && ix < g.w) dst[ix] += row[y * g.ow + x];
+            const std::int64_t ix = x * g.sw + off;
+            if (ix >= 0 && ix < g.w) dst[ix] += src[x];
           }
         }
       }

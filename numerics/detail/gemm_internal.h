@@ -77,6 +77,14 @@ void gemm_f16acc_block_exact(int rows, std::int64_t kc, const float* a, std::int
                              const float* bp, Accum accum, const Mode& mode, float* acc, std::uint8_t* flags,
                              std::int64_t ld_flags, std::int64_t ncols);
 
+// FP32 accumulation over k in [k0, k1) of FP16 operands for the elements whose row of A is slow
+// (row_slow[m], every column) or whose column of B is (col_slow[n], the other rows): values to
+// acc[m * ld + n] (a NaN as the default NaN) and accumulation flags raised into rep at index m*N + n,
+// as element_scalar gives them. A: the packed operand (its tame rows are exact).
+void gemm_f32_special(const GemmOperand& a, const GemmOperand& b, const Mode& mode, std::int64_t M, std::int64_t N,
+                      std::int64_t k0, std::int64_t k1, const Packed& A, const std::vector<std::uint8_t>& row_slow,
+                      const std::vector<std::uint8_t>& col_slow, float* acc, std::int64_t ld, BulkReport& rep);
+
 // The scalar definition of one output element over k in [k0, k1), from the raw operands.
 struct ElementResult {
   std::uint32_t bits;  // FP32 pattern (Accum::Fp32) or FP16 pattern (FP16 accumulation)

@@ -132,6 +132,46 @@ void elementwise_case(const std::vector<T>& a, const std::vector<T>& b, const Mo
   }
 }
 
+// Blocks full of specials (the vector conversion of every case): every FP16 pattern to FP32, and
+// FP32 values around every FP16 boundary (NaNs with payloads, infinities, overflow, subnormal
+// inputs and results, midpoints) to FP16, against the scalar conversion in every Mode.
+TEST(Bulk, ConvertDenseSpecialsMatchesScalar) {
+  std::vector<f16> all(65536);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].bits = static_cast<std::uint16_t>(i);
+  std::vector<float> x;
+  for (std::uint32_t b : {0x7F800000u, 0x7F800001u, 0x7FC00000u, 0x7FBFFFFFu, 0x7FA00000u, 0x00000001u, 0x007FFFFFu,
+                          0x00400000u, 0x477FF000u, 0x477FEFFFu, 0x477FE000u, 0x47800000u, 0x7F7FFFFFu, 0x38800000u,
+                          0x387FF000u, 0x387FEFFFu, 0x33800000u, 0x33000000u, 0x33000001u, 0x32FFFFFFu, 0x3F801000u,
+                          0x3F803000u, 0x00000000u}) {
+    for (std::uint32_t s : {0u, 0x80000000u}) x.push_back(std::bit_cast<float>(b | s));
+  }
+  std::mt19937_64 rng(5);
+  while (x.size() % 8 != 0 || x.size() < 4096) {  // subnormal FP16 results and near-overflow values
+    const std::uint32_t e = static_cast<std::uint32_t>(rng() % 32) + 97;
+    x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(((rng() & 1) << 31) | (e << 23) | (rng() & 0x7FFFFF))));
+  }
+  for (const Mode& m : kModes) {
+    std::vector<float> w(all.size());
+    const BulkReport rw = convert(std::span<const f16>(all), std::span<float>(w), m);
+    Expect ew;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const Result<float> r = to_f32(all[i], m);
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(w[i]), std::bit_cast<std::uint32_t>(r.value)) << std::hex << i << " " << mode_name(m);
+      ew.add(r.flags, i);
+    }
+    expect_same(rw, ew.rep, "dense f16->f32 " + mode_name(m));
+    std::vector<f16> h(x.size());
+    const BulkReport rh = convert(std::span<const float>(x), std::span<f16>(h), m);
+    Expect eh;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const Result<f16> r = to_f16(x[i], m);
+      ASSERT_EQ(h[i].bits, r.value.bits) << std::hex << std::bit_cast<std::uint32_t>(x[i]) << " " << mode_name(m);
+      eh.add(r.flags, i);
+    }
+    expect_same(rh, eh.rep, "dense f32->f16 " + mode_name(m));
+  }
+}
+
 TEST(Bulk, ElementwiseMatchesScalar) {
   const std::size_t n = 20'003;
   for (const Mode& m : kModes) {
