@@ -24,6 +24,7 @@
 #include "numerics/detail/bulk_internal.h"
 #include "numerics/detail/gemm_internal.h"
 #include "numerics/detail/simd.h"
+#include "numerics/fp16.h"
 
 namespace probelab::num {
 namespace {
@@ -136,7 +137,7 @@ bool accumulate_f32(const Ctx& x, std::int64_t k0, std::int64_t k1, float* acc, 
     bool any = false;
     for (std::int64_t m = 0; m < M; ++m) any |= (rows[static_cast<std::size_t>(m)] = row_slow(x, m));
     for (std::int64_t n = 0; n < N; ++n) any |= (cols[static_cast<std::size_t>(n)] = col_slow(x, n));
-    if (any) detail::gemm_f32_special(x.a, x.b, x.o.mode, M, N, k0, k1, x.A, rows, cols, acc, ld, x.acc);
+    if (any) detail::gemm_special(x.a, x.b, Accum::Fp32, x.o.mode, M, N, k0, k1, x.A, rows, cols, acc, ld, x.acc);
   }
   bool any_special = false;
   for (std::int64_t m = 0; m < M; ++m) {
@@ -188,25 +189,37 @@ void accumulate_f16(const Ctx& x, std::vector<std::uint16_t>& S) {
   if (x.K == 0) return;
   std::vector<std::uint8_t> flags;
   const bool vector = x.a.type == InType::F16;
-  if (vector) detail::gemm_f16acc_kernel(M, N, x.A, x.B, x.o.accum, x.o.mode, S.data(), flags);
-  for (std::int64_t m = 0; m < M; ++m) {
-    const bool rs = !vector || row_slow(x, m);
-    if (!rs && !x.any_slow_col) {
-      const std::uint8_t* f = flags.data() + m * N;
-      for (const std::uint8_t* p = f; (p = std::find_if(p, f + N, [](std::uint8_t b) { return b != 0; })) != f + N; ++p) {
-        x.acc.raise(Flags(*p), m * N + (p - f));
+  if (!vector) {
+    for (std::int64_t m = 0; m < M; ++m) {
+      for (std::int64_t n = 0; n < N; ++n) {
+        const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, 0, x.K, x.o.accum, x.o.mode);
+        S[static_cast<std::size_t>(m * N + n)] = static_cast<std::uint16_t>(r.bits);
+        if (r.flags.any()) x.acc.raise(r.flags, m * N + n);
       }
-      continue;
     }
-    for (std::int64_t n = 0; n < N; ++n) {
-      const auto i = static_cast<std::size_t>(m * N + n);
-      if (!rs && !col_slow(x, n)) {
-        if (flags[i] != 0) x.acc.raise(Flags(flags[i]), m * N + n);
-        continue;
+    return;
+  }
+  detail::gemm_f16acc_kernel(M, N, x.A, x.B, x.o.accum, x.o.mode, S.data(), flags);
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(M)), cols(static_cast<std::size_t>(N));
+  bool any = false;
+  for (std::int64_t m = 0; m < M; ++m) any |= (rows[static_cast<std::size_t>(m)] = row_slow(x, m));
+  for (std::int64_t n = 0; n < N; ++n) any |= (cols[static_cast<std::size_t>(n)] = col_slow(x, n));
+  if (any) {  // elements with NaN/Inf operands (the kernel's values there are meaningless)
+    std::vector<float> v(static_cast<std::size_t>(M * N));
+    detail::gemm_special(x.a, x.b, x.o.accum, x.o.mode, M, N, 0, x.K, x.A, rows, cols, v.data(), N, x.acc);
+    for (std::int64_t m = 0; m < M; ++m) {
+      for (std::int64_t n = 0; n < N; ++n) {
+        const auto i = static_cast<std::size_t>(m * N + n);
+        if (!rows[static_cast<std::size_t>(m)] && !cols[static_cast<std::size_t>(n)]) continue;
+        flags[i] = 0;
+        S[i] = to_f16(v[i]).value.bits;  // exact: an FP16 number (or the default NaN)
       }
-      const detail::ElementResult r = detail::element_scalar(x.a, x.b, m, n, 0, x.K, x.o.accum, x.o.mode);
-      S[i] = static_cast<std::uint16_t>(r.bits);
-      if (r.flags.any()) x.acc.raise(r.flags, m * N + n);
+    }
+  }
+  for (std::int64_t m = 0; m < M; ++m) {  // the kernel's elements
+    const std::uint8_t* f = flags.data() + m * N;
+    for (const std::uint8_t* p = f; (p = std::find_if(p, f + N, [](std::uint8_t b) { return b != 0; })) != f + N; ++p) {
+      x.acc.raise(Flags(*p), m * N + (p - f));
     }
   }
 }

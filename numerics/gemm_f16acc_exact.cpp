@@ -24,25 +24,31 @@ struct LaneFlags {
 
 // One step of one vector: pre is RN32(acc + a*b) (Fp16ViaFp32) or its round to odd (Fp16Rn, so
 // that one more rounding to FP16 is RN16 of the exact sum); the result is RN16(pre) through the Mode,
-// with the flags of gemm.h / flags.h (tininess after rounding: below 2^-14 (1 - 2^-12)).
+// with the flags of gemm.h / flags.h (tininess after rounding: below 2^-14 (1 - 2^-12)). An infinite
+// or NaN pre (from infinite or NaN operands) raises nothing here; a NaN result is the default NaN
+// (+0 when saturating), an infinite one +-65504 when saturating.
 inline __m256 exact_step(__m256 pre, const Mode& mode, LaneFlags& f) noexcept {
   const __m256 r = round16(pre);  // IEEE: subnormals rounded to their quantum, overflow to +-Inf
   const __m256 ap = abs_ps(pre), ar = abs_ps(r);
-  const __m256 inexact = _mm256_cmp_ps(pre, r, _CMP_NEQ_UQ);
-  const __m256 ovf = _mm256_cmp_ps(ap, _mm256_set1_ps(65520.0f), _CMP_GE_OQ);
+  const __m256 finite = _mm256_cmp_ps(ap, _mm256_set1_ps(__builtin_inff()), _CMP_LT_OQ);
+  const __m256 inexact = _mm256_and_ps(finite, _mm256_cmp_ps(pre, r, _CMP_NEQ_UQ));
+  const __m256 ovf = _mm256_and_ps(finite, _mm256_cmp_ps(ap, _mm256_set1_ps(65520.0f), _CMP_GE_OQ));
   const __m256 tiny = _mm256_cmp_ps(ap, _mm256_set1_ps(0x1.ffep-15f), _CMP_LT_OQ);
   const __m256 dno = _mm256_andnot_ps(is_zero_ps(r), _mm256_cmp_ps(ar, _mm256_set1_ps(0x1p-14f), _CMP_LT_OQ));
   f.ovf = _mm256_or_ps(f.ovf, ovf);
   f.unf = _mm256_or_ps(f.unf, _mm256_and_ps(inexact, tiny));
   f.dno = _mm256_or_ps(f.dno, dno);
   const __m256 sign = _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)), r);
-  __m256 out = r;
+  const __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);
+  __m256 out = _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);  // default NaN
   if (mode.denormal == DenormalMode::FlushToZero) {  // a subnormal result becomes a signed zero
     out = _mm256_blendv_ps(out, sign, dno);
     f.unf = _mm256_or_ps(f.unf, dno);
   }
-  if (mode.overflow == OverflowMode::Saturation) {  // +-Inf becomes +-65504
-    out = _mm256_blendv_ps(out, _mm256_or_ps(sign, _mm256_set1_ps(65504.0f)), ovf);
+  if (mode.overflow == OverflowMode::Saturation) {  // +-Inf becomes +-65504, NaN +0
+    const __m256 inf = _mm256_cmp_ps(ar, _mm256_set1_ps(__builtin_inff()), _CMP_EQ_OQ);
+    out = _mm256_blendv_ps(out, _mm256_or_ps(sign, _mm256_set1_ps(65504.0f)), inf);
+    out = _mm256_blendv_ps(out, _mm256_setzero_ps(), nan);
   }
   return out;
 }
@@ -102,7 +108,38 @@ void block_rows(int rows, std::int64_t kc, const float* a, std::int64_t a_stride
   }
 }
 
+inline __m256 is_nan(__m256 v) noexcept { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); }
+
+template <bool kRn>
+void row_special(std::int64_t K, const float* a, std::int64_t sa, const float* bt, std::int64_t W, const Mode& mode,
+                 float* out, std::uint8_t* fl) {
+  for (std::int64_t j = 0; j < W; j += 8) {
+    __m256 acc = _mm256_setzero_ps(), inv = _mm256_setzero_ps();
+    LaneFlags f{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (std::int64_t k = 0; k < K; ++k) {
+      const __m256 av = _mm256_broadcast_ss(a + k * sa);
+      const __m256 b = _mm256_load_ps(bt + k * W + j);
+      const __m256 p = _mm256_mul_ps(av, b);  // NaN exactly for NaN inputs and 0 * Inf
+      const __m256 pre = kRn ? round_to_odd_sum(av, b, acc) : _mm256_fmadd_ps(av, b, acc);
+      const __m256 p_nan = is_nan(p);
+      inv = _mm256_or_ps(inv, _mm256_andnot_ps(_mm256_or_ps(is_nan(av), is_nan(b)), p_nan));   // 0 * Inf
+      inv = _mm256_or_ps(inv, _mm256_andnot_ps(_mm256_or_ps(is_nan(acc), p_nan), is_nan(pre)));  // Inf - Inf
+      acc = exact_step(pre, mode, f);
+    }
+    _mm256_storeu_ps(out + j, acc);
+    const int mi = _mm256_movemask_ps(inv);
+    for (int l = 0; l < 8; ++l) fl[j + l] = (mi >> l) & 1 ? Flags::bit(Flag::Invalid) : 0;
+    or_flags(f, 8, fl + j);
+  }
+}
+
 }  // namespace
+
+void gemm_f16acc_row_special(std::int64_t K, const float* a, std::int64_t sa, const float* bt, std::int64_t W,
+                             Accum accum, const Mode& mode, float* out, std::uint8_t* fl) {
+  if (accum == Accum::Fp16Rn) row_special<true>(K, a, sa, bt, W, mode, out, fl);
+  else row_special<false>(K, a, sa, bt, W, mode, out, fl);
+}
 
 void gemm_f16acc_block_exact(int rows, std::int64_t kc, const float* a, std::int64_t a_stride, float a_scale,
                              const float* bp, Accum accum, const Mode& mode, float* acc, std::uint8_t* flags,

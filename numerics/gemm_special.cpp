@@ -1,7 +1,8 @@
-// FP32 accumulation (gemm.h, Accum::Fp32) of the elements whose row of A or column of B holds NaN
-// or Inf, for FP16 operands: vectorised across columns, with the values and per-element flags of
-// the scalar definition (gemm_scalar.cpp).
+// The elements whose row of A or column of B holds NaN or Inf, for FP16 operands: vectorised across
+// columns, with the values and per-element flags of the scalar definition (gemm_scalar.cpp). FP32
+// accumulation here; FP16 accumulation by the exact kernel's row_special (gemm_f16acc_exact.cpp).
 //
+// FP32 accumulation:
 // Why plain FMAs give the scalar definition's values: for FP16 inputs every product is exact in
 // FP32 and every sum is RN32, as in element_scalar; NaN, once produced, stays NaN (the scalar code
 // keeps the default NaN, here any NaN becomes the default NaN at the end); an infinite accumulator
@@ -70,9 +71,14 @@ void row_times(std::int64_t K, const float* a, std::int64_t sa, const float* bt,
 
 }  // namespace
 
-void gemm_f32_special(const GemmOperand& a, const GemmOperand& b, const Mode& mode, std::int64_t M, std::int64_t N,
-                      std::int64_t k0, std::int64_t k1, const Packed& A, const std::vector<std::uint8_t>& row_slow,
-                      const std::vector<std::uint8_t>& col_slow, float* acc, std::int64_t ld, BulkReport& rep) {
+void gemm_special(const GemmOperand& a, const GemmOperand& b, Accum accum, const Mode& mode, std::int64_t M,
+                  std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,
+                  const std::vector<std::uint8_t>& row_slow, const std::vector<std::uint8_t>& col_slow, float* acc,
+                  std::int64_t ld, BulkReport& rep) {
+  auto kernel = [&](const float* ap, std::int64_t sa, const float* bt, std::int64_t W, float* out, std::uint8_t* fl) {
+    if (accum == Accum::Fp32) row_times(k1 - k0, ap, sa, bt, W, out, fl);
+    else gemm_f16acc_row_special(k1 - k0, ap, sa, bt, W, accum, mode, out, fl);
+  };
   const std::int64_t K = k1 - k0;
   std::vector<std::int64_t> cols;
   for (std::int64_t n = 0; n < N; ++n) {
@@ -111,7 +117,7 @@ void gemm_f32_special(const GemmOperand& a, const GemmOperand& b, const Mode& mo
     for (std::int64_t m = 0; m < M; ++m) {
       if (!row_slow[static_cast<std::size_t>(m)]) continue;
       for (std::int64_t k = 0; k < K; ++k) arow[static_cast<std::size_t>(k)] = value_of(at(a, m, k0 + k), mode);
-      row_times(K, arow.data(), 1, bt.get(), wide, out.data(), fl.data());
+      kernel(arow.data(), 1, bt.get(), wide, out.data(), fl.data());
       const bool sr = row_snan(m);
       for (std::int64_t n = 0; n < N; ++n) finish(m, n, out[static_cast<std::size_t>(n)], fl[static_cast<std::size_t>(n)], sr);
     }
@@ -127,7 +133,7 @@ void gemm_f32_special(const GemmOperand& a, const GemmOperand& b, const Mode& mo
       if (row_slow[static_cast<std::size_t>(m)]) continue;
       // a tame row: its packed values are its true values
       const float* ap = A.panel(m / kPanelA) + k0 * kPanelA + m % kPanelA;
-      row_times(K, ap, kPanelA, bt.get(), narrow, out.data(), fl.data());
+      kernel(ap, kPanelA, bt.get(), narrow, out.data(), fl.data());
       for (std::size_t j = 0; j < cols.size(); ++j) finish(m, cols[j], out[j], fl[j], false);
     }
   }

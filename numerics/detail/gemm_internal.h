@@ -77,13 +77,21 @@ void gemm_f16acc_block_exact(int rows, std::int64_t kc, const float* a, std::int
                              const float* bp, Accum accum, const Mode& mode, float* acc, std::uint8_t* flags,
                              std::int64_t ld_flags, std::int64_t ncols);
 
-// FP32 accumulation over k in [k0, k1) of FP16 operands for the elements whose row of A is slow
-// (row_slow[m], every column) or whose column of B is (col_slow[n], the other rows): values to
-// acc[m * ld + n] (a NaN as the default NaN) and accumulation flags raised into rep at index m*N + n,
-// as element_scalar gives them. A: the packed operand (its tame rows are exact).
-void gemm_f32_special(const GemmOperand& a, const GemmOperand& b, const Mode& mode, std::int64_t M, std::int64_t N,
-                      std::int64_t k0, std::int64_t k1, const Packed& A, const std::vector<std::uint8_t>& row_slow,
-                      const std::vector<std::uint8_t>& col_slow, float* acc, std::int64_t ld, BulkReport& rep);
+// Accumulation (any Accum) over k in [k0, k1) of FP16 operands for the elements whose row of A is
+// slow (row_slow[m], every column) or whose column of B is (col_slow[n], the other rows): values to
+// acc[m * ld + n] as FP32 (FP16 accumulation: FP16 numbers; a NaN as the default NaN) and
+// accumulation flags raised into rep at index m*N + n, as element_scalar gives them. A: the packed
+// operand (its tame rows are exact).
+void gemm_special(const GemmOperand& a, const GemmOperand& b, Accum accum, const Mode& mode, std::int64_t M,
+                  std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,
+                  const std::vector<std::uint8_t>& row_slow, const std::vector<std::uint8_t>& col_slow, float* acc,
+                  std::int64_t ld, BulkReport& rep);
+
+// The exact FP16 accumulation of one row, any inputs (NaN, Inf): a[k * sa] against the W columns of
+// bt (K x W row-major, W a multiple of 8), results (FP16 numbers as FP32, NaN the default NaN) to
+// out[0..W), flags (Invalid from 0*Inf and Inf - Inf, Overflow, Underflow, DenormalOut) to fl[0..W).
+void gemm_f16acc_row_special(std::int64_t K, const float* a, std::int64_t sa, const float* bt, std::int64_t W,
+                             Accum accum, const Mode& mode, float* out, std::uint8_t* fl);
 
 // The scalar definition of one output element over k in [k0, k1), from the raw operands.
 struct ElementResult {

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -161,6 +162,64 @@ TEST(Gemm, FlagsAndFirstOffendingElementsMatchModel) {
         }
       }
     }
+  }
+}
+
+// Most rows and columns hold infinities or NaNs (inputs past FP16's range): the special-element
+// path against the element-wise model.
+TEST(Gemm, DenseSpecialsMatchModel) {
+  const std::int64_t M = 11, N = 27, K = 33;
+  Mat A = random_mat(M, K, InType::F16, false, 21, 4.0f);
+  Mat B = random_mat(K, N, InType::F16, true, 22, 4.0f);
+  std::mt19937_64 rng(23);
+  for (std::int64_t m = 0; m < M; ++m) {
+    for (std::int64_t k = 0; k < K; ++k) {
+      const auto r = rng() % 10;
+      if (r == 0) A.at(m, k) = (rng() & 1) ? 0x7C00 : 0xFC00;
+      else if (r == 1) A.at(m, k) = 0;
+      else if (r == 2) A.at(m, k) = 0x7E01;
+    }
+  }
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n) {
+      const auto r = rng() % 12;
+      if (r == 0) B.at(k, n) = (rng() & 1) ? 0x7C00 : 0xFC00;
+      else if (r == 1) B.at(k, n) = 0x8000;
+    }
+  }
+  B.at(5, 6) = 0x7C02;  // signaling NaN
+  A.at(1, 2) = 0x0005;  // subnormal
+  for (const Mode& m : kModes) {
+    for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
+      const std::string what = mode_name(m) + " out=" + std::to_string(int(ot));
+      const Model want = model_fp32(A, B, ot, m);
+      GemmOptions o;
+      o.mode = m;
+      const GemmRun got = run(A, B, ot, o);
+      for (std::size_t i = 0; i < want.out.size(); ++i) ASSERT_EQ(got.out[i], want.out[i]) << what << " element " << i;
+      expect_report(got.rep, want.rep, what);
+    }
+  }
+}
+
+// Inf - Inf in the accumulator as the only cause of Invalid: the first Invalid element is its row's first.
+TEST(Gemm, InfMinusInfAloneIsTheFirstInvalidElement) {
+  const std::int64_t M = 6, N = 9, K = 20;
+  Mat A = random_mat(M, K, InType::F16, false, 41, 1.0f);
+  Mat B = random_mat(K, N, InType::F16, false, 42, 1.0f);
+  for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t n = 0; n < N; ++n) B.at(k, n) = to_f16(0.5f + std::abs(to_float(f16{B.at(k, n)}))).value.bits;
+  }
+  A.at(4, 3) = 0x7C00;
+  A.at(4, 7) = 0xFC00;
+  for (const Mode& m : kModes) {
+    const Model want = model_fp32(A, B, OutType::F32, m);
+    GemmOptions o;
+    o.mode = m;
+    const GemmRun got = run(A, B, OutType::F32, o);
+    for (std::size_t i = 0; i < want.out.size(); ++i) ASSERT_EQ(got.out[i], want.out[i]) << mode_name(m) << " " << i;
+    expect_report(got.rep, want.rep, mode_name(m));
+    EXPECT_EQ(got.rep.first_index(Flag::Invalid), 4 * N) << mode_name(m);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -220,6 +221,45 @@ TEST(GemmF16Acc, RandomMixOfPathsAtLargerSize) {
   });
   const Mat B = filled(517, 41, true, 10, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return nd(g); });
   check_all(A, B, "mix");
+}
+
+TEST(GemmF16Acc, DenseInfinitiesAndNaNsInRowsAndColumns) {
+  // Inputs scaled past FP16's range (a bad loss scale): many infinities, with NaNs, zeros and a
+  // signaling NaN; most rows and columns are slow, so the special-element path computes them.
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto gen = [&](std::mt19937_64& g, std::int64_t, std::int64_t) {
+    const auto r = g() % 20;
+    if (r == 0) return std::numeric_limits<float>::quiet_NaN();
+    if (r == 1) return 0.0f;
+    return 8192.0f * nd(g);  // |x| > 8 overflows to +-Inf
+  };
+  Mat A = filled(7, 60, false, 15, gen);
+  Mat B = filled(60, 26, true, 16, gen);
+  A.at(3, 4) = 0x7D00;  // signaling NaN
+  check_all(A, B, "dense specials");
+}
+
+TEST(GemmF16Acc, EachInvalidCauseAloneIsTheFirstElement) {
+  // One cause of Invalid per matrix, at a chosen element, nothing else invalid: Inf - Inf in the
+  // accumulator; 0 * Inf; a signaling NaN; 0 * Inf after the accumulator is already NaN.
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto base = [&](std::uint64_t seed) {
+    return filled(6, 20, false, seed, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return nd(g); });
+  };
+  const Mat B = filled(20, 9, false, 31, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.5f + std::abs(nd(g)); });
+  Mat A = base(32);
+  A.at(4, 3) = 0x7C00;
+  A.at(4, 7) = 0xFC00;  // row 4: +Inf then -Inf: Inf - Inf in every column
+  check_all(A, B, "inf - inf");
+  Mat A2 = base(33);
+  Mat B2 = B;
+  A2.at(2, 5) = 0x7C00;
+  B2.at(5, 6) = 0;  // 0 * Inf at (2, 6) only; the rest of row 2 is infinite
+  check_all(A2, B2, "0 * inf");
+  Mat A3 = base(34);
+  A3.at(5, 0) = 0x7E00;  // a quiet NaN first, then 0 * Inf in column 6: Invalid on a NaN accumulator
+  A3.at(5, 5) = 0x7C00;
+  check_all(A3, B2, "0 * inf after nan");
 }
 
 TEST(GemmF16Acc, BothInstructionSetsGiveTheSameBits) {
