@@ -98,6 +98,21 @@ Model model_fp32(const Mat& A, const Mat& B, OutType ot, const Mode& mode) {
   return r;
 }
 
+// Runs the GEMM (FP32 accumulation) and checks values and report against the model.
+GemmRun check_model(const Mat& A, const Mat& B, OutType ot, const Mode& m, const std::string& what) {
+  const Model want = model_fp32(A, B, ot, m);
+  GemmOptions o;
+  o.mode = m;
+  const GemmRun got = run(A, B, ot, o);
+  for (std::size_t i = 0; i < want.out.size(); ++i) {
+    if (got.out[i] == want.out[i]) continue;
+    ADD_FAILURE() << what << " element " << i << ": " << got.out[i] << " vs " << want.out[i];
+    break;
+  }
+  expect_report(got.rep, want.rep, what);
+  return got;
+}
+
 TEST(Gemm, Fp32AccumulationBitExactWithPlainLoop) {
   struct Shape { std::int64_t M, N, K; bool ta, tb; };
   for (const Shape& s : {Shape{1, 1, 1, false, false}, Shape{37, 53, 300, false, false}, Shape{130, 70, 600, false, true},
@@ -144,12 +159,7 @@ TEST(Gemm, FlagsAndFirstOffendingElementsMatchModel) {
     for (const Mode& m : kModes) {
       for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
         const std::string what = std::string(f16in ? "f16 " : "bf16 ") + mode_name(m) + " out=" + std::to_string(int(ot));
-        const Model want = model_fp32(A, B, ot, m);
-        GemmOptions o;
-        o.mode = m;
-        const GemmRun got = run(A, B, ot, o);
-        for (std::size_t i = 0; i < want.out.size(); ++i) ASSERT_EQ(got.out[i], want.out[i]) << what << " element " << i;
-        expect_report(got.rep, want.rep, what);
+        const GemmRun got = check_model(A, B, ot, m, what);
         EXPECT_EQ(got.rep.first_nan_a, 12 * K + 2) << what;
         EXPECT_EQ(got.rep.first_nan_b, 5 * N + 8) << what;
         EXPECT_TRUE(got.rep.flags.has(Flag::Invalid)) << what;
@@ -191,13 +201,7 @@ TEST(Gemm, DenseSpecialsMatchModel) {
   A.at(1, 2) = 0x0005;  // subnormal
   for (const Mode& m : kModes) {
     for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
-      const std::string what = mode_name(m) + " out=" + std::to_string(int(ot));
-      const Model want = model_fp32(A, B, ot, m);
-      GemmOptions o;
-      o.mode = m;
-      const GemmRun got = run(A, B, ot, o);
-      for (std::size_t i = 0; i < want.out.size(); ++i) ASSERT_EQ(got.out[i], want.out[i]) << what << " element " << i;
-      expect_report(got.rep, want.rep, what);
+      check_model(A, B, ot, m, mode_name(m) + " out=" + std::to_string(int(ot)));
     }
   }
 }
@@ -213,12 +217,7 @@ TEST(Gemm, InfMinusInfAloneIsTheFirstInvalidElement) {
   A.at(4, 3) = 0x7C00;
   A.at(4, 7) = 0xFC00;
   for (const Mode& m : kModes) {
-    const Model want = model_fp32(A, B, OutType::F32, m);
-    GemmOptions o;
-    o.mode = m;
-    const GemmRun got = run(A, B, OutType::F32, o);
-    for (std::size_t i = 0; i < want.out.size(); ++i) ASSERT_EQ(got.out[i], want.out[i]) << mode_name(m) << " " << i;
-    expect_report(got.rep, want.rep, mode_name(m));
+    const GemmRun got = check_model(A, B, OutType::F32, m, mode_name(m));
     EXPECT_EQ(got.rep.first_index(Flag::Invalid), 4 * N) << mode_name(m);
   }
 }
