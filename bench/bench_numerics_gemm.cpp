@@ -89,29 +89,8 @@ const char* accum_name(Accum a) {
   }
 }
 
-// Runs the benchmark with the GEMM kernels restricted to `isa` (range(2): 0 = AVX2, 1 = AVX-512),
-// restoring the default after it; skips when the CPU lacks the instruction set.
-class IsaScope {
- public:
-  explicit IsaScope(benchmark::State& state) : saved_(probelab::num::gemm_isa()) {
-    const auto isa = static_cast<probelab::num::GemmIsa>(state.range(2));
-    ok_ = probelab::num::set_gemm_isa(isa);
-    if (!ok_) state.SkipWithError("the CPU lacks this instruction set");
-  }
-  ~IsaScope() { probelab::num::set_gemm_isa(saved_); }
-  bool ok() const { return ok_; }
-
- private:
-  probelab::num::GemmIsa saved_;
-  bool ok_ = false;
-};
-
-const char* isa_name(std::int64_t isa) { return isa == 0 ? "avx2" : "avx512"; }
-
 void BM_NumericsF16Gemm_vs_EigenF32(benchmark::State& state) {
   Eigen::setNbThreads(1);
-  const IsaScope isa(state);
-  if (!isa.ok()) return;
   Problem p(state.range(0));
   const auto accum = static_cast<Accum>(state.range(1));
   double best_ours = 1e30, best_eigen = 1e30;
@@ -128,9 +107,8 @@ void BM_NumericsF16Gemm_vs_EigenF32(benchmark::State& state) {
   state.counters["ours_GFLOP/s"] = flops(p.n) / best_ours * 1e-9;
   state.counters["eigen_GFLOP/s"] = flops(p.n) / best_eigen * 1e-9;
   state.counters["ratio_vs_eigen"] = ratio;
-  fmt::print(stderr, "[numerics gemm] n={} {} {}: {:.1f} GFLOP/s, Eigen FP32 {:.1f} GFLOP/s, ratio {:.3f}\n", p.n,
-             accum_name(accum), isa_name(state.range(2)), flops(p.n) / best_ours * 1e-9, flops(p.n) / best_eigen * 1e-9,
-             ratio);
+  fmt::print(stderr, "[numerics gemm] n={} {}: {:.1f} GFLOP/s, Eigen FP32 {:.1f} GFLOP/s, ratio {:.3f}\n", p.n,
+             accum_name(accum), flops(p.n) / best_ours * 1e-9, flops(p.n) / best_eigen * 1e-9, ratio);
 }
 
 constexpr auto kFp32 = static_cast<std::int64_t>(Accum::Fp32);
@@ -141,9 +119,9 @@ BENCHMARK(BM_EigenF32Gemm)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NumericsF16Gemm)
     ->Args({256, kFp32})->Args({1024, kFp32})->Args({256, kFp16Rn})->Args({256, kFp16Via})
     ->Unit(benchmark::kMillisecond);
-// range: n, accumulation, instruction set (0 = AVX2, 1 = AVX-512)
+// range: n, accumulation
 BENCHMARK(BM_NumericsF16Gemm_vs_EigenF32)
-    ->ArgsProduct({{256, 1024}, {kFp32, kFp16Rn, kFp16Via}, {0, 1}})
+    ->ArgsProduct({{256, 1024}, {kFp32, kFp16Rn, kFp16Via}})
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace

@@ -36,12 +36,13 @@
 //                  (Their Underflow still follows flags.h: tiny and inexact.)
 // NaN inputs raise no IEEE flag when quiet; they are reported separately (first_nan_a/first_nan_b).
 //
-// Cost: FP32 accumulation runs a register-tiled AVX2 FMA kernel (about as fast as Eigen's FP32 GEMM);
-// elements whose row of A or column of B holds NaN/Inf (or, for BF16, exponents outside [-56, 62])
-// are recomputed by the scalar definition. FP16 accumulation of FP16 inputs is vectorised
-// (gemm_f16acc.cpp: roughly a quarter of the FP32-accumulation speed); with BF16 inputs it is
-// scalar. Scratch memory is kept per thread between calls; concurrent calls from different threads
-// are safe.
+// Cost: FP32 accumulation runs a register-tiled AVX2 FMA kernel (about as fast as Eigen's FP32 GEMM).
+// FP16 accumulation of FP16 inputs is vectorised (gemm_f16acc.cpp: a fifth to a third of Eigen's
+// FP32 speed). Elements whose row of A or column of B holds NaN/Inf are recomputed by vector code
+// for FP16 inputs (gemm_special.cpp) and by the scalar definition for BF16 inputs (and BF16
+// exponents outside [-56, 62]); FP16 accumulation of BF16 inputs is scalar. The kernels run with
+// the default MXCSR whatever the caller's. Scratch memory is kept per thread between calls;
+// concurrent calls from different threads are safe.
 #pragma once
 
 #include <array>
@@ -91,16 +92,6 @@ struct GemmReport {
 
   std::int64_t first_index(Flag f) const noexcept { return first[static_cast<int>(f)]; }
 };
-
-// Vector instruction sets of the kernels. The results are the same bits with either; only the speed
-// differs (AVX-512VL gives the FP16-accumulation kernel 32 registers).
-enum class GemmIsa : std::uint8_t { Avx2 = 0, Avx512 = 1 };
-// The instruction set the kernels use in this process: AVX-512 (F, VL, BW, DQ) when the CPU has it,
-// else AVX2 (the build's floor).
-GemmIsa gemm_isa() noexcept;
-// Restricts the kernels to `isa` (for tests and benchmarks comparing both on one machine). Returns
-// false, changing nothing, when the CPU lacks it. Not for use while another thread runs gemm().
-bool set_gemm_isa(GemmIsa isa) noexcept;
 
 // Computes C = A * B as documented above. M, N, K >= 0 (K == 0 gives +0 outputs). Throws
 // std::invalid_argument for null data with a non-empty shape, negative sizes, leading dimensions

@@ -37,12 +37,15 @@
 #include <cmath>
 #include <vector>
 
-#include "numerics/detail/gemm_f16acc_tile.h"
 #include "numerics/detail/gemm_internal.h"
 
 namespace probelab::num::detail {
 namespace {
 
+constexpr std::int64_t kCols = kPanelB;
+constexpr int kRows = kF16accRows;
+constexpr float kDown = 0x1p-112f;
+constexpr float kUp = 0x1p112f;
 constexpr std::int64_t kKc = 64;  // short: a K block with a tiny accumulator is redone exactly
 constexpr std::int64_t kRowBlock = 96;  // rows of A per pass over the B panels (96 x K floats in L2)
 constexpr unsigned kMxcsrFtz = 0x8000, kMxcsrUnderflow = 0x10, kMxcsrFlags = 0x3F;
@@ -152,7 +155,7 @@ void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum
     const double na = *std::max_element(sc.norm_a.begin() + m, sc.norm_a.begin() + m + tile_rows(m));
     return !(na * sc.norm_b[static_cast<std::size_t>(p)] * growth < 65504.0);
   };
-  const F16accTiles& tiles = gemm_isa() == GemmIsa::Avx512 ? f16acc_tiles_avx512() : f16acc_tiles_avx2();
+  const F16accTiles& tiles = f16acc_tiles();
   const FlushToZeroScope ftz;
   alignas(32) float state[2][kRows * kCols];
   for (std::int64_t mb = 0; mb < M; mb += kRowBlock) {  // a block of A's rows stays in L2
@@ -190,11 +193,6 @@ void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum
 }
 
 }  // namespace
-
-const F16accTiles& f16acc_tiles_avx2() {
-  static const F16accTiles tiles = make_tiles<false>();
-  return tiles;
-}
 
 void gemm_f16acc_kernel(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum accum,
                         const Mode& mode, std::uint16_t* R, std::vector<std::uint8_t>& flags) {

@@ -1,5 +1,4 @@
-// Internal: round to odd of an FP32 sum, shared by the FP16-accumulation kernels. Internal linkage:
-// it is compiled into translation units for different instruction sets.
+// Internal: round to odd of an FP32 sum, shared by the FP16-accumulation kernels.
 #pragma once
 
 #include <immintrin.h>

@@ -47,7 +47,7 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
 void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,
                      const Packed& B, float* C, std::int64_t ldc);
 
-// The fast FP16-accumulation tile (gemm_f16acc_tile.h) over one K block of kc steps: kF16accRows
+// The fast FP16-accumulation tile (gemm_f16acc_tile.cpp) over one K block of kc steps: kF16accRows
 // rows (or one) of A scaled by 2^-112 (a: kF16accRows floats per k) against a 16-column B panel
 // (bp: 16 floats per k), from the scaled accumulators `in` (row stride ld; null: zeros) to `out`
 // (16 floats per row). Returns whether a tracked tile passed 65504. fn[rn][one_row][track].
@@ -57,8 +57,7 @@ using F16accTileFn = bool (*)(std::int64_t kc, const float* a, const float* bp, 
 struct F16accTiles {
   F16accTileFn fn[2][2][2];
 };
-const F16accTiles& f16acc_tiles_avx2();
-const F16accTiles& f16acc_tiles_avx512();  // call only when gemm_isa() is GemmIsa::Avx512
+const F16accTiles& f16acc_tiles();
 
 // FP16 accumulation (Accum::Fp16Rn or Fp16ViaFp32) of FP16 operands (K > 0) through the Mode.
 // Writes FP16 patterns to R (M x N, dense) and the accumulation flags of each element (Flags bits:

@@ -1,11 +1,5 @@
-// The fast FP16-accumulation tile of gemm_f16acc.cpp (see there for the method), written once and
-// compiled twice: with AVX2 (gemm_f16acc.cpp) and with AVX-512VL (gemm_f16acc_avx512.cpp, the same
-// 256-bit operations in EVEX form with 32 registers, so that midpoints are redone inside the step
-// loop). Both give the same bits: every operation is the same IEEE or integer operation.
-// Everything here has internal linkage, so that no function compiled for AVX-512 can stand in for
-// its AVX2 twin at link time.
-#pragma once
-
+// The fast FP16-accumulation tile of gemm_f16acc.cpp (see there for the method): R = kF16accRows
+// rows (or one) x 16 columns over one K block, in 16 AVX2 registers.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -38,14 +32,10 @@ struct TileState {
   return _mm256_and_si256(_mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0xFFF))), keep);
 }
 
-// Whether a lane of u0 equals r0 or a lane of u1 equals r1 (with AVX-512: compares into mask registers).
+// Whether a lane of u0 equals r0 or a lane of u1 equals r1.
 [[gnu::always_inline]] inline bool any_equal(__m256i u0, __m256i r0, __m256i u1, __m256i r1) noexcept {
-#ifdef __AVX512VL__
-  return !_kortestz_mask8_u8(_mm256_cmpeq_epi32_mask(u0, r0), _mm256_cmpeq_epi32_mask(u1, r1));
-#else
   const __m256i eq = _mm256_or_si256(_mm256_cmpeq_epi32(u0, r0), _mm256_cmpeq_epi32(u1, r1));
   return _mm256_movemask_ps(_mm256_castsi256_ps(eq)) != 0;
-#endif
 }
 
 // The step's results r of one vector with the midpoint lanes `mid` redone; s: RN32(acc + a*b) as
@@ -66,11 +56,10 @@ template <bool kRn>
 }
 
 // Steps [k, kc) of a tile (R = kRows or 1 rows), its state loaded into registers for the loop and stored
-// back after it (a function of its own, so that nothing else competes for the registers). With
-// kInline, midpoints are redone in the loop (32 registers leave room for it); else the function
-// returns the step at which row `hit` met a midpoint (rows before it have done that step, it and the
-// rows after have not), or kc.
-template <int R, bool kRn, bool kTrack, bool kInline>
+// back after it (a function of its own, so that nothing else competes for the 16 registers; the
+// midpoint steps are redone outside it). Returns the step at which row `hit` met a midpoint (rows
+// before it have done that step, it and the rows after have not), or kc.
+template <int R, bool kRn, bool kTrack>
 [[gnu::noinline]] std::int64_t fast_steps(std::int64_t k, std::int64_t kc, const float* a, const float* bp,
                                           TileState<R>& st, int& hit) {
   static_assert(R == 1 || R == kRows);
@@ -92,12 +81,7 @@ template <int R, bool kRn, bool kTrack, bool kInline>
       const __m256i u0 = _mm256_add_epi32(s0, half), u1 = _mm256_add_epi32(s1, half);
       r0 = _mm256_and_si256(u0, keep);
       r1 = _mm256_and_si256(u1, keep);
-      if (any_equal(u0, r0, u1, r1)) [[unlikely]] {
-        if constexpr (!kInline) return false;
-        const __m256i m0 = _mm256_cmpeq_epi32(u0, r0), m1 = _mm256_cmpeq_epi32(u1, r1);
-        if (!_mm256_testz_si256(m0, m0)) r0 = redo_midpoints<kRn>(av, b0, c0, s0, r0, m0);
-        if (!_mm256_testz_si256(m1, m1)) r1 = redo_midpoints<kRn>(av, b1, c1, s1, r1, m1);
-      }
+      if (any_equal(u0, r0, u1, r1)) [[unlikely]] return false;
     } else {  // to nearest even: (s + 0xFFF + lsb) & ~0x1FFF, the lsb off the addition's chain
       const __m256i one = _mm256_set1_epi32(1);
       r0 = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(s0, even_bias),
@@ -182,7 +166,7 @@ bool passed_65504(const __m256i (&hi)[2]) {
 // panel (16 floats per k); in (row stride ld) the scaled accumulators before the block, or null
 // for zeros; the accumulators after it go to out (16 floats per row), so that `in` still holds the
 // state to redo the block from. Returns whether a tracked tile passed 65504.
-template <int R, bool kRn, bool kTrack, bool kInline>
+template <int R, bool kRn, bool kTrack>
 bool tile(std::int64_t kc, const float* a, const float* bp, const float* in, std::int64_t ld, float* out) {
   TileState<R> st;
   for (int i = 0; i < R; ++i) {
@@ -193,7 +177,7 @@ bool tile(std::int64_t kc, const float* a, const float* bp, const float* in, std
   std::int64_t k = 0;
   for (;;) {
     int hit = 0;
-    k = fast_steps<R, kRn, kTrack, kInline>(k, kc, a, bp, st, hit);
+    k = fast_steps<R, kRn, kTrack>(k, kc, a, bp, st, hit);
     if (k == kc) break;
     careful_steps<R, kRn, kTrack>(st, hit, k, a, bp);
     ++k;
@@ -205,20 +189,22 @@ bool tile(std::int64_t kc, const float* a, const float* bp, const float* in, std
   return kTrack && passed_65504(st.hi);
 }
 
-// The tile functions of one instruction set: kInline where 32 vector registers exist.
-template <bool kInline>
-F16accTiles make_tiles() {
-  F16accTiles t;
-  t.fn[0][0][0] = tile<kRows, false, false, kInline>;
-  t.fn[0][0][1] = tile<kRows, false, true, kInline>;
-  t.fn[0][1][0] = tile<1, false, false, kInline>;
-  t.fn[0][1][1] = tile<1, false, true, kInline>;
-  t.fn[1][0][0] = tile<kRows, true, false, kInline>;
-  t.fn[1][0][1] = tile<kRows, true, true, kInline>;
-  t.fn[1][1][0] = tile<1, true, false, kInline>;
-  t.fn[1][1][1] = tile<1, true, true, kInline>;
-  return t;
+}  // namespace
+
+const F16accTiles& f16acc_tiles() {
+  static const F16accTiles tiles = [] {
+    F16accTiles t;
+    t.fn[0][0][0] = tile<kRows, false, false>;
+    t.fn[0][0][1] = tile<kRows, false, true>;
+    t.fn[0][1][0] = tile<1, false, false>;
+    t.fn[0][1][1] = tile<1, false, true>;
+    t.fn[1][0][0] = tile<kRows, true, false>;
+    t.fn[1][0][1] = tile<kRows, true, true>;
+    t.fn[1][1][0] = tile<1, true, false>;
+    t.fn[1][1][1] = tile<1, true, true>;
+    return t;
+  }();
+  return tiles;
 }
 
-}  // namespace
 }  // namespace probelab::num::detail
