@@ -44,8 +44,6 @@ namespace {
 
 constexpr std::int64_t kCols = kPanelB;
 constexpr int kRows = kF16accRows;
-constexpr float kDown = 0x1p-112f;
-constexpr float kUp = 0x1p112f;
 constexpr std::int64_t kKc = 64;  // short: a K block with a tiny accumulator is redone exactly
 constexpr std::int64_t kRowBlock = 96;  // rows of A per pass over the B panels (96 x K floats in L2)
 constexpr unsigned kMxcsrFtz = 0x8000, kMxcsrUnderflow = 0x10, kMxcsrFlags = 0x3F;
@@ -125,10 +123,10 @@ void redo_block(const float* in, std::int64_t ld, std::int64_t rows, std::int64_
   const FlushToZeroScope::Pause ieee;
   alignas(32) float x[kRows * kCols];
   for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t j = 0; j < kCols; ++j) x[r * kCols + j] = in ? in[r * ld + j] * kUp : 0.0f;
+    for (std::int64_t j = 0; j < kCols; ++j) x[r * kCols + j] = in ? in[r * ld + j] * kF16accUp : 0.0f;
   }
-  gemm_f16acc_block_exact(static_cast<int>(rows), kc, a, kRows, kUp, bp, accum, mode, x, flags, N, ncols);
-  for (std::int64_t i = 0; i < rows * kCols; ++i) out[i] = x[i] * kDown;  // exact, subnormals kept
+  gemm_f16acc_block_exact(static_cast<int>(rows), kc, a, kRows, kF16accUp, bp, accum, mode, x, flags, N, ncols);
+  for (std::int64_t i = 0; i < rows * kCols; ++i) out[i] = x[i] * kF16accDown;  // exact, subnormals kept
 }
 
 template <bool kRn>
@@ -145,7 +143,7 @@ void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum
     for (std::int64_t r = 0; r < kRows; ++r) {
       const std::int64_t m = m0 + r;
       const float* src = m < M ? A.panel(m / kPanelA) + m % kPanelA : nullptr;
-      for (std::int64_t k = 0; k < K; ++k) dst[k * kRows + r] = src ? src[k * kPanelA] * kDown : 0.0f;
+      for (std::int64_t k = 0; k < K; ++k) dst[k * kRows + r] = src ? src[k * kPanelA] * kF16accDown : 0.0f;
     }
   }
   norms(M, panels, A, B, sc);
@@ -179,7 +177,7 @@ void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum
           in = out;
         }
         alignas(16) std::uint16_t h[kCols];
-        const __m256 up = _mm256_set1_ps(kUp);
+        const __m256 up = _mm256_set1_ps(kF16accUp);
         for (std::int64_t r = 0; r < rows; ++r) {
           _mm_store_si128(reinterpret_cast<__m128i*>(h),
                           _mm256_cvtps_ph(_mm256_mul_ps(_mm256_load_ps(in + r * kCols), up), _MM_FROUND_TO_NEAREST_INT));

@@ -12,8 +12,6 @@ namespace {
 
 constexpr std::int64_t kCols = kPanelB;
 constexpr int kRows = kF16accRows;
-constexpr float kDown = 0x1p-112f;
-constexpr float kUp = 0x1p112f;
 // Patterns beyond the largest FP16 value, scaled: positive above 65504 * 2^-112 (signed compare),
 // negative above -65504 * 2^-112 (unsigned compare).
 constexpr int kHugePos = 0x0F7FE000;
@@ -47,9 +45,9 @@ template <bool kRn>
   if constexpr (kRn) {
     // Unscaled, so that the operands of TwoSum are normal numbers; scaling back is exact, or flushes
     // (and flags) an FP16-tiny sum like the FMA would.
-    const __m256 up = _mm256_set1_ps(kUp);
+    const __m256 up = _mm256_set1_ps(kF16accUp);
     const __m256 odd = round_to_odd_sum(_mm256_mul_ps(av, up), b, _mm256_mul_ps(acc, up));
-    x = _mm256_castps_si256(_mm256_mul_ps(odd, _mm256_set1_ps(kDown)));
+    x = _mm256_castps_si256(_mm256_mul_ps(odd, _mm256_set1_ps(kF16accDown)));
   }
   // Round to nearest even at bit 13 (x is still a midpoint where the sum was exact).
   return _mm256_blendv_epi8(r, round_even(x, _mm256_set1_epi32(~0x1FFF)), mid);

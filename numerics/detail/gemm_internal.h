@@ -52,6 +52,8 @@ void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64
 // (bp: 16 floats per k), from the scaled accumulators `in` (row stride ld; null: zeros) to `out`
 // (16 floats per row). Returns whether a tracked tile passed 65504. fn[rn][one_row][track].
 inline constexpr int kF16accRows = 4;
+inline constexpr float kF16accDown = 0x1p-112f;  // the fast kernel's scale of A (gemm_f16acc.cpp)
+inline constexpr float kF16accUp = 0x1p112f;
 using F16accTileFn = bool (*)(std::int64_t kc, const float* a, const float* bp, const float* in, std::int64_t ld,
                               float* out);
 struct F16accTiles {
