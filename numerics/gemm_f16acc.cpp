@@ -6,20 +6,21 @@
 // subnormals map onto FP32 subnormals. The kernel runs with MXCSR.FTZ set: an FMA whose result is
 // below 2^-126 (an FP16 accumulator that is tiny) delivers zero and raises the sticky underflow
 // flag, exact or not (checked on this hardware and by the tests). So tininess, which FP16 rounds to a
-// fixed quantum and flags as Underflow/DenormalOut, needs no per-step test: a tile that raised the
-// flag is redone by the exact kernel (gemm_f16acc_exact.cpp).
+// fixed quantum and flags as Underflow/DenormalOut, needs no per-step test: the K block of a tile
+// that raised the flag is redone by the exact kernel (gemm_f16acc_exact.cpp).
 //
 // Rounding. Every step computes s = RN32(acc + a*b) with one FMA (a*b is exact in FP32) and rounds
-// it to FP16 precision by integer ops on the pattern: u = bits + 0x1000, r = u & ~0x1FFF, i.e. round
-// half away from zero at bit 13. That is RN16 of s except when s is exactly an FP16 midpoint (its 13
-// bits below the FP16 unit in the last place are 1000000000000), which is precisely when u == r: one
-// compare per vector finds them, and the step loop leaves to redo that step (rarely: about one step
-// in 8192 per lane):
-//   Fp16ViaFp32: s is the defined FP32 sum; it is rounded to nearest even instead.
-//   Fp16Rn: rounding twice to nearest goes wrong only when the first rounding lands on a midpoint of
-//       the second format, so TwoSum gives the rounding error of s, s moves one FP32 ulp towards the
-//       exact sum (round to odd), and RN16 of that (to nearest even: an exact sum may be a
-//       midpoint) is RN16(acc + a*b) (24 >= 11 + 2).
+// it to FP16 precision by integer ops on the pattern (gemm_f16acc_tile.cpp):
+//   Fp16ViaFp32: s is the defined FP32 sum; it is rounded to nearest even at bit 13,
+//       (bits + 0xFFF + lsb) & ~0x1FFF, with no test.
+//   Fp16Rn: u = bits + 0x1000, r = u & ~0x1FFF, i.e. round half away from zero at bit 13. That is
+//       RN16 of s except when s is exactly an FP16 midpoint (its 13 bits below the FP16 unit in the
+//       last place are 1000000000000), which is precisely when u == r: one compare per vector finds
+//       them (about one step in 1200 for FP16 data of random bits), and that step is redone outside
+//       the step loop. Rounding twice to nearest goes wrong only when the first rounding lands on a
+//       midpoint of the second format, so TwoSum gives the rounding error of s, s moves one FP32 ulp
+//       towards the exact sum (round to odd), and RN16 of that (to nearest even: an exact sum may be
+//       a midpoint) is RN16(acc + a*b) (24 >= 11 + 2).
 //
 // Overflow. By Cauchy-Schwarz and one relative rounding error of at most d = 2^-11 + 2^-24 + 2^-35
 // per step, every partial sum of element (m, n) is below (1 + d)^K |A(m,:)|_2 |B(:,n)|_2. A tile
@@ -30,7 +31,8 @@
 //
 // Blocking: each tile runs over K in blocks of kKc steps (the unit of an exact redo; the state waits
 // in L1 between blocks), so the order of operations per element is unchanged (k runs upwards, one
-// rounding per step); kRowBlock rows of A stay in L2 while the B panels pass by.
+// rounding per step); kRowBlock rows of A stay in L2 while the B panels pass by. Elements whose
+// operands hold NaN or Inf (packed as zeros here) are the caller's: gemm_special.cpp.
 #include <immintrin.h>
 
 #include <algorithm>
