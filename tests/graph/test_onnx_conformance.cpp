@@ -58,5 +58,17 @@ TEST(OnnxConformance, PytorchOperatorCasesPass) {
 
 TEST(OnnxConformance, EverySupportedSimpleCasePasses) { run_kind("simple"); }
 
+// LSTM, GRU and RNN features ONNX's node cases leave out (both directions, sequence lengths,
+// initial states, clip, peepholes, input_forget, activation lists), expected outputs from
+// onnxruntime (scripts/gen_recurrent_cases.py).
+TEST(OnnxConformance, RecurrentCasesMatchOnnxruntime) {
+  const auto cases = testing::onnx_cases_in(testing::fs::path(PROBELAB_SOURCE_DIR) / "tests/graph/data/recurrent_cases");
+  ASSERT_EQ(cases.size(), 8u);
+  const testing::Tally t = testing::run_onnx_cases(cases, "recurrent cases (onnxruntime) on the CPU reference", run_case);
+  t.print();
+  EXPECT_EQ(t.passed, cases.size());
+  EXPECT_TRUE(t.failures.empty());
+}
+
 }  // namespace
 }  // namespace probelab::graph
