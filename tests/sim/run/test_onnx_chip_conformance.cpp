@@ -81,6 +81,9 @@ testing::Tally run_kind_on_chip(const std::string& kind) {
 
 TEST(OnnxChipConformance, EverySupportedNodeCasePassesOnTheChip) {
   const testing::Tally t = run_kind_on_chip("node");
+  // A case of a supported op is skipped only for a value type the chip does not hold.
+  for (const auto& [reason, n] : t.skipped)
+    EXPECT_TRUE(reason.starts_with("unsupported value types") || reason.starts_with("float64")) << n << " " << reason;
   EXPECT_GE(t.ran * 2, t.cases) << "fewer than half of the node cases ran on the chip";
 }
 
