@@ -124,8 +124,22 @@ void pointwise_kernel(const Op& op, Ins in, Outs out) {
   auto y = mdata<TO>(out[0]);
   std::vector<T> x(in.size());
   if (simple) {
+    // Single elements are read once; only the full-shape inputs change from element to element.
+    std::vector<std::size_t> varying;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (step[i] != 0) varying.push_back(i);
+      else x[i] = ptr[i][0];
+    }
+    if (varying.size() == 1) {
+      const std::size_t v = varying[0];
+      for (std::size_t k = 0; k < y.size(); ++k) {
+        x[v] = ptr[v][k];
+        y[k] = static_cast<TO>(p.template f<T>(x.data(), n));
+      }
+      return;
+    }
     for (std::size_t k = 0; k < y.size(); ++k) {
-      for (std::size_t i = 0; i < in.size(); ++i) x[i] = ptr[i][k * step[i]];
+      for (const std::size_t i : varying) x[i] = ptr[i][k];
       y[k] = static_cast<TO>(p.template f<T>(x.data(), n));
     }
     return;

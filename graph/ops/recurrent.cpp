@@ -5,7 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
+
+#include <Eigen/Core>
 
 #include "graph/ops/op_util.h"
 
@@ -22,30 +23,39 @@ namespace {
 // Defaults of the activations' alpha and beta when the attribute lists run out (ONNX's operators).
 CellActivation activation(const Op& op, const std::string& name, std::vector<double>& alphas,
                           std::vector<double>& betas) {
-  static const std::set<std::string> kKnown = {"Relu",       "Tanh",        "Sigmoid", "Affine",   "LeakyRelu",
-                                               "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu", "Softsign",
-                                               "Softplus"};
+  using K = CellActivation::Kind;
+  static const std::vector<std::pair<std::string, K>> kKnown = {
+      {"Relu", K::Relu},       {"Tanh", K::Tanh},         {"Sigmoid", K::Sigmoid},
+      {"Affine", K::Affine},   {"LeakyRelu", K::LeakyRelu}, {"ThresholdedRelu", K::ThresholdedRelu},
+      {"ScaledTanh", K::ScaledTanh}, {"HardSigmoid", K::HardSigmoid}, {"Elu", K::Elu},
+      {"Softsign", K::Softsign}, {"Softplus", K::Softplus}};
   // Names match ONNX's case-insensitively (exporters write "Tanh" and "tanh").
-  std::string canon;
-  for (const auto& k : kKnown)
-    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-        }))
-      canon = k;
-  if (canon.empty())
+  const auto same = [](const std::string& a, const std::string& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  auto it = std::find_if(kKnown.begin(), kKnown.end(), [&](const auto& k) { return same(k.first, name); });
+  if (it == kKnown.end())
     fail(op, "activation '{}' is not one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
              "HardSigmoid, Elu, Softsign, Softplus", name);
-  CellActivation a{canon, 0, 0};
+  CellActivation a;
+  a.kind = it->second;
   auto take = [](std::vector<double>& v, double def) {
     if (v.empty()) return def;
     const double x = v.front();
     v.erase(v.begin());
     return x;
   };
-  if (canon == "Affine" || canon == "ScaledTanh") a.alpha = take(alphas, 1.0), a.beta = take(betas, 0.0);
-  else if (canon == "LeakyRelu") a.alpha = take(alphas, 0.01);
-  else if (canon == "ThresholdedRelu" || canon == "Elu") a.alpha = take(alphas, 1.0);
-  else if (canon == "HardSigmoid") a.alpha = take(alphas, 0.2), a.beta = take(betas, 0.5);
+  switch (a.kind) {
+    case K::Affine:
+    case K::ScaledTanh: a.alpha = take(alphas, 1.0), a.beta = take(betas, 0.0); break;
+    case K::LeakyRelu: a.alpha = take(alphas, 0.01); break;
+    case K::ThresholdedRelu:
+    case K::Elu: a.alpha = take(alphas, 1.0); break;
+    case K::HardSigmoid: a.alpha = take(alphas, 0.2), a.beta = take(betas, 0.5); break;
+    default: break;
+  }
   return a;
 }
 
@@ -152,36 +162,31 @@ std::vector<T> values_or_empty(const Tensor* t) {
   return {v.begin(), v.end()};
 }
 
-/// Plain loops in T, k ascending: the reference's products.
-/// Plain loops in T, k ascending: the reference's products (the vectors outlive the products).
+/// The reference's products as Eigen GEMMs in T (the vectors outlive the products).
 template <class T>
 CellProducts<T> reference_products(const CellSpec& s, const std::vector<T>& x, const std::vector<T>& w,
                                    const std::vector<T>& r) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using CMap = Eigen::Map<const Mat>;
+  using MMap = Eigen::Map<Mat>;
   CellProducts<T> p;
   const std::int64_t H = s.hidden, I = s.input, GH = s.gate_width(), B = s.batch, S = s.seq;
   const bool batch_first = s.batch_first;
   const T *xp = x.data(), *wp = w.data(), *rp = r.data();
   p.input_proj = [=](std::int64_t dir, std::vector<T>& xw) {
-    for (std::int64_t t = 0; t < S; ++t)
-      for (std::int64_t b = 0; b < B; ++b) {
-        const T* xr = xp + (batch_first ? (b * S + t) * I : (t * B + b) * I);
-        for (std::int64_t n = 0; n < GH; ++n) {
-          const T* wr = wp + (dir * GH + n) * I;
-          T acc = 0;
-          for (std::int64_t k = 0; k < I; ++k) acc += xr[k] * wr[k];
-          xw[static_cast<std::size_t>((t * B + b) * GH + n)] = acc;
-        }
-      }
+    const CMap wd(wp + dir * GH * I, GH, I);
+    if (!batch_first) {
+      MMap(xw.data(), S * B, GH).noalias() = CMap(xp, S * B, I) * wd.transpose();
+      return;
+    }
+    for (std::int64_t b = 0; b < B; ++b)  // rows (b, t) of X; xw wants (t, b)
+      for (std::int64_t t = 0; t < S; ++t)
+        MMap(xw.data() + (t * B + b) * GH, 1, GH).noalias() = CMap(xp + (b * S + t) * I, 1, I) * wd.transpose();
   };
   p.hidden_proj = [=](std::int64_t dir, std::int64_t gate, std::int64_t count, const std::vector<T>& h,
                       std::vector<T>& out) {
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t n = 0; n < count * H; ++n) {
-        const T* rr = rp + (dir * GH + gate * H + n) * H;
-        T acc = 0;
-        for (std::int64_t k = 0; k < H; ++k) acc += h[static_cast<std::size_t>(b * H + k)] * rr[k];
-        out[static_cast<std::size_t>(b * count * H + n)] = acc;
-      }
+    const CMap rd(rp + (dir * GH + gate * H) * H, count * H, H);
+    MMap(out.data(), B, count * H).noalias() = CMap(h.data(), B, H) * rd.transpose();
   };
   return p;
 }

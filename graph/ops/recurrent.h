@@ -28,21 +28,25 @@ enum class CellKind { Rnn, Gru, Lstm };
 
 /// One activation of the `activations` attribute with its alpha and beta.
 struct CellActivation {
-  std::string name;  // Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus
+  enum Kind { Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus };
+  Kind kind = Sigmoid;
   double alpha = 0, beta = 0;
   template <class T> T operator()(T x) const {
     const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
-    if (name == "Sigmoid") return T(1) / (T(1) + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(x, T(0));
-    if (name == "Affine") return a * x + b;
-    if (name == "LeakyRelu") return x < T(0) ? a * x : x;
-    if (name == "ThresholdedRelu") return x > a ? x : T(0);
-    if (name == "ScaledTanh") return a * std::tanh(b * x);
-    if (name == "HardSigmoid") return std::max(T(0), std::min(T(1), a * x + b));
-    if (name == "Elu") return x < T(0) ? a * (std::exp(x) - T(1)) : x;
-    if (name == "Softsign") return x / (T(1) + std::abs(x));
-    return std::log(T(1) + std::exp(x));  // Softplus
+    switch (kind) {
+      case Sigmoid: return T(1) / (T(1) + std::exp(-x));
+      case Tanh: return std::tanh(x);
+      case Relu: return std::max(x, T(0));
+      case Affine: return a * x + b;
+      case LeakyRelu: return x < T(0) ? a * x : x;
+      case ThresholdedRelu: return x > a ? x : T(0);
+      case ScaledTanh: return a * std::tanh(b * x);
+      case HardSigmoid: return std::max(T(0), std::min(T(1), a * x + b));
+      case Elu: return x < T(0) ? a * (std::exp(x) - T(1)) : x;
+      case Softsign: return x / (T(1) + std::abs(x));
+      case Softplus: break;
+    }
+    return std::log(T(1) + std::exp(x));
   }
 };
 
