@@ -60,7 +60,11 @@ class RecurrentKernel final : public Kernel {
 
   Computed compute(const KernelCall& c) const override {
     const CellSpec s = graph::ops::cell_spec(c.op, input_shapes(c));
-    const graph::Tensor &x = required(c, 0), &w = required(c, 1), &r = required(c, 2);
+    // The accumulation mode's input scaling applies to X, as to a MatMul's first operand.
+    graph::Tensor scaled;
+    if (c.accum.input_scale != 1.0) scaled = scale_tensor(required(c, 0), c.accum.input_scale, c.mode);
+    const graph::Tensor& x = c.accum.input_scale != 1.0 ? scaled : required(c, 0);
+    const graph::Tensor &w = required(c, 1), &r = required(c, 2);
     const graph::DType dt = w.dtype();
     const std::int64_t H = s.hidden, I = s.input, GH = s.gate_width(), B = s.batch, S = s.seq;
     // Y element of gate element (t, b, n) of direction dir (layouts as graph/ops/recurrent.h).

@@ -430,3 +430,31 @@ TEST(Kernels, Im2colMatchesItsDefinitionForStridesDilationsAndPads) {
     }
   }
 }
+
+// The recurrent ops' Cube GEMMs run in the op's accumulation mode: an FP16 accumulator overflows
+// in X W^T where FP32 does not, and the overflow is latched at the LSTM's output although the
+// saturating gates leave every output finite. With FP32 accumulation the chip agrees with the
+// FP32 reference within FP16 rounding.
+TEST(Kernels, LstmGemmsFollowTheAccumulationMode) {
+  const std::int64_t S = 3, B = 2, I = 300, H = 8;
+  const pg::Tensor x = random_f16({S, B, I}, 11, 0.0f, 1000.0f);  // sums near 75000 > 65504
+  const pg::Tensor w = random_f16({1, 4 * H, I}, 12, 0.0f, 1.0f), r = random_f16({1, 4 * H, H}, 13);
+  for (auto accum : {ps::AccumDType::FP32, ps::AccumDType::FP16_RN}) {
+    MemStore mem;
+    Placer place(mem);
+    const auto y = place.out(pg::DType::F16, {S, 1, B, H}), yh = place.out(pg::DType::F16, {1, B, H});
+    auto args = op_args("LSTM", {place.put(x), place.put(w), place.put(r)}, {y, yh}, {{"hidden_size", std::int64_t{H}}});
+    args.accum = accum;
+    const auto runner = run_op(mem, args);
+    const bool overflow = runner.detection().outputs.at(0).kinds[ps::kExcOverflow].hit();
+    EXPECT_EQ(overflow, accum != ps::AccumDType::FP32) << "accum " << int(accum);
+    const pg::Tensor got = fetch(mem, y);
+    for (float v : got.to_f32()) ASSERT_TRUE(std::isfinite(v));
+    if (accum == ps::AccumDType::FP32) {
+      const pg::Op op = pc::kernels::op_from_args(args);
+      const std::vector<float> want = reference(op, {&x, &w, &r});
+      const std::vector<float> have = got.to_f32();
+      for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(have[i], want[i], 2e-3 + 2e-3 * std::fabs(want[i])) << i;
+    }
+  }
+}
