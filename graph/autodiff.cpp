@@ -36,7 +36,16 @@ GradBuilder::GradBuilder(const Graph& g, const std::string& loss, std::set<std::
   for (std::uint32_t id : g_.topo_order()) {
     const Op& op = g_.op(id);
     const OpDef* def = OpRegistry::instance().find(op.type);
-    if (!def || !def->gradient) continue;
+    if (!def || !def->gradient) {
+      // An op without a gradient stops gradients (the piecewise-constant ops: their derivative is
+      // zero where it exists); one that reads a trainable weight itself would leave it untrained.
+      for (const std::string& t : op.inputs)
+        if (!t.empty() && wants_.count(t) && requires_.count(t))
+          throw GraphError(fmt::format("{}: op '{}' ({}) is inference only (it has no gradient) but reads the trainable "
+                                       "weight '{}': run the model with mode: inference",
+                                       g_.label(), op.name, op.type, t));
+      continue;
+    }
     if (std::none_of(op.inputs.begin(), op.inputs.end(), [&](const std::string& t) { return requires_.count(t) != 0; }))
       continue;
     for (const std::string& out : op.outputs)
@@ -150,7 +159,8 @@ std::map<std::string, std::string> GradBuilder::build(Graph& out) {
     if (!flows || !wanted) continue;
     const OpDef& def = OpRegistry::instance().get(op.type);
     if (!def.gradient)
-      throw GraphError(fmt::format("{}: op '{}' ({}) has no gradient definition but a gradient flows through it",
+      throw GraphError(fmt::format("{}: op '{}' ({}) is inference only (it has no gradient) but a gradient flows "
+                                   "through it: train without it, or run the model with mode: inference",
                                    g_.label(), op.name, op.type));
     def.gradient(*this, op);
   }

@@ -50,7 +50,14 @@ Shape physical_shape(const TensorDesc& d) {
   throw GraphError("physical_shape: invalid format value");
 }
 
-std::int64_t physical_numel(const TensorDesc& d) { return numel(physical_shape(d)); }
+std::int64_t physical_numel(const TensorDesc& d) {
+  // Formats that only permute dimensions hold the logical elements: no shape copy needed.
+  if (d.format == Format::ND || d.format == Format::NCHW || d.format == Format::NHWC) {
+    check_rank(d.shape, d.format);
+    return numel(d.shape);
+  }
+  return numel(physical_shape(d));
+}
 
 std::size_t physical_nbytes(const TensorDesc& d) {
   return static_cast<std::size_t>(physical_numel(d)) * dtype_size(d.dtype);

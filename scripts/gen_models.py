@@ -11,6 +11,11 @@ with min/max inputs, BatchNormalization in eval mode):
                           10-way classifier head
   resnet50_stage.onnx     the conv2_x stage of ResNet-50: three bottlenecks (1x1, 3x3, 1x1 with
                           BatchNormalization and Relu, projection shortcut) on [batch, 64, 56, 56]
+  rnn_encoder.onnx        a speech-style sequence encoder as torch.onnx writes nn.LSTM and nn.GRU
+                          with batch_first: features [batch, seq, 80] -> bidirectional LSTM (hidden
+                          128) -> GRU (hidden 128) -> per-frame 32-way classifier; the zero initial
+                          states are built from the input's shape (Shape -> Gather -> Concat ->
+                          Expand) and fold at import
 
 It also writes the small models of the importer's bad-input tests to tests/graph/data/onnx_import/
 (opset too new, unsupported ops, an initializer whose graph-input shape disagrees, external data
@@ -150,6 +155,45 @@ def gpt2_block(d=768, heads=12, mlp=3072):
     return b.model("gpt2_block", inputs, outputs)
 
 
+# --- recurrent encoder ---------------------------------------------------------------------------
+
+def zero_state(b, x, scope, dirs, hidden):
+    """Expand(zeros [dirs, 1, hidden], [dirs, batch, hidden]) with batch from x's shape."""
+    batch = dim_of(b, x, 0, scope)
+    shape = b.node("Concat", [b.const([dirs], scope, np.int64), batch, b.const([hidden], scope, np.int64)], scope, axis=0)
+    return b.node("Expand", [b.const(np.zeros([dirs, 1, hidden]), scope), shape], scope)
+
+
+def rnn_encoder(features=80, hidden=128, classes=32):
+    b = Builder(seed=4)
+    x = "features"
+    s = "/encoder/lstm"
+    seq_first = b.node("Transpose", [x], s, perm=[1, 0, 2])
+    h0 = zero_state(b, x, s, 2, hidden)
+    c0 = zero_state(b, x, s, 2, hidden)
+    w = b.weight(f"{s}.weight_ih", [2, 4 * hidden, features], std=0.06)
+    r = b.weight(f"{s}.weight_hh", [2, 4 * hidden, hidden], std=0.06)
+    bias = b.weight(f"{s}.bias", [2, 8 * hidden], std=0.02)
+    y, _, _ = b.node("LSTM", [seq_first, w, r, bias, "", h0, c0], s, n_out=3, hidden_size=hidden,
+                     direction="bidirectional")
+    # [seq, 2, batch, hidden] -> [seq, batch, 2 * hidden]
+    y = b.node("Transpose", [y], s, perm=[0, 2, 1, 3])
+    y = b.node("Reshape", [y, b.const([0, 0, -1], s, np.int64)], s)
+    s = "/encoder/gru"
+    h0 = zero_state(b, x, s, 1, hidden)
+    w = b.weight(f"{s}.weight_ih", [1, 3 * hidden, 2 * hidden], std=0.04)
+    r = b.weight(f"{s}.weight_hh", [1, 3 * hidden, hidden], std=0.06)
+    bias = b.weight(f"{s}.bias", [1, 6 * hidden], std=0.02)
+    g, _ = b.node("GRU", [y, w, r, bias, "", h0], s, n_out=2, hidden_size=hidden, linear_before_reset=1)
+    g = b.node("Squeeze", [g, b.const([1], s, np.int64)], s)
+    g = b.node("Transpose", [g], s, perm=[1, 0, 2])
+    logits = linear(b, g, "/classifier", hidden, classes)
+    b.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/output"))
+    inputs = [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", "seq", features])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", classes])]
+    return b.model("rnn_encoder", inputs, outputs)
+
+
 # --- convolutional blocks ---------------------------------------------------------------------------
 
 def conv(b, x, scope, c_in, c_out, k, stride=1, group=1, bias=True):
@@ -270,7 +314,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "scenarios", "models")
     for name, make in [("gpt2_block", gpt2_block), ("mobilenetv2_stack", mobilenetv2_stack),
-                       ("resnet50_stage", resnet50_stage)]:
+                       ("resnet50_stage", resnet50_stage), ("rnn_encoder", rnn_encoder)]:
         path = os.path.join(out, f"{name}.onnx")
         onnx.save(make(), path)
         print(f"wrote {path} ({os.path.getsize(path)} bytes)")

@@ -172,15 +172,21 @@ class ConvKernel final : public ConvKernelBase {
       m_total = g.m;
       n_img = g.n;
       const std::size_t es = graph::dtype_size(x.dtype());
-      Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      // A 1x1 window with unit stride and no padding reads the image as it is: its columns are
+      // the image's channels, so the Cube reads them in place (the same values in the same K order).
+      const bool identity = g.s.kh == 1 && g.s.kw == 1 && g.s.sh == 1 && g.s.sw == 1 && g.s.ph == 0 && g.s.pw == 0 &&
+                            g.s.oh == g.s.h && g.s.ow == g.s.w;
+      Tensor cols = identity ? Tensor() : Tensor(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
       auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
       out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
       for (std::int64_t n = 0; n < g.n; ++n)
         for (std::int64_t grp = 0; grp < g.group; ++grp) {
-          im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es, cp, P);
+          const std::int64_t img = n * g.chw() + grp * g.s.c * g.s.h * g.s.w;
+          if (!identity) im2col(g.s, bytes_at(x, img), es, cp, P);
+          const CubeOperand b = identity ? operand_of(x, img, P, false) : operand_of(cols, 0, P, false);
           const std::int64_t y0 = (n * g.m + grp * mg) * P;
-          out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), operand_of(cols, 0, P, false),
-                                       out.values[0].data() + y0, P, c.accum, c.mode),
+          out.flags[0].merge(cube_gemm(mg, P, R, operand_of(w, grp * mg * R, R, false), b, out.values[0].data() + y0, P,
+                                       c.accum, c.mode),
                              y0);
         }
     } else {

@@ -116,49 +116,79 @@ graph::Tensor scale_tensor(const graph::Tensor& t, double scale, const num::Mode
   return round_tensor(f, t.dtype(), mode);
 }
 
-void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
-  const std::int64_t P = row_stride;
+namespace {
+
+// Element copies of one fixed width: a typed load/store, never a library call per element.
+template <class E>
+void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
   for (std::int64_t ci = 0; ci < g.c; ++ci)
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j) {
-        std::byte* row = cols + static_cast<std::size_t>(((ci * g.kh + i) * g.kw + j) * P) * elem;
+        E* row = cols + ((ci * g.kh + i) * g.kw + j) * P;
+        // Output columns x whose input column x*sw - pw + j*dw lies inside the image: [x0, x1).
+        const std::int64_t off = j * g.dw - g.pw;
+        std::int64_t x0 = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+        std::int64_t x1 = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+        x0 = std::min(x0, g.ow);
+        x1 = std::clamp(x1, x0, g.ow);
         for (std::int64_t y = 0; y < g.oh; ++y) {
           const std::int64_t iy = y * g.sh - g.ph + i * g.dh;
-          std::byte* dst = row + static_cast<std::size_t>(y * g.ow) * elem;
+          E* dst = row + y * g.ow;
           if (iy < 0 || iy >= g.h) {
-            std::memset(dst, 0, static_cast<std::size_t>(g.ow) * elem);
+            std::fill(dst, dst + g.ow, E{});
             continue;
           }
-          const std::byte* src = img + static_cast<std::size_t>((ci * g.h + iy) * g.w) * elem;
-          const std::int64_t off = j * g.dw - g.pw;  // ix = x * sw + off
-          if (g.sw == 1) {  // one run: zeros, the row's span, zeros
-            const std::int64_t x0 = std::clamp<std::int64_t>(-off, 0, g.ow), x1 = std::clamp<std::int64_t>(g.w - off, x0, g.ow);
-            std::memset(dst, 0, static_cast<std::size_t>(x0) * elem);
-            std::memcpy(dst + x0 * elem, src + (x0 + off) * elem, static_cast<std::size_t>(x1 - x0) * elem);
-            std::memset(dst + x1 * elem, 0, static_cast<std::size_t>(g.ow - x1) * elem);
-            continue;
+          const E* src = img + (ci * g.h + iy) * g.w;  // input column x*sw + off
+          std::fill(dst, dst + x0, E{});
+          if (g.sw == 1) {
+            if (x1 > x0) std::copy(src + x0 + off, src + x1 + off, dst + x0);
+          } else {
+            for (std::int64_t x = x0; x < x1; ++x) dst[x] = src[x * g.sw + off];
           }
-          for (std::int64_t x = 0; x < g.ow; ++x) {
-            const std::int64_t ix = x * g.sw + off;
-            if (ix < 0 || ix >= g.w) std::memset(dst + x * elem, 0, elem);
-            else std::memcpy(dst + x * elem, src + ix * elem, elem);
-          }
+          std::fill(dst + x1, dst + g.ow, E{});
         }
       }
 }
 
-void im2col_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
-                 std::int64_t plane, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
+template <class E>
+void im2col_taps_typed(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                       std::int64_t plane, const E* img, E* cols, std::int64_t row_stride) {
   for (std::int64_t c = 0; c < channels; ++c)
     for (std::int64_t t = 0; t < kn; ++t) {
       const std::int64_t* tap = taps.data() + t * P;
-      std::byte* row = cols + static_cast<std::size_t>((c * kn + t) * row_stride) * elem;
-      const std::byte* src = img + static_cast<std::size_t>(c * plane) * elem;
-      for (std::int64_t p = 0; p < P; ++p) {
-        if (tap[p] < 0) std::memset(row + p * elem, 0, elem);
-        else std::memcpy(row + p * elem, src + tap[p] * elem, elem);
-      }
+      E* row = cols + (c * kn + t) * row_stride;
+      const E* src = img + c * plane;
+      for (std::int64_t p = 0; p < P; ++p) row[p] = tap[p] < 0 ? E{} : src[tap[p]];
     }
+}
+
+template <class F>
+void by_width(std::size_t elem, F&& f) {
+  switch (elem) {
+    case 1: return f(std::uint8_t{});
+    case 2: return f(std::uint16_t{});
+    case 4: return f(std::uint32_t{});
+    case 8: return f(std::uint64_t{});
+    default: throw std::runtime_error(fmt::format("im2col: {}-byte elements are not supported", elem));
+  }
+}
+
+}  // namespace
+
+void im2col(const ConvShape& g, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
+  by_width(elem, [&](auto e) {
+    using E = decltype(e);
+    im2col_typed(g, reinterpret_cast<const E*>(img), reinterpret_cast<E*>(cols), row_stride);
+  });
+}
+
+void im2col_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,
+                 std::int64_t plane, const std::byte* img, std::size_t elem, std::byte* cols, std::int64_t row_stride) {
+  by_width(elem, [&](auto e) {
+    using E = decltype(e);
+    im2col_taps_typed(taps, channels, kn, P, plane, reinterpret_cast<const E*>(img), reinterpret_cast<E*>(cols),
+                      row_stride);
+  });
 }
 
 void col2im_taps(const std::vector<std::int64_t>& taps, std::int64_t channels, std::int64_t kn, std::int64_t P,

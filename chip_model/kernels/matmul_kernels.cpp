@@ -281,6 +281,7 @@ class MatMulGradKernel final : public CubeKernel {
 }  // namespace
 
 void register_conv_kernels(KernelRegistry& r);
+void register_recurrent_kernels(KernelRegistry& r);
 
 void register_cube_kernels(KernelRegistry& r) {
   r.add("MatMul", std::make_unique<MatMulKernel>());
@@ -288,6 +289,7 @@ void register_cube_kernels(KernelRegistry& r) {
   r.add("MatMulGradA", std::make_unique<MatMulGradKernel>(true));
   r.add("MatMulGradB", std::make_unique<MatMulGradKernel>(false));
   register_conv_kernels(r);
+  register_recurrent_kernels(r);
 }
 
 }  // namespace probelab::chip::kernels

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 
 #include "chip_model/kernels/op_args_graph.h"
@@ -285,10 +286,16 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
   const graph::DType dt = out_descs_[o].dtype;
   if (dt == graph::DType::F16 || dt == graph::DType::BF16) {
     const float limit = dt == graph::DType::F16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u);
-    for (std::size_t i = 0; i < pre.size(); ++i)
-      if (std::fabs(pre[i]) >= limit && std::isfinite(pre[i])) {
-        if (over_first < 0) over_first = static_cast<std::int64_t>(i);
-        ++over_count;
+    const float inf = std::numeric_limits<float>::infinity();
+    // Counted branch-free first (NaN compares false both ways); the first index only when there is one.
+    for (const float p : pre) {
+      const float a = std::fabs(p);
+      over_count += static_cast<std::uint64_t>((a >= limit) & (a < inf));
+    }
+    for (std::size_t i = 0; over_count > 0 && i < pre.size(); ++i)
+      if (std::fabs(pre[i]) >= limit && std::fabs(pre[i]) < inf) {
+        over_first = static_cast<std::int64_t>(i);
+        break;
       }
   }
 

@@ -54,6 +54,14 @@ std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph
       ptrs.push_back(nullptr);
       continue;
     }
+    // FP32 without flush-to-zero and integer inputs are read as they are (to_f32 would copy them).
+    const bool widen = t->dtype() == graph::DType::F16 || t->dtype() == graph::DType::BF16 ||
+                       (t->dtype() == graph::DType::F32 && mode.denormal == num::DenormalMode::FlushToZero);
+    if (!widen) {
+      f32.emplace_back();
+      ptrs.push_back(t);
+      continue;
+    }
     f32.push_back(to_f32(*t, mode));
     ptrs.push_back(&f32.back());
   }

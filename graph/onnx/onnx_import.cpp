@@ -276,11 +276,6 @@ class Importer {
     fold_inputs(op, where);
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     adapt_legacy(op, where);
-    if (op.type == "Dropout" && op.attr_int("training_mode", 0) != 0 && op.attr_float("ratio", 0.5) > 0)
-      throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::Features, {"Dropout training_mode"},
-                                 fmt::format("{}: Dropout in training mode draws a random mask, which a replay does "
-                                             "not model; export the model in eval mode",
-                                             where));
     if ((op.type == "Softmax" || op.type == "LogSoftmax") && opset_ < 13) {
       add_legacy_softmax(std::move(op));
       return;

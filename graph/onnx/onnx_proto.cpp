@@ -149,8 +149,9 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
     } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
       s.push_back(it->second);
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
-      throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}') and no value is bound for it (dims: {{{}: N}})",
-                                   where, s.size(), d.dim_param(), d.dim_param()));
+      throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}') and no value is bound for it (a scenario binds it "
+                                   "with model: {{..., dims: {{{}: N}}}}, probelab show with --dims {}=N)",
+                                   where, s.size(), d.dim_param(), d.dim_param(), d.dim_param()));
     } else {
       throw GraphError(fmt::format("{}: dimension {} has neither a size nor a name", where, s.size()));
     }

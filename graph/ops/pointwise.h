@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "graph/autodiff.h"
@@ -79,7 +80,18 @@ concept HasAbsent = requires { P::template absent<float>(0); };
 
 namespace detail {
 
-/// Elementwise forward kernel: inputs converted to T (their dtype when it is T already),
+/// The elements of `t` when they are stored as T already (read in place), else null.
+template <class T> const T* stored_as(const Tensor& t) {
+  const DType d = t.dtype();
+  if constexpr (std::is_same_v<T, float>) return d == DType::F32 ? t.data<float>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, double>) return d == DType::F64 ? t.data<double>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return d == DType::I64 ? t.data<std::int64_t>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return d == DType::I32 ? t.data<std::int32_t>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return d == DType::Bool ? t.data<std::uint8_t>().data() : nullptr;
+  else return nullptr;
+}
+
+/// Elementwise forward kernel: inputs converted to T (read in place when stored as T),
 /// outputs of type TO.
 template <class P, class T, class TO>
 void pointwise_kernel(const Op& op, Ins in, Outs out) {
@@ -88,24 +100,46 @@ void pointwise_kernel(const Op& op, Ins in, Outs out) {
   std::vector<std::vector<T>> store(in.size());
   std::vector<const T*> ptr(in.size());
   std::vector<Shape> shapes(in.size());
-  bool same = true;
+  // Inputs of the output's shape step by 1, single elements by 0; anything else broadcasts.
+  std::vector<std::size_t> step(in.size());
+  bool simple = true;
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (!in[i]) {
       if constexpr (HasAbsent<P>) store[i] = {P::template absent<T>(static_cast<int>(i))};
       else fail(op, "input {} is required", i);
       shapes[i] = {};
+      ptr[i] = store[i].data();
     } else {
-      store[i] = values_as<T>(*in[i]);
       shapes[i] = in[i]->shape();
+      ptr[i] = stored_as<T>(*in[i]);
+      if (!ptr[i]) {
+        store[i] = values_as<T>(*in[i]);
+        ptr[i] = store[i].data();
+      }
     }
-    ptr[i] = store[i].data();
-    same = same && shapes[i] == out[0].shape();
+    const bool full = shapes[i] == out[0].shape();
+    step[i] = full ? 1 : 0;
+    simple = simple && (full || numel(shapes[i]) == 1);
   }
   auto y = mdata<TO>(out[0]);
   std::vector<T> x(in.size());
-  if (same) {
+  if (simple) {
+    // Single elements are read once; only the full-shape inputs change from element to element.
+    std::vector<std::size_t> varying;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (step[i] != 0) varying.push_back(i);
+      else x[i] = ptr[i][0];
+    }
+    if (varying.size() == 1) {
+      const std::size_t v = varying[0];
+      for (std::size_t k = 0; k < y.size(); ++k) {
+        x[v] = ptr[v][k];
+        y[k] = static_cast<TO>(p.template f<T>(x.data(), n));
+      }
+      return;
+    }
     for (std::size_t k = 0; k < y.size(); ++k) {
-      for (std::size_t i = 0; i < in.size(); ++i) x[i] = ptr[i][k];
+      for (const std::size_t i : varying) x[i] = ptr[i][k];
       y[k] = static_cast<TO>(p.template f<T>(x.data(), n));
     }
     return;

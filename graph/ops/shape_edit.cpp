@@ -2,6 +2,7 @@
 // Unsqueeze, Squeeze, Split, Tile, Pad (constant, reflect, edge), Trilu, Dropout (inference: a
 // copy and an all-true mask), DepthToSpace, SpaceToDepth. Kernels move bytes, so every dtype works.
 #include <algorithm>
+#include <random>
 #include <cstring>
 
 #include "graph/autodiff.h"
@@ -297,26 +298,51 @@ void trilu_grad(GradBuilder& b, const Op& op) {
   if (b.needs(op, 0)) b.emit(op, "", "Trilu", {b.dy(op)}, {b.dx(op, 0)}, op.attrs);
 }
 
-// --- Dropout (inference) ------------------------------------------------------------------------------
+// --- Dropout -------------------------------------------------------------------------------------------
+
+bool dropout_drops(const Op& op) { return AttrReader(op).i("training_mode") != 0 && AttrReader(op).f("ratio") > 0; }
 
 std::vector<TensorDesc> infer_dropout(const Op& op, Descs in) {
   expect_inputs(op, in, 1, 1);
   expect_outputs(op, 1, 2);
-  if (AttrReader(op).i("training_mode") != 0 && AttrReader(op).f("ratio") > 0)
-    fail(op, "Dropout in training mode draws a random mask, which a deterministic replay does not model; "
-             "export the model in eval mode");
+  const double ratio = AttrReader(op).f("ratio");
+  if (!(ratio >= 0 && ratio < 1)) fail(op, "ratio {} is outside [0, 1)", ratio);
   std::vector<TensorDesc> out{in[0]};
   if (op.outputs.size() > 1) out.push_back(TensorDesc{DType::Bool, in[0].shape, Format::ND});
   return out;
 }
 
-void dropout_ref(const Op&, Ins in, Outs out, RefPrecision) {
-  std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
-  if (out.size() > 1) std::fill(out[1].data<std::uint8_t>().begin(), out[1].data<std::uint8_t>().end(), 1);
+// Training mode keeps element i when u_i >= ratio, u_i the i-th draw of numpy's legacy uniform
+// generator seeded with `seed` (MT19937 init_genrand, 53 bits from two 32-bit outputs), as ONNX's
+// reference implementation draws it; kept elements are scaled by 1 / (1 - ratio). The same seed
+// gives the same mask at every run, so a replay is deterministic.
+template <class T>
+void dropout_kernel(const Op& op, Ins in, Outs out) {
+  const auto x = cdata<T>(in[0]);
+  auto y = mdata<T>(out[0]);
+  std::vector<std::uint8_t> keep(x.size(), 1);
+  if (dropout_drops(op)) {
+    const AttrReader at(op);
+    const double ratio = at.f("ratio");
+    std::mt19937 gen(static_cast<std::uint32_t>(op.attr_int("seed", 0)));
+    for (auto& k : keep) {
+      const std::uint32_t a = gen() >> 5, b = gen() >> 6;
+      k = (a * 67108864.0 + b) / 9007199254740992.0 >= ratio ? 1 : 0;
+    }
+    const T scale = static_cast<T>(1.0 / (1.0 - ratio));
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = keep[i] ? x[i] * scale : T(0);
+  } else {
+    std::copy(x.begin(), x.end(), y.begin());
+  }
+  if (out.size() > 1) std::copy(keep.begin(), keep.end(), out[1].data<std::uint8_t>().begin());
 }
 
+// Y = mask * X * scale is linear in X with the same mask at every run: its gradient applies the
+// same dropout to dY.
 void dropout_grad(GradBuilder& b, const Op& op) {
-  if (b.needs(op, 0)) b.emit(op, "", "Identity", {b.dy(op)}, {b.dx(op, 0)});
+  if (!b.needs(op, 0)) return;
+  if (dropout_drops(op)) b.emit(op, "", "Dropout", {b.dy(op)}, {b.dx(op, 0)}, op.attrs);
+  else b.emit(op, "", "Identity", {b.dy(op)}, {b.dx(op, 0)});
 }
 
 // --- DepthToSpace / SpaceToDepth ---------------------------------------------------------------------
@@ -416,15 +442,16 @@ void register_shape_edit_ops(OpRegistry& r) {
   tri.gradient = trilu_grad;
   r.add(std::move(tri));
 
-  OpDef drop = def("Dropout", "inference-mode dropout: Y = X, mask all true (training_mode with ratio > 0 is rejected)",
+  OpDef drop = def("Dropout",
+                   "Y = X (mask all true); training_mode: Y = mask * X / (1 - ratio), the mask numpy's draw seeded by `seed`",
                    {attr_float("ratio", 0.5, "drop probability"), attr_int("training_mode", 0, "1: training mode"),
-                    attr_nodefault("seed", false, "random seed (unused)")});
+                    attr_int("seed", 0, "seed of the mask's generator (numpy's legacy MT19937), the same mask at every run")});
   drop.num_outputs = -1;
   drop.min_outputs = 1;
   drop.max_outputs = 2;
   drop.output_names = {"output", "mask?"};
   drop.infer = infer_dropout;
-  drop.reference = dropout_ref;
+  drop.reference = typed(dropout_kernel<float>, dropout_kernel<double>);
   drop.gradient = dropout_grad;
   r.add(std::move(drop));
 

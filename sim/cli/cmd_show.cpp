@@ -1,6 +1,7 @@
 // `probelab show MODEL|SCENARIO`: a model's graph and its snapshots (original, optimized, fused,
-// with fusion provenance); for a scenario also the resolved scenario (after --set), the chip
+// with fusion provenance; an ONNX model's symbolic dimensions bound with --dims); for a scenario also the resolved scenario (after --set), the chip
 // parameters it changes, the training graph it builds and the probe sites it inserts.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "sim/run/resources.h"
 #include "sim/scenario/model_loader.h"
 #include "sim/scenario/prepared_run.h"
+#include "sim/scenario/scenario_error.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::cli {
@@ -25,6 +27,7 @@ namespace {
 struct ShowArgs {
   std::string what;
   std::vector<std::string> sets;
+  std::vector<std::string> dims;  // --dims name=value[,...], repeatable
   std::string stage = "all";
   bool attrs = false;
   bool json = false;
@@ -108,10 +111,18 @@ int show(const ShowArgs& a) {
   // A bare name: a bundled scenario first, then a bundled model.
   if (!std::filesystem::exists(path, ec) && std::filesystem::exists(root / "scenarios" / (path + ".yaml"), ec))
     path = (root / "scenarios" / (path + ".yaml")).string();
+  std::map<std::string, std::int64_t> dims;
+  for (const auto& d : a.dims)
+    for (const auto& [name, value] : sim::parse_dims(d))
+      if (!dims.emplace(name, value).second)
+        throw sim::ScenarioError("--dims", 0, 0, "--dims", fmt::format("each dimension once ('{}' is given twice)", name),
+                                 "'" + d + "'");
   if (looks_like_scenario(path)) {
     sim::LoadOptions lo;
     lo.source_root = root;
     for (const auto& s : a.sets) lo.sets.push_back(sim::parse_set(s));
+    // --dims on a scenario: the same as --set model.dims.<name>=<value>.
+    for (const auto& [name, value] : dims) lo.sets.push_back({"model.dims." + name, std::to_string(value)});
     sim::Scenario s = sim::load_scenario(path, lo);
     sim::PreparedRun run = sim::prepare_run(s);
     // Everything `run` would check before running: the variants too.
@@ -177,7 +188,15 @@ int show(const ShowArgs& a) {
     }
     return 0;
   }
-  const sim::ModelSpec spec = sim::model_spec_from_arg(path, root);
+  if (!a.sets.empty())
+    throw sim::ScenarioError("--set", 0, 0, "--set", "no --set for a model (it overrides scenario keys; an ONNX model's "
+                             "symbolic dimensions are bound with --dims name=value)", "'" + a.sets.front() + "'");
+  sim::ModelSpec spec = sim::model_spec_from_arg(path, root);
+  if (!dims.empty() && spec.source != sim::ModelSpec::Source::Onnx)
+    throw sim::ScenarioError("--dims", 0, 0, "--dims",
+                             "no --dims for a YAML model (dimensions are bound for ONNX models only)",
+                             "'" + spec.path.string() + "'");
+  spec.dims = dims;
   sim::LoadedModel m = sim::load_model(spec);
   if (a.json) {
     fmt::print("{}\n", json{{"model", spec.path.string()}, {"snapshots", snapshots_json(graph::build_snapshots(m.graph), a)}}.dump(2));
@@ -197,6 +216,9 @@ Command add_show(CLI::App& app) {
                   "A scenario file or bundled scenario name, a model file (.yaml/.onnx) or bundled model name")
       ->required();
   sub->add_option("--set", a->sets, "Scenario override key=value (as for run); repeatable");
+  sub->add_option("--dims", a->dims,
+                  "Bind an ONNX model's symbolic input dimensions: name=value[,name=value...], e.g. batch=2,seq=128 "
+                  "(for a scenario: the same as --set model.dims.name=value); repeatable");
   sub->add_option("--stage", a->stage, "Snapshot to print: original, optimized, fused or all")
       ->check(CLI::IsMember({"original", "optimized", "fused", "all"}));
   sub->add_flag("--attrs", a->attrs, "Print op attributes");

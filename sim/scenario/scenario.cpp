@@ -1,6 +1,7 @@
 #include "sim/scenario/scenario.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,34 @@ SetOverride parse_set(const std::string& text) {
   if (s.key.front() == '.' || s.key.back() == '.' || s.key.find("..") != std::string::npos)
     throw ScenarioError("--set", 0, 0, s.key, "a dotted key path without empty segments", "'" + s.key + "'");
   return s;
+}
+
+std::map<std::string, std::int64_t> parse_dims(const std::string& text) {
+  std::map<std::string, std::int64_t> dims;
+  std::stringstream ss(text);
+  std::string item;
+  const auto bad = [&](const std::string& what, const std::string& got) {
+    throw ScenarioError("--dims", 0, 0, "--dims", what, "'" + got + "'");
+  };
+  while (std::getline(ss, item, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      bad("name=value pairs separated by commas (the model's symbolic dimensions, e.g. batch=2,seq=128)", item);
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || v < 1)
+      bad(fmt::format("a size >= 1 for dimension '{}'", name), value);
+    if (!dims.emplace(name, v).second) bad(fmt::format("each dimension once ('{}' is given twice)", name), text);
+  }
+  if (dims.empty()) bad("name=value pairs separated by commas, e.g. batch=2,seq=128", text);
+  return dims;
+}
+
+std::string model_ref_kind(const std::string& ref) {
+  const bool is_file = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml") ||
+                       ref.ends_with(".onnx");
+  return is_file ? (ref.ends_with(".onnx") ? "onnx" : "file") : "name";
 }
 
 namespace {
@@ -147,9 +176,7 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
   std::string kind;
   if (v.is_scalar()) {
     m.ref = v.str();
-    bool is_file = m.ref.find('/') != std::string::npos || m.ref.ends_with(".yaml") ||
-                   m.ref.ends_with(".yml") || m.ref.ends_with(".onnx");
-    kind = is_file ? (m.ref.ends_with(".onnx") ? "onnx" : "file") : "name";
+    kind = model_ref_kind(m.ref);
   } else {
     v.expect_keys({"name", "file", "onnx", "dims"});
     std::vector<std::string> keys;
@@ -334,6 +361,13 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
       YAML::Node chip(YAML::NodeType::Map);
       chip["preset"] = doc["chip"].Scalar();
       doc["chip"] = chip;
+    }
+  // Likewise `model: gpt2_block` for `model: {name: gpt2_block}` when a --set binds model.dims.
+  for (const auto& set : opts.sets)
+    if (set.key.rfind("model.", 0) == 0 && doc["model"].IsScalar()) {
+      YAML::Node model(YAML::NodeType::Map);
+      model[model_ref_kind(doc["model"].Scalar())] = doc["model"].Scalar();
+      doc["model"] = model;
     }
   apply_overrides(doc, opts.sets, fname);
   if (auto issue = graph::check_yaml_document(doc))  // values given with --set

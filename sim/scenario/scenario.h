@@ -209,6 +209,12 @@ struct SetOverride {
 };
 /// Parses "key=value"; throws ScenarioError (file "--set") when malformed.
 SetOverride parse_set(const std::string& text);
+/// Parses "--dims name=value[,name=value...]" (symbolic ONNX dimensions, each >= 1 and named
+/// once); throws ScenarioError (file "--dims") when malformed.
+std::map<std::string, std::int64_t> parse_dims(const std::string& text);
+/// How a scenario's short-form `model: REF` is read: "onnx" (an .onnx path), "file" (another
+/// path) or "name" (a bundled model); the long form's key, `model: {<kind>: REF}`.
+std::string model_ref_kind(const std::string& ref);
 /// Applies overrides to a document in order (creates missing mapping keys; sequence indices must
 /// exist). Throws ScenarioError naming the key on a bad path.
 void apply_overrides(YAML::Node& root, const std::vector<SetOverride>& sets, const std::string& file);

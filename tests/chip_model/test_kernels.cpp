@@ -9,6 +9,7 @@
 #include "numerics/fp16.h"
 #include "numerics/gemm.h"
 #include "graph/fused_ops.h"
+#include "chip_model/kernels/cube_gemm.h"
 #include "chip_model/kernels/op_args_graph.h"
 #include "graph/op_registry.h"
 #include "tests/chip_model/kernel_test_util.h"
@@ -386,4 +387,74 @@ TEST(Kernels, FusedConvBnReluIsCloserToFp32ThanTheUnfusedChain) {
     err_unfused += std::fabs(unfused[i] - ref[i]);
   }
   EXPECT_LT(err_fused, 0.8 * err_unfused);
+}
+
+// im2col against its definition, element by element: strides, dilations and paddings that put
+// whole rows and parts of rows outside the image, for every element width a kernel passes.
+TEST(Kernels, Im2colMatchesItsDefinitionForStridesDilationsAndPads) {
+  std::uint32_t seed = 7;
+  auto next = [&](std::uint32_t m) { seed = seed * 1664525u + 1013904223u; return (seed >> 8) % m; };
+  for (int trial = 0; trial < 200; ++trial) {
+    pc::kernels::ConvShape g;
+    g.c = 1 + next(3), g.h = 1 + next(7), g.w = 1 + next(9), g.kh = 1 + next(3), g.kw = 1 + next(4);
+    g.sh = 1 + next(3), g.sw = 1 + next(3), g.dh = 1 + next(2), g.dw = 1 + next(3);
+    g.ph = next(3), g.pw = next(4);
+    g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+    g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+    if (g.oh < 1 || g.ow < 1) continue;
+    const std::int64_t P = g.cols() + static_cast<std::int64_t>(next(3));  // row stride beyond the columns
+    for (std::size_t elem : {1u, 2u, 4u, 8u}) {
+      std::vector<std::byte> img(static_cast<std::size_t>(g.c * g.h * g.w) * elem);
+      for (auto& b : img) b = static_cast<std::byte>(1 + next(255));
+      std::vector<std::byte> cols(static_cast<std::size_t>(g.rows() * P) * elem, std::byte{0xEE});
+      pc::kernels::im2col(g, img.data(), elem, cols.data(), P);
+      for (std::int64_t ci = 0; ci < g.c; ++ci)
+        for (std::int64_t i = 0; i < g.kh; ++i)
+          for (std::int64_t j = 0; j < g.kw; ++j)
+            for (std::int64_t y = 0; y < g.oh; ++y)
+              for (std::int64_t x = 0; x < g.ow; ++x) {
+                const std::int64_t iy = y * g.sh - g.ph + i * g.dh, ix = x * g.sw - g.pw + j * g.dw;
+                const std::byte* got = cols.data() + static_cast<std::size_t>(((ci * g.kh + i) * g.kw + j) * P + y * g.ow + x) * elem;
+                for (std::size_t b = 0; b < elem; ++b) {
+                  const std::byte want = iy < 0 || iy >= g.h || ix < 0 || ix >= g.w
+                                             ? std::byte{0}
+                                             : img[static_cast<std::size_t>((ci * g.h + iy) * g.w + ix) * elem + b];
+                  ASSERT_EQ(got[b], want) << "trial " << trial << " elem " << elem << " ci " << ci << " i " << i << " j "
+                                          << j << " y " << y << " x " << x;
+                }
+              }
+      // the row padding beyond the columns is left alone
+      for (std::int64_t r = 0; r < g.rows(); ++r)
+        for (std::int64_t p = g.cols(); p < P; ++p)
+          ASSERT_EQ(cols[static_cast<std::size_t>(r * P + p) * elem], std::byte{0xEE});
+    }
+  }
+}
+
+// The recurrent ops' Cube GEMMs run in the op's accumulation mode: an FP16 accumulator overflows
+// in X W^T where FP32 does not, and the overflow is latched at the LSTM's output although the
+// saturating gates leave every output finite. With FP32 accumulation the chip agrees with the
+// FP32 reference within FP16 rounding.
+TEST(Kernels, LstmGemmsFollowTheAccumulationMode) {
+  const std::int64_t S = 3, B = 2, I = 300, H = 8;
+  const pg::Tensor x = random_f16({S, B, I}, 11, 0.0f, 1000.0f);  // sums near 75000 > 65504
+  const pg::Tensor w = random_f16({1, 4 * H, I}, 12, 0.0f, 1.0f), r = random_f16({1, 4 * H, H}, 13);
+  for (auto accum : {ps::AccumDType::FP32, ps::AccumDType::FP16_RN}) {
+    MemStore mem;
+    Placer place(mem);
+    const auto y = place.out(pg::DType::F16, {S, 1, B, H}), yh = place.out(pg::DType::F16, {1, B, H});
+    auto args = op_args("LSTM", {place.put(x), place.put(w), place.put(r)}, {y, yh}, {{"hidden_size", std::int64_t{H}}});
+    args.accum = accum;
+    const auto runner = run_op(mem, args);
+    const bool overflow = runner.detection().outputs.at(0).kinds[ps::kExcOverflow].hit();
+    EXPECT_EQ(overflow, accum != ps::AccumDType::FP32) << "accum " << int(accum);
+    const pg::Tensor got = fetch(mem, y);
+    for (float v : got.to_f32()) ASSERT_TRUE(std::isfinite(v));
+    if (accum == ps::AccumDType::FP32) {
+      const pg::Op op = pc::kernels::op_from_args(args);
+      const std::vector<float> want = reference(op, {&x, &w, &r});
+      const std::vector<float> have = got.to_f32();
+      for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(have[i], want[i], 2e-3 + 2e-3 * std::fabs(want[i])) << i;
+    }
+  }
 }

@@ -202,6 +202,7 @@ const GradCase kCases[] = {
     {"Where_broadcast", "Where", {}, {{{2, 3}, In::Mask, 0, 0, 0, {1, 0, 0, 1, 1, 0}}, {{2, 3}}, {{3}}}},
     {"Cast_to_f64", "Cast", {{"to", std::int64_t{11}}}, {{{2, 3}}}},
     {"Dropout_inference", "Dropout", {}, {{{2, 3}}}},
+    {"Dropout_training", "Dropout", {{"training_mode", std::int64_t{1}}, {"ratio", 0.4}, {"seed", std::int64_t{3}}}, {{{2, 5}}}},
     // Reductions.
     {"ReduceL1", "ReduceL1", {{"axes", I{1}}}, {{{2, 3, 2}, In::Diff, -1, 1, 0.1}}},
     {"ReduceL2", "ReduceL2", {{"axes", I{0, 2}}}, {{{2, 3, 2}}}},

@@ -88,6 +88,20 @@ TEST(BundledOnnxModels, ResNet50StageMatchesOnnxruntime) {
   EXPECT_LE(worst(first4, ort.to_f32(), 1e-5, 1e-4), 1.0);
 }
 
+TEST(BundledOnnxModels, RnnEncoderMatchesOnnxruntime) {
+  OnnxImportOptions o;
+  o.dim_params = {{"batch", 2}, {"seq", 5}};
+  const Graph g = import_onnx(kModels + "rnn_encoder.onnx", o);
+  const auto types = op_types(g);
+  EXPECT_TRUE(types.count("LSTM") && types.count("GRU"));
+  for (const char* folded : {"Shape", "Gather", "Concat", "Expand"})
+    EXPECT_FALSE(types.count(folded)) << folded << " (the zero initial states) should fold at import";
+  const auto v = run_graph_reference(g, {{"features", formula_input({2, 5, 80})}}, RefPrecision::F32);
+  const Tensor ort = read_npy(kOrt + "rnn_encoder_logits_b2_s5.npy");
+  ASSERT_EQ(v.at("logits").shape(), ort.shape());
+  EXPECT_LE(worst(v.at("logits").to_f32(), ort.to_f32(), 1e-5, 1e-4), 1.0);
+}
+
 TEST(BundledOnnxModels, DimsAreCheckedByName) {
   OnnxImportOptions o;
   o.dim_params = {{"batch", 1}, {"sequence", 8}};

@@ -25,16 +25,18 @@ namespace fs = std::filesystem;
 
 inline const char* const kOnnxDataDir = "/usr/share/libonnx-testdata/data";
 
-/// Case directories of a kind (node, pytorch-converted, ...), sorted.
-inline std::vector<fs::path> onnx_cases(const std::string& kind) {
+/// Case directories (holding a model.onnx) under `root`, sorted.
+inline std::vector<fs::path> onnx_cases_in(const fs::path& root) {
   std::vector<fs::path> cases;
-  const fs::path root = fs::path(kOnnxDataDir) / kind;
   if (!fs::is_directory(root)) return cases;
   for (const auto& e : fs::directory_iterator(root))
     if (e.is_directory() && fs::exists(e.path() / "model.onnx")) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   return cases;
 }
+
+/// Case directories of a kind (node, pytorch-converted, ...), sorted.
+inline std::vector<fs::path> onnx_cases(const std::string& kind) { return onnx_cases_in(fs::path(kOnnxDataDir) / kind); }
 
 inline std::vector<fs::path> data_sets(const fs::path& dir) {
   std::vector<fs::path> sets;
@@ -159,10 +161,9 @@ struct Tally {
 /// Runs `run(case dir, io)` on every case of `kind` whose op types are all registered; the others
 /// count as skipped for their unsupported ops.
 template <class F>
-Tally run_onnx_kind(const std::string& kind, const std::string& title, F&& run) {
+Tally run_onnx_cases(const std::vector<fs::path>& cases, const std::string& title, F&& run) {
   Tally t;
-  t.title = fmt::format("ONNX {} conformance {}", kind, title);
-  const std::vector<fs::path> cases = onnx_cases(kind);
+  t.title = title;
   t.cases = cases.size();
   for (const fs::path& dir : cases) {
     const std::vector<std::string> bad = graph::onnx_unsupported_ops((dir / "model.onnx").string());
@@ -175,6 +176,11 @@ Tally run_onnx_kind(const std::string& kind, const std::string& title, F&& run) 
     t.add(dir.filename().string(), io, run(dir, io));
   }
   return t;
+}
+
+template <class F>
+Tally run_onnx_kind(const std::string& kind, const std::string& title, F&& run) {
+  return run_onnx_cases(onnx_cases(kind), fmt::format("ONNX {} conformance {}", kind, title), std::forward<F>(run));
 }
 
 /// Skip outcome of an import that failed for value types or unmodelled features; nullopt for a

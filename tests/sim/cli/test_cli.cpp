@@ -96,6 +96,41 @@ TEST(Cli, ShowPrintsSnapshotsAndResolvedScenario) {
   EXPECT_NE(r.out.find("probe sites"), std::string::npos) << r.out;
 }
 
+// An ONNX model's symbolic dimensions bound on the command line (--dims), and a scenario's own
+// model.dims, overridden with --dims as with --set model.dims.NAME=VALUE.
+TEST(Cli, ShowBindsSymbolicDimensions) {
+  TempDir dir;
+  test::CmdResult r = run("show gpt2_block --dims batch=2,seq=16 --stage original", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("[2, 16, 768]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[1, 128, 768]"), std::string::npos);
+  r = run("show " + (test::source_root() / "scenarios/models/rnn_encoder.onnx").string() +
+              " --dims batch=3 --dims seq=7 --json --stage original",
+          dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool seen = false;
+  for (const auto& t : j["snapshots"]["original"]["tensors"])
+    if (t["name"] == "logits") {
+      EXPECT_EQ(t["shape"], nlohmann::json::array({3, 7, 32}));
+      seen = true;
+    }
+  EXPECT_TRUE(seen) << r.out.substr(0, 2000);
+  // The scenario binds batch 1, seq 128; --dims changes seq only.
+  r = run("show 08_gpt2_block_inf --dims seq=32 --stage original", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("dims: {batch: 1, seq: 32}"), std::string::npos) << r.out.substr(0, 3000);
+  EXPECT_NE(r.out.find("[1, 32, 768]"), std::string::npos);
+  // A scenario naming a bundled ONNX model in the short form takes --set model.dims too.
+  dir.write("s.yaml", "name: s\nmodel: gpt2_block\nchip: tiny\n");
+  r = run("show s.yaml --set model.dims.batch=2 --set model.dims.seq=8 --stage original", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("[2, 8, 768]"), std::string::npos) << r.out.substr(0, 3000);
+  r = run("show s.yaml --dims batch=2", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("symbolic ('seq') and no value is bound"), std::string::npos) << r.err;
+}
+
 TEST(Cli, RunExitCodesFollowExpectations) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);

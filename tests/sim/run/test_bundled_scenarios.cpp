@@ -97,6 +97,22 @@ TEST_P(Bundled, PassesAndShowsWhatItIsFor) {
     EXPECT_EQ(f["step"], 0);
     ASSERT_FALSE(f["ranks"].empty()) << f.dump();
     for (const auto& rank : f["ranks"]) EXPECT_EQ(rank.get<int>() / 8, 3) << f.dump();
+  } else if (name.starts_with("12_")) {  // the LSTM on the chip is the source, everything after it propagation
+    const json* src = find_anomaly(r, "invalid", "/encoder/lstm/LSTM");
+    ASSERT_NE(src, nullptr) << r["anomalies"].dump();
+    EXPECT_EQ((*src)["element"], 5000);
+    EXPECT_EQ((*src)["step"], 1);
+    EXPECT_EQ((*src)["role"], "source");
+    for (const auto& a : r["anomalies"])
+      if (a["op"] != "/encoder/lstm/LSTM") {
+        EXPECT_EQ(a["role"], "propagation") << a.dump();
+      }
+    bool lstm = false, gru = false;
+    for (const auto& o : r["ops"]) {
+      lstm = lstm || o["type"] == "LSTM";
+      gru = gru || o["type"] == "GRU";
+    }
+    EXPECT_TRUE(lstm && gru) << "both recurrent ops ran on the chip";
   } else if (name.starts_with("07_")) {
     EXPECT_TRUE(r["anomalies"].empty());
     EXPECT_GT(r["comparisons"].size(), 100u);

@@ -53,7 +53,7 @@ Outcome run_case(probes::Device& dev, const testing::fs::path& dir, const graph:
   }
 }
 
-testing::Tally run_kind_on_chip(const std::string& kind) {
+testing::Tally run_cases_on_chip(const std::vector<testing::fs::path>& cases, const std::string& title) {
   chip::Trace trace(false);
   PlatformOptions po;
   po.chip = chip::chip_preset("ascend910b");
@@ -64,7 +64,7 @@ testing::Tally run_kind_on_chip(const std::string& kind) {
   Platform platform("platform", po);
   testing::Tally t;
   platform.host(0).set_program([&] {
-    t = testing::run_onnx_kind(kind, "on the simulated chip", [&](const testing::fs::path& dir, const graph::OnnxModelIo& io) {
+    t = testing::run_onnx_cases(cases, title, [&](const testing::fs::path& dir, const graph::OnnxModelIo& io) {
       return run_case(platform.host(0).device(), dir, io);
     });
   });
@@ -74,8 +74,16 @@ testing::Tally run_kind_on_chip(const std::string& kind) {
   return t;
 }
 
+testing::Tally run_kind_on_chip(const std::string& kind) {
+  EXPECT_FALSE(testing::onnx_cases(kind).empty()) << kind << " cases are missing: apt-get install libonnx-testdata";
+  return run_cases_on_chip(testing::onnx_cases(kind), fmt::format("ONNX {} conformance on the simulated chip", kind));
+}
+
 TEST(OnnxChipConformance, EverySupportedNodeCasePassesOnTheChip) {
   const testing::Tally t = run_kind_on_chip("node");
+  // A case of a supported op is skipped only for a value type the chip does not hold.
+  for (const auto& [reason, n] : t.skipped)
+    EXPECT_TRUE(reason.starts_with("unsupported value types") || reason.starts_with("float64")) << n << " " << reason;
   EXPECT_GE(t.ran * 2, t.cases) << "fewer than half of the node cases ran on the chip";
 }
 
@@ -87,6 +95,17 @@ TEST(OnnxChipConformance, PytorchConvertedCasesPassOnTheChip) {
 TEST(OnnxChipConformance, PytorchOperatorCasesPassOnTheChip) {
   const testing::Tally t = run_kind_on_chip("pytorch-operator");
   EXPECT_GE(t.passed * 10, t.cases * 8);
+}
+
+TEST(OnnxChipConformance, EverySupportedSimpleCasePassesOnTheChip) { run_kind_on_chip("simple"); }
+
+// The recurrent cases with onnxruntime's outputs (tests/graph/test_onnx_conformance.cpp) on the
+// chip: Cube GEMMs per step, Vector gate arithmetic.
+TEST(OnnxChipConformance, RecurrentCasesMatchOnnxruntimeOnTheChip) {
+  const auto cases = testing::onnx_cases_in(testing::fs::path(PROBELAB_SOURCE_DIR) / "tests/graph/data/recurrent_cases");
+  ASSERT_EQ(cases.size(), 8u);
+  const testing::Tally t = run_cases_on_chip(cases, "recurrent cases (onnxruntime) on the simulated chip");
+  EXPECT_EQ(t.passed, cases.size());
 }
 
 }  // namespace
