@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graph/dtype.h"
+#include "sim/run/quant_report.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::sim {
@@ -93,7 +94,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"overflow_mode", s.precision.overflow_mode}};
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
-                          "losses", "checkpoints", "perf"}) {
+                          "losses", "checkpoints", "perf", "quantization"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }
   json warnings = json::array();
@@ -125,6 +126,8 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                   {"cycles", total_cycles(v.result)}};
     if (v.result.contains("error")) entry["error"] = v.result["error"];
     entry["capture"] = v.run->probes ? capture_section(v.result, v.baseline) : json(nullptr);
+    entry["quantization"] = v.result.contains("quantization") ? v.result["quantization"] : json(nullptr);
+    entry["losses"] = v.result.contains("losses") ? v.result["losses"] : json(nullptr);
     vs.push_back(std::move(entry));
   }
   r["variants"] = vs;
@@ -196,6 +199,30 @@ std::string summary_text(const json& r) {
     for (std::size_t i = 0; i < r["warnings"].size() && i < 8; ++i)
       out += "    " + r["warnings"][i].get<std::string>() + "\n";
   }
+  if (r.contains("quantization")) out += quant_summary(r["quantization"]);
+  if (r.contains("rewind") && r["rewind"].is_object()) {
+    const json& w = r["rewind"];
+    const json& q = w["requested"];
+    out += fmt::format("  rewind: {} '{}'{} at step {} -> re-executed steps {}..{} {} with {} of {}: {}{}{} ({}/)\n",
+                       q.value("by", "?"), q.value("expression", "?"),
+                       q.value("op", "").empty() ? std::string() : " on " + q.value("op", ""), q.value("step", 0),
+                       w.value("from_step", 0), w.value("to_step", 0),
+                       w.value("from_checkpoint", false) ? fmt::format("from the step-{} checkpoint", w.value("from_step", 0))
+                                                         : std::string("from the start"),
+                       w.value("capture", "?"),
+                       w["ops"].size() == 1 && w["ops"][0] == "*" ? std::string("every op")
+                                                                  : fmt::format("{} ops", w["ops"].size()),
+                       w.value("status", "?") != "ok" ? "failed: " + w.value("error", std::string("?"))
+                       : w.value("reproduced", false) ? "reproduced"
+                                                      : "NOT reproduced",
+                       w.value("losses_compared", 0) ? fmt::format(", {} losses {}", w.value("losses_compared", 0),
+                                                                   w.value("losses_identical", false) ? "identical" : "DIFFER")
+                                                     : std::string(),
+                       fmt::format(", {} dump entries", w.value("dump_entries", 0)), w.value("pass", "rewind"));
+  }
+  if (r.contains("rewind_of") && r["rewind_of"].is_object())
+    out += fmt::format("  re-execution asked by a rewind at step {} of the run in {}\n",
+                       r["rewind_of"]["requested"].value("step", 0), r["rewind_of"].value("run", ".."));
   const json& an = r["anomalies"];
   if (an.is_array()) out += fmt::format("  anomalies: {}\n", an.size());
   if (an.is_array())
