@@ -19,10 +19,6 @@ namespace fs = std::filesystem;
 test::CmdResult cli(const std::string& args, const TempDir& dir) {
   return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
 }
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
 
 std::string training(const std::string& name, const std::string& every, const std::string& injections) {
   return "name: " + name + R"(
