@@ -35,13 +35,21 @@ std::uint64_t total_cycles(const json& r) {
   return r.contains("cycles") ? r["cycles"].value("total", std::uint64_t{0}) : 0;
 }
 
-/// Cycles of the steps themselves: per rank the sum of its step times, the slowest rank.
-std::uint64_t step_cycles(const json& r) {
+/// Steps every rank of a run ran (a stop or rewind action ends a run early).
+std::size_t steps_run(const json& r) {
+  if (!r.contains("cycles") || !r["cycles"].contains("per_step")) return 0;
+  std::size_t n = SIZE_MAX;
+  for (const auto& rank : r["cycles"]["per_step"]) n = std::min(n, rank.size());
+  return n == SIZE_MAX ? 0 : n;
+}
+
+/// Cycles of the first `steps` steps themselves: per rank the sum of its step times, the slowest rank.
+std::uint64_t step_cycles(const json& r, std::size_t steps = SIZE_MAX) {
   std::uint64_t worst = 0;
   if (!r.contains("cycles") || !r["cycles"].contains("per_step")) return 0;
   for (const auto& rank : r["cycles"]["per_step"]) {
     std::uint64_t sum = 0;
-    for (const auto& c : rank) sum += c.get<std::uint64_t>();
+    for (std::size_t k = 0; k < rank.size() && k < steps; ++k) sum += rank[k].get<std::uint64_t>();
     worst = std::max(worst, sum);
   }
   return worst;
@@ -49,10 +57,13 @@ std::uint64_t step_cycles(const json& r) {
 
 json capture_section(const json& result, const json& baseline) {
   json cap = result.contains("capture") ? result["capture"] : json::object();
-  const std::uint64_t with = step_cycles(result);
+  // A run that stopped early (stop, rewind) is compared over the steps it ran.
+  const bool base_ok = baseline.is_object() && baseline.value("status", "") == "ok";
+  const std::size_t common = base_ok ? std::min(steps_run(result), steps_run(baseline)) : SIZE_MAX;
+  const std::uint64_t with = step_cycles(result, common);
   cap["cycles_with_probes"] = with;
-  if (baseline.is_object() && baseline.value("status", "") == "ok") {
-    const std::uint64_t without = step_cycles(baseline);
+  if (base_ok) {
+    const std::uint64_t without = step_cycles(baseline, common);
     cap["cycles_without_probes"] = without;
     cap["overhead_percent"] = overhead_percent(with, without);
     cap["total_overhead_percent"] = overhead_percent(total_cycles(result), total_cycles(baseline));

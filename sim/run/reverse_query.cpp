@@ -351,6 +351,15 @@ QueryResult reverse_query(const fs::path& run, const QueryOptions& opts,
                         std::to_string(opts.rank));
   if (opts.kind == "exceeds" && !(opts.threshold >= 0))
     throw ScenarioError("query", 0, 0, "X", "a threshold >= 0 (max |x| is compared with it)", fmt::format("{}", opts.threshold));
+  {  // only the steps the run executed (a stop or rewind action may have ended it early)
+    std::ifstream in(run / "report.json");
+    const json rep = json::parse(in, nullptr, false);
+    if (rep.is_object() && rep.contains("cycles") && rep["cycles"].contains("per_step") && rep["cycles"]["per_step"].is_array() &&
+        opts.rank < rep["cycles"]["per_step"].size()) {
+      const auto ran = static_cast<int>(rep["cycles"]["per_step"][opts.rank].size());
+      if (ran > 0 && ran < c.scenario.steps) limit_steps(c.scenario, ran);
+    }
+  }
   const PreparedRun prepared = prepare_run(c.scenario);
   const graph::Graph& g = prepared.workload.snapshots.fused;
   if (!g.find_tensor(opts.tensor)) {
