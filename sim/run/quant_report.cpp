@@ -72,8 +72,13 @@ struct OperandAgg {
         hi = std::max(hi, a);
         if (a > 0) lo = std::min(lo, a);
       }
+      // The per-channel scales a symmetric quantization in this format would use.
+      json scales = json::array();
+      const double qmax = num::quant_qmax(num::parse_quant_format(format));
+      for (const auto& v : channel_amax) scales.push_back(static_cast<float>(v.get<double>() / qmax));
       j["channels"] = {{"axis_size", channel_amax.size()},
                        {"amax", channel_amax},
+                       {"scale", scales},
                        {"spread", std::isfinite(lo) ? json(hi / lo) : json(nullptr)}};
     }
     return j;

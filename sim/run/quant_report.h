@@ -9,6 +9,7 @@
 //                              amax: {min, max, last}, scale: {min, max, last},
 //                              per_step: [{step, amax, scale, next_scale (delayed), saturated, underflow, subnormal}],
 //                              channels (activations): {axis_size, amax: [last step, per channel],
+//                                                        scale: [amax / qmax of the format, per channel],
 //                                                        spread: max / smallest non-zero channel amax}}}],
 //                  saturated, underflow: totals over every layer and step,
 //                  first_saturation: {op, rank, step, operand, count} | null  (earliest step, then

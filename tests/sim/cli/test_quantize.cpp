@@ -163,6 +163,8 @@ TEST(Quantize, ReportHoldsPerLayerSaturationAmaxAndChannelScales) {
     if (l["op"] == "conv3") {
       conv3_spread = a["channels"]["spread"];
       EXPECT_EQ(a["channels"]["axis_size"], 16);
+      // each channel's symmetric INT8 scale: its amax / 127
+      EXPECT_FLOAT_EQ(a["channels"]["scale"][3].get<float>(), a["channels"]["amax"][3].get<float>() / 127.0f);
     }
   }
   // Per-channel amax of each layer's input: conv3's input channels spread wider than conv2's
