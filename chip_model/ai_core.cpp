@@ -208,10 +208,10 @@ void AiCore::execute(TaskContext& ctx) {
       h.count = kh.count;
       h.value_bits = std::bit_cast<std::uint32_t>(kh.value);
       h.detail = kh.detail;
-      const bool in_kind = k == spec::kExcNanInput || k == spec::kExcInfInput;
-      h.is_input = inputs && in_kind;
-      h.slot = !inputs ? slot
-                       : static_cast<std::uint16_t>(std::max(k == spec::kExcNanInput ? det.nan_input : det.inf_input, 0));
+      h.is_input = inputs;
+      h.slot = !inputs       ? slot
+               : kh.slot >= 0 ? static_cast<std::uint16_t>(kh.slot)
+                              : static_cast<std::uint16_t>(std::max(k == spec::kExcNanInput ? det.nan_input : det.inf_input, 0));
       h.dtype = inputs ? run.args().inputs.at(h.slot).dtype : dtype;
       h.cycle = svc_.clock.ps_to_cycles(cycle_of(h.element));
     }
@@ -253,6 +253,7 @@ void AiCore::execute(TaskContext& ctx) {
   rec.cores = ncores;
   rec.units = units;
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
+  rec.quant = run.quant_records();
   std::uint64_t mte_ps = 0;
   for (const PipelineResult::CoreSpan& s : r.cores) mte_ps += s.mte_busy_ps;
   rec.mte_cycles = svc_.clock.ps_to_cycles(mte_ps);

@@ -47,6 +47,7 @@
 
 #include "chip_model/ai_core_pipeline.h"
 #include "chip_model/core_interface.h"
+#include "chip_model/kernels/kernel.h"
 #include "chip_model/kernels/tiling.h"
 
 namespace probelab::chip::kernels {
@@ -73,6 +74,7 @@ struct OpRecord {
   std::uint32_t cores = 0;                 // AI cores granted
   std::uint32_t units = 0;                 // pipelines timed: cores, or their Vector cores (split chip, Vector op)
   std::uint64_t tiles = 0;
+  std::vector<kernels::QuantOpRecord> quant;  // quantized Cube ops: what quantization did
 };
 
 class AiCore : public sc_core::sc_module, public CoreExecutor {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -144,15 +145,50 @@ QuantStats quantize_span(std::span<float> x, std::span<const QuantParams> params
   const auto nch = static_cast<std::int64_t>(params.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const QuantParams& p = params[static_cast<std::size_t>((static_cast<std::int64_t>(i) / inner) % nch)];
+    const float x0 = x[i];
     if (std::isfinite(x[i])) s.amax = std::max(s.amax, static_cast<double>(std::fabs(x[i])));
     const Result<float> r = quantize(x[i], p);
     x[i] = r.value;
     s.flags |= r.flags;
-    if (r.flags.has(Flag::Overflow)) ++s.saturated;
+    if (r.flags.has(Flag::Overflow) && s.saturated++ == 0) {
+      s.first_saturated = static_cast<std::int64_t>(i);
+      s.first_saturated_value = x0;
+    }
     if (r.flags.has(Flag::Invalid)) ++s.invalid;
     if (r.flags.has(Flag::Inexact)) ++s.inexact;
+    if (r.flags.has(Flag::DenormalOut) && r.value != 0.0f) ++s.subnormal;
+    if (r.value == 0.0f && x0 != 0.0f && std::isfinite(x0)) ++s.underflow;
   }
   return s;
+}
+
+std::string_view amax_algorithm_name(AmaxAlgorithm a) { return a == AmaxAlgorithm::Max ? "max" : "most_recent"; }
+
+AmaxAlgorithm parse_amax_algorithm(std::string_view name) {
+  if (name == "max") return AmaxAlgorithm::Max;
+  if (name == "most_recent") return AmaxAlgorithm::MostRecent;
+  throw std::invalid_argument("unknown amax algorithm '" + std::string(name) + "' (expected max or most_recent)");
+}
+
+QuantParams delayed_params(QuantFormat f, const DelayedScalingState& s) {
+  QuantParams p;
+  p.format = f;
+  p.symmetric = true;
+  p.inv_scale = s.multiplier;
+  p.scale = f32(1.0 / static_cast<double>(s.multiplier));
+  return p;
+}
+
+void delayed_update(QuantFormat f, DelayedScalingState& s, float amax, AmaxAlgorithm a, int margin) {
+  if (s.history.empty()) throw std::invalid_argument("delayed scaling: the amax history has length 0");
+  std::rotate(s.history.rbegin(), s.history.rbegin() + 1, s.history.rend());  // oldest moves to the front
+  s.history.front() = amax;
+  float h = s.history.front();
+  if (a == AmaxAlgorithm::Max)
+    for (float v : s.history) h = std::isnan(v) || std::isnan(h) ? std::numeric_limits<float>::quiet_NaN() : std::max(h, v);
+  if (!(h > 0.0f) || !std::isfinite(h)) return;  // TE keeps the previous scale
+  const float m = f32(f32(quant_qmax(f) / static_cast<double>(h)) / std::ldexp(1.0, margin));
+  if (m > 0.0f && std::isfinite(m)) s.multiplier = m;
 }
 
 std::vector<QuantParams> choose_params(std::span<const float> x, QuantFormat f, bool symmetric, std::int64_t channels,

@@ -29,6 +29,18 @@
 //    FP16 values), so a GEMM on offsets with FP32 accumulation is the low-bit GEMM.
 //  - dequantize(offset, params) = fp32(scale * offset).
 // Per channel: one QuantParams per channel, each chosen from that channel's range.
+//
+// Delayed scaling (Transformer Engine's DelayedScaling recipe, FP8 formats and INT alike): the
+// scale used at step t comes from the amax *history* of the tensor at earlier steps, not from the
+// tensor itself, so one quantization pass needs no reduction before the cast:
+//   amax_h = max(history) (algorithm max) or history[0] (most_recent; history[0] is the newest);
+//   multiplier = fp32(fp32(qmax / amax_h) / 2^margin)   (TE's `scale`; qmax as above)
+//   scale      = fp32(1 / multiplier)                   (TE's `scale_inv`, what dequantizes)
+// kept from the previous step when amax_h is 0 or not finite (TE's rule); the first step, with an
+// empty history, uses multiplier 1. After the tensor is quantized its amax is pushed at the front
+// of the history (the oldest entry drops out) and the next multiplier is computed from it. So the
+// scale always lags the data by one step: a tensor whose amax jumps at step t saturates at step t
+// whatever the history length, and with `max` a spike keeps the scale large for `length` steps.
 #pragma once
 
 #include <cstdint>
@@ -80,9 +92,30 @@ struct QuantStats {
   std::uint64_t saturated = 0;  // codes clamped to the range (Overflow raised)
   std::uint64_t invalid = 0;    // NaN inputs (INT: became zero_point)
   std::uint64_t inexact = 0;
+  std::uint64_t underflow = 0;  // finite non-zero inputs whose code is zero (flushed by the scale)
+  std::uint64_t subnormal = 0;  // FP8 codes that are subnormal (DenormalOut: reduced precision)
   double amax = 0.0;            // largest finite |x| seen
+  std::int64_t first_saturated = -1;  // index of the first saturated element; -1: none
+  float first_saturated_value = 0.0f; // its value before quantization
   Flags flags;                  // OR of every element's flags
 };
+
+enum class AmaxAlgorithm : std::uint8_t { Max = 0, MostRecent = 1 };
+/// "max", "most_recent".
+std::string_view amax_algorithm_name(AmaxAlgorithm a);
+/// Inverse of amax_algorithm_name; throws std::invalid_argument listing the names.
+AmaxAlgorithm parse_amax_algorithm(std::string_view name);
+
+/// Delayed-scaling state of one tensor (see above): the multiplier in effect and the history,
+/// newest first. `history.size()` is the history length (>= 1).
+struct DelayedScalingState {
+  float multiplier = 1.0f;
+  std::vector<float> history;
+};
+/// Params of the next quantization from the state (symmetric, zero point 0).
+QuantParams delayed_params(QuantFormat f, const DelayedScalingState& s);
+/// Pushes `amax` (the amax just observed) into the history and computes the next multiplier.
+void delayed_update(QuantFormat f, DelayedScalingState& s, float amax, AmaxAlgorithm a, int margin);
 
 /// Quantizes `x` in place into offsets (see quantize). `params` has one entry (per tensor) or one
 /// per channel; channel of element i is (i / inner) % params.size(), so a row-major tensor with

@@ -21,7 +21,8 @@ std::vector<std::string> detail_names(std::uint32_t d) {
   static const std::pair<std::uint32_t, const char*> kNames[] = {
       {spec::kExcDetailAccumulator, "accumulator"},      {spec::kExcDetailPartial, "split_k_partial"},
       {spec::kExcDetailConversion, "output_conversion"}, {spec::kExcDetailCompute, "compute"},
-      {spec::kExcDetailAccFp16, "fp16_accumulator"},     {spec::kExcDetailCollective, "collective"}};
+      {spec::kExcDetailAccFp16, "fp16_accumulator"},     {spec::kExcDetailCollective, "collective"},
+      {spec::kExcDetailQuantize, "quantize"}};
   std::vector<std::string> out;
   for (const auto& [bit, name] : kNames)
     if (d & bit) out.emplace_back(name);

@@ -21,7 +21,7 @@ std::string_view anomaly_kind_name(AnomalyKind k);
 /// True for the kinds that name an op input (nan_input, inf_input).
 bool reads_input(AnomalyKind k);
 /// Names of the set spec::ExcDetailBits: accumulator, split_k_partial, output_conversion,
-/// compute, fp16_accumulator, collective.
+/// compute, fp16_accumulator, collective, quantize.
 std::vector<std::string> detail_names(std::uint32_t detail);
 
 /// The role of an anomaly in the causal history of the non-finite value it shows (provenance.h).

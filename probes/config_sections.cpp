@@ -1,4 +1,5 @@
 // The sections of the probe config: watch points, conditions, rules and the option blocks.
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@ struct Defaults {
   std::optional<std::string> scope;
   bool inputs = false, outputs = true;
   std::vector<Condition> conditions;
+  RewindSpec rewind;  // arguments of a rewind among the default actions
 };
 
 void data_mode(const Reader& r, const YAML::Node& n, const std::string& key, bool& in, bool& out) {
@@ -33,7 +35,8 @@ void data_mode(const Reader& r, const YAML::Node& n, const std::string& key, boo
 }
 
 std::vector<Condition> conditions(const Reader& r, const YAML::Node& n, const std::string& key,
-                                  const std::vector<Action>& default_actions, const YAML::Node& actions_node) {
+                                  const std::vector<Action>& default_actions, const YAML::Node& actions_node,
+                                  const RewindSpec& default_rewind = {}) {
   std::vector<Condition> out;
   if (!n.IsSequence() && !n.IsScalar()) r.fail(n, key, "expected a list of conditions");
   auto one = [&](const YAML::Node& c, const std::string& k) {
@@ -41,17 +44,24 @@ std::vector<Condition> conditions(const Reader& r, const YAML::Node& n, const st
     if (c.IsScalar()) {
       cond.expr = r.expr(c, k, c.as<std::string>());
       cond.actions = default_actions;
+      cond.rewind = default_rewind;
       if (cond.actions.empty())
         r.fail(actions_node.IsDefined() ? actions_node : c, k, "condition has no actions (add `actions: [...]`)");
     } else if (c.IsMap()) {
       r.check_keys(c, k, {"when", "actions"});
       if (!c["when"]) r.fail(c, k, "missing key 'when'");
       cond.expr = r.expr(c["when"], Reader::join(k, "when"), r.str(c["when"], Reader::join(k, "when")));
-      cond.actions = c["actions"] ? r.actions(c["actions"], Reader::join(k, "actions")) : default_actions;
+      cond.rewind = default_rewind;
+      cond.actions = c["actions"] ? r.actions(c["actions"], Reader::join(k, "actions"), &cond.rewind) : default_actions;
+      if (std::count(cond.actions.begin(), cond.actions.end(), Action::Rewind) > 1)
+        r.fail(c["actions"], Reader::join(k, "actions"), "one rewind action per condition");
       if (cond.actions.empty()) r.fail(c, k, "condition has no actions");
     } else {
       r.fail(c, k, "expected an expression string or {when: ..., actions: [...]}");
     }
+    const bool brk = std::find(cond.actions.begin(), cond.actions.end(), Action::Break) != cond.actions.end();
+    if (brk && std::find(cond.actions.begin(), cond.actions.end(), Action::Rewind) != cond.actions.end())
+      r.fail(c, k, "break and rewind exclude each other (a rewind re-executes the step after it ends; drop break)");
     out.push_back(std::move(cond));
   };
   if (n.IsScalar()) one(n, key);
@@ -134,10 +144,11 @@ WatchPoint watch_point(const Reader& r, const YAML::Node& n, const std::string& 
   if (n["data_mode"]) data_mode(r, n["data_mode"], k("data_mode"), wp.capture_inputs, wp.capture_outputs);
   if (n["halt_on_exception"]) wp.halt_on_exception = r.boolean(n["halt_on_exception"], k("halt_on_exception"));
   std::vector<Action> acts = default_actions;
-  if (n["actions"]) acts = r.actions(n["actions"], k("actions"));
+  RewindSpec rewind = d.rewind;
+  if (n["actions"]) acts = r.actions(n["actions"], k("actions"), &rewind);
   // (YAML::Node has reference semantics: pick the node once instead of re-assigning a variable)
   const YAML::Node acts_node = n["actions"] ? n["actions"] : actions_node;
-  if (n["conditions"]) wp.conditions = conditions(r, n["conditions"], k("conditions"), acts, acts_node);
+  if (n["conditions"]) wp.conditions = conditions(r, n["conditions"], k("conditions"), acts, acts_node, rewind);
   else if (n["actions"]) r.fail(n["actions"], k("actions"), "actions without conditions (add `conditions: [...]`)");
   check_mode_vs_conditions(r, n, key, wp);
   return wp;
@@ -153,21 +164,25 @@ Rule rule(const Reader& r, const YAML::Node& n, const std::string& key) {
     if (arrow == std::string::npos) r.fail(n, key, fmt::format("rule '{}' has no '-> action'", s));
     when = s.substr(0, arrow);
     when.erase(when.find_last_not_of(" \t") + 1);
-    std::string acts = s.substr(arrow + 2);
-    std::stringstream ss(acts);
-    std::string a;
-    while (std::getline(ss, a, ',')) {
+    const std::string acts = s.substr(arrow + 2);
+    std::vector<std::string> parts(1);  // split at commas outside parentheses: rewind(a, b)
+    int depth = 0;
+    for (char ch : acts) {
+      if (ch == '(') ++depth;
+      if (ch == ')') --depth;
+      if (ch == ',' && depth == 0) parts.emplace_back();
+      else parts.back() += ch;
+    }
+    for (std::string a : parts) {
       a.erase(0, a.find_first_not_of(" \t"));
       a.erase(a.find_last_not_of(" \t") + 1);
-      auto act = parse_action(a);
-      if (!act) r.fail(n, key, fmt::format("unknown action '{}' in rule '{}'", a, s));
-      out.actions.push_back(*act);
+      out.actions.push_back(r.action(n, key, a, &out.rewind));
     }
   } else if (n.IsMap()) {
     r.check_keys(n, key, {"when", "actions", "ops"});
     if (!n["when"] || !n["actions"]) r.fail(n, key, "a rule needs `when` and `actions`");
     when = r.str(n["when"], Reader::join(key, "when"));
-    out.actions = r.actions(n["actions"], Reader::join(key, "actions"));
+    out.actions = r.actions(n["actions"], Reader::join(key, "actions"), &out.rewind);
     if (n["ops"])
       for (const auto& g : r.strings(n["ops"], Reader::join(key, "ops"))) {
         r.glob(n["ops"], Reader::join(key, "ops"), g);
@@ -186,7 +201,8 @@ Rule rule(const Reader& r, const YAML::Node& n, const std::string& key) {
                          out.expr.text(), var_name(v)));
   for (Action a : out.actions)
     if (a == Action::Break || a == Action::FullDump || a == Action::StatsDump)
-      r.fail(n, key, fmt::format("action '{}' needs a tensor; rules allow enable_verbose and stop", action_name(a)));
+      r.fail(n, key, fmt::format("action '{}' needs a tensor; rules allow enable_verbose, stop and rewind", action_name(a)));
+  if (std::count(out.actions.begin(), out.actions.end(), Action::Rewind) > 1) r.fail(n, key, "one rewind action per rule");
   return out;
 }
 
@@ -246,8 +262,8 @@ void parse_sections(const Reader& r, const YAML::Node& root, ProbeConfig& cfg) {
   if (root["scope"]) d.scope = r.regex(root["scope"], "scope");
   if (root["data_mode"]) data_mode(r, root["data_mode"], "data_mode", d.inputs, d.outputs);
   std::vector<Action> acts;
-  if (root["actions"]) acts = r.actions(root["actions"], "actions");
-  if (root["conditions"]) d.conditions = conditions(r, root["conditions"], "conditions", acts, root["actions"]);
+  if (root["actions"]) acts = r.actions(root["actions"], "actions", &d.rewind);
+  if (root["conditions"]) d.conditions = conditions(r, root["conditions"], "conditions", acts, root["actions"], d.rewind);
   else if (root["actions"]) r.fail(root["actions"], "actions", "actions without conditions");
 
   if (const auto& wps = root["watch_points"]) {

@@ -24,6 +24,7 @@ std::string_view cause_class_name(CauseClass c) {
     case CauseClass::DataCorruption: return "data_corruption";
     case CauseClass::Precision: return "precision";
     case CauseClass::Condition: return "condition";
+    case CauseClass::QuantizationOverflow: return "quantization_overflow";
   }
   return "?";
 }
@@ -33,7 +34,7 @@ const std::vector<CauseClass>& all_cause_classes() {
       CauseClass::NanSource, CauseClass::Fp16AccumulationOverflow, CauseClass::OutputRangeOverflow,
       CauseClass::Overflow,  CauseClass::Underflow,                CauseClass::CollectiveOrder,
       CauseClass::FusedOpPrecision, CauseClass::DataCorruption,    CauseClass::Precision,
-      CauseClass::Condition};
+      CauseClass::Condition, CauseClass::QuantizationOverflow};
   return v;
 }
 
@@ -308,10 +309,25 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
 
   // 1. origins of non-finite values, in causal order
   const Origin* first_nonfinite = nullptr;
-  std::size_t nth = 0;
+  std::size_t nth = 0, nth_quant = 0;
   for (const Origin& o : in.origins) {
     const graph::Op* op = op_at(o.op_id);
     const std::string name = op ? op->name : fmt::format("<op {}>", o.op_id);
+    if (o.latch && (o.latch->detail & spec::kExcDetailQuantize)) {
+      // the earliest saturation in causal order first: later ones may read its clipped results
+      const double score = std::max(0.5, 0.92 - 0.01 * static_cast<double>(nth_quant++));
+      auto& c = b.add(name, CauseClass::QuantizationOverflow, score, o.evidence, o.step, o.rank);
+      c.tensor = o.latch->tensor;
+      c.element = o.latch->element;
+      c.explains += o.explains.size();
+      c.suggestion = fmt::format(
+          "{} clipped {} of its input {} to the low-bit format's largest value at step {}: the scale did not cover "
+          "the values (with delayed scaling it comes from earlier steps' amax, so a jump in amax saturates the step it "
+          "happens); give the scale headroom (margin), quantize this tensor with its current amax, or keep {} in "
+          "higher precision",
+          name, o.latch->count, o.latch->tensor, o.step, name);
+      continue;
+    }
     if (o.latch && o.latch->kind == AnomalyKind::Underflow) {
       auto& c = b.add(name, CauseClass::Underflow, 0.6, "underflow latched: " + where(*o.latch), o.step, o.rank);
       c.tensor = o.latch->tensor;

@@ -68,9 +68,11 @@ enum class CauseClass : std::uint8_t {
   DataCorruption,           // values changed without an arithmetic cause (memory, hardware)
   Precision,                // an op fails the reference comparison (no finer class)
   Condition,                // a user condition fired on a statistic no other class covers
+  QuantizationOverflow,     // a quantized Cube operand saturated its low-bit format (e.g. a lagging FP8 scale)
 };
 /// "nan_source", "fp16_accumulation_overflow", "output_range_overflow", "overflow", "underflow",
-/// "collective_order", "fused_op_precision", "data_corruption", "precision", "condition"
+/// "collective_order", "fused_op_precision", "data_corruption", "precision", "condition",
+/// "quantization_overflow"
 std::string_view cause_class_name(CauseClass c);
 /// Every class, in enum order.
 const std::vector<CauseClass>& all_cause_classes();

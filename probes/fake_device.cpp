@@ -219,7 +219,8 @@ void FakeDevice::latch_exception(const Exception& e) {
   h.value_bits = std::bit_cast<std::uint32_t>(v);
   h.detail = e.detail;
   h.slot = static_cast<std::uint16_t>(e.output);
-  h.is_input = e.kind == kExcNanInput || e.kind == kExcInfInput;
+  // input kinds, and an operand that saturated when a quantized op quantized it
+  h.is_input = e.kind == kExcNanInput || e.kind == kExcInfInput || (e.detail & kExcDetailQuantize);
   h.dtype = e.dtype;
   if (exc_.enable_mask() & (1u << e.kind)) exc_ops_.insert(e.op_id);
   if (exc_.report(r)) raise_irq(kIrqException);

@@ -65,7 +65,8 @@ class FakeDevice : public Device {
   struct Exception {
     std::uint32_t kind = spec::kExcInvalid;  // ExcKindBit
     std::uint32_t op_id = 0, task_id = 0, core = 0, stream = 0;
-    std::uint32_t output = 0;                // tensor slot (the input index for nan_input/inf_input)
+    std::uint32_t output = 0;                // tensor slot (the input index for nan_input/inf_input
+                                             // and for a quantization overflow, kExcDetailQuantize)
     std::uint64_t element = 0, cycle = 0;    // cycle 0: now
     std::optional<std::uint32_t> step = std::nullopt;  // default: the kRegStep value
     std::optional<float> value = std::nullopt;         // default: NaN (invalid, nan_input), +Inf (others)

@@ -53,14 +53,48 @@ std::string_view action_name(Action a) {
     case Action::Break: return "break";
     case Action::EnableVerbose: return "enable_verbose";
     case Action::Stop: return "stop";
+    case Action::Rewind: return "rewind";
   }
   return "?";
 }
 
 std::optional<Action> parse_action(std::string_view s) {
-  for (Action a : {Action::FullDump, Action::StatsDump, Action::Break, Action::EnableVerbose, Action::Stop})
+  for (Action a : {Action::FullDump, Action::StatsDump, Action::Break, Action::EnableVerbose, Action::Stop, Action::Rewind})
     if (action_name(a) == s) return a;
   return std::nullopt;
+}
+
+std::string RewindSpec::text() const {
+  return fmt::format("rewind({}, {}, {})", full ? "full_dump" : "stats_dump", all_ops ? "all" : "implicated",
+                     then_continue ? "continue" : "stop");
+}
+
+std::optional<RewindSpec> parse_rewind(std::string_view s) {
+  if (s.rfind("rewind", 0) != 0) return std::nullopt;
+  std::string_view rest = s.substr(6);
+  RewindSpec spec;
+  if (rest.empty()) return spec;
+  if (rest.front() != '(' || rest.back() != ')') return std::nullopt;
+  std::string args(rest.substr(1, rest.size() - 2));
+  for (char& c : args)
+    if (c == ',') c = ' ';
+  std::istringstream in(args);
+  std::string word;
+  std::set<std::string> seen;
+  while (in >> word) {
+    if (!seen.insert(word).second) throw std::invalid_argument(fmt::format("rewind argument '{}' given twice", word));
+    if (word == "full_dump") spec.full = true;
+    else if (word == "stats_dump") spec.full = false;
+    else if (word == "all") spec.all_ops = true;
+    else if (word == "implicated") spec.all_ops = false;
+    else if (word == "continue") spec.then_continue = true;
+    else if (word == "stop") spec.then_continue = false;
+    else
+      throw std::invalid_argument(fmt::format("unknown rewind argument '{}' (expected full_dump or stats_dump, "
+                                              "implicated or all, stop or continue)",
+                                              word));
+  }
+  return spec;
 }
 
 void IntSet::add(std::int64_t lo, std::int64_t hi) {

@@ -28,11 +28,20 @@
 //         halt_on_exception: false  # a break action also halts when the op latched an exception
 //         conditions:               # a string (uses `actions`) or {when: EXPR, actions: [...]}
 //           - "nan_count > 0"
-//         actions: [break]          # full_dump | stats_dump | break | enable_verbose | stop
+//         actions: [break]          # full_dump | stats_dump | break | enable_verbose | stop | rewind
+//                                   # rewind(ARGS): stop after this step, then re-execute from the
+//                                   #   last checkpoint at or before it with more capture (the
+//                                   #   runner does it: sim/run/rewind.h). ARGS, separated by commas
+//                                   #   or spaces (quote the action in a YAML flow list when it has
+//                                   #   commas): full_dump (default) | stats_dump, the capture of the
+//                                   #   re-execution; implicated (default: the op the condition held
+//                                   #   on, or that latched, and the ops writing its inputs) | all;
+//                                   #   stop (default: the re-execution ends after the step) | continue
 //     conditions: ["abs_mean < 1e-6"]   # defaults for string watch points
 //     actions: [full_dump]
 //     rules:                        # over counters; "EXPR -> action[, action]" or a map
-//       - "overflow_count > 3 -> enable_verbose"
+//       - "overflow_count > 3 -> enable_verbose"     # rules allow enable_verbose, stop and rewind
+//       - "invalid_count > 0 -> rewind(full_dump, continue)"
 //       - {when: "nan_input_count > 0", actions: [stop], ops: ["*"]}
 //     exceptions: {kinds: [overflow, invalid, nan_input, inf_input],   # default; add underflow, or all
 //                  latch_limit: 16}      # latches per kind per step (0: unbounded)
@@ -92,9 +101,21 @@ std::optional<CaptureMode> parse_capture_mode(std::string_view s);
 enum class DirectionFilter : std::uint8_t { Forward, Backward, Optimizer, All };
 std::string_view direction_filter_name(DirectionFilter d);
 
-enum class Action : std::uint8_t { FullDump, StatsDump, Break, EnableVerbose, Stop };
+enum class Action : std::uint8_t { FullDump, StatsDump, Break, EnableVerbose, Stop, Rewind };
 std::string_view action_name(Action a);
+/// A plain action name ("rewind" included, with its default arguments).
 std::optional<Action> parse_action(std::string_view s);
+
+/// The arguments of a `rewind(...)` action.
+struct RewindSpec {
+  bool full = true;        // full_dump (full tensors) | stats_dump (statistics) in the re-execution
+  bool all_ops = false;    // all | implicated
+  bool then_continue = false;  // continue to the last step | stop after the anomaly's step
+  std::string text() const;    // "rewind(full_dump, implicated, stop)"
+};
+/// Parses "rewind" or "rewind(ARGS)"; nullopt when `s` is not a rewind action; throws
+/// std::invalid_argument naming a bad argument.
+std::optional<RewindSpec> parse_rewind(std::string_view s);
 
 /// A set of non-negative integers given as a list of values and inclusive ranges.
 class IntSet {
@@ -114,6 +135,7 @@ class IntSet {
 struct Condition {
   Expr expr;
   std::vector<Action> actions;
+  RewindSpec rewind;  // the arguments when `actions` holds Rewind
 };
 
 /// One end of a watch point's `range`: the first (start) or last (end) op, in execution order,
@@ -152,6 +174,7 @@ struct WatchPoint {
 struct Rule {
   Expr expr;
   std::vector<Action> actions;
+  RewindSpec rewind;  // the arguments when `actions` holds Rewind
   std::vector<std::string> ops;  // globs of ops whose probes enable_verbose switches; empty: all
 };
 

@@ -85,6 +85,9 @@ struct RuntimeOptions {
   std::filesystem::path output_dir = ".";
   /// Streams scanned for a halted breakpoint on kIrqBreakpoint.
   std::uint32_t num_streams = spec::kNumStreams;
+  /// False in a re-execution started by a rewind: its rewind actions are recorded as triggers but
+  /// request nothing (no second rewind, no stop).
+  bool rewind_enabled = true;
 };
 
 /// Where a tensor lives in HBM while the current step runs (valid until end_step()). Returns

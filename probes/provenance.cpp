@@ -623,7 +623,9 @@ struct Resolver {
 
   /// The history of anomaly `a` on rank r.
   Trace explain(std::size_t r, const AnomalyRecord& a) {
-    if (a.kind == AnomalyKind::Underflow || a.op_id >= g.ops().size()) {
+    // An underflow, and an operand that saturated its low-bit format when quantized (finite
+    // values clipped: no non-finite value follows), are their own history.
+    if (a.kind == AnomalyKind::Underflow || (a.detail & spec::kExcDetailQuantize) || a.op_id >= g.ops().size()) {
       Trace t;
       t.origin.kind = OriginKind::Op;
       t.origin.rank = ev(r).rank;
@@ -632,7 +634,12 @@ struct Resolver {
       t.origin.latch = &a;
       t.origin.tensor = a.tensor;
       t.origin.element = a.element;
-      t.origin.evidence = fmt::format("{} latched at {} element {}", anomaly_kind_name(a.kind), a.op, a.element);
+      t.origin.evidence = (a.detail & spec::kExcDetailQuantize)
+                              ? fmt::format("overflow latched at {}: quantizing its input {} ({}) saturated {} element{}, "
+                                            "the first at element {} (value {})",
+                                            a.op, a.output_index, a.tensor, a.count, a.count == 1 ? "" : "s", a.element,
+                                            a.value)
+                              : fmt::format("{} latched at {} element {}", anomaly_kind_name(a.kind), a.op, a.element);
       if (a.op_id < g.ops().size()) t.path.push_back(hop(r, a.step, a.op_id));
       return t;
     }
@@ -688,7 +695,7 @@ std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvid
       else a.role = AnomalyRole::Propagation;
       a.propagation_path = split_path(t.path, a.rank);
       const Key k{o.step, res.pos(o.op_id), o.rank, static_cast<std::uint32_t>(o.kind), o.tensor,
-                  o.latch && o.latch->kind == AnomalyKind::Underflow};
+                  o.latch && (o.latch->kind == AnomalyKind::Underflow || (o.latch->detail & spec::kExcDetailQuantize))};
       auto [it, fresh] = origins.emplace(k, o);
       it->second.explains.push_back(&a);
       if (fresh || t.path.size() > best_path[k]) {

@@ -2,6 +2,20 @@
 
 namespace probelab::probes {
 
+nlohmann::json to_json(const RewindRequest& r) {
+  return {{"step", r.step},
+          {"rank", r.rank},
+          {"by", r.by},
+          {"expression", r.expression},
+          {"watch_point", r.watch_point},
+          {"op", r.op},
+          {"tensor", r.tensor},
+          {"capture", r.full ? "full_dump" : "stats_dump"},
+          {"scope", r.all_ops ? "all" : "implicated"},
+          {"then", r.then_continue ? "continue" : "stop"},
+          {"ops", r.ops}};
+}
+
 nlohmann::json RuntimeReport::to_json() const {
   nlohmann::json j;
   j["rank"] = rank;
@@ -41,6 +55,7 @@ nlohmann::json RuntimeReport::to_json() const {
     j["replays"].push_back({{"op_id", r.op_id}, {"step", r.step}, {"kind", anomaly_kind_name(r.kind)},
                             {"reproduced", r.reproduced}, {"detail", r.detail}});
   j["stop_requested"] = stop_requested;
+  j["rewinds"] = arr(rewinds);
   j["warnings"] = warnings;
   return j;
 }

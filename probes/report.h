@@ -34,6 +34,19 @@ struct StepSummary {
   std::uint64_t anomalies = 0;
 };
 
+/// A `rewind` action fired: what the runner re-executes (sim/run/rewind.h). The run stops after
+/// `step`; the re-execution starts at the last checkpoint at or before it.
+struct RewindRequest {
+  std::uint32_t step = 0, rank = 0;
+  std::string by;           // "condition" | "rule"
+  std::string expression;   // the condition or rule text
+  std::string watch_point;  // conditions: the watch point
+  std::string op, tensor;   // conditions: where it held; rules: the first op that latched this step
+  bool full = true, all_ops = false, then_continue = false;  // RewindSpec
+  std::vector<std::string> ops;  // the implicated ops to capture (empty with all_ops)
+};
+nlohmann::json to_json(const RewindRequest& r);
+
 struct RuntimeReport {
   std::uint32_t rank = 0;
   std::vector<AnomalyRecord> anomalies;
@@ -59,6 +72,7 @@ struct RuntimeReport {
   /// with the same fingerprint saw the same values (what makes clean runs distinct).
   std::uint64_t fingerprint = 0;
   bool stop_requested = false;
+  std::vector<RewindRequest> rewinds;             // the first rewind action that fired (at most one)
   std::vector<std::string> warnings;
   nlohmann::json to_json() const;
 };

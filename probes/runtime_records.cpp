@@ -277,6 +277,8 @@ void RuntimeState::run_host_conditions(const ProbeSite& site, const CaptureRecor
         }
       }
       apply_actions(c.actions, site, ev);
+      if (std::find(c.actions.begin(), c.actions.end(), Action::Rewind) != c.actions.end())
+        request_rewind(c.rewind, "condition", c.expr.text(), wp.id, site.target_op_id, site.tensor, rec.header.step);
       log::debug("runtime", "condition '{}' held on {} step {}", ev.condition, ev.tensor, ev.step);
       rep.triggers.push_back(std::move(ev));
     }
@@ -316,6 +318,7 @@ void RuntimeState::apply_actions(const std::vector<Action>& actions, const Probe
         break;
       case Action::Stop: stop = true; break;
       case Action::FullDump:
+      case Action::Rewind:  // request_rewind, by the caller (it knows the arguments)
       case Action::Break: break;  // handled by the caller / the breakpoint ISR
     }
   }
@@ -340,6 +343,8 @@ void RuntimeState::evaluate_rules() {
     ev.step = step;
     for (Action a : r.actions) ev.actions.emplace_back(action_name(a));
     ev.counters = counters;
+    if (std::find(r.actions.begin(), r.actions.end(), Action::Rewind) != r.actions.end())
+      request_rewind(r.rewind, "rule", r.expr.text(), "", std::nullopt, "", step);
     for (Action a : r.actions) {
       if (a == Action::Stop) stop = true;
       if (a != Action::EnableVerbose) continue;
@@ -356,6 +361,50 @@ void RuntimeState::evaluate_rules() {
     log::debug("runtime", "rule '{}' fired at step {}", ev.rule, step);
     rep.rules_fired.push_back(std::move(ev));
   }
+}
+
+}  // namespace probelab::probes::detail
+
+namespace probelab::probes::detail {
+
+void RuntimeState::request_rewind(const RewindSpec& spec, const std::string& by, const std::string& expression,
+                                  const std::string& watch_point, std::optional<std::uint32_t> target,
+                                  const std::string& tensor, std::uint32_t at_step) {
+  if (!opts.rewind_enabled || !rep.rewinds.empty()) return;
+  RewindRequest r;
+  r.step = at_step;
+  r.rank = opts.rank;
+  r.by = by;
+  r.expression = expression;
+  r.watch_point = watch_point;
+  r.tensor = tensor;
+  r.full = spec.full;
+  r.all_ops = spec.all_ops;
+  r.then_continue = spec.then_continue;
+  // The op it fired on (rules: every op that latched an anomaly this step) and their inputs' writers.
+  std::vector<std::uint32_t> at;
+  if (target) at.push_back(*target);
+  else
+    for (const AnomalyRecord& a : rep.anomalies)
+      if (a.step == at_step && a.op_id < graph.ops().size() &&
+          std::find(at.begin(), at.end(), a.op_id) == at.end())
+        at.push_back(a.op_id);
+  if (!at.empty()) r.op = op(at.front()).name;
+  std::set<std::string> names;
+  for (std::uint32_t id : at) {
+    const graph::Op& o = op(id);
+    names.insert(o.name);
+    for (const auto& in : o.inputs)
+      if (const graph::Op* w = in.empty() ? nullptr : graph.producer(in); w && !is_probe_op(*w)) names.insert(w->name);
+  }
+  if (!spec.all_ops) r.ops.assign(names.begin(), names.end());
+  if (!spec.all_ops && r.ops.empty()) {
+    r.all_ops = true;  // nothing latched to point at: capture everything
+    warn(fmt::format("rewind at step {}: no op latched an anomaly for rule '{}'; the re-execution captures every op",
+                     at_step, expression));
+  }
+  rep.rewinds.push_back(std::move(r));
+  stop = true;
 }
 
 }  // namespace probelab::probes::detail

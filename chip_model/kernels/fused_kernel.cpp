@@ -70,8 +70,16 @@ class FusedKernel final : public Kernel {
       }
       std::vector<graph::Tensor> results;
       if (cube) {
-        const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum};
+        const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum, nullptr, nullptr, c.quant};
         Computed r = is_quantized(inner.args.attrs) ? compute_quantized(kern, ic) : kern.compute(ic);
+        if (is_quantized(inner.args.attrs) && c.quant && !c.quant->records.empty()) {
+          // Operands of the fused op keep their input index; intermediates have none.
+          QuantOpRecord& q = c.quant->records.back();
+          for (QuantOperandRecord* o : {&q.activations, &q.weights}) {
+            const std::size_t i = static_cast<std::size_t>(o->slot);
+            o->slot = i < f.inputs.size() && f.inputs[i] >= 0 && static_cast<std::size_t>(f.inputs[i]) < n_in ? f.inputs[i] : -1;
+          }
+        }
         for (std::size_t o = 0; o < r.values.size(); ++o) {
           results.push_back(graph::Tensor::from_f32(inner.out_descs[o].shape, r.values[o], graph::DType::F32));
           if (o < r.flags.size() && r.flags[o].flags.any()) {

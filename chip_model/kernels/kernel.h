@@ -36,11 +36,38 @@
 #include "chip_model/hooks/fault_hooks.h"
 #include "numerics/bulk.h"
 #include "numerics/mode.h"
+#include "numerics/quant.h"
 #include "chip_model/spec/op_args.h"
 #include "graph/op.h"
 #include "graph/tensor.h"
 
 namespace probelab::chip::kernels {
+
+/// What quantizing one operand of a quantized Cube op did (quant_kernel.h).
+struct QuantOperandRecord {
+  bool on = false;
+  num::QuantFormat format = num::QuantFormat::Int8;
+  bool delayed = false;       // the scale came from the amax history (delayed scaling)
+  float scale = 0.0f;         // the per-tensor scale used (per-channel weights: the largest)
+  float next_scale = 0.0f;    // delayed scaling: the scale the next execution will use
+  num::QuantStats stats;
+  std::int32_t slot = -1;     // the operand's index in the executed op's inputs; -1: a fused intermediate
+  /// Activations: amax of each input channel (Conv axis 1; MatMul / Gemm the reduction axis K),
+  /// what a per-channel scale would be built from.
+  std::vector<float> channel_amax;
+};
+/// One quantized Cube op (or fused body op) execution.
+struct QuantOpRecord {
+  std::string op;  // the op's name (a fused body op's own name)
+  QuantOperandRecord activations, weights;
+};
+/// Quantization state of one op execution, owned by the OpRunner: delayed-scaling state read from
+/// HBM before the kernel runs and written back after it (by address: spec/quant_args.h), and
+/// what every quantized body op did.
+struct QuantContext {
+  std::map<std::uint64_t, std::vector<float>> meta;
+  std::vector<QuantOpRecord> records;
+};
 
 /// Everything a kernel sees of one op execution.
 struct KernelCall {
@@ -58,6 +85,8 @@ struct KernelCall {
   /// Fault hooks and site of this execution (fused kernels call on_fused_inner); may be null.
   FaultHooks* hooks = nullptr;
   const FaultSite* site = nullptr;
+  /// Quantized Cube ops: delayed-scaling state and records (null: none kept).
+  QuantContext* quant = nullptr;
 };
 
 /// Results before the output conversion: exact FP32 values (an FP16-accumulated GEMM result is

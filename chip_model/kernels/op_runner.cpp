@@ -13,6 +13,7 @@
 
 #include "chip_model/kernels/op_args_graph.h"
 #include "chip_model/kernels/quant_kernel.h"
+#include "chip_model/spec/quant_args.h"
 #include "numerics/bf16.h"
 #include "numerics/fp16.h"
 #include "numerics/fp32.h"
@@ -180,6 +181,28 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
   for (std::size_t i = 0; i < inputs_.size(); ++i)
     input_ptrs_.push_back(args_.inputs[i].dtype == spec::kAbsentTensor ? nullptr : &inputs_[i]);
   scan_inputs();
+  load_quant_state(mem);
+}
+
+void OpRunner::load_quant_state(KernelMemory& mem) {
+  quant_ = QuantContext{};
+  auto collect = [&](const spec::OpAttrs& attrs) {
+    for (const char* p : {spec::kQuantActivations, spec::kQuantWeights}) {
+      const std::string prefix = p;
+      auto meta = attrs.find(prefix + spec::kQuantMetaSuffix);
+      auto len = attrs.find(prefix + spec::kQuantHistorySuffix);
+      if (meta == attrs.end() || len == attrs.end() || !std::holds_alternative<std::int64_t>(meta->second) ||
+          !std::holds_alternative<std::int64_t>(len->second))
+        continue;
+      const std::int64_t n = std::get<std::int64_t>(len->second);
+      if (n < 1 || n > (1 << 20)) throw std::runtime_error(fmt::format("{}: {}{} must be in [1, 2^20]", op_label(args_), prefix, spec::kQuantHistorySuffix));
+      std::vector<float> v(static_cast<std::size_t>(n) + 1);
+      mem.read(static_cast<std::uint64_t>(std::get<std::int64_t>(meta->second)), std::as_writable_bytes(std::span(v)));
+      quant_.meta[static_cast<std::uint64_t>(std::get<std::int64_t>(meta->second))] = std::move(v);
+    }
+  };
+  collect(args_.attrs);
+  for (const auto& f : args_.fused_body) collect(f.attrs);
 }
 
 namespace {
@@ -232,8 +255,10 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
   if (accum_.acc_dtype != graph::DType::F32 && accum_.acc_dtype != graph::DType::F16)
     throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
                                          graph::dtype_name(accum_.acc_dtype)));
-  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site};
+  quant_.records.clear();
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site, &quant_};
   computed_ = is_quantized(args_.attrs) ? compute_quantized(*kernel_, call) : kernel_->compute(call);
+  note_quant_saturation();
   // Cube results sit in the L0C accumulator (FP32) until the output conversion.
   if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultCoreBuffer))
     for (auto& v : computed_.values) hooks->on_core_buffer(site, CoreBuffer::L0C, std::as_writable_bytes(std::span(v)));
@@ -246,6 +271,22 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
       throw std::runtime_error(fmt::format("{}: output {} has {} elements, the args say {} {}", op_label(args_), o,
                                            computed_.values[o].size(), graph::shape_str(out_descs_[o].shape),
                                            graph::dtype_name(out_descs_[o].dtype)));
+}
+
+void OpRunner::note_quant_saturation() {
+  for (const QuantOpRecord& r : quant_.records)
+    for (const QuantOperandRecord* o : {&r.activations, &r.weights}) {
+      if (!o->on || o->stats.saturated == 0 || o->slot < 0) continue;
+      KindHit& h = detection_.inputs.kinds[spec::kExcOverflow];
+      if (!h.hit()) {
+        h.first = o->stats.first_saturated;
+        h.value = o->stats.first_saturated_value;
+        h.slot = o->slot;
+      }
+      h.count += o->stats.saturated;
+      h.detail |= spec::kExcDetailQuantize;
+      detection_.inputs.status |= spec::kFsOverflow;
+    }
 }
 
 void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t vector_lanes) {
@@ -377,6 +418,7 @@ void OpRunner::store(KernelMemory& mem) const {
                           graph::dtype_size(stored.dtype));
     mem.write(args_.outputs[o].addr, dst);
   }
+  for (const auto& [addr, v] : quant_.meta) mem.write(addr, std::as_bytes(std::span(v)));
   // Debug partial dumps of a fused op: each requested intermediate, rounded to the ref's dtype.
   for (std::size_t i = 0; i < args_.partial_outputs.size() && i < computed_.intermediates.size(); ++i) {
     const spec::TensorRef& ref = args_.partial_outputs[i];

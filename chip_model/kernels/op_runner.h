@@ -21,6 +21,10 @@
 //  kind anywhere in the tensor (spec::ExcDetailBits): an accumulation step of the Cube (FP16
 //  accumulator: kExcDetailAccFp16 too), a split-K partial rounding, the output conversion of a
 //  finite result, or the computation.
+//  - Quantized Cube ops (quant_kernel.h): an operand that saturated its low-bit format reports
+//    overflow on that input (element: its first saturated element, detail kExcDetailQuantize),
+//    after NaN/Inf input; saturation of a fused body op's intermediate operand is counted in
+//    quant_records() only.
 //  In SATURATION mode the delivered values are clamped (Inf -> max, NaN -> 0) but the kinds are
 //  reported from the values before clamping, as the flags are raised by the IEEE result.
 #pragma once
@@ -56,6 +60,7 @@ struct KindHit {
   std::uint64_t count = 0;
   float value = 0.0f;
   std::uint32_t detail = 0;
+  std::int32_t slot = -1;  // input kinds raised by quantization: the operand's input index
   bool hit() const { return first >= 0; }
   void add(std::int64_t index, std::uint64_t n);
 };
@@ -93,7 +98,8 @@ class OpRunner {
   const graph::Op& op() const { return op_; }
   const Kernel& kernel() const { return *kernel_; }
 
-  /// MTE load of every input; calls FaultHooks::on_op_input when wanted.
+  /// MTE load of every input (and of the delayed-scaling state of quantized operands); calls
+  /// FaultHooks::on_op_input when wanted.
   void load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site);
   /// Cost of the op (valid after load()).
   OpWork work() const;
@@ -101,7 +107,7 @@ class OpRunner {
   void compute(FaultHooks* hooks, const FaultSite& site);
   /// Output conversion, on_vector_lanes (ops with Vector results), on_op_output, detection.
   void finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t vector_lanes);
-  /// MTE store of every output in its stored format.
+  /// MTE store of every output in its stored format (and of the updated delayed-scaling state).
   void store(KernelMemory& mem) const;
 
   const OpDetection& detection() const { return detection_; }
@@ -110,9 +116,14 @@ class OpRunner {
   /// Final outputs (logical layout, output dtype), valid after finish().
   const std::vector<graph::Tensor>& outputs() const { return outputs_; }
   const AccumulationMode& accumulation() const { return accum_; }
+  /// What quantization did in this execution (quantized Cube ops and fused body ops), valid
+  /// after compute().
+  const std::vector<QuantOpRecord>& quant_records() const { return quant_.records; }
 
  private:
   void scan_inputs();
+  void load_quant_state(KernelMemory& mem);
+  void note_quant_saturation();
   TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite) const;
 
   spec::OpArgs args_;
@@ -127,6 +138,7 @@ class OpRunner {
   std::vector<graph::Tensor> outputs_;
   OpDetection detection_;
   bool inputs_finite_ = true;
+  QuantContext quant_;  // delayed-scaling state (loaded, written back by store) and records
 };
 
 }  // namespace probelab::chip::kernels

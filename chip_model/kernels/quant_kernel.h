@@ -10,7 +10,10 @@
 //  3. the FP32 result is dequantized: y = fp32(acc * fp32(scale_a * scale_w[channel])) (a Gemm's
 //     alpha is applied to acc first); then the bias (Conv B[m], Gemm beta * C) is added in FP32.
 // Quantization flags (saturation = Overflow|Inexact, NaN inputs of INT formats = Invalid) are
-// counted per operand in QuantRecord.
+// counted per operand in a QuantOpRecord (kernel.h), appended to KernelCall::quant when given;
+// the OpRunner reports saturation to the detection circuit as an overflow of the operand.
+// Delayed scaling (spec/quant_args.h) takes the operand's scale from its state in
+// KernelCall::quant->meta (loaded from HBM by the OpRunner) and updates that state.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +28,9 @@ namespace probelab::chip::kernels {
 /// True when the attrs ask for quantization of either operand.
 bool is_quantized(const spec::OpAttrs& attrs);
 
-/// What quantizing one op's operands did (for counters and tests).
-struct QuantRecord {
-  num::QuantStats activations, weights;
-  float activation_scale = 0.0f;  // 0: activations not quantized
-};
-
 /// Computes a quantized Cube op with kernel `k` (see above). Throws std::runtime_error naming the
-/// op for an op type other than MatMul, Gemm, Conv, or a bad attribute value. `record` may be null.
-Computed compute_quantized(const Kernel& k, const KernelCall& c, QuantRecord* record = nullptr);
+/// op for an op type other than MatMul, Gemm, Conv, a bad attribute value, or a delayed-scaling
+/// state missing from c.quant. `record` (may be null) receives what the quantization did.
+Computed compute_quantized(const Kernel& k, const KernelCall& c, QuantOpRecord* record = nullptr);
 
 }  // namespace probelab::chip::kernels

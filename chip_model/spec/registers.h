@@ -105,7 +105,8 @@ enum ExcDetailBits : std::uint32_t {
   kExcDetailConversion = 1u << 2,   // the output conversion: a finite result outside the output format
   kExcDetailCompute = 1u << 3,      // the computation itself (an FP32 Vector/Cube result became Inf/NaN)
   kExcDetailAccFp16 = 1u << 4,      // the op accumulated in FP16 (Cube accumulator dtype)
-  kExcDetailCollective = 1u << 5,   // a collective's reduction of the communication buffer
+  kExcDetailCollective = 1u << 5,
+  kExcDetailQuantize = 1u << 6,     // quantizing a Cube operand to a low-bit format saturated it   // a collective's reduction of the communication buffer
 };
 
 // ---- Interrupt controller --------------------------------------------------------------------

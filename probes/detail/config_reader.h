@@ -177,17 +177,32 @@ class Reader {
     }
   }
 
-  std::vector<Action> actions(const YAML::Node& n, const std::string& key) const {
+  /// Action names; `rewind(...)` fills `rewind` (when given) with its arguments.
+  std::vector<Action> actions(const YAML::Node& n, const std::string& key, RewindSpec* rewind = nullptr) const {
     std::vector<Action> out;
     auto names = strings(n, key);
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      auto a = parse_action(names[i]);
-      if (!a)
-        fail(n.IsSequence() ? n[i] : n, key,
-             fmt::format("unknown action '{}' (expected full_dump, stats_dump, break, enable_verbose or stop)", names[i]));
-      out.push_back(*a);
-    }
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out.push_back(action(n.IsSequence() ? n[i] : n, key, names[i], rewind));
     return out;
+  }
+
+  Action action(const YAML::Node& n, const std::string& key, const std::string& name, RewindSpec* rewind) const {
+    std::optional<RewindSpec> rw;
+    try {
+      rw = parse_rewind(name);
+    } catch (const std::invalid_argument& e) {
+      fail(n, key, e.what());
+    }
+    if (rw) {
+      if (rewind) *rewind = *rw;
+      return Action::Rewind;
+    }
+    auto a = parse_action(name);
+    if (!a)
+      fail(n, key,
+           fmt::format("unknown action '{}' (expected full_dump, stats_dump, break, enable_verbose, stop or rewind(...))",
+                       name));
+    return *a;
   }
 
   const std::string& source() const { return src_; }

@@ -49,6 +49,12 @@ struct RuntimeState {
   std::map<std::uint32_t, std::uint32_t> tasks;         // task id -> probe op id
   std::vector<bool> rule_state;
   bool stop = false;
+  /// A rewind action fired at the current step: record the request (the first only) and stop
+  /// after the step. `target`: the op it fired on (conditions), or nullopt (rules: the ops that
+  /// latched this step are implicated).
+  void request_rewind(const RewindSpec& spec, const std::string& by, const std::string& expression,
+                      const std::string& watch_point, std::optional<std::uint32_t> target, const std::string& tensor,
+                      std::uint32_t at_step);
 
   RuntimeReport rep;
   std::map<std::string, std::uint64_t> counters;

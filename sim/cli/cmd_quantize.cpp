@@ -43,7 +43,7 @@ Command add_quantize(CLI::App& app) {
   auto* sub = app.add_subcommand("quantize", "Per-layer quantization error, sensitivity and the smallest set of layers "
                                              "to keep in higher precision for an output target");
   sub->add_option("SCENARIO", a->scenario, "Scenario file with a quantization: section")->required();
-  sub->add_option("--target", a->target, "Output target: cosine>=X, sqnr>=X (dB) or max_rel<=X "
+  sub->add_option("--target", a->target, "Output target: cosine>=X, sqnr>=X (dB), max_rel<=X or (training) loss_delta<=X "
                                          "(default: quantization.search.target)");
   sub->add_option("--out", a->out, "Output root (default out); result in <out>/<scenario>/quantize.json");
   sub->add_option("--set", a->sets, "Override a scenario key (key=value), repeatable");
@@ -71,9 +71,14 @@ Command add_quantize(CLI::App& app) {
                    cell(e, "cosine", "{:.6f}"), cell(e, "max_rel", "{:.4f}"), cell(l["alone"], "cosine", "{:.6f}"),
                    cell(l["alone"], "sqnr_db", "{:.2f}"));
       }
+      const bool loss = j["target"].get<std::string>().find("loss_delta") != std::string::npos;
+      if (loss)
+        for (const auto& l : j["layers"])
+          fmt::print("{:<20} alone: loss delta {}\n", l["op"].get<std::string>(), cell(l["alone"], "loss_delta", "{:.3g}"));
       for (const auto& s : j["search"])
-        fmt::print("keep [{}]: output cosine {}, sqnr {} dB{}\n", fmt::join(s["keep"].get<std::vector<std::string>>(), ", "),
+        fmt::print("keep [{}]: output cosine {}, sqnr {} dB{}{}\n", fmt::join(s["keep"].get<std::vector<std::string>>(), ", "),
                    cell(s["output"], "cosine", "{:.6f}"), cell(s["output"], "sqnr_db", "{:.2f}"),
+                   s["output"].contains("loss_delta") ? ", loss delta " + cell(s["output"], "loss_delta", "{:.3g}") : std::string(),
                    s["meets"].get<bool>() ? "  <- meets the target" : "");
       fmt::print("keep in the compute dtype: [{}] ({} evaluations){}\n",
                  fmt::join(j["keep"].get<std::vector<std::string>>(), ", "), j["evaluations"].get<std::size_t>(),

@@ -35,5 +35,6 @@ Command add_perf(CLI::App& app);
 /// Progress lines of a multi-run command, one per finished simulation, on stderr.
 void progress_to_stderr(const std::string& line);
 Command add_replay(CLI::App& app);
+Command add_query(CLI::App& app);
 
 }  // namespace probelab::cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   commands["dump"] = probelab::cli::add_dump(app);
   commands["quantize"] = probelab::cli::add_quantize(app);
   commands["replay"] = probelab::cli::add_replay(app);
+  commands["query"] = probelab::cli::add_query(app);
   commands["perf"] = probelab::cli::add_perf(app);
   // The first word that is not an option names the subcommand; say so when it names none.
   for (int i = 1; i < argc; ++i) {

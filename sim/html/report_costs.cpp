@@ -198,6 +198,36 @@ std::string details(const json& r) {
          json_table(field(r, "breakpoints"), {"op", "step", "rank", "condition", "halt_cycle", "resume_cycle"}, 200,
                     plain_cell);
   out += "<h3>Rules fired</h3>\n" + json_table(field(r, "rules_fired"), {}, 200, plain_cell);
+  // Rewind: the two passes link each other (the re-execution lives in rewind/ of this run).
+  const json& rw = field(r, "rewind");
+  if (rw.is_object()) {
+    const json& q = field(rw, "requested");
+    out += "<h3>Rewind</h3>\n<p>" +
+           text(json(fmt::format("{} '{}' at step {}: re-executed steps {}..{} ({}, {}): {}", q.value("by", "?"),
+                                 q.value("expression", "?"), q.value("step", 0), rw.value("from_step", 0),
+                                 rw.value("to_step", 0), rw.value("capture", "?"), field(rw, "ops").dump(),
+                                 rw.value("reproduced", false) ? "reproduced" : "not reproduced"))) +
+           " &mdash; <a href=\"rewind/report.html\">the re-execution</a></p>\n";
+  }
+  if (field(r, "rewind_of").is_object())
+    out += "<h3>Rewind</h3>\n<p>This run is the re-execution a rewind asked for at step " +
+           text(field(field(r, "rewind_of"), "requested")["step"]) + " &mdash; <a href=\"../report.html\">the run</a></p>\n";
+  const json& qz = field(r, "quantization");
+  if (qz.is_object()) {
+    json rows = json::array();
+    for (const auto& l : field(qz, "layers"))
+      for (const char* operand : {"activations", "weights"})
+        if (l.contains(operand)) {
+          const json& o = l[operand];
+          rows.push_back({{"op", l.value("op", "?")}, {"operand", operand}, {"format", o.value("format", "?")},
+                          {"scaling", o.value("scaling", "?")}, {"saturated", o.value("saturated", 0)},
+                          {"flushed", o.value("underflow", 0)}, {"subnormal", o.value("subnormal", 0)},
+                          {"amax max", field(field(o, "amax"), "max")}});
+        }
+    out += "<h3>Quantization</h3>\n" +
+           json_table(rows, {"op", "operand", "format", "scaling", "saturated", "flushed", "subnormal", "amax max"}, 400,
+                      plain_cell);
+  }
   const json& losses = field(r, "losses");
   if (losses.is_array() && !losses.empty()) {
     Table t({"rank", "loss per step"});

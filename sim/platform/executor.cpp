@@ -9,6 +9,7 @@
 
 #include "chip_model/spec/collective_args.h"
 #include "chip_model/spec/irq.h"
+#include "chip_model/spec/quant_args.h"
 #include "chip_model/spec/registers.h"
 #include "graph/format.h"
 #include "graph/op_registry.h"
@@ -120,12 +121,28 @@ void Executor::checkpoint(std::uint32_t step) {
   if (cfg_.on_checkpoint) cfg_.on_checkpoint(step, state);
 }
 
+spec::OpAttrs Executor::resolve_attrs(spec::OpAttrs attrs) const {
+  // An attribute naming a state buffer (`<key>.meta`, spec/quant_args.h) may hold a tensor name:
+  // the kernel gets that tensor's HBM address.
+  for (auto& [key, value] : attrs) {
+    if (!key.ends_with(spec::kQuantMetaSuffix) || !std::holds_alternative<std::string>(value)) continue;
+    const std::string name = std::get<std::string>(value);
+    auto ref = locate(name);
+    if (!ref) throw std::runtime_error(fmt::format("attribute {}: '{}' is not a tensor of the graph", key, name));
+    value = static_cast<std::int64_t>(ref->addr);
+  }
+  return attrs;
+}
+
 std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t step) const {
   spec::OpArgs a;
   a.op_type = op.type;
   a.op_name = op.name;
   a.attrs = op.attrs;
-  if (auto it = cfg_.op_attrs.find(op.name); it != cfg_.op_attrs.end()) a.attrs.insert(it->second.begin(), it->second.end());
+  if (auto it = cfg_.op_attrs.find(op.name); it != cfg_.op_attrs.end()) {
+    const spec::OpAttrs extra = resolve_attrs(it->second);
+    a.attrs.insert(extra.begin(), extra.end());
+  }
   if (op.type == "AdamUpdate") a.attrs["step"] = op.attr_int("step", 1) + static_cast<std::int64_t>(step);
   a.accum = cfg_.accum;
   for (const auto& in : op.inputs) {
@@ -150,7 +167,10 @@ std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t 
       f.type = inner.type;
       f.name = inner.name;
       f.attrs = inner.attrs;
-      if (auto it = cfg_.op_attrs.find(inner.name); it != cfg_.op_attrs.end()) f.attrs.insert(it->second.begin(), it->second.end());
+      if (auto it = cfg_.op_attrs.find(inner.name); it != cfg_.op_attrs.end()) {
+        const spec::OpAttrs extra = resolve_attrs(it->second);
+        f.attrs.insert(extra.begin(), extra.end());
+      }
       for (const auto& t : inner.inputs) {
         if (t.empty()) {
           f.inputs.push_back(-1);

@@ -37,7 +37,8 @@ struct ExecutorConfig {
   std::uint32_t stream = 0;
   spec::AccumDType accum = spec::AccumDType::FP32;
   /// Extra attributes of an op's (or fused inner op's) args block by op name: quantization
-  /// (spec/quant_args.h).
+  /// (spec/quant_args.h). A `<key>.meta` attribute holding a string names a tensor of the graph
+  /// (a state buffer, e.g. delayed scaling's): the kernel gets its HBM address.
   std::map<std::string, spec::OpAttrs> op_attrs;
   std::uint32_t fp_mode = 0;  // kRegFpMode bits written before the first step
   /// Device tensors of the graph inputs for one step (every non-initializer input).
@@ -109,6 +110,7 @@ class Executor {
   void checkpoint(std::uint32_t step);
   void compile();
   std::vector<std::byte> kernel_args(const graph::Op& op, std::uint32_t step) const;
+  spec::OpAttrs resolve_attrs(spec::OpAttrs attrs) const;
   std::vector<std::byte> collective_args(const graph::Op& op) const;
   void submit_probe(std::uint32_t probe_op_id, std::uint32_t step);
   void submit_task(spec::TaskDescriptor t);

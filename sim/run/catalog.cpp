@@ -92,8 +92,8 @@ std::vector<std::string> describe_injectors() {
 
 std::vector<std::string> cause_classes() {
   std::vector<std::string> out;
-  for (int c = 0; c <= static_cast<int>(probes::CauseClass::Precision); ++c)
-    out.emplace_back(probes::cause_class_name(static_cast<probes::CauseClass>(c)));
+  for (probes::CauseClass c : probes::all_cause_classes())
+    if (c != probes::CauseClass::Condition) out.emplace_back(probes::cause_class_name(c));
   return out;
 }
 

@@ -195,6 +195,12 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
   for (auto& c : conditions) anomalies.push_back(std::move(c));
   json diagnosis = json::array();
   for (const auto& c : job.diagnosis) diagnosis.push_back(candidate(c));
+  // The earliest rewind request of any rank (step, then rank): what the runner re-executes.
+  const probes::RewindRequest* rewind = nullptr;
+  for (const auto& rr : job.ranks)
+    for (const auto& rq : rr.rewinds)
+      if (!rewind || rq.step < rewind->step || (rq.step == rewind->step && rq.rank < rewind->rank)) rewind = &rq;
+  res["rewind_request"] = rewind ? probes::to_json(*rewind) : json(nullptr);
   res["anomalies"] = anomalies;
   res["breakpoints"] = breakpoints;
   res["rules_fired"] = rules;

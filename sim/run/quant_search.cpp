@@ -24,10 +24,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 QuantTarget parse_quant_target(const std::string& text, const std::string& where) {
-  static const std::regex re(R"(^\s*(cosine|sqnr|max_rel)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$)");
+  static const std::regex re(R"(^\s*(cosine|sqnr|max_rel|loss_delta)\s*(>=|<=)\s*([-+0-9.eE]+)\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, re))
-    throw ScenarioError(where, 0, 0, "target", "cosine>=X, sqnr>=X (dB) or max_rel<=X", "'" + text + "'");
+    throw ScenarioError(where, 0, 0, "target", "cosine>=X, sqnr>=X (dB), max_rel<=X or loss_delta<=X", "'" + text + "'");
   QuantTarget t;
   t.metric = m[1];
   t.at_least = m[2] == ">=";
@@ -37,15 +37,18 @@ QuantTarget parse_quant_target(const std::string& text, const std::string& where
   } catch (const std::exception&) {
     throw ScenarioError(where, 0, 0, "target", "a number after the comparison", "'" + text + "'");
   }
-  if (t.at_least != (t.metric != "max_rel"))
-    throw ScenarioError(where, 0, 0, "target", t.metric == "max_rel" ? "max_rel<=X" : t.metric + ">=X",
-                        "'" + text + "'");
+  const bool upper = t.metric == "max_rel" || t.metric == "loss_delta";
+  if (t.at_least == upper)
+    throw ScenarioError(where, 0, 0, "target", upper ? t.metric + "<=X" : t.metric + ">=X", "'" + text + "'");
+  if (!std::isfinite(t.value) || (upper && t.value < 0))
+    throw ScenarioError(where, 0, 0, "target", "a finite bound (>= 0 for " + t.metric + ")", "'" + text + "'");
   return t;
 }
 
 double ErrorStats::metric(const std::string& name) const {
   if (name == "cosine") return cosine;
   if (name == "sqnr") return sqnr_db;
+  if (name == "loss_delta") return loss_delta.value_or(std::numeric_limits<double>::quiet_NaN());
   return max_rel;
 }
 bool ErrorStats::meets(const QuantTarget& t) const {
@@ -54,7 +57,9 @@ bool ErrorStats::meets(const QuantTarget& t) const {
 }
 json ErrorStats::to_json() const {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(v > 0 ? "inf" : "-inf"); };
-  return {{"cosine", num(cosine)}, {"sqnr_db", num(sqnr_db)}, {"max_rel", num(max_rel)}, {"max_abs", num(max_abs)}};
+  json j = {{"cosine", num(cosine)}, {"sqnr_db", num(sqnr_db)}, {"max_rel", num(max_rel)}, {"max_abs", num(max_abs)}};
+  if (loss_delta) j["loss_delta"] = num(*loss_delta);
+  return j;
 }
 
 ErrorStats error_stats(std::span<const float> actual, std::span<const float> reference) {
@@ -100,6 +105,27 @@ std::vector<float> read_outputs(const fs::path& run_dir) {
   return v;
 }
 
+// report.json `losses` of a run ([[loss per step] per rank]; null in inference).
+json read_losses(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "report.json");
+  if (!in) throw std::runtime_error(fmt::format("quantize: {} holds no report.json", run_dir.string()));
+  const json r = json::parse(in);
+  return r.contains("losses") ? r["losses"] : json(nullptr);
+}
+
+// The largest |loss - reference loss| over every step and rank (a non-finite loss: infinity).
+std::optional<double> loss_delta(const json& losses, const json& ref) {
+  if (!losses.is_array() || !ref.is_array()) return std::nullopt;
+  double worst = 0;
+  for (std::size_t r = 0; r < losses.size() && r < ref.size(); ++r)
+    for (std::size_t k = 0; k < losses[r].size() && k < ref[r].size(); ++k) {
+      if (!losses[r][k].is_number() || !ref[r][k].is_number()) return std::numeric_limits<double>::infinity();
+      const double d = std::fabs(losses[r][k].get<double>() - ref[r][k].get<double>());
+      worst = std::isfinite(d) ? std::max(worst, d) : std::numeric_limits<double>::infinity();
+    }
+  return worst;
+}
+
 // Output captures of the last step per op: op name -> values.
 std::map<std::string, std::vector<float>> read_captures(const fs::path& run_dir) {
   std::map<std::string, std::vector<float>> out;
@@ -134,6 +160,10 @@ QuantSearchResult quantize_search(const fs::path& file, const QuantSearchOptions
   else
     throw ScenarioError(file.string(), 0, 0, "quantization.search.target", "a target here or --target (e.g. cosine>=0.999)");
 
+  if (target.metric == "loss_delta" && base.mode != RunMode::Training)
+    throw ScenarioError(file.string(), 0, 0, opts.target ? "--target" : "quantization.search.target",
+                        "a loss_delta target on a training scenario (mode: training): inference has no loss",
+                        "'" + target.text + "'");
   const PreparedRun prepared = prepare_run(base);  // validates everything before a run starts
   std::vector<std::string> candidates;
   for (const std::string& op : quantizable_ops(q, prepared.workload.snapshots.fused))
@@ -206,7 +236,12 @@ QuantSearchResult quantize_search(const fs::path& file, const QuantSearchOptions
   for (auto& ev : round1) std::replace(ev.tag.begin(), ev.tag.end(), '/', '.');
   run_all(round1);
   const std::vector<float> ref = read_outputs(runs_root / "reference");
-  auto output_error = [&](const std::string& tag) { return error_stats(read_outputs(runs_root / tag), ref); };
+  const json ref_losses = read_losses(runs_root / "reference");
+  auto output_error = [&](const std::string& tag) {
+    ErrorStats e = error_stats(read_outputs(runs_root / tag), ref);
+    e.loss_delta = loss_delta(read_losses(runs_root / tag), ref_losses);
+    return e;
+  };
 
   const auto ref_caps = read_captures(runs_root / "reference");
   const auto all_caps = read_captures(runs_root / "all");

@@ -13,7 +13,7 @@
 //                   until the output meets the target (the all-quantized run is the first step)
 // Candidates are the MatMul / Gemm / Conv ops `quantization.ops` selects, minus its `keep`. The
 // output compared is every tensor the run fetches at the end (the model outputs), concatenated in
-// name order. Runs land in <out>/<scenario>/runs/<evaluation>/; the result in
+// name order; in training also the loss of every step (loss_delta). Runs land in <out>/<scenario>/runs/<evaluation>/; the result in
 // <out>/<scenario>/quantize.json.
 #pragma once
 
@@ -30,9 +30,10 @@
 
 namespace probelab::sim {
 
-/// "cosine>=0.999", "sqnr>=30" (dB), "max_rel<=0.01".
+/// "cosine>=0.999", "sqnr>=30" (dB), "max_rel<=0.01", "loss_delta<=0.01" (training: the largest
+/// |loss - reference loss| over every step and rank).
 struct QuantTarget {
-  std::string metric;  // cosine | sqnr | max_rel
+  std::string metric;  // cosine | sqnr | max_rel | loss_delta
   bool at_least = true;
   double value = 0.0;
   std::string text;
@@ -46,6 +47,7 @@ struct ErrorStats {
   double sqnr_db = 0.0;   // 10 log10(sum r^2 / sum (a - r)^2); +inf when equal
   double max_rel = 0.0;   // max |a - r| / max |r|
   double max_abs = 0.0;
+  std::optional<double> loss_delta;  // training runs: max |loss - reference loss| over steps and ranks
   bool meets(const QuantTarget& t) const;
   double metric(const std::string& name) const;
   nlohmann::json to_json() const;

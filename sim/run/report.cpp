@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "graph/dtype.h"
+#include "sim/run/quant_report.h"
 #include "sim/scenario/source_root.h"
 
 namespace probelab::sim {
@@ -34,13 +35,21 @@ std::uint64_t total_cycles(const json& r) {
   return r.contains("cycles") ? r["cycles"].value("total", std::uint64_t{0}) : 0;
 }
 
-/// Cycles of the steps themselves: per rank the sum of its step times, the slowest rank.
-std::uint64_t step_cycles(const json& r) {
+/// Steps every rank of a run ran (a stop or rewind action ends a run early).
+std::size_t steps_run(const json& r) {
+  if (!r.contains("cycles") || !r["cycles"].contains("per_step")) return 0;
+  std::size_t n = SIZE_MAX;
+  for (const auto& rank : r["cycles"]["per_step"]) n = std::min(n, rank.size());
+  return n == SIZE_MAX ? 0 : n;
+}
+
+/// Cycles of the first `steps` steps themselves: per rank the sum of its step times, the slowest rank.
+std::uint64_t step_cycles(const json& r, std::size_t steps = SIZE_MAX) {
   std::uint64_t worst = 0;
   if (!r.contains("cycles") || !r["cycles"].contains("per_step")) return 0;
   for (const auto& rank : r["cycles"]["per_step"]) {
     std::uint64_t sum = 0;
-    for (const auto& c : rank) sum += c.get<std::uint64_t>();
+    for (std::size_t k = 0; k < rank.size() && k < steps; ++k) sum += rank[k].get<std::uint64_t>();
     worst = std::max(worst, sum);
   }
   return worst;
@@ -48,10 +57,13 @@ std::uint64_t step_cycles(const json& r) {
 
 json capture_section(const json& result, const json& baseline) {
   json cap = result.contains("capture") ? result["capture"] : json::object();
-  const std::uint64_t with = step_cycles(result);
+  // A run that stopped early (stop, rewind) is compared over the steps it ran.
+  const bool base_ok = baseline.is_object() && baseline.value("status", "") == "ok";
+  const std::size_t common = base_ok ? std::min(steps_run(result), steps_run(baseline)) : SIZE_MAX;
+  const std::uint64_t with = step_cycles(result, common);
   cap["cycles_with_probes"] = with;
-  if (baseline.is_object() && baseline.value("status", "") == "ok") {
-    const std::uint64_t without = step_cycles(baseline);
+  if (base_ok) {
+    const std::uint64_t without = step_cycles(baseline, common);
     cap["cycles_without_probes"] = without;
     cap["overhead_percent"] = overhead_percent(with, without);
     cap["total_overhead_percent"] = overhead_percent(total_cycles(result), total_cycles(baseline));
@@ -93,7 +105,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"overflow_mode", s.precision.overflow_mode}};
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
-                          "losses", "checkpoints", "perf"}) {
+                          "losses", "checkpoints", "perf", "quantization"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }
   json warnings = json::array();
@@ -125,6 +137,8 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                   {"cycles", total_cycles(v.result)}};
     if (v.result.contains("error")) entry["error"] = v.result["error"];
     entry["capture"] = v.run->probes ? capture_section(v.result, v.baseline) : json(nullptr);
+    entry["quantization"] = v.result.contains("quantization") ? v.result["quantization"] : json(nullptr);
+    entry["losses"] = v.result.contains("losses") ? v.result["losses"] : json(nullptr);
     vs.push_back(std::move(entry));
   }
   r["variants"] = vs;
@@ -196,6 +210,30 @@ std::string summary_text(const json& r) {
     for (std::size_t i = 0; i < r["warnings"].size() && i < 8; ++i)
       out += "    " + r["warnings"][i].get<std::string>() + "\n";
   }
+  if (r.contains("quantization")) out += quant_summary(r["quantization"]);
+  if (r.contains("rewind") && r["rewind"].is_object()) {
+    const json& w = r["rewind"];
+    const json& q = w["requested"];
+    out += fmt::format("  rewind: {} '{}'{} at step {} -> re-executed steps {}..{} {} with {} of {}: {}{}{} ({}/)\n",
+                       q.value("by", "?"), q.value("expression", "?"),
+                       q.value("op", "").empty() ? std::string() : " on " + q.value("op", ""), q.value("step", 0),
+                       w.value("from_step", 0), w.value("to_step", 0),
+                       w.value("from_checkpoint", false) ? fmt::format("from the step-{} checkpoint", w.value("from_step", 0))
+                                                         : std::string("from the start"),
+                       w.value("capture", "?"),
+                       w["ops"].size() == 1 && w["ops"][0] == "*" ? std::string("every op")
+                                                                  : fmt::format("{} ops", w["ops"].size()),
+                       w.value("status", "?") != "ok" ? "failed: " + w.value("error", std::string("?"))
+                       : w.value("reproduced", false) ? "reproduced"
+                                                      : "NOT reproduced",
+                       w.value("losses_compared", 0) ? fmt::format(", {} losses {}", w.value("losses_compared", 0),
+                                                                   w.value("losses_identical", false) ? "identical" : "DIFFER")
+                                                     : std::string(),
+                       fmt::format(", {} dump entries", w.value("dump_entries", 0)), w.value("pass", "rewind"));
+  }
+  if (r.contains("rewind_of") && r["rewind_of"].is_object())
+    out += fmt::format("  re-execution asked by a rewind at step {} of the run in {}\n",
+                       r["rewind_of"]["requested"].value("step", 0), r["rewind_of"].value("run", ".."));
   const json& an = r["anomalies"];
   if (an.is_array()) out += fmt::format("  anomalies: {}\n", an.size());
   if (an.is_array())

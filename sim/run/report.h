@@ -53,6 +53,8 @@
 //   replays       [{op, step, rank, kind, reproduced, detail}] CPU replays of ops that latched
 //                 invalid/overflow, on their captured inputs (full capture with compare)
 //   fingerprints  ["<hex>" per rank]: XXH64 over every capture record the runtime drained
+//   quantization  per-layer saturation, flushed codes, amax and scales of the quantized Cube ops
+//                 (sim/run/quant_report.h); null when nothing is quantized
 //   warnings      [..]
 //   expectations  [{index, kind, line, passed, expected, actual}]
 #pragma once

@@ -22,6 +22,7 @@
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
 #include "sim/run/resources.h"
+#include "sim/run/rewind.h"
 #include "sim/run/simulation.h"
 #include "sim/scenario/bad_input.h"
 #include "chip_model/chip_config.h"
@@ -302,6 +303,13 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
       if (variants[v].baseline.is_null() && variant_changes_probes_only(e.main.scenario.variants[v]))
         variants[v].baseline = baseline;
     json report = build_report(e.main, main, baseline, variants);
+    report["rewind"] = nullptr;
+    if (auto plan = plan_rewind(e.main.scenario, main, e.stage_dir)) {
+      if (opts_.distributed)
+        report["warnings"].push_back("rewind: a distributed run does not re-execute (run it in one process)");
+      else
+        report["rewind"] = run_rewind(*plan, main, e.stage_dir, opts_, progress);
+    }
     add_expectations(report, e.main.scenario);
     std::error_code ec;
     fs::remove_all(e.stage_dir / ".results", ec);

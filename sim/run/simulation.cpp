@@ -22,6 +22,7 @@
 #include "sim/run/probe_codec.h"
 #include "sim/run/perf_report.h"
 #include "sim/run/probe_results.h"
+#include "sim/run/quant_report.h"
 #include "sim/run/trace_flows.h"
 #include "sim/run/trace_stats.h"
 
@@ -197,6 +198,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
       ro.world_size = ranks;
       ro.seed = s.seed;
       ro.output_dir = req.out_dir;
+      ro.rewind_enabled = !s.rewind_pass;
       ro.consistency_group = [&topo, r](const graph::Op& op) { return replica_group(topo, r, op); };
       rs.runtime = std::make_unique<probes::ProbeRuntime>(*run.probes, executed, dev, ro, &w.snapshots.original);
       rs.runtime->instrument(rs.graph);
@@ -297,6 +299,10 @@ PartitionResult simulate_partition(const SimRequest& req) {
     graphs[r] = &rs.graph;
     if (r < cores->by_rank.size() && cores->by_rank[r]) records[r] = &cores->by_rank[r]->records();
   }
+  json quant = json::array();
+  for (std::uint32_t r : platform.local_ranks())
+    if (records[r]) quant.push_back(quant_executions(*records[r], r));
+  out.data["quantization"] = std::move(quant);
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
   out.data["ranks"] = per_rank;
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
@@ -357,6 +363,13 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
     res["checkpoints"] = {{"every", s.checkpoint_every}, {"taken", checkpoints}, {"bytes", checkpoint_bytes},
                           {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
   res["losses"] = w.loss.empty() ? json(nullptr) : losses;
+  {
+    std::vector<json> quant;
+    for (const auto& p : parts)
+      if (p.data.contains("quantization"))
+        for (const auto& list : p.data["quantization"]) quant.push_back(list);
+    res["quantization"] = quant_section(quant);
+  }
   res["ops"] = std::move(ops);
   {
     std::vector<json> perf;

@@ -40,6 +40,9 @@
 //       report.json perf.findings (sim/run/perf_findings.h) holds a finding of cause hbm_channel |
 //       link (src, dst) | straggler | launch at those fields, naming ops matching every glob;
 //       `top` (default true): it is the first finding; `only`: no finding of another cause
+//   - quantization: {op: mlp/fc2, operand: activations, steps: [5, 20], underflow: ">= 1500", variant: v}
+//       report.json quantization (sim/run/quant_report.h; a variant's with `variant`): the codes of
+//       the layers matching `op` saturated / flushed to zero, summed over the steps, within bounds
 #pragma once
 
 #include <cstdint>

@@ -107,7 +107,10 @@ PreparedRun prepare_run(const Scenario& s) {
       r.warnings.push_back("probes: enabled is false: nothing is captured and no exception is reported");
     }
   }
-  if (s.quantization) r.quantization = quantization_attrs(*s.quantization, r.workload.snapshots.fused);
+  if (s.quantization) {
+    r.quantization = quantization_attrs(*s.quantization, r.workload.snapshots.fused);
+    add_quant_state(r.workload.snapshots.fused, r.quantization);
+  }
   validate_injections(r);
   return r;
 }

@@ -18,8 +18,8 @@ OperandQuantSpec parse_operand(const YamlView& v, bool weights) {
     o.format = num::parse_quant_format(v.str_in({kFormats[0], kFormats[1], kFormats[2], kFormats[3]}));
     return o;
   }
-  if (weights) v.expect_keys({"format", "per_channel", "symmetric"});
-  else v.expect_keys({"format", "symmetric", "scale"});
+  if (weights) v.expect_keys({"format", "per_channel", "symmetric", "scaling", "amax_history", "algorithm", "margin"});
+  else v.expect_keys({"format", "symmetric", "scale", "scaling", "amax_history", "algorithm", "margin"});
   o.format = num::parse_quant_format(v["format"].str_in({kFormats[0], kFormats[1], kFormats[2], kFormats[3]}));
   o.symmetric = v.bool_or("symmetric", true);
   if (weights) o.per_channel = v.bool_or("per_channel", false);
@@ -29,6 +29,17 @@ OperandQuantSpec parse_operand(const YamlView& v, bool weights) {
   }
   if (!o.symmetric && num::is_fp8(o.format))
     v["symmetric"].fail(fmt::format("true ({} quantization is symmetric only)", num::quant_format_name(o.format)), "false");
+  if (auto sc = v.get("scaling")) o.delayed = sc->str_in({"current", "delayed"}) == "delayed";
+  for (const char* k : {"amax_history", "algorithm", "margin"})
+    if (!o.delayed && v.get(k)) v[k].fail("scaling: delayed beside it (the key belongs to delayed scaling)", v[k].describe());
+  if (o.delayed) {
+    if (auto h = v.get("amax_history")) o.history = h->integer(1, 1 << 16);
+    if (auto a = v.get("algorithm")) o.algorithm = num::parse_amax_algorithm(a->str_in({"max", "most_recent"}));
+    if (auto m = v.get("margin")) o.margin = m->integer(0, 64);
+    if (o.per_channel) v["per_channel"].fail("false (delayed scaling keeps one scale per tensor)", "true");
+    if (!o.symmetric) v["symmetric"].fail("true (delayed scaling is symmetric)", "false");
+    if (o.scale > 0.0) v["scale"].fail("no fixed scale beside scaling: delayed", v["scale"].describe());
+  }
   return o;
 }
 
@@ -87,6 +98,21 @@ QuantizationSpec parse_quantization(const YamlView& v) {
   return q;
 }
 
+void add_quant_state(graph::Graph& g, std::map<std::string, spec::OpAttrs>& attrs) {
+  for (auto& [op, a] : attrs)
+    for (const char* operand : {"activations", "weights"}) {
+      const std::string prefix = std::string("quant.") + operand;
+      auto sc = a.find(prefix + spec::kQuantScalingSuffix);
+      if (sc == a.end() || std::get<std::string>(sc->second) != "delayed") continue;
+      const std::int64_t len = std::get<std::int64_t>(a.at(prefix + spec::kQuantHistorySuffix));
+      std::vector<float> init(static_cast<std::size_t>(len) + 1, 0.0f);
+      init[0] = 1.0f;  // the multiplier before any amax is known (Transformer Engine starts at 1)
+      const std::string name = op + "/quant_state/" + operand;
+      g.add_initializer(name, graph::Tensor::from_f32({len + 1}, init, graph::DType::F32), graph::TensorKind::Constant);
+      a[prefix + spec::kQuantMetaSuffix] = name;
+    }
+}
+
 std::vector<std::string> quantizable_ops(const QuantizationSpec& q, const graph::Graph& g) {
   std::vector<std::string> out;
   for_each_cube_op(g, [&](const graph::Op& op) {
@@ -121,6 +147,14 @@ std::map<std::string, spec::OpAttrs> quantization_attrs(const QuantizationSpec& 
       a[spec::kQuantActivations] = std::string(num::quant_format_name(q.activations->format));
       a[spec::kQuantActivationsSymmetric] = std::int64_t{q.activations->symmetric ? 1 : 0};
       if (q.activations->scale > 0.0) a[spec::kQuantActivationsScale] = q.activations->scale;
+    }
+    for (const auto& [prefix, o] : {std::pair{std::string(spec::kQuantWeights), q.weights},
+                                    std::pair{std::string(spec::kQuantActivations), q.activations}}) {
+      if (!o || !o->delayed) continue;
+      a[prefix + spec::kQuantScalingSuffix] = std::string("delayed");
+      a[prefix + spec::kQuantHistorySuffix] = o->history;
+      a[prefix + spec::kQuantAlgorithmSuffix] = std::string(num::amax_algorithm_name(o->algorithm));
+      a[prefix + spec::kQuantMarginSuffix] = o->margin;
     }
     out.emplace(name, std::move(a));
   }

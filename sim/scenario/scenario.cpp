@@ -341,6 +341,19 @@ std::vector<std::string> bundled_models(const fs::path& root) {
   return out;
 }
 
+void limit_steps(Scenario& s, int steps) {
+  s.steps = steps;
+  std::erase_if(s.injections, [steps](const InjectionSpec& in) {
+    const YAML::Node st = in.params["step"];
+    if (!st || !st.IsScalar()) return false;
+    try {
+      return st.as<long long>() >= steps;
+    } catch (const YAML::Exception&) {
+      return false;
+    }
+  });
+}
+
 Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, const LoadOptions& opts) {
   const std::string fname = file.string();
   YAML::Node doc;

@@ -189,6 +189,9 @@ struct Scenario {
     std::filesystem::path checkpoints;  // <run>/checkpoints
   };
   std::optional<Resume> resume;
+  /// Set by the runner for the re-execution a `rewind` action asks for (no YAML key): its rewind
+  /// actions request nothing (sim/run/rewind.h).
+  bool rewind_pass = false;
   YAML::Node probes;           // null: no probes
   std::optional<YamlView> probes_source;
   std::vector<InjectionSpec> injections;
@@ -224,6 +227,10 @@ struct LoadOptions {
   std::optional<std::uint64_t> seed;          // --seed
   std::filesystem::path source_root;          // repository root for bundled models; empty: find it
 };
+
+/// Shortens a scenario to steps 0..steps-1 (a re-execution that ends early: replay, rewind,
+/// queries), dropping the injections that name a later `step` (they would never fire there).
+void limit_steps(Scenario& s, int steps);
 
 /// Loads and validates a scenario file. Throws ScenarioError on malformed YAML, unknown keys,
 /// bad values, bad globs and missing model files. Checks that need the model graph, the chip

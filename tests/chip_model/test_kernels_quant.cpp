@@ -141,6 +141,61 @@ TEST(QuantKernels, GemmTransBChannelsAndBetaBias) {
     }
 }
 
+TEST(QuantKernels, DelayedScalingReadsAndUpdatesItsStateInHbmAndLatchesSaturation) {
+  MemStore mem;
+  Placer place(mem);
+  const std::int64_t M = 4, K = 16, N = 3;
+  const pg::Tensor b = random_f16({K, N}, 6, -0.5f, 0.5f);
+  // State [multiplier, history x 2], as the host initialises it.
+  const auto state = place.put(pg::Tensor::from_f32({3}, std::vector<float>{1.0f, 0.0f, 0.0f}, pg::DType::F32));
+  ps::OpAttrs at{{ps::kQuantWeights, std::string("e4m3")},
+                 {ps::kQuantActivations, std::string("e4m3")},
+                 {std::string(ps::kQuantActivations) + ps::kQuantScalingSuffix, std::string("delayed")},
+                 {std::string(ps::kQuantActivations) + ps::kQuantHistorySuffix, std::int64_t{2}},
+                 {std::string(ps::kQuantActivations) + ps::kQuantAlgorithmSuffix, std::string("max")},
+                 {std::string(ps::kQuantActivations) + ps::kQuantMarginSuffix, std::int64_t{0}},
+                 {std::string(ps::kQuantActivations) + ps::kQuantMetaSuffix, static_cast<std::int64_t>(state.addr)}};
+  auto step = [&](float spike) {
+    std::vector<float> av(static_cast<std::size_t>(M * K));
+    for (std::size_t i = 0; i < av.size(); ++i) av[i] = 0.25f * static_cast<float>(static_cast<int>(i % 9) - 4);
+    av[5] = spike;
+    const pg::Tensor a = pg::Tensor::from_f32({M, K}, av, pg::DType::F16);
+    const auto out = place.out(pg::DType::F16, {M, N});
+    return run_op(mem, op_args("MatMul", {place.put(a), place.put(b)}, {out}, at));
+  };
+  auto read_state = [&] { return fetch(mem, state).to_f32(); };
+  // Step 0: multiplier 1 (no history yet); amax 1 enters the history: next multiplier 448.
+  auto r0 = step(1.0f);
+  ASSERT_EQ(r0.quant_records().size(), 1u);
+  EXPECT_TRUE(r0.quant_records()[0].activations.delayed);
+  EXPECT_EQ(r0.quant_records()[0].activations.scale, 1.0f);
+  EXPECT_EQ(read_state(), (std::vector<float>{448.0f, 1.0f, 0.0f}));
+  EXPECT_FALSE(r0.detection().inputs.kinds[ps::kExcOverflow].hit());
+  // Step 1: a spike of 100 with the scale of amax 1: it saturates, and the latch hears of it on
+  // input 0 at the spike's element.
+  auto r1 = step(100.0f);
+  const auto& q1 = r1.quant_records()[0].activations;
+  EXPECT_EQ(q1.stats.saturated, 1u);
+  EXPECT_EQ(q1.stats.first_saturated, 5);
+  const auto& hit = r1.detection().inputs.kinds[ps::kExcOverflow];
+  ASSERT_TRUE(hit.hit());
+  EXPECT_EQ(hit.first, 5);
+  EXPECT_EQ(hit.slot, 0);
+  EXPECT_EQ(hit.value, 100.0f);
+  EXPECT_TRUE(hit.detail & ps::kExcDetailQuantize);
+  EXPECT_TRUE(r1.detection().inputs.status & ps::kFsOverflow);
+  EXPECT_EQ(read_state(), (std::vector<float>{4.48f, 100.0f, 1.0f}));
+  // Steps 2 and 3: the spike sets the scale for the history's length (2), then drops out.
+  auto r2 = step(1.0f);
+  EXPECT_EQ(r2.quant_records()[0].activations.scale, static_cast<float>(1.0 / static_cast<double>(4.48f)));
+  EXPECT_EQ(r2.quant_records()[0].activations.stats.saturated, 0u);
+  step(1.0f);
+  EXPECT_EQ(read_state()[0], 448.0f);
+  // Without its state buffer the op fails naming itself.
+  at.erase(std::string(ps::kQuantActivations) + ps::kQuantMetaSuffix);
+  EXPECT_THROW(step(1.0f), std::runtime_error);
+}
+
 TEST(QuantKernels, BadQuantizationAttributesThrowNamingTheOp) {
   MemStore mem;
   Placer place(mem);

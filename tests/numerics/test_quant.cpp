@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "numerics/quant.h"
@@ -227,6 +228,91 @@ TEST(QuantSpan, PerChannelBeatsPerTensorOnUnevenChannels) {
   EXPECT_GT(st.saturated, 60u);
   EXPECT_TRUE(st.flags.has(Flag::Overflow));
   EXPECT_THROW(quantize_span(q, {}, 1), std::invalid_argument);
+}
+
+TEST(QuantSpan, CountsSaturatedFlushedAndSubnormalCodes) {
+  // E4M3 with scale 1: 500 saturates (448), 2^-11 flushes to zero (below half the smallest
+  // subnormal 2^-9), 2^-8 is a subnormal code, 1.5 is normal, 0 is neither.
+  std::vector<float> x = {1.5f, 500.0f, std::ldexp(1.0f, -11), std::ldexp(1.0f, -8), 0.0f, -600.0f};
+  const QuantParams p = params_with_scale(QuantFormat::E4M3, 1.0f);
+  const QuantStats s = quantize_span(x, std::span<const QuantParams>(&p, 1), 1);
+  EXPECT_EQ(s.saturated, 2u);
+  EXPECT_EQ(s.first_saturated, 1);
+  EXPECT_EQ(s.first_saturated_value, 500.0f);
+  EXPECT_EQ(s.underflow, 1u);
+  EXPECT_EQ(s.subnormal, 1u);
+  EXPECT_EQ(s.amax, 600.0);
+  EXPECT_EQ(x[1], 448.0f);
+  EXPECT_EQ(x[5], -448.0f);
+  EXPECT_EQ(x[2], 0.0f);
+}
+
+TEST(QuantDelayed, TransformerEngineScaleFromTheHistory) {
+  // The first step uses multiplier 1 (TE's initial scale); each update pushes the amax and
+  // takes qmax / amax_h / 2^margin, computed in FP32 as TE does.
+  DelayedScalingState st{1.0f, std::vector<float>(4, 0.0f)};
+  EXPECT_EQ(delayed_params(QuantFormat::E4M3, st).inv_scale, 1.0f);
+  delayed_update(QuantFormat::E4M3, st, 3.0f, AmaxAlgorithm::Max, 0);
+  EXPECT_EQ(st.multiplier, static_cast<float>(448.0 / 3.0));
+  EXPECT_EQ(st.history, (std::vector<float>{3.0f, 0.0f, 0.0f, 0.0f}));
+  const QuantParams p = delayed_params(QuantFormat::E4M3, st);
+  EXPECT_EQ(p.inv_scale, st.multiplier);
+  EXPECT_EQ(p.scale, static_cast<float>(1.0 / static_cast<double>(st.multiplier)));
+  // A spike enters the history and, with max, stays for the history's length.
+  delayed_update(QuantFormat::E4M3, st, 3000.0f, AmaxAlgorithm::Max, 0);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(st.multiplier, static_cast<float>(448.0 / 3000.0)) << k;
+    delayed_update(QuantFormat::E4M3, st, 2.0f, AmaxAlgorithm::Max, 0);
+  }
+  EXPECT_EQ(st.history, (std::vector<float>{2.0f, 2.0f, 2.0f, 3000.0f}));
+  EXPECT_EQ(st.multiplier, static_cast<float>(448.0 / 3000.0));  // still inside the window
+  delayed_update(QuantFormat::E4M3, st, 2.0f, AmaxAlgorithm::Max, 0);
+  EXPECT_EQ(st.multiplier, static_cast<float>(448.0 / 2.0));  // the spike dropped out
+  // most_recent follows the last amax; a margin leaves 2^margin headroom; E5M2's qmax.
+  DelayedScalingState mr{1.0f, std::vector<float>(4, 0.0f)};
+  delayed_update(QuantFormat::E5M2, mr, 3000.0f, AmaxAlgorithm::MostRecent, 2);
+  delayed_update(QuantFormat::E5M2, mr, 7.0f, AmaxAlgorithm::MostRecent, 2);
+  EXPECT_EQ(mr.multiplier, static_cast<float>(static_cast<float>(57344.0 / 7.0) / 4.0));
+  // A zero or non-finite amax keeps the previous multiplier (TE's rule).
+  const float before = mr.multiplier;
+  delayed_update(QuantFormat::E5M2, mr, 0.0f, AmaxAlgorithm::MostRecent, 2);
+  EXPECT_EQ(mr.multiplier, before);
+  delayed_update(QuantFormat::E5M2, mr, INFINITY, AmaxAlgorithm::MostRecent, 2);
+  EXPECT_EQ(mr.multiplier, before);
+  DelayedScalingState empty{1.0f, {}};
+  EXPECT_THROW(delayed_update(QuantFormat::E4M3, empty, 1.0f, AmaxAlgorithm::Max, 0), std::invalid_argument);
+  EXPECT_EQ(parse_amax_algorithm("most_recent"), AmaxAlgorithm::MostRecent);
+  EXPECT_THROW(parse_amax_algorithm("mean"), std::invalid_argument);
+}
+
+TEST(QuantDelayed, ALaggingScaleSaturatesTheSpikeAndALongHistoryFlushesWhatFollows) {
+  // Steps of N(0, 1)-like data with one spike: with history 8 (max) the steps after the spike
+  // flush many more codes than with history 1; both saturate at the spike step itself.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<float>> steps(12, std::vector<float>(512));
+  for (auto& s : steps)
+    for (float& v : s) v = nd(rng);
+  steps[3][17] = 50000.0f;
+  auto run = [&](int len, std::vector<QuantStats>& out) {
+    DelayedScalingState st{1.0f, std::vector<float>(static_cast<std::size_t>(len), 0.0f)};
+    for (const auto& s : steps) {
+      std::vector<float> x = s;
+      const QuantParams p = delayed_params(QuantFormat::E4M3, st);
+      out.push_back(quantize_span(x, std::span<const QuantParams>(&p, 1), 1));
+      delayed_update(QuantFormat::E4M3, st, static_cast<float>(out.back().amax), AmaxAlgorithm::Max, 0);
+    }
+  };
+  std::vector<QuantStats> long_h, short_h;
+  run(8, long_h);
+  run(1, short_h);
+  EXPECT_GE(long_h[3].saturated, 1u);
+  EXPECT_GE(short_h[3].saturated, 1u);
+  EXPECT_EQ(long_h[3].first_saturated, 17);
+  EXPECT_EQ(long_h[4].underflow, short_h[4].underflow);  // both scale step 4 by the spike's amax
+  for (int k = 5; k <= 11; ++k)  // history 8: the spike of step 3 sets the scale of steps 4..11
+    EXPECT_GT(long_h[k].underflow, 10 * (short_h[k].underflow + 1)) << k;
+  EXPECT_GT(short_h[4].underflow, 10u);  // history 1 still uses the spike's amax once
 }
 
 }  // namespace

@@ -212,3 +212,45 @@ TEST(Config, IntSetRangesAndAll) {
   EXPECT_TRUE(s.contains(6));
   EXPECT_EQ(s.str(), "[1, 4-6]");
 }
+
+TEST(Config, RewindActionsWithArguments) {
+  auto cfg = ProbeConfig::from_string(R"y(
+actions: ["rewind(stats_dump all)"]
+conditions: ["nan_count > 0"]
+watch_points:
+  - "fc*"
+  - {name: w, match: ["x"], conditions: [{when: "max_abs > 10", actions: [full_dump, rewind]}]}
+rules:
+  - "invalid_count > 0 -> rewind(full_dump, implicated, continue), stop"
+  - {when: "overflow_count > 2", actions: ["rewind(all)"]}
+)y");
+  ASSERT_EQ(cfg.watch_points.size(), 2u);
+  const Condition& d = cfg.watch_points[0].conditions.at(0);  // the defaults
+  EXPECT_EQ(d.actions, std::vector<Action>{Action::Rewind});
+  EXPECT_FALSE(d.rewind.full);
+  EXPECT_TRUE(d.rewind.all_ops);
+  const Condition& c = cfg.watch_points[1].conditions.at(0);
+  EXPECT_EQ(c.actions, (std::vector<Action>{Action::FullDump, Action::Rewind}));
+  EXPECT_TRUE(c.rewind.full);
+  EXPECT_FALSE(c.rewind.all_ops);
+  EXPECT_FALSE(c.rewind.then_continue);
+  ASSERT_EQ(cfg.rules.size(), 2u);
+  EXPECT_EQ(cfg.rules[0].actions, (std::vector<Action>{Action::Rewind, Action::Stop}));
+  EXPECT_TRUE(cfg.rules[0].rewind.then_continue);
+  EXPECT_TRUE(cfg.rules[1].rewind.all_ops);
+  EXPECT_EQ(cfg.rules[0].rewind.text(), "rewind(full_dump, implicated, continue)");
+}
+
+TEST(Config, BadRewindActionsNameTheKey) {
+  ConfigError e = error_of("watch_points: [{match: [x], conditions: [{when: \"nan_count > 0\", actions: [\"rewind(later)\"]}]}]\n");
+  EXPECT_NE(std::string(e.what()).find("unknown rewind argument 'later'"), std::string::npos) << e.what();
+  EXPECT_NE(e.key().find("watch_points[0].conditions[0].actions"), std::string::npos) << e.key();
+  e = error_of("rules: [\"invalid_count > 0 -> rewind(all, all)\"]\n");
+  EXPECT_NE(std::string(e.what()).find("given twice"), std::string::npos) << e.what();
+  e = error_of("rules: [\"invalid_count > 0 -> rewind, rewind(all)\"]\n");
+  EXPECT_NE(std::string(e.what()).find("one rewind action per rule"), std::string::npos) << e.what();
+  e = error_of("watch_points: [{match: [x], conditions: [{when: \"nan_count > 0\", actions: [break, rewind]}]}]\n");
+  EXPECT_NE(std::string(e.what()).find("break and rewind exclude each other"), std::string::npos) << e.what();
+  e = error_of("rules: [\"invalid_count > 0 -> rewind(\"]\n");
+  EXPECT_NE(std::string(e.what()).find("unknown action 'rewind('"), std::string::npos) << e.what();
+}

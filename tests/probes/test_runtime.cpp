@@ -374,3 +374,86 @@ TEST(Runtime, StopRuleRequestsTheExecutorToStop) {
   EXPECT_TRUE(ex.rt->stop_requested());
   EXPECT_TRUE(ex.rt->report().stop_requested);
 }
+
+namespace {
+
+TEST(Runtime, RewindRuleRequestsTheStepAndStops) {
+  auto out = temp_dir("rt_rewind_rule");
+  auto cfg = ProbeConfig::from_string(R"y(
+watch_points: ["fc1"]
+rules: ["overflow_count > 0 -> rewind(all, continue)"]
+)y");
+  MiniExecutor ex(mlp(), cfg, out);
+  for (std::uint32_t step = 0; step < 3 && !ex.rt->stop_requested(); ++step) {
+    ex.place_step(feeds());
+    ex.run_step(step, [&](const graph::Op& op) {
+      if (step == 1 && op.name == "fc1") ex.dev.latch_exception({.kind = spec::kExcOverflow, .op_id = op.id, .element = 2});
+    });
+  }
+  EXPECT_TRUE(ex.rt->stop_requested());
+  const auto rep = ex.rt->report();
+  ASSERT_EQ(rep.rewinds.size(), 1u);
+  const probes::RewindRequest& r = rep.rewinds[0];
+  EXPECT_EQ(r.step, 1u);
+  EXPECT_EQ(r.by, "rule");
+  EXPECT_EQ(r.op, "fc1");  // the op that latched this step
+  EXPECT_TRUE(r.all_ops);
+  EXPECT_TRUE(r.then_continue);
+  EXPECT_TRUE(r.ops.empty());
+  EXPECT_EQ(rep.steps.size(), 2u);  // stopped after step 1
+}
+
+TEST(Runtime, RewindConditionImplicatesTheOpAndItsInputsWritersOnce) {
+  auto out = temp_dir("rt_rewind_cond");
+  auto cfg = ProbeConfig::from_string(R"y(
+watch_points:
+  - {match: ["fc2", "softmax"], conditions: [{when: "nan_count > 0", actions: [stats_dump, "rewind(stats_dump)"]}]}
+)y");
+  MiniExecutor ex(mlp(), cfg, out);
+  for (std::uint32_t step = 0; step < 3 && !ex.rt->stop_requested(); ++step) {
+    ex.place_step(feeds(), [&](auto& v) {
+      if (step == 2) {
+        set_elem(v, "fc2:0", 1, kNaN);
+        set_elem(v, "probs", 1, kNaN);
+      }
+    });
+    ex.run_step(step);
+  }
+  const auto rep = ex.rt->report();
+  ASSERT_EQ(rep.rewinds.size(), 1u);  // both conditions held; the first asks
+  const probes::RewindRequest& r = rep.rewinds[0];
+  EXPECT_EQ(r.step, 2u);
+  EXPECT_EQ(r.by, "condition");
+  EXPECT_EQ(r.op, "fc2");
+  EXPECT_EQ(r.tensor, "fc2:0");
+  EXPECT_FALSE(r.full);
+  EXPECT_FALSE(r.then_continue);
+  EXPECT_EQ(r.ops, (std::vector<std::string>{"fc2", "relu1"}));
+  EXPECT_EQ(rep.triggers.size(), 2u);
+}
+
+TEST(Runtime, QuantizationSaturationIsItsOwnOriginAndCause) {
+  auto out = temp_dir("rt_quant_overflow");
+  auto cfg = ProbeConfig::from_string("watch_points: [\"*\"]\n");
+  MiniExecutor ex(mlp(), cfg, out);
+  for (std::uint32_t step = 0; step < 2; ++step) {
+    ex.place_step(feeds());
+    ex.run_step(step, [&](const graph::Op& op) {
+      if (step == 1 && op.name == "fc2")
+        ex.dev.latch_exception({.kind = spec::kExcOverflow, .op_id = op.id, .output = 0, .element = 7, .value = 900.0f,
+                                .detail = spec::kExcDetailQuantize, .count = 3});
+    });
+  }
+  ex.rt->finish();
+  const auto rep = ex.rt->report();
+  ASSERT_EQ(rep.anomalies.size(), 1u);
+  EXPECT_TRUE(rep.anomalies[0].on_input);
+  EXPECT_EQ(rep.anomalies[0].tensor, "relu1:0");
+  ASSERT_FALSE(rep.diagnosis.empty());
+  EXPECT_EQ(rep.diagnosis[0].op, "fc2");
+  EXPECT_EQ(rep.diagnosis[0].cause, probes::CauseClass::QuantizationOverflow);
+  EXPECT_EQ(rep.diagnosis[0].tensor, "relu1:0");
+  EXPECT_NE(rep.diagnosis[0].suggestion.find("clipped 3"), std::string::npos) << rep.diagnosis[0].suggestion;
+}
+
+}  // namespace

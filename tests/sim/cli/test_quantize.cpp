@@ -94,6 +94,84 @@ TEST(Quantize, BadInputExitsWithTwo) {
   EXPECT_EQ(cli("quantize ok.yaml --target 'cosine<=0.9'", dir).code, 2);     // wrong direction
   EXPECT_EQ(cli("quantize ok.yaml --target 'snr>=3'", dir).code, 2);
   EXPECT_EQ(cli("run glob.yaml", dir).code, 2);  // `run` validates the section too
+  // loss_delta needs a loss (training); delayed-scaling keys need scaling: delayed.
+  const test::CmdResult ld = cli("quantize ok.yaml --target 'loss_delta<=0.1'", dir);
+  EXPECT_EQ(ld.code, 2) << ld.out << ld.err;
+  EXPECT_NE(ld.err.find("training"), std::string::npos) << ld.err;
+  EXPECT_EQ(cli("quantize ok.yaml --target 'loss_delta>=0.1'", dir).code, 2);
+  dir.write("hist.yaml", base + "quantization: {ops: [\"fc*\"], activations: {format: e4m3, amax_history: 4}}\n");
+  dir.write("dpc.yaml", base + "quantization: {ops: [\"fc*\"], weights: {format: e4m3, scaling: delayed, per_channel: true}}\n");
+  dir.write("alg.yaml", base + "quantization: {ops: [\"fc*\"], activations: {format: e4m3, scaling: delayed, algorithm: mean}}\n");
+  for (const char* f : {"hist.yaml", "dpc.yaml", "alg.yaml"}) {
+    const test::CmdResult r = cli(std::string("run ") + f, dir);
+    EXPECT_EQ(r.code, 2) << f << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+  }
+}
+
+TEST(Quantize, LossDeltaTargetOnATrainingScenario) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("t.yaml", R"(name: train8
+model: tinynet.yaml
+chip: tiny
+mode: training
+training: {loss: mse, optimizer: {type: sgd, lr: 0.1}}
+steps: 4
+seed: 9
+quantization:
+  ops: ["fc*"]
+  weights: int4
+  activations: int8
+)");
+  // A loose bound holds with everything quantized; a bound of 0 needs every layer kept.
+  test::CmdResult r = cli("quantize t.yaml --out out --target 'loss_delta<=10'", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json j = read_json(dir.path() / "out" / "train8" / "quantize.json");
+  EXPECT_TRUE(j["keep"].empty());
+  const double all = j["search"][0]["output"]["loss_delta"].get<double>();
+  EXPECT_GT(all, 0.0);
+  for (const auto& l : j["layers"]) EXPECT_TRUE(l["alone"].contains("loss_delta")) << l.dump();
+  r = cli("quantize t.yaml --out out --target 'loss_delta<=0'", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  j = read_json(dir.path() / "out" / "train8" / "quantize.json");
+  EXPECT_EQ(j["keep"].size(), 2u);
+  EXPECT_EQ(j["output"]["loss_delta"], 0.0);
+  // Keeping the more sensitive layer alone lands between the two.
+  ASSERT_GE(j["search"].size(), 2u);
+  const double one = j["search"][1]["output"]["loss_delta"].get<double>();
+  EXPECT_LT(one, all);
+  EXPECT_NE(r.out.find("loss delta"), std::string::npos) << r.out;
+}
+
+TEST(Quantize, ReportHoldsPerLayerSaturationAmaxAndChannelScales) {
+  TempDir dir;
+  const test::CmdResult r = cli("run '" + kCnn + "' --out out", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json q = read_json(dir.path() / "out" / "int8_cnn" / "report.json")["quantization"];
+  ASSERT_TRUE(q.is_object());
+  ASSERT_EQ(q["layers"].size(), 5u);
+  double conv3_spread = 0, conv2_spread = 0;
+  for (const auto& l : q["layers"]) {
+    const auto& a = l["activations"];
+    EXPECT_EQ(a["format"], "int8");
+    EXPECT_EQ(a["scaling"], "current");
+    EXPECT_EQ(a["saturated"], 0);  // scales from the current amax never saturate
+    EXPECT_GT(a["amax"]["max"].get<double>(), 0.0);
+    EXPECT_EQ(l["weights"]["format"], "int8");
+    if (l["op"] == "conv2") conv2_spread = a["channels"]["spread"];
+    if (l["op"] == "conv3") {
+      conv3_spread = a["channels"]["spread"];
+      EXPECT_EQ(a["channels"]["axis_size"], 16);
+      // each channel's symmetric INT8 scale: its amax / 127
+      EXPECT_FLOAT_EQ(a["channels"]["scale"][3].get<float>(), a["channels"]["amax"][3].get<float>() / 127.0f);
+    }
+  }
+  // Per-channel amax of each layer's input: conv3's input channels spread wider than conv2's
+  // (measured 4.3x vs 2.1x), yet far less than its weights' outliers (what the search finds).
+  EXPECT_GT(conv2_spread, 1.0);
+  EXPECT_GT(conv3_spread, 1.5 * conv2_spread);
+  EXPECT_NE(test::slurp(dir.path() / "out" / "int8_cnn" / "summary.txt").find("quantization: 5 layers"), std::string::npos);
 }
 
 }  // namespace

@@ -86,6 +86,30 @@ TEST(TimeTravel, AdamStateAndStepCountSurviveTheCheckpoint) {
   }
 }
 
+TEST(TimeTravel, DelayedScalingStateRidesInTheCheckpoints) {
+  // FP8 with delayed scaling: the amax history and scale live in HBM as graph tensors, so a
+  // replay from a later step restores them and repeats the steps bit for bit (with the initial
+  // scale instead, step 3 would quantize differently).
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("fp8.yaml", training("fp8", "{type: sgd, lr: 0.05}") + R"(quantization:
+  ops: ["fc*"]
+  weights: e4m3
+  activations: {format: e4m3, scaling: delayed, amax_history: 2, algorithm: max}
+)");
+  ASSERT_EQ(cli("run fp8.yaml --out out", dir).code, 0);
+  const fs::path ck = dir.path() / "out" / "fp8" / "checkpoints" / "rank0" / "step3";
+  EXPECT_TRUE(fs::exists(ck / "fc1.quant_state.activations.npy"));
+  const test::CmdResult r = cli("replay out/fp8 --from-step 3 --out rep --set probes.mode=full", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = read_json(dir.path() / "rep" / "fp8" / "replay.json");
+  EXPECT_TRUE(j["identical"].get<bool>()) << j.dump(2);
+  const nlohmann::json q = read_json(dir.path() / "rep" / "fp8" / "report.json")["quantization"];
+  ASSERT_TRUE(q.is_object());
+  EXPECT_EQ(q["layers"][0]["activations"]["scaling"], "delayed");
+  EXPECT_NE(q["layers"][0]["activations"]["per_step"][0]["scale"], 1.0);  // the restored scale, not the initial one
+}
+
 TEST(TimeTravel, BadReplayInputExitsWithTwo) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);
