@@ -91,10 +91,20 @@ std::uint32_t ClusterTopology::chips_in_server(std::uint32_t s) const {
   return std::min(cps_, ranks_ - std::min(ranks_, s * cps_));
 }
 
-std::vector<std::uint32_t> ClusterTopology::route(std::uint32_t src, std::uint32_t dst) const {
+std::uint32_t Route::at(std::size_t i) const {
+  if (i >= n_) throw std::out_of_range(fmt::format("route: hop {} of {}", i, n_));
+  return ids_[i];
+}
+
+void Route::push_back(std::uint32_t id) {
+  if (n_ == kMaxHops) throw std::length_error(fmt::format("route: more than {} hops", kMaxHops));
+  ids_[n_++] = id;
+}
+
+Route ClusterTopology::route(std::uint32_t src, std::uint32_t dst) const {
   if (src >= ranks_ || dst >= ranks_ || src == dst)
     throw std::out_of_range(fmt::format("cluster: no route from r{} to r{}", src, dst));
-  std::vector<std::uint32_t> r;
+  Route r;
   if (server_of(src) == server_of(dst)) {
     const std::uint32_t m = chips_in_server(server_of(src)), base = server_of(src) * cps_;
     // HCCS links of chip x start at index hccs(x): the chips before it own (m-1) (mesh) or 2 (ring) links each.

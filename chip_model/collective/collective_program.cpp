@@ -27,7 +27,10 @@ class Builder {
 
   RankProgram build() {
     switch (r_.algo) {
-      case CollectiveAlgo::Ring: ring(); break;
+      case CollectiveAlgo::Ring:
+        prog_.steps.reserve(4 * std::size_t{n_});
+        ring();
+        break;
       case CollectiveAlgo::Tree: tree(); break;
       case CollectiveAlgo::Direct: direct(); break;
     }
