@@ -73,7 +73,7 @@ class Route {
   void push_back(std::uint32_t id);
 
  private:
-  std::array<std::uint32_t, kMaxHops> ids_{};
+  std::array<std::uint32_t, kMaxHops> ids_;  // the first n_ hold the route
   std::size_t n_ = 0;
 };
 
@@ -127,10 +127,10 @@ struct PartitionMap {
   std::uint32_t processes = 1;
   std::vector<std::uint32_t> of_rank;  // process of each rank
 
-  /// Servers split into `processes` contiguous blocks as even as possible. Throws ConfigError
+  /// Servers split into `processes` contiguous blocks as even as possible. Throws ClusterFitError
   /// when there are more processes than chips or than servers.
   static PartitionMap even(const ClusterTopology& t, std::uint32_t processes);
-  /// An explicit per-rank map. Throws ConfigError (naming `where`) when its length is not the
+  /// An explicit per-rank map. Throws ClusterFitError (naming `where`) when its length is not the
   /// rank count, a value is >= processes, a process gets no chip, or a server is split.
   static PartitionMap explicit_map(const ClusterTopology& t, std::vector<std::uint32_t> map, std::uint32_t processes,
                                    std::string_view where);

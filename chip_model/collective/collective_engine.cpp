@@ -107,7 +107,7 @@ void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::S
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, std::uint32_t rank, CollectiveFabric& fabric)
     : sc_core::sc_module(name), rank_(rank), fabric_(fabric) {}
 
-void CollectiveEngine::deliver(Message m) {
+void CollectiveEngine::deliver(Message&& m) {
   // At most one parked execution per stream: a linear search.
   if (auto it = std::find_if(parked_.begin(), parked_.end(), [&](const auto* e) { return e->awaited() == m.key; });
       it != parked_.end()) {

@@ -55,7 +55,7 @@ class CollectiveEngine : public sc_core::sc_module,
 
   std::uint32_t rank() const { return rank_; }
   void run(TaskContext& ctx) override;
-  void deliver(Message m) override;
+  void deliver(Message&& m) override;
 
   /// Collectives this chip completed.
   std::uint64_t completed() const { return completed_; }

@@ -33,9 +33,10 @@ bool CollectiveExecution::advance() {
     switch (st.kind) {
       case ProgStep::Kind::Send: send(st); break;
       case ProgStep::Kind::Recv: {
-        Message m;
-        if (!next_message(st, st.peer, m)) return false;
-        recv(st, m);
+        Message* m = next_message(st, st.peer);
+        if (!m) return false;
+        recv(st, *m);
+        given_.reset();
         break;
       }
       case ProgStep::Kind::Finalize: finalize(st); break;
@@ -44,8 +45,13 @@ bool CollectiveExecution::advance() {
         break;
       case ProgStep::Kind::FoldAll: {
         fold_msgs_.resize(s_.group.size);
-        for (; fold_next_ < s_.group.size; ++fold_next_)
-          if (fold_next_ != s_.position && !next_message(st, fold_next_, fold_msgs_[fold_next_])) return false;
+        for (; fold_next_ < s_.group.size; ++fold_next_) {
+          if (fold_next_ == s_.position) continue;
+          Message* m = next_message(st, fold_next_);
+          if (!m) return false;
+          fold_msgs_[fold_next_] = std::move(*m);
+          given_.reset();
+        }
         fold_all(st);
         fold_msgs_.clear();
         fold_next_ = 0;
@@ -58,18 +64,20 @@ bool CollectiveExecution::advance() {
   return true;
 }
 
-bool CollectiveExecution::next_message(const ProgStep& st, std::uint32_t from_pos, Message& out) {
+Message* CollectiveExecution::next_message(const ProgStep& st, std::uint32_t from_pos) {
   const MessageKey key{s_.comm, s_.seq, st.tag, from_pos};
+  Message* m = nullptr;
   if (given_ && given_->key == key) {
-    out = std::move(*given_);
-    given_.reset();
-  } else if (!s_.source->take(key, out)) {
+    m = &*given_;
+  } else if (s_.source->take(key, took_)) {
+    m = &took_;
+  } else {
     awaited_ = key;
     awaited_rank_ = s_.group.member(from_pos);
-    return false;
+    return nullptr;
   }
-  check(out, st);
-  return true;
+  check(*m, st);
+  return m;
 }
 
 void CollectiveExecution::check(const Message& m, const ProgStep& st) const {
@@ -254,7 +262,7 @@ void CollectiveExecution::fold_all(const ProgStep& st) {
   for (std::uint32_t p : by_head) landed[p] = land(msgs[p], 0, st.begin, true);
   for (std::uint32_t p = 0; p < n; ++p)
     if (p != s_.position) advance_to(landed[p]);
-  std::vector<std::uint32_t> order = st.order;
+  std::vector<std::uint32_t> order = prog_.fold_order;
   if (order.empty()) {
     order.push_back(s_.position);
     std::vector<std::uint32_t> rest = by_head;

@@ -76,7 +76,7 @@ class CollectiveExecution {
   std::uint32_t awaited_rank() const { return awaited_rank_; }
   /// Hands over the awaited message (the next advance() consumes it), delivered at its tail's
   /// arrival.
-  void give(Message m) {
+  void give(Message&& m) {
     resumed_ps_ = std::max(resumed_ps_, m.tail_ps);
     given_ = std::move(m);
   }
@@ -118,9 +118,9 @@ class CollectiveExecution {
   /// `count` input elements from `begin` into `v` (its storage reused).
   void own_into(Value& v, std::uint64_t begin, std::uint64_t count) const;
   std::uint64_t jitter() { return s_.jitter_ps == 0 ? 0 : rng_() % (s_.jitter_ps + 1); }
-  /// The message `st.tag` from group position `from_pos` into `out`: handed over, or from the
-  /// source; false (and awaited() set) when it has not arrived.
-  bool next_message(const ProgStep& st, std::uint32_t from_pos, Message& out);
+  /// The message `st.tag` from group position `from_pos`, checked: the one handed over, or one
+  /// from the source (in `took_`); nullptr (and awaited() set) when it has not arrived.
+  Message* next_message(const ProgStep& st, std::uint32_t from_pos);
   void check(const Message& m, const ProgStep& st) const;
   void send(const ProgStep& st);
   std::uint64_t land(const Message& m, std::uint64_t dst, std::uint64_t begin, bool adds);
@@ -148,6 +148,7 @@ class CollectiveExecution {
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> order_;
   std::optional<Message> given_;
+  Message took_;
   std::uint64_t resumed_ps_ = 0;
   MessageKey awaited_;
   std::uint32_t awaited_rank_ = 0;

@@ -253,7 +253,7 @@ class Builder {
           f.kind = Kind::FoldAll;
           f.begin = rs ? p_ * cnt : 0;
           f.count = cnt;
-          f.order = r_.direct_order;
+          prog_.fold_order = r_.direct_order;
           prog_.steps.push_back(std::move(f));
         }
         rounds(n_ > 1 ? 1 : 0);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -10,10 +9,6 @@
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
-
-bool Network::Later::operator()(const Event& a, const Event& b) const {
-  return std::tie(a.time, a.src, a.seq, a.hop) > std::tie(b.time, b.src, b.seq, b.hop);
-}
 
 Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, const PartitionMap* parts,
                  std::uint32_t process, Trace* trace)
@@ -41,7 +36,7 @@ void Network::attach(std::uint32_t rank, Receiver* r) { receivers_.at(rank) = r;
 
 bool Network::owns(std::size_t link) const { return !parts_ || parts_->of_link(topo_, link) == process_; }
 
-std::uint64_t Network::send(Message m, std::uint64_t ready_ps, std::uint64_t data_ps) {
+std::uint64_t Network::send(Message&& m, std::uint64_t ready_ps, std::uint64_t data_ps) {
   const Route route = topo_.route(m.src, m.dst);
   m.hop = 0;
   m.head_ps = ready_ps;
@@ -67,7 +62,7 @@ void Network::inject(Message m) {
   queue(at, false, std::move(m));
 }
 
-void Network::queue(std::uint64_t time, bool deliver, Message m) {
+void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
   const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
   if (time < now)
     throw std::logic_error(fmt::format("{}: message r{} -> r{} due at {} ps, the partition is at {} ps (lookahead "
@@ -90,7 +85,7 @@ void Network::queue(std::uint64_t time, bool deliver, Message m) {
   queue_.push(e);
 }
 
-void Network::take_hop(Message m) {
+void Network::take_hop(Message&& m) {
   const Route route = topo_.route(m.src, m.dst);
   const std::uint32_t id = route.at(m.hop);
   std::optional<Link::Span> closed;
@@ -103,7 +98,7 @@ void Network::take_hop(Message m) {
   onward(std::move(m), next);
 }
 
-void Network::onward(Message m, std::optional<std::size_t> next_link) {
+void Network::onward(Message&& m, std::optional<std::size_t> next_link) {
   if (!next_link) {
     const std::uint64_t at = m.tail_ps;
     queue(at, true, std::move(m));  // delivered when its tail arrives

@@ -47,7 +47,7 @@ class Network : public sc_core::sc_module {
   class Receiver {
    public:
     virtual ~Receiver() = default;
-    virtual void deliver(Message m) = 0;
+    virtual void deliver(Message&& m) = 0;
   };
   class Boundary {
    public:
@@ -68,7 +68,7 @@ class Network : public sc_core::sc_module {
   /// From the sender's engine: `m` (src, dst, key, payload, wire_bytes set) with its head ready at
   /// `ready_ps` and its last byte read from memory at `data_ps`. Returns when the sender's first
   /// link is free again.
-  std::uint64_t send(Message m, std::uint64_t ready_ps, std::uint64_t data_ps);
+  std::uint64_t send(Message&& m, std::uint64_t ready_ps, std::uint64_t data_ps);
   /// A message from another partition whose next hop (m.hop at m.head_ps) is owned here.
   void inject(Message m);
 
@@ -98,13 +98,18 @@ class Network : public sc_core::sc_module {
     bool deliver = false;
   };
   struct Later {
-    bool operator()(const Event& a, const Event& b) const;
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.time != b.time) return a.time > b.time;
+      if (a.src != b.src) return a.src > b.src;
+      if (a.seq != b.seq) return a.seq > b.seq;
+      return a.hop > b.hop;
+    }
   };
   void pump();
-  void take_hop(Message m);
+  void take_hop(Message&& m);
   /// After a hop: delivery (no next link), the next hop here, or a relay to the link's partition.
-  void onward(Message m, std::optional<std::size_t> next_link);
-  void queue(std::uint64_t time, bool deliver, Message m);
+  void onward(Message&& m, std::optional<std::size_t> next_link);
+  void queue(std::uint64_t time, bool deliver, Message&& m);
   void trace_span(std::size_t link, const Link::Span& s);
   void traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes, const std::optional<Link::Span>& closed);
 

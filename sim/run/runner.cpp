@@ -157,10 +157,8 @@ void Runner::add(const Scenario& s) {
     try {
       partition_map(e.main, procs);
       for (const auto& v : e.variants) partition_map(v, procs);
-    } catch (const chip::ConfigError& err) {
-      throw ScenarioError(s.file.string(), 0, 0, "ranks",
-                          fmt::format("a job that {} processes can share ({})", procs, err.what()),
-                          std::to_string(s.ranks) + " ranks");
+    } catch (const chip::ClusterFitError& err) {
+      fail_cluster_fit(s, err, fmt::format("the run has {} processes", procs));
     }
   }
   e.out_dir = opts_.out_root / s.name;
