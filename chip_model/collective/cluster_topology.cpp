@@ -236,7 +236,7 @@ PartitionMap PartitionMap::explicit_map(const ClusterTopology& t, std::vector<st
   std::vector<std::uint32_t> chips(processes, 0);
   for (std::uint32_t r = 0; r < t.ranks(); ++r) {
     if (map[r] >= processes)
-      throw ClusterFitError(w, fmt::format("process indices 0..{} (the run has {} process(es))", processes - 1, processes),
+      throw ClusterFitError(w, fmt::format("process indices 0..{}", processes - 1),
                            fmt::format("process {} for rank {}", map[r], r));
     ++chips[map[r]];
     const std::uint32_t first = t.server_of(r) * t.chips_per_server();
@@ -247,7 +247,7 @@ PartitionMap PartitionMap::explicit_map(const ClusterTopology& t, std::vector<st
   }
   for (std::uint32_t p = 0; p < processes; ++p)
     if (chips[p] == 0)
-      throw ClusterFitError(w, fmt::format("a map that gives each of the {} processes a server", processes),
+      throw ClusterFitError(w, fmt::format("a server on each process 0..{}", processes - 1),
                            fmt::format("process {} with no chip", p));
   PartitionMap m;
   m.processes = processes;
