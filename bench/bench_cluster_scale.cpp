@@ -7,10 +7,11 @@
 //  - BM_RankScalingFit: least-squares growth exponents of step time and of peak RSS against the
 //    rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
 //    <= 40) and the 256-rank peak RSS (target < 4 GB).
-//  - BM_MpiPartitions/<K>: `mpirun --oversubscribe -np K probelab run` of a 64-rank job (eight
-//    servers); wall time and efficiency T1 / (K T_K). On a machine with fewer cores than K the
-//    processes share them, so the efficiency there measures the synchronisation overhead, not
-//    the speed-up.
+//  - BM_MpiPartitions/<K>/<R>: `mpirun --oversubscribe -np K probelab run --no-baseline
+//    --no-trace` of an R-rank job (R/8 servers; the simulation alone: no probe-off run, no
+//    timeline); wall time and efficiency T1 / (K T_K). On a machine with fewer cores than K the
+//    processes share them, so the efficiency there measures the synchronisation overhead (one
+//    window exchange per lookahead of simulated time), not the speed-up.
 // Host times are CPU seconds of the child (best of N), so load from other processes moves them
 // little. Run from the repository root (or set PROBELAB_SOURCE_DIR).
 #include <sys/resource.h>
@@ -187,7 +188,8 @@ void BM_MpiPartitions(benchmark::State& state) {
   const fs::path file = bench::write_scenario(job_yaml(ranks, 2), fmt::format("mpi{}", procs), "bench_cluster.yaml");
   const fs::path out = scratch(fmt::format("mpi_out{}", procs));
   const std::string cmd = fmt::format(
-      "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 mpirun --oversubscribe --allow-run-as-root -np {} {} run {} --out {} >/dev/null 2>&1",
+      "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 mpirun --oversubscribe --allow-run-as-root -np {} {} run {} --out {} "
+      "--no-baseline --no-trace >/dev/null 2>&1",
       procs, probelab_binary().string(), file.string(), out.string());
   for (auto _ : state) {
     const auto [wall, cpu] = run_command(cmd);

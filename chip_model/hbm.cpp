@@ -91,42 +91,57 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
   (is_write ? st.bytes_written : st.bytes_read) += bytes;
   if (bytes == 0) return start_ps;
 
-  // Bytes per channel: granules [g0, g1] of the transfer, first and last possibly partial.
-  std::fill(share_.begin(), share_.end(), 0);
-  const std::uint64_t g0 = addr / interleave_, g1 = (addr + bytes - 1) / interleave_;
-  if (g0 == g1) {
-    share_[g0 % channels_] = bytes;
-  } else {
-    share_[g0 % channels_] += interleave_ - addr % interleave_;
-    share_[g1 % channels_] += (addr + bytes - 1) % interleave_ + 1;
-    const std::uint64_t full = g1 - g0 - 1;  // whole granules between the ends
-    if (full > 0) {
-      const std::uint64_t rounds = full / channels_, rest = full % channels_;
-      for (std::uint32_t i = 0; i < channels_; ++i) share_[i] += rounds * interleave_;
-      for (std::uint64_t i = 0; i < rest; ++i) share_[(g0 + 1 + i) % channels_] += interleave_;
-    }
-  }
   const bool tracing = trace_ && trace_->enabled();
   std::uint64_t end = start_ps;
-  for (std::uint32_t c = 0; c < channels_; ++c) {
-    if (share_[c] == 0) continue;
+  // Channel c serves its share of the transfer after what it already queued; channels in
+  // ascending order (the order of the trace's slices).
+  auto serve = [&](std::uint32_t c, std::uint64_t share) {
     const std::uint64_t begin = std::max(start_ps, busy_until_ps_[c]);
-    const std::uint64_t dur = transfer_ps(share_[c], channel_rate_[c]);
+    const std::uint64_t dur = transfer_ps(share, channel_rate_[c]);
     busy_until_ps_[c] = begin + dur;
     busy_ps_total_ += dur;
-    channel_stats_[c].bytes += share_[c];
+    channel_stats_[c].bytes += share;
     channel_stats_[c].busy_ps += dur;
     end = std::max(end, busy_until_ps_[c]);
     if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.
       trace_->complete(rank_, fmt::format("hbm.ch{:02}", c),
                        fmt::format("{} {}", hbm_client_name(who), is_write ? "write" : "read"), "hbm", begin, dur,
-                       {{"bytes", share_[c]}, {"addr", addr}, {"queued_ps", begin - start_ps}});
+                       {{"bytes", share}, {"addr", addr}, {"queued_ps", begin - start_ps}});
     }
     if (tracing) {
       // Untraced traffic (a collective's chunks) still counts in the bandwidth counter.
-      trace_->rate(rank_, "hbm bandwidth", "GB/s", begin, dur, share_[c]);
+      trace_->rate(rank_, "hbm bandwidth", "GB/s", begin, dur, share);
     }
+  };
+  // Granules [g0, g1] of the transfer, first and last possibly partial.
+  const std::uint64_t g0 = addr / interleave_, g1 = (addr + bytes - 1) / interleave_;
+  const std::uint64_t granules = g1 - g0 + 1;
+  auto granule_share = [&](std::uint64_t g) {
+    if (g0 == g1) return bytes;
+    if (g == g0) return interleave_ - addr % interleave_;
+    if (g == g1) return (addr + bytes - 1) % interleave_ + 1;
+    return interleave_;
+  };
+  if (granules < channels_) {
+    // Each granule on its own channel (a small transfer: no pass over every channel). Granules
+    // whose channel index wrapped past the last channel come first in channel order.
+    const std::uint64_t c0 = g0 % channels_, wrap = channels_ - c0;
+    for (std::uint64_t i = wrap; i < granules; ++i) serve(static_cast<std::uint32_t>(c0 + i - channels_), granule_share(g0 + i));
+    for (std::uint64_t i = 0; i < std::min(granules, wrap); ++i) serve(static_cast<std::uint32_t>(c0 + i), granule_share(g0 + i));
+  } else {
+    // Bytes per channel.
+    std::fill(share_.begin(), share_.end(), 0);
+    share_[g0 % channels_] += granule_share(g0);
+    if (g1 != g0) share_[g1 % channels_] += granule_share(g1);
+    const std::uint64_t full = g1 == g0 ? 0 : g1 - g0 - 1;  // whole granules between the ends
+    if (full > 0) {
+      const std::uint64_t rounds = full / channels_, rest = full % channels_;
+      for (std::uint32_t i = 0; i < channels_; ++i) share_[i] += rounds * interleave_;
+      for (std::uint64_t i = 0; i < rest; ++i) share_[(g0 + 1 + i) % channels_] += interleave_;
+    }
+    for (std::uint32_t c = 0; c < channels_; ++c)
+      if (share_[c] != 0) serve(c, share_[c]);
   }
   if (port_gbps > 0) end = std::max(end, start_ps + transfer_ps(bytes, port_gbps));
   end += latency_ps_;
@@ -137,6 +152,12 @@ sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc
                                bool is_write, double port_gbps, bool traced) {
   check_range(addr, bytes, is_write ? "write" : "read");
   return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps, traced));
+}
+
+std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                               bool is_write, double port_gbps, bool traced) {
+  check_range(addr, bytes, is_write ? "write" : "read");
+  return model(addr, bytes, start_ps, who, is_write, port_gbps, traced);
 }
 
 sc_core::sc_time Hbm::read(std::uint64_t addr, std::span<std::byte> dst, const sc_core::sc_time& start, HbmClient who,

@@ -74,6 +74,9 @@ class Hbm : public sc_core::sc_module {
   /// rather than one per chunk it moves).
   sc_core::sc_time transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start,
                             HbmClient who, bool is_write, double port_gbps = 0, bool traced = true);
+  /// The same in picoseconds (start and completion).
+  std::uint64_t transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                            bool is_write, double port_gbps = 0, bool traced = true);
 
   // ---- zero-time backdoor: injectors and tests only ----
   void debug_read(std::uint64_t addr, std::span<std::byte> dst) const;

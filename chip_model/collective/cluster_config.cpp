@@ -76,15 +76,22 @@ std::uint32_t ClusterConfig::servers_for(std::uint32_t ranks) const {
   return std::max<std::uint32_t>(1, (ranks + chips_per_server - 1) / chips_per_server);
 }
 
+ClusterFitError::ClusterFitError(std::string where, std::string expected, std::string got)
+    : ConfigError(fmt::format("{}: expected {}, got {}", where, expected, got)), where_(std::move(where)),
+      expected_(std::move(expected)), got_(std::move(got)) {}
+
 void ClusterConfig::check_fits(std::uint32_t ranks) const {
   if (ranks > chips_per_server && ranks % chips_per_server != 0)
-    throw ConfigError(fmt::format(
-        "ranks: {} chips do not fit servers of {} chips (a job uses 1..{} chips of one server or whole servers: a "
-        "multiple of {})",
-        ranks, chips_per_server, chips_per_server, chips_per_server));
+    throw ClusterFitError("ranks",
+                          fmt::format("1..{} chips of one server or whole servers (a multiple of {}: "
+                                      "cluster.chips_per_server)",
+                                      chips_per_server, chips_per_server),
+                          fmt::format("{} ranks", ranks));
   if (servers && static_cast<std::uint64_t>(servers) * chips_per_server < ranks)
-    throw ConfigError(fmt::format("ranks: {} chips do not fit the cluster's {} servers of {} chips", ranks, servers,
-                                  chips_per_server));
+    throw ClusterFitError("ranks",
+                          fmt::format("at most {} chips ({} servers of {} chips: cluster.servers)",
+                                      std::uint64_t{servers} * chips_per_server, servers, chips_per_server),
+                          fmt::format("{} ranks", ranks));
 }
 
 const std::vector<ParamInfo>& cluster_params() {

@@ -22,6 +22,20 @@
 
 namespace probelab::chip {
 
+/// A job that does not fit the cluster or cannot be split over the processes asked for: where
+/// ("ranks", "partition", "cluster.partition"), what was expected and what the job has
+/// ("16 entries (one process index per rank)", "17 entries").
+class ClusterFitError : public ConfigError {
+ public:
+  ClusterFitError(std::string where, std::string expected, std::string got);
+  const std::string& where() const { return where_; }
+  const std::string& expected() const { return expected_; }
+  const std::string& got() const { return got_; }
+
+ private:
+  std::string where_, expected_, got_;
+};
+
 struct ClusterConfig {
   std::uint32_t chips_per_server = 8;
   std::uint32_t servers = 0;                // 0: as many as the ranks need
@@ -36,8 +50,8 @@ struct ClusterConfig {
   bool fat_tree() const { return switch_kind == "fat_tree"; }
   /// Servers a job of `ranks` chips occupies: `servers` when set, else ceil(ranks / chips_per_server).
   std::uint32_t servers_for(std::uint32_t ranks) const;
-  /// Throws ConfigError when `ranks` chips do not fit: more than one server's worth but not a
-  /// whole number of servers, or more chips than `servers` servers hold.
+  /// Throws ClusterFitError when `ranks` chips do not fit: more than one server's worth but not
+  /// a whole number of servers, or more chips than `servers` servers hold.
   void check_fits(std::uint32_t ranks) const;
 };
 

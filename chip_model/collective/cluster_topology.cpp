@@ -91,10 +91,20 @@ std::uint32_t ClusterTopology::chips_in_server(std::uint32_t s) const {
   return std::min(cps_, ranks_ - std::min(ranks_, s * cps_));
 }
 
-std::vector<std::uint32_t> ClusterTopology::route(std::uint32_t src, std::uint32_t dst) const {
+std::uint32_t Route::at(std::size_t i) const {
+  if (i >= n_) throw std::out_of_range(fmt::format("route: hop {} of {}", i, n_));
+  return ids_[i];
+}
+
+void Route::push_back(std::uint32_t id) {
+  if (n_ == kMaxHops) throw std::length_error(fmt::format("route: more than {} hops", kMaxHops));
+  ids_[n_++] = id;
+}
+
+Route ClusterTopology::route(std::uint32_t src, std::uint32_t dst) const {
   if (src >= ranks_ || dst >= ranks_ || src == dst)
     throw std::out_of_range(fmt::format("cluster: no route from r{} to r{}", src, dst));
-  std::vector<std::uint32_t> r;
+  Route r;
   if (server_of(src) == server_of(dst)) {
     const std::uint32_t m = chips_in_server(server_of(src)), base = server_of(src) * cps_;
     // HCCS links of chip x start at index hccs(x): the chips before it own (m-1) (mesh) or 2 (ring) links each.
@@ -187,15 +197,25 @@ CommGroup ClusterTopology::group(CommKind kind, std::uint32_t rank) const {
   return g;
 }
 
+namespace {
+
+std::string job_text(const ClusterTopology& t) {
+  return fmt::format("{} rank(s) on {} server(s) of {} chips", t.ranks(), t.servers(), t.chips_per_server());
+}
+
+}  // namespace
+
 PartitionMap PartitionMap::even(const ClusterTopology& t, std::uint32_t processes) {
-  if (processes == 0) throw ConfigError("partition: at least one process");
+  if (processes == 0) throw ClusterFitError("partition", "at least one process", "0");
   if (processes > t.ranks())
-    throw ConfigError(fmt::format("partition: {} processes for a job of {} chips (at most one process per chip)",
-                                  processes, t.ranks()));
+    throw ClusterFitError("partition", fmt::format("at least {} chips for {} processes (one process per chip at most)", processes, processes),
+                         job_text(t));
   if (processes > t.servers())
-    throw ConfigError(fmt::format("partition: {} processes for {} server(s): a server's chips are simulated by one "
-                                  "process, so at most {} process(es)",
-                                  processes, t.servers(), t.servers()));
+    throw ClusterFitError("partition",
+                         fmt::format("at least {} servers for {} processes (a server's chips are simulated by one "
+                                     "process)",
+                                     processes, processes),
+                         job_text(t));
   PartitionMap m;
   m.processes = processes;
   m.of_rank.resize(t.ranks());
@@ -208,24 +228,27 @@ PartitionMap PartitionMap::explicit_map(const ClusterTopology& t, std::vector<st
                                         std::uint32_t processes, std::string_view where) {
   const std::string w = where.empty() ? "partition" : std::string(where);
   if (map.size() != t.ranks())
-    throw ConfigError(fmt::format("{}: {} entries for {} ranks (one process index per rank)", w, map.size(), t.ranks()));
+    throw ClusterFitError(w, fmt::format("{} entries (one process index per rank)", t.ranks()),
+                         fmt::format("{} entries", map.size()));
   if (processes > t.ranks())
-    throw ConfigError(fmt::format("{}: {} processes for a job of {} chips (at most one process per chip)", w,
-                                  processes, t.ranks()));
+    throw ClusterFitError(w, fmt::format("at most {} processes (one process per chip at most)", t.ranks()),
+                         fmt::format("{} processes", processes));
   std::vector<std::uint32_t> chips(processes, 0);
   for (std::uint32_t r = 0; r < t.ranks(); ++r) {
     if (map[r] >= processes)
-      throw ConfigError(fmt::format("{}: rank {} is mapped to process {}, but the run has {} process(es)", w, r, map[r],
-                                    processes));
+      throw ClusterFitError(w, fmt::format("process indices 0..{}", processes - 1),
+                           fmt::format("process {} for rank {}", map[r], r));
     ++chips[map[r]];
     const std::uint32_t first = t.server_of(r) * t.chips_per_server();
     if (map[r] != map[first])
-      throw ConfigError(fmt::format("{}: server {} is split: rank {} on process {}, rank {} on process {} (a server's "
-                                    "chips must be simulated by one process)",
-                                    w, t.server_of(r), first, map[first], r, map[r]));
+      throw ClusterFitError(w, "whole servers on each process (a server's chips are simulated by one process)",
+                           fmt::format("server {} split: rank {} on process {}, rank {} on process {}", t.server_of(r),
+                                       first, map[first], r, map[r]));
   }
   for (std::uint32_t p = 0; p < processes; ++p)
-    if (chips[p] == 0) throw ConfigError(fmt::format("{}: process {} gets no chip", w, p));
+    if (chips[p] == 0)
+      throw ClusterFitError(w, fmt::format("a server on each process 0..{}", processes - 1),
+                           fmt::format("process {} with no chip", p));
   PartitionMap m;
   m.processes = processes;
   m.of_rank = std::move(map);

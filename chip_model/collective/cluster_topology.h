@@ -21,6 +21,7 @@
 // partitions only meet on NIC, uplink and spine links, whose latency bounds the lookahead.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,6 +58,25 @@ struct CommGroup {
   std::uint32_t position_of(std::uint32_t rank) const;
 };
 
+/// The link ids of a route, in order, held inline (routing a message allocates nothing). At most
+/// kMaxHops: a ring of 64 chips (the most a server holds) is 32 HCCS hops; across servers 4.
+class Route {
+ public:
+  static constexpr std::size_t kMaxHops = 32;
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  std::uint32_t operator[](std::size_t i) const { return ids_[i]; }
+  std::uint32_t at(std::size_t i) const;
+  std::uint32_t front() const { return ids_[0]; }
+  const std::uint32_t* begin() const { return ids_.data(); }
+  const std::uint32_t* end() const { return ids_.data() + n_; }
+  void push_back(std::uint32_t id);
+
+ private:
+  std::array<std::uint32_t, kMaxHops> ids_;  // the first n_ hold the route
+  std::size_t n_ = 0;
+};
+
 /// Trace process ids of the switches: kSwitchPid + switch index (leaves first, then spines).
 inline constexpr std::uint32_t kSwitchPid = 2000;
 
@@ -78,7 +98,7 @@ class ClusterTopology {
   std::size_t num_links() const { return links_.size(); }
   const LinkSpec& link(std::size_t id) const { return links_.at(id); }
   /// Link ids from chip `src` to chip `dst`, in order (src != dst). Throws std::out_of_range.
-  std::vector<std::uint32_t> route(std::uint32_t src, std::uint32_t dst) const;
+  Route route(std::uint32_t src, std::uint32_t dst) const;
   /// Trace process id and track of a link ("hccs->r5" on chip 3, "nic.tx", "port->r5" on the switch).
   std::uint32_t trace_pid(std::size_t id) const;
   std::string trace_track(std::size_t id) const;
@@ -107,10 +127,10 @@ struct PartitionMap {
   std::uint32_t processes = 1;
   std::vector<std::uint32_t> of_rank;  // process of each rank
 
-  /// Servers split into `processes` contiguous blocks as even as possible. Throws ConfigError
+  /// Servers split into `processes` contiguous blocks as even as possible. Throws ClusterFitError
   /// when there are more processes than chips or than servers.
   static PartitionMap even(const ClusterTopology& t, std::uint32_t processes);
-  /// An explicit per-rank map. Throws ConfigError (naming `where`) when its length is not the
+  /// An explicit per-rank map. Throws ClusterFitError (naming `where`) when its length is not the
   /// rank count, a value is >= processes, a process gets no chip, or a server is split.
   static PartitionMap explicit_map(const ClusterTopology& t, std::vector<std::uint32_t> map, std::uint32_t processes,
                                    std::string_view where);

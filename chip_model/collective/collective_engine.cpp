@@ -102,284 +102,55 @@ void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::S
   if (rep.flags.has(Flag::DivByZero)) ev.status |= spec::kFsDivByZero;
 }
 
-std::string header_text(const CollectiveHeader& h) {
-  return fmt::format("{} {} count {} dtype {} {} root position {} group of {}",
-                     spec::collective_op_name(static_cast<CollectiveOp>(h.op)),
-                     spec::collective_algo_name(static_cast<spec::CollectiveAlgo>(h.algorithm)), h.count,
-                     graph::dtype_name(static_cast<graph::DType>(h.dtype)), h.reduction ? "mean" : "sum", h.root,
-                     h.group_size);
-}
-
-/// One rank's execution of its program on real values, with the timing of every transfer.
-class Execution {
- public:
-  struct Setup {
-    TaskContext* ctx = nullptr;
-    CollectiveEngine* engine = nullptr;
-    Network* net = nullptr;
-    const spec::CollectiveArgs* args = nullptr;
-    CommGroup group;
-    std::uint32_t position = 0;
-    std::uint32_t comm = 0, seq = 0;
-    CollectiveHeader header;
-    graph::DType data = graph::DType::F32, acc = graph::DType::F32;
-    std::uint32_t divisor = 1;
-    num::Mode mode;
-    Payload input;
-    std::uint64_t out_count = 0;
-    std::uint64_t arrival_ps = 0;
-    std::uint64_t jitter_ps = 0, jitter_seed = 0;
-    std::uint64_t* send_seq = nullptr;
-    std::function<Message(const MessageKey&, std::uint32_t)> take;
-  };
-
-  explicit Execution(Setup s)
-      : s_(std::move(s)), es_(graph::dtype_size(s_.data)), out_(s_.out_count * es_), t_(s_.arrival_ps),
-        rng_(s_.jitter_seed) {}
-
-  void run(const RankProgram& prog) {
-    for (const ProgStep& st : prog.steps) {
-      switch (st.kind) {
-        case ProgStep::Kind::Send: send(st); break;
-        case ProgStep::Kind::Recv: recv(st); break;
-        case ProgStep::Kind::Finalize: finalize(st); break;
-        case ProgStep::Kind::Copy: std::memcpy(out_.data() + st.dst * es_, s_.input.bytes().data() + st.begin * es_, st.count * es_); break;
-        case ProgStep::Kind::FoldAll: fold_all(st); break;
-      }
-    }
-  }
-
-  std::vector<std::byte>& output() { return out_; }
-  const num::BulkReport& report() const { return rep_; }
-  std::uint64_t done_ps() const { return std::max(t_, send_free_); }
-  std::uint64_t recv_wait_ps() const { return recv_wait_; }
-  std::uint64_t bytes_sent() const { return bytes_sent_; }
-  std::uint64_t messages_sent() const { return messages_; }
-  const std::vector<std::uint32_t>& order() const { return order_; }
-
- private:
-  struct Slot {
-    Value v;
-    bool final = false;     // finalized in place: data dtype values of [begin, begin + size)
-    std::uint64_t begin = 0;
-  };
-
-  Hbm& hbm() { return *s_.ctx->chip.hbm; }
-  std::uint64_t hbm_time(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start, bool write) {
-    if (bytes == 0) return start;
-    return ChipClock::to_ps(hbm().transfer(addr, bytes, ChipClock::from_ps(start), HbmClient::Collective, write, 0, false));
-  }
-  Value own(std::uint64_t begin, std::uint64_t count) const { return load_value(s_.input.bytes(), s_.data, begin, count); }
-  std::uint64_t jitter() { return s_.jitter_ps == 0 ? 0 : rng_() % (s_.jitter_ps + 1); }
-
-  void send(const ProgStep& st) {
-    Message m;
-    m.src = s_.engine->rank();
-    m.dst = s_.group.member(st.peer);
-    m.seq = (*s_.send_seq)++;
-    m.key = {s_.comm, s_.seq, st.tag, s_.position};
-    m.header = s_.header;
-    m.dtype = static_cast<std::uint8_t>(s_.data);
-    std::uint64_t addr = s_.args->input.addr + st.begin * es_;
-    if (st.from == Operand::Input) {
-      m.payload = s_.input;
-      m.payload.offset += st.begin * es_;
-      m.payload.size = st.count * es_;
-    } else if (st.from == Operand::Output) {
-      m.payload = Payload::own(std::vector<std::byte>(out_.begin() + st.begin * es_, out_.begin() + (st.begin + st.count) * es_));
-      addr = s_.args->output.addr + st.begin * es_;
-    } else {
-      auto it = slots_.find(st.slot);
-      if (it == slots_.end()) {
-        m.payload = s_.input;
-        m.payload.offset += st.begin * es_;
-        m.payload.size = st.count * es_;
-      } else if (it->second.final) {
-        const std::vector<std::byte> all = it->second.v.bytes();
-        const std::uint64_t off = (st.begin - it->second.begin) * es_;
-        m.payload = Payload::own(std::vector<std::byte>(all.begin() + off, all.begin() + off + st.count * es_));
-        addr = s_.args->output.addr;
-      } else {
-        m.partial = true;
-        m.dtype = static_cast<std::uint8_t>(it->second.v.dt);
-        m.payload = Payload::own(it->second.v.bytes());
-        slots_.erase(it);  // a partial is sent once (ring: forwarded; tree: handed to the parent)
-        addr = s_.args->output.addr;
-      }
-    }
-    m.wire_bytes = m.payload.size;
-    bytes_sent_ += m.wire_bytes;
-    ++messages_;
-    const std::uint64_t read_done = hbm_time(addr, m.wire_bytes, t_, false);
-    send_free_ = std::max(send_free_, s_.net->send(std::move(m), t_, read_done));
-  }
-
-  /// Lands `m` in this rank's HBM (plus the read of the local operand of an addition); returns
-  /// when the data is usable.
-  std::uint64_t land(const Message& m, std::uint64_t dst, std::uint64_t begin, bool adds) {
-    const std::uint64_t start = std::max(m.head_ps, s_.arrival_ps);
-    std::uint64_t landed = std::max(m.tail_ps, hbm_time(s_.args->output.addr + dst * es_, m.wire_bytes, start, true));
-    if (adds) landed = std::max(landed, hbm_time(s_.args->input.addr + begin * es_, m.wire_bytes, start, false));
-    return landed + jitter();
-  }
-
-  void advance(std::uint64_t landed) {
-    if (landed > t_) recv_wait_ += landed - t_;
-    t_ = std::max(t_, landed);
-  }
-
-  Message receive(const ProgStep& st, std::uint32_t from_pos) {
-    Message m = s_.take(MessageKey{s_.comm, s_.seq, st.tag, from_pos}, s_.group.member(from_pos));
-    if (!(m.header == s_.header))
-      throw std::runtime_error(fmt::format("collective comm {} #{}: r{} and r{} disagree on the collective: r{} has {}, "
-                                           "r{} has {} (an algorithm forced by an injector must be forced on every "
-                                           "rank of the group)",
-                                           s_.comm, s_.seq, m.src, m.dst, m.src, header_text(m.header), m.dst,
-                                           header_text(s_.header)));
-    const std::uint64_t elems = m.payload.size / graph::dtype_size(static_cast<graph::DType>(m.dtype));
-    if (elems != st.count)
-      throw std::runtime_error(fmt::format("collective comm {} #{}: r{} sent {} elements to r{}, which expects {}",
-                                           s_.comm, s_.seq, m.src, elems, m.dst, st.count));
-    return m;
-  }
-
-  Value payload_value(const Message& m) const {
-    return load_value(m.payload.bytes(), static_cast<graph::DType>(m.dtype), 0,
-                      m.payload.size / graph::dtype_size(static_cast<graph::DType>(m.dtype)));
-  }
-
-  /// a + b in this rank's accumulation dtype, flags at element `begin` of the reduced buffer.
-  Value add(Value a, Value b, std::uint64_t begin) {
-    num::BulkReport r;
-    Value x = convert_value(std::move(a), s_.acc, s_.mode, r);
-    Value y = convert_value(std::move(b), s_.acc, s_.mode, r);
-    add_values(x, y, s_.mode, r);
-    rep_.merge(r, static_cast<std::int64_t>(begin));
-    return x;
-  }
-
-  void recv(const ProgStep& st) {
-    const Message m = receive(st, st.peer);
-    advance(land(m, st.dst, st.begin, st.combine != Combine::Store));
-    Value v = payload_value(m);
-    switch (st.combine) {
-      case Combine::Store:
-        if (v.dt != s_.data) throw std::runtime_error("collective: a partial sum arrived where final values were expected");
-        store_value(v, out_, st.dst);
-        break;
-      case Combine::AddRecvFirst:
-        slots_[st.slot] = Slot{add(std::move(v), own(st.begin, st.count), st.begin), false, st.begin};
-        break;
-      case Combine::AddOwnFirst: {
-        auto it = slots_.find(st.slot);
-        Value lhs = it == slots_.end() ? own(st.begin, st.count) : std::move(it->second.v);
-        slots_[st.slot] = Slot{add(std::move(lhs), std::move(v), st.begin), false, st.begin};
-        break;
-      }
-    }
-  }
-
-  Value finish(Value acc, std::uint64_t begin) {
-    num::BulkReport r;
-    Value out = finish_value(std::move(acc), s_.data, s_.args->reduction == static_cast<std::uint8_t>(spec::ReduceOp::Mean),
-                             s_.divisor, s_.mode, r);
-    rep_.merge(r, static_cast<std::int64_t>(begin));
-    return out;
-  }
-
-  void finalize(const ProgStep& st) {
-    auto it = slots_.find(st.slot);
-    Value res;
-    std::uint64_t begin = st.begin;
-    if (it != slots_.end() && it->second.final) {
-      const std::vector<std::byte> all = it->second.v.bytes();
-      res = load_value(all, it->second.v.dt, st.begin - it->second.begin, st.count);
-    } else if (it != slots_.end()) {
-      res = finish(std::move(it->second.v), st.begin);
-      slots_.erase(it);
-    } else {
-      res = own(st.begin, st.count);  // a single contribution: its bits unchanged
-    }
-    if (st.in_place) {
-      slots_[st.slot] = Slot{std::move(res), true, begin};
-    } else {
-      store_value(res, out_, st.dst);
-    }
-  }
-
-  void fold_all(const ProgStep& st) {
-    const std::uint32_t n = s_.group.size;
-    std::vector<Message> msgs(n);
-    for (std::uint32_t p = 0; p < n; ++p)
-      if (p != s_.position) msgs[p] = receive(st, p);
-    // Landing in HBM in the order the heads arrived (ties: position); jitter drawn by position.
-    std::vector<std::uint32_t> by_head;
-    for (std::uint32_t p = 0; p < n; ++p)
-      if (p != s_.position) by_head.push_back(p);
-    std::stable_sort(by_head.begin(), by_head.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return msgs[a].head_ps < msgs[b].head_ps; });
-    std::vector<std::uint64_t> landed(n, s_.arrival_ps);
-    for (std::uint32_t p : by_head) landed[p] = land(msgs[p], 0, st.begin, true);
-    for (std::uint32_t p = 0; p < n; ++p)
-      if (p != s_.position) advance(landed[p]);
-    std::vector<std::uint32_t> order = st.order;
-    if (order.empty()) {
-      order.push_back(s_.position);
-      std::vector<std::uint32_t> rest = by_head;
-      std::stable_sort(rest.begin(), rest.end(), [&](std::uint32_t a, std::uint32_t b) {
-        return landed[a] != landed[b] ? landed[a] < landed[b] : a < b;
-      });
-      order.insert(order.end(), rest.begin(), rest.end());
-    }
-    auto contribution = [&](std::uint32_t p) {
-      return p == s_.position ? own(st.begin, st.count) : payload_value(msgs[p]);
-    };
-    Value acc = contribution(order[0]);
-    for (std::size_t j = 1; j < order.size(); ++j) acc = add(std::move(acc), contribution(order[j]), st.begin);
-    store_value(finish(std::move(acc), st.begin), out_, st.dst);
-    order_ = std::move(order);
-  }
-
-  Setup s_;
-  std::size_t es_;
-  std::vector<std::byte> out_;
-  std::map<std::uint32_t, Slot> slots_;
-  num::BulkReport rep_;
-  std::uint64_t t_ = 0, send_free_ = 0, recv_wait_ = 0, bytes_sent_ = 0, messages_ = 0;
-  std::mt19937_64 rng_;
-  std::vector<std::uint32_t> order_;
-};
-
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name, std::uint32_t rank, CollectiveFabric& fabric)
     : sc_core::sc_module(name), rank_(rank), fabric_(fabric) {}
 
-void CollectiveEngine::deliver(Message m) {
+void CollectiveEngine::deliver(Message&& m) {
+  // At most one parked execution per stream: a linear search.
+  if (auto it = std::find_if(parked_.begin(), parked_.end(), [&](const auto* e) { return e->awaited() == m.key; });
+      it != parked_.end()) {
+    CollectiveExecution* ex = *it;
+    parked_.erase(it);
+    ex->give(std::move(m));
+    resume(*ex);
+    return;
+  }
   const MessageKey k = m.key;
   if (!mailbox_.emplace(k, std::move(m)).second)
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} received message {} from position {} twice", k.comm,
                                          k.seq, rank_, k.step, k.src_pos));
-  arrived_.notify(sc_core::SC_ZERO_TIME);
 }
 
-Message CollectiveEngine::take(const MessageKey& key, std::uint32_t peer_rank, TaskContext& ctx) {
+bool CollectiveEngine::take(const MessageKey& key, Message& out) {
   auto it = mailbox_.find(key);
-  if (it == mailbox_.end()) {
-    ctx.qk.sync();
-    waiting_ = std::make_pair(key, peer_rank);
-    while ((it = mailbox_.find(key)) == mailbox_.end()) sc_core::wait(arrived_);
-    waiting_.reset();
-  }
-  Message m = std::move(it->second);
+  if (it == mailbox_.end()) return false;
+  out = std::move(it->second);
   mailbox_.erase(it);
-  return m;
+  return true;
+}
+
+void CollectiveEngine::resume(CollectiveExecution& ex) {
+  bool done = true;
+  try {
+    done = ex.advance();
+  } catch (...) {
+    ex.fail(std::current_exception());  // rethrown on the thread that runs the task
+  }
+  if (done) {
+    finished_.notify(sc_core::SC_ZERO_TIME);
+  } else {
+    parked_.push_back(&ex);
+  }
 }
 
 std::string CollectiveEngine::waiting() const {
-  if (!waiting_) return {};
-  const auto& [k, peer] = *waiting_;
-  return fmt::format("r{} waits for r{} in comm {} #{} (message {})", rank_, peer, k.comm, k.seq, k.step);
+  if (parked_.empty()) return {};
+  const CollectiveExecution* ex = *std::min_element(
+      parked_.begin(), parked_.end(), [](const auto* a, const auto* b) { return a->awaited() < b->awaited(); });
+  const MessageKey& k = ex->awaited();
+  return fmt::format("r{} waits for r{} in comm {} #{} (message {})", rank_, ex->awaited_rank(), k.comm, k.seq, k.step);
 }
 
 void CollectiveEngine::run(TaskContext& ctx) {
@@ -476,11 +247,12 @@ void CollectiveEngine::run(TaskContext& ctx) {
   const std::uint32_t seq = next_seq_[comm]++;
   const std::uint64_t arrival_ps = ChipClock::to_ps(ctx.now());
 
-  Execution::Setup s;
-  s.ctx = &ctx;
-  s.engine = this;
+  CollectiveExecution::Setup s;
+  s.hbm = &hbm;
   s.net = &fabric_.network();
-  s.args = &args;
+  s.source = this;
+  s.rank = rank_;
+  s.args = args;
   s.group = group;
   s.position = pos;
   s.comm = comm;
@@ -502,9 +274,21 @@ void CollectiveEngine::run(TaskContext& ctx) {
     s.jitter_seed = mix_seed(over->jitter_seed ^ mix_seed((std::uint64_t{comm} << 32 | seq) + rank_));
   }
   s.send_seq = &send_seq_;
-  s.take = [this, &ctx](const MessageKey& k, std::uint32_t peer) { return take(k, peer, ctx); };
-  Execution ex(std::move(s));
-  ex.run(prog);
+  CollectiveExecution ex(std::move(s), std::move(prog));
+  // Runs until a message is missing; then the thread catches up with its local time (messages
+  // that arrived meanwhile are taken here) and the network's deliveries run the rest.
+  if (!ex.advance()) {
+    ctx.qk.sync();
+    if (!ex.advance()) {
+      parked_.push_back(&ex);
+      while (!ex.finished()) sc_core::wait(finished_);
+      if (ex.error()) std::rethrow_exception(ex.error());
+      // The network may deliver ahead of time (network.h: lookahead); resume when the last
+      // message arrived.
+      const sc_core::sc_time resumed = ChipClock::from_ps(ex.resumed_ps());
+      if (resumed > sc_core::sc_time_stamp()) sc_core::wait(resumed - sc_core::sc_time_stamp());
+    }
+  }
 
   // Output: written from the time this rank's transfers were done.
   const std::uint64_t start_ps = std::max(ex.done_ps(), ChipClock::to_ps(ctx.now()));

@@ -14,9 +14,12 @@
 //     jitter on this rank's incoming transfers;
 //  3. stages its input from HBM (timed; Broadcast: the root only), as HCCL copies user buffers
 //     into its communication buffer;
-//  4. runs its program: each send reads its block from HBM and hands the message to the network
-//     at this rank's current time; each receive waits for its message, lands it in HBM (an
-//     addition also reads the local operand), and moves this rank's time to the landing;
+//  4. runs its program (collective_execution.h): each send reads its block from HBM and hands the
+//     message to the network at this rank's current time; each receive lands its message in HBM
+//     (an addition also reads the local operand) and moves this rank's time to the landing. The
+//     program runs on the stream's thread until a message is missing; the thread then syncs and
+//     waits once, and the network's deliveries run the rest of the program (no SystemC wait per
+//     message: a ring all-reduce sends 2(N-1) messages per rank);
 //  5. writes its output to HBM (timed) from the time its transfers were done, reports the flags
 //     of the additions it performed (and NaNs in its input) to the detection circuit, records a
 //     trace span, and returns with ctx.qk at the completion time.
@@ -33,6 +36,7 @@
 
 #include <systemc>
 
+#include "chip_model/collective/collective_execution.h"
 #include "chip_model/collective/collective_record.h"
 #include "chip_model/collective/message.h"
 #include "chip_model/collective/network.h"
@@ -42,13 +46,16 @@ namespace probelab::chip {
 
 class CollectiveFabric;
 
-class CollectiveEngine : public sc_core::sc_module, public CollectiveHandler, public Network::Receiver {
+class CollectiveEngine : public sc_core::sc_module,
+                         public CollectiveHandler,
+                         public Network::Receiver,
+                         private MessageSource {
  public:
   CollectiveEngine(sc_core::sc_module_name name, std::uint32_t rank, CollectiveFabric& fabric);
 
   std::uint32_t rank() const { return rank_; }
   void run(TaskContext& ctx) override;
-  void deliver(Message m) override;
+  void deliver(Message&& m) override;
 
   /// Collectives this chip completed.
   std::uint64_t completed() const { return completed_; }
@@ -58,17 +65,20 @@ class CollectiveEngine : public sc_core::sc_module, public CollectiveHandler, pu
   std::string waiting() const;
 
  private:
-  Message take(const MessageKey& key, std::uint32_t peer_rank, TaskContext& ctx);
+  bool take(const MessageKey& key, Message& out) override;
+  /// Continues a parked execution after its message was handed over; parks it again or wakes
+  /// the threads waiting for their collectives.
+  void resume(CollectiveExecution& ex);
 
   std::uint32_t rank_;
   CollectiveFabric& fabric_;
-  sc_core::sc_event arrived_;
-  std::map<MessageKey, Message> mailbox_;
+  sc_core::sc_event finished_;                        // a parked execution finished
+  std::map<MessageKey, Message> mailbox_;             // arrived before they were asked for
+  std::vector<CollectiveExecution*> parked_;          // each waits for its awaited() message
   std::map<std::uint32_t, std::uint32_t> next_seq_;  // per communicator
   std::uint64_t send_seq_ = 0;
   std::uint64_t completed_ = 0;
   std::vector<CollectiveRecord> records_;
-  std::optional<std::pair<MessageKey, std::uint32_t>> waiting_;  // key, sender rank
 };
 
 }  // namespace probelab::chip

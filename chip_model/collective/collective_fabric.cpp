@@ -40,7 +40,7 @@ void CollectiveFabric::start_of_simulation() {
       if (dst >= topo_.ranks() || dst == src)
         throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{} outside the job of {} chips", name(), src,
                                                 dst, topo_.ranks()));
-      const std::vector<std::uint32_t> route = topo_.route(src, dst);
+      const Route route = topo_.route(src, dst);
       if (topo_.link(route.front()).kind == LinkKind::Hccs && route.size() > 1)
         throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{}, but the chips are not neighbours on "
                                                 "their server's HCCS ring",

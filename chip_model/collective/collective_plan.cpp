@@ -61,7 +61,7 @@ class SymbolicRun {
     for (bool progress = true; progress;) {
       progress = false;
       for (std::uint32_t q = 0; q < n_; ++q)
-        while (pc[q] < progs[q].steps.size() && exec(q, progs[q].steps[pc[q]])) {
+        while (pc[q] < progs[q].steps.size() && exec(q, progs[q].steps[pc[q]], progs[q])) {
           ++pc[q];
           progress = true;
         }
@@ -131,7 +131,7 @@ class SymbolicRun {
     }
   }
 
-  bool exec(std::uint32_t q, const ProgStep& s) {
+  bool exec(std::uint32_t q, const ProgStep& s, const RankProgram& prog) {
     using K = ProgStep::Kind;
     switch (s.kind) {
       case K::Send: {
@@ -191,7 +191,7 @@ class SymbolicRun {
       case K::FoldAll: {
         for (std::uint32_t p = 0; p < n_; ++p)
           if (p != q && !mail_.count({p, q, s.tag})) return false;
-        std::vector<std::uint32_t> order = s.order;
+        std::vector<std::uint32_t> order = prog.fold_order;
         if (order.empty())
           for (std::uint32_t p = 0; p < n_; ++p) order.push_back(p);
         SymPtr acc = leaf(order[0]);

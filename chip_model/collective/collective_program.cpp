@@ -27,7 +27,10 @@ class Builder {
 
   RankProgram build() {
     switch (r_.algo) {
-      case CollectiveAlgo::Ring: ring(); break;
+      case CollectiveAlgo::Ring:
+        prog_.steps.reserve(4 * std::size_t{n_});
+        ring();
+        break;
       case CollectiveAlgo::Tree: tree(); break;
       case CollectiveAlgo::Direct: direct(); break;
     }
@@ -250,7 +253,7 @@ class Builder {
           f.kind = Kind::FoldAll;
           f.begin = rs ? p_ * cnt : 0;
           f.count = cnt;
-          f.order = r_.direct_order;
+          prog_.fold_order = r_.direct_order;
           prog_.steps.push_back(std::move(f));
         }
         rounds(n_ > 1 ? 1 : 0);

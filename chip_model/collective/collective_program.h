@@ -22,9 +22,9 @@
 //            an empty slot copies the input's bits unchanged
 //   Copy     input[begin, begin+count) -> output[dst, ...), bits unchanged
 //   FoldAll  Direct: receives `tag` from every other position, then folds the contributions over
-//            [begin, begin+count) left to right in `order` (group positions, this rank's own
-//            included; empty: arrival order, this rank's own first, then by landing time, ties
-//            by position) and finalizes into the output at `dst`
+//            [begin, begin+count) left to right in the program's `fold_order` (group positions,
+//            this rank's own included; empty: arrival order, this rank's own first, then by
+//            landing time, ties by position) and finalizes into the output at `dst`
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,6 @@ struct ProgStep {
   bool in_place = false;    // Finalize
   std::uint32_t slot = 0;
   std::uint64_t begin = 0, count = 0, dst = 0;
-  std::vector<std::uint32_t> order;  // FoldAll
 };
 
 struct ProgramRequest {
@@ -67,6 +66,8 @@ struct ProgramRequest {
 struct RankProgram {
   std::uint32_t position = 0, size = 1;
   std::vector<ProgStep> steps;
+  /// The order of a FoldAll step (Direct: one per program).
+  std::vector<std::uint32_t> fold_order;
   /// Rounds of the schedule (the largest round + 1 over the group; the same on every rank).
   std::uint32_t rounds = 0;
 };

@@ -58,8 +58,11 @@ std::vector<std::byte> Value::bytes() const {
   return out;
 }
 
-Value load_value(std::span<const std::byte> bytes, DType dt, std::uint64_t begin, std::uint64_t n) {
-  Value v;
+std::span<const std::byte> Value::view() const {
+  return std::span<const std::byte>(static_cast<const std::byte*>(data_of(*this)), size() * graph::dtype_size(dt));
+}
+
+void load_value_into(Value& v, std::span<const std::byte> bytes, DType dt, std::uint64_t begin, std::uint64_t n) {
   v.dt = dt;
   switch (dt) {
     case DType::F32: load_into(v.f, bytes, begin, n); break;
@@ -67,6 +70,11 @@ Value load_value(std::span<const std::byte> bytes, DType dt, std::uint64_t begin
     case DType::BF16: load_into(v.b, bytes, begin, n); break;
     default: throw std::invalid_argument("collective: unsupported dtype");
   }
+}
+
+Value load_value(std::span<const std::byte> bytes, DType dt, std::uint64_t begin, std::uint64_t n) {
+  Value v;
+  load_value_into(v, bytes, dt, begin, n);
   return v;
 }
 

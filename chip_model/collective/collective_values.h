@@ -24,11 +24,15 @@ struct Value {
   std::vector<num::bf16> b;
   std::size_t size() const;
   std::vector<std::byte> bytes() const;
+  /// The elements' bytes, in place.
+  std::span<const std::byte> view() const;
 };
 
 /// `n` elements of `dt` starting at element `begin` of `bytes`. Throws std::invalid_argument for
 /// another dtype.
 Value load_value(std::span<const std::byte> bytes, graph::DType dt, std::uint64_t begin, std::uint64_t n);
+/// The same into `v`, reusing its storage (no allocation when it held as many elements before).
+void load_value_into(Value& v, std::span<const std::byte> bytes, graph::DType dt, std::uint64_t begin, std::uint64_t n);
 /// Writes `v` into `out` at element `dst_begin`.
 void store_value(const Value& v, std::span<std::byte> out, std::uint64_t dst_begin);
 /// `v` in `target` (through FP32, which holds FP16 and BF16 exactly; narrowing rounds to nearest

@@ -3,6 +3,8 @@
 // its own view of the collective), the payload, and where the message is on its route. Plain data.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -12,17 +14,33 @@
 
 namespace probelab::chip {
 
-/// Bytes shared by the messages that carry them (a sender's staged input goes to many peers).
+/// The bytes a message carries: a range of a buffer shared by the messages that carry it (a
+/// sender's staged input goes to many peers), or a copy held in the message itself when it is
+/// small (a ring's chunks at scale hold a few elements: no allocation per message).
 struct Payload {
+  static constexpr std::size_t kInlineBytes = 64;
   std::shared_ptr<const std::vector<std::byte>> buf;
   std::size_t offset = 0, size = 0;
+  bool held = false;                           // the bytes are in `small`
+  std::array<std::byte, kInlineBytes> small{};
+
   std::span<const std::byte> bytes() const {
+    if (held) return std::span<const std::byte>(small.data(), size);
     return buf ? std::span<const std::byte>(buf->data() + offset, size) : std::span<const std::byte>();
   }
   static Payload own(std::vector<std::byte> b) {
     Payload p;
     p.size = b.size();
     p.buf = std::make_shared<const std::vector<std::byte>>(std::move(b));
+    return p;
+  }
+  /// A copy of `b`: held in the payload when it fits, else in a buffer of its own.
+  static Payload copy(std::span<const std::byte> b) {
+    if (b.size() > kInlineBytes) return own(std::vector<std::byte>(b.begin(), b.end()));
+    Payload p;
+    p.size = b.size();
+    p.held = true;
+    std::copy(b.begin(), b.end(), p.small.begin());
     return p;
   }
 };

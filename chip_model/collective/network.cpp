@@ -1,7 +1,7 @@
 #include "chip_model/collective/network.h"
 
+#include <algorithm>
 #include <stdexcept>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -9,10 +9,6 @@
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
-
-bool Network::Later::operator()(const Event& a, const Event& b) const {
-  return std::tie(a.time, a.msg.src, a.msg.seq, a.msg.hop) > std::tie(b.time, b.msg.src, b.msg.seq, b.msg.hop);
-}
 
 Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, const PartitionMap* parts,
                  std::uint32_t process, Trace* trace)
@@ -22,6 +18,13 @@ Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, cons
   links_.reserve(topo.num_links());
   for (std::size_t i = 0; i < topo.num_links(); ++i)
     links_.push_back(std::make_unique<Link>(static_cast<std::uint32_t>(i), topo.link(i)));
+  // With an HCCS full mesh a chip's first links (its HCCS links and its NIC) carry only its own
+  // messages, which it reserves itself; on an HCCS ring a chip's link also carries messages
+  // passing through, so the queued hops must not run ahead of the chip's own sends there.
+  if (!links_.empty() && topo.hccs_mesh()) {
+    lookahead_ps_ = links_.front()->latency_ps();
+    for (const auto& l : links_) lookahead_ps_ = std::min(lookahead_ps_, l->latency_ps());
+  }
   SC_METHOD(pump);
   sensitive << wake_;
   dont_initialize();
@@ -33,8 +36,8 @@ void Network::attach(std::uint32_t rank, Receiver* r) { receivers_.at(rank) = r;
 
 bool Network::owns(std::size_t link) const { return !parts_ || parts_->of_link(topo_, link) == process_; }
 
-std::uint64_t Network::send(Message m, std::uint64_t ready_ps, std::uint64_t data_ps) {
-  const auto route = topo_.route(m.src, m.dst);
+std::uint64_t Network::send(Message&& m, std::uint64_t ready_ps, std::uint64_t data_ps) {
+  const Route route = topo_.route(m.src, m.dst);
   m.hop = 0;
   m.head_ps = ready_ps;
   m.tail_ps = data_ps;
@@ -51,25 +54,39 @@ std::uint64_t Network::send(Message m, std::uint64_t ready_ps, std::uint64_t dat
 }
 
 void Network::inject(Message m) {
-  const auto route = topo_.route(m.src, m.dst);
+  const Route route = topo_.route(m.src, m.dst);
   if (m.hop == 0 || m.hop >= route.size() || !owns(route[m.hop]))
     throw std::logic_error(fmt::format("{}: message r{} -> r{} hop {} is not owned by partition {}", name(), m.src,
                                        m.dst, m.hop, process_));
-  queue({m.head_ps, false, std::move(m)});
+  const std::uint64_t at = m.head_ps;
+  queue(at, false, std::move(m));
 }
 
-void Network::queue(Event e) {
+void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
   const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
-  if (e.time < now)
+  if (time < now)
     throw std::logic_error(fmt::format("{}: message r{} -> r{} due at {} ps, the partition is at {} ps (lookahead "
                                        "violated)",
-                                       name(), e.msg.src, e.msg.dst, e.time, now));
-  wake_.notify(ChipClock::from_ps(e.time - now));
-  queue_.push(std::move(e));
+                                       name(), m.src, m.dst, time, now));
+  // The earliest pending notification wins (SystemC keeps the earlier of two); pump() renews it.
+  if (!pumping_ && time < wake_ps_) {
+    wake_.notify(ChipClock::from_ps(time - now));
+    wake_ps_ = time;
+  }
+  Event e{time, m.seq, m.src, 0, m.hop, deliver};
+  if (free_.empty()) {
+    e.slot = static_cast<std::uint32_t>(slab_.size());
+    slab_.push_back(std::move(m));
+  } else {
+    e.slot = free_.back();
+    free_.pop_back();
+    slab_[e.slot] = std::move(m);
+  }
+  queue_.push(e);
 }
 
-void Network::take_hop(Message m) {
-  const auto route = topo_.route(m.src, m.dst);
+void Network::take_hop(Message&& m) {
+  const Route route = topo_.route(m.src, m.dst);
   const std::uint32_t id = route.at(m.hop);
   std::optional<Link::Span> closed;
   const Link::Hop h = links_.at(id)->hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
@@ -81,11 +98,13 @@ void Network::take_hop(Message m) {
   onward(std::move(m), next);
 }
 
-void Network::onward(Message m, std::optional<std::size_t> next_link) {
+void Network::onward(Message&& m, std::optional<std::size_t> next_link) {
   if (!next_link) {
-    queue({m.tail_ps, true, std::move(m)});  // delivered when its tail arrives
+    const std::uint64_t at = m.tail_ps;
+    queue(at, true, std::move(m));  // delivered when its tail arrives
   } else if (owns(*next_link)) {
-    queue({m.head_ps, false, std::move(m)});  // its next hop starts when the head arrives
+    const std::uint64_t at = m.head_ps;
+    queue(at, false, std::move(m));  // its next hop starts when the head arrives
   } else {
     const std::uint32_t to = parts_->of_link(topo_, *next_link);
     boundary_->forward(std::move(m), to);
@@ -94,19 +113,35 @@ void Network::onward(Message m, std::optional<std::size_t> next_link) {
 
 void Network::pump() {
   const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
-  while (!queue_.empty() && queue_.top().time <= now) {
-    Event e = queue_.top();
-    queue_.pop();
-    if (!e.deliver) {
-      take_hop(std::move(e.msg));
-      continue;
+  // Everything before `limit` is processed now (lookahead, above); events at `now` always.
+  const std::uint64_t limit = std::min(horizon_ps_, now + lookahead_ps_);
+  wake_ps_ = ~std::uint64_t{0};
+  // Hops and deliveries may queue further events (a delivery runs the receiver's program on);
+  // those are notified once, below.
+  pumping_ = true;
+  try {
+    while (!queue_.empty() && (queue_.top().time <= now || queue_.top().time < limit)) {
+      const Event e = queue_.top();
+      queue_.pop();
+      Message m = std::move(slab_[e.slot]);
+      free_.push_back(e.slot);
+      if (!e.deliver) {
+        take_hop(std::move(m));
+        continue;
+      }
+      Receiver* r = receivers_.at(m.dst);
+      if (!r) throw std::logic_error(fmt::format("{}: message for r{}, which is not simulated here", name(), m.dst));
+      r->deliver(std::move(m));
     }
-    Receiver* r = receivers_.at(e.msg.dst);
-    if (!r)
-      throw std::logic_error(fmt::format("{}: message for r{}, which is not simulated here", name(), e.msg.dst));
-    r->deliver(std::move(e.msg));
+  } catch (...) {
+    pumping_ = false;
+    throw;
   }
-  if (!queue_.empty()) wake_.notify(ChipClock::from_ps(queue_.top().time - now));
+  pumping_ = false;
+  if (!queue_.empty()) {
+    wake_ps_ = queue_.top().time;
+    wake_.notify(ChipClock::from_ps(wake_ps_ - now));
+  }
 }
 
 std::optional<std::uint64_t> Network::next_event_ps() const {

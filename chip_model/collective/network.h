@@ -13,6 +13,16 @@
 // receives it through inject() before its kernel reaches that time. With one partition every hop
 // is local. Same messages, same order, same times either way.
 //
+// Lookahead: a sender's engine can only add an event at least the smallest link latency L after
+// its own time (the first link is its own and reserved at once; the next event is when the head
+// leaves it), and with an HCCS full mesh no queued hop uses a first link (on an HCCS ring, where
+// chips forward each other's messages, L = 0). So when the network wakes at time t it processes, in the same (time, sender,
+// sequence) order, every queued event before t + L (and, in a distributed run, before the end of
+// the current window, set_horizon()): shared links see the same order of transfers, with one
+// kernel activation per L of simulated time instead of one per distinct arrival time. A delivery
+// processed ahead of its time runs the receiver's program on from that time (the receiver's
+// clock is explicit, collective_execution.h); the receiver's thread resumes at the arrival.
+//
 // Trace: one span per link and collective (link.h), on the link owner's timeline.
 #pragma once
 
@@ -37,7 +47,7 @@ class Network : public sc_core::sc_module {
   class Receiver {
    public:
     virtual ~Receiver() = default;
-    virtual void deliver(Message m) = 0;
+    virtual void deliver(Message&& m) = 0;
   };
   class Boundary {
    public:
@@ -58,10 +68,15 @@ class Network : public sc_core::sc_module {
   /// From the sender's engine: `m` (src, dst, key, payload, wire_bytes set) with its head ready at
   /// `ready_ps` and its last byte read from memory at `data_ps`. Returns when the sender's first
   /// link is free again.
-  std::uint64_t send(Message m, std::uint64_t ready_ps, std::uint64_t data_ps);
+  std::uint64_t send(Message&& m, std::uint64_t ready_ps, std::uint64_t data_ps);
   /// A message from another partition whose next hop (m.hop at m.head_ps) is owned here.
   void inject(Message m);
 
+  /// Distributed runs: events at or after `ps` wait for the next window (messages from other
+  /// partitions arrive between windows). Default: no horizon.
+  void set_horizon(std::uint64_t ps) { horizon_ps_ = ps; }
+  /// The smallest link latency: how far ahead of its time the network processes events.
+  std::uint64_t lookahead_ps() const { return lookahead_ps_; }
   /// Time of the earliest queued hop or delivery; nullopt when nothing is queued.
   std::optional<std::uint64_t> next_event_ps() const;
   const Link& link(std::size_t id) const { return *links_.at(id); }
@@ -74,19 +89,27 @@ class Network : public sc_core::sc_module {
   void flush_trace();
 
  private:
+  /// A queued hop or delivery; the message waits in `slab_`. Processed in (time, sender,
+  /// sequence, hop) order, a total order, so the order does not depend on the heap.
   struct Event {
-    std::uint64_t time = 0;
+    std::uint64_t time = 0, seq = 0;
+    std::uint32_t src = 0, slot = 0;
+    std::uint16_t hop = 0;
     bool deliver = false;
-    Message msg;
   };
   struct Later {
-    bool operator()(const Event& a, const Event& b) const;
+    bool operator()(const Event& a, const Event& b) const {
+      if (a.time != b.time) return a.time > b.time;
+      if (a.src != b.src) return a.src > b.src;
+      if (a.seq != b.seq) return a.seq > b.seq;
+      return a.hop > b.hop;
+    }
   };
   void pump();
-  void take_hop(Message m);
+  void take_hop(Message&& m);
   /// After a hop: delivery (no next link), the next hop here, or a relay to the link's partition.
-  void onward(Message m, std::optional<std::size_t> next_link);
-  void queue(Event e);
+  void onward(Message&& m, std::optional<std::size_t> next_link);
+  void queue(std::uint64_t time, bool deliver, Message&& m);
   void trace_span(std::size_t link, const Link::Span& s);
   void traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes, const std::optional<Link::Span>& closed);
 
@@ -98,7 +121,13 @@ class Network : public sc_core::sc_module {
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<Receiver*> receivers_;  // by rank (nullptr: not in this partition)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  std::vector<Message> slab_;          // messages of the queued events
+  std::vector<std::uint32_t> free_;    // unused slots of slab_
   sc_core::sc_event wake_;
+  std::uint64_t wake_ps_ = ~std::uint64_t{0};  // when wake_ is due (none: max)
+  std::uint64_t lookahead_ps_ = 0;
+  std::uint64_t horizon_ps_ = ~std::uint64_t{0};
+  bool pumping_ = false;
 };
 
 }  // namespace probelab::chip

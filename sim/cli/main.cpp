@@ -12,6 +12,7 @@
 
 #include "sim/scenario/bad_input.h"
 #include "sim/cli/commands.h"
+#include "sim/run/mpi_session.h"
 #include "sim/run/process_pool.h"
 
 int main(int argc, char** argv) {
@@ -55,7 +56,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fflush(stdout);
     if (probelab::sim::is_bad_input(e)) {
-      fmt::print(stderr, "probelab: error: {}\n", e.what());
+      // Under mpirun every process reads the same input and finds the same fault: one message.
+      if (!probelab::sim::launched_by_mpi() || probelab::sim::MpiSession::instance().rank() == 0)
+        fmt::print(stderr, "probelab: error: {}\n", e.what());
       return 2;
     }
     fmt::print(stderr, "probelab: internal error: {}\n", e.what());

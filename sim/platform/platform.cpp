@@ -117,6 +117,7 @@ void Platform::run_partition(PartitionLink& link) {
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   Outbox out;
   if (fabric_) fabric_->network().set_boundary(&out);
+  if (fabric_) fabric_->network().set_horizon(0);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);  // elaborate and run the delta cycles at time 0
   for (;;) {
     WindowGrant g = link.exchange(report(out));
@@ -133,6 +134,7 @@ void Platform::run_partition(PartitionLink& link) {
     }
     const std::uint64_t now = chip::ChipClock::to_ps(sc_core::sc_time_stamp());
     // sc_start(d) runs every event before now + d and stops at that time.
+    if (fabric_) fabric_->network().set_horizon(g.until_ps);
     if (g.until_ps > now) sc_core::sc_start(chip::ChipClock::from_ps(g.until_ps - now));
   }
 }

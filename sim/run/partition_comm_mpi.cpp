@@ -1,7 +1,7 @@
 // PartitionComm over MPI: partition p is simulated by a child of MPI rank p. Per window every rank
-// sends its partition's header (the report without its messages) to all (MPI_Allgatherv) and each
-// message to the rank that owns its next hop (MPI_Alltoallv); every rank then applies the same
-// decide_window() to the same headers, so all agree on the window and on the end of the run.
+// sends its partition's report, messages included, to all (MPI_Allgather of the sizes, then
+// MPI_Allgatherv); every rank then applies the same decide_window() to the same reports, so all
+// agree on the window and on the end of the run, and takes the messages for its partition.
 #include <algorithm>
 #include <climits>
 #include <stdexcept>
@@ -43,31 +43,6 @@ std::vector<Bytes> allgather(const Bytes& mine, int size) {
   return out;
 }
 
-/// send[i] to rank i; returns what each rank sent here.
-std::vector<Bytes> alltoall(const std::vector<Bytes>& send, int size) {
-  std::vector<int> sc(static_cast<std::size_t>(size)), sd(sc.size()), rc(sc.size()), rd(sc.size());
-  Bytes flat;
-  for (int i = 0; i < size; ++i) {
-    sd[static_cast<std::size_t>(i)] = checked_int(flat.size());
-    sc[static_cast<std::size_t>(i)] = checked_int(send[static_cast<std::size_t>(i)].size());
-    flat.insert(flat.end(), send[static_cast<std::size_t>(i)].begin(), send[static_cast<std::size_t>(i)].end());
-  }
-  MPI_Alltoall(sc.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  std::size_t total = 0;
-  for (int i = 0; i < size; ++i) {
-    rd[static_cast<std::size_t>(i)] = checked_int(total);
-    total += static_cast<std::size_t>(rc[static_cast<std::size_t>(i)]);
-  }
-  Bytes in(std::max<std::size_t>(total, 1));
-  if (flat.empty()) flat.resize(1);
-  MPI_Alltoallv(flat.data(), sc.data(), sd.data(), MPI_BYTE, in.data(), rc.data(), rd.data(), MPI_BYTE, MPI_COMM_WORLD);
-  std::vector<Bytes> out;
-  for (int i = 0; i < size; ++i)
-    out.emplace_back(in.begin() + rd[static_cast<std::size_t>(i)],
-                     in.begin() + rd[static_cast<std::size_t>(i)] + rc[static_cast<std::size_t>(i)]);
-  return out;
-}
-
 class MpiComm final : public PartitionComm {
  public:
   MpiComm() : rank_(MpiSession::instance().rank()), size_(MpiSession::instance().size()) {}
@@ -80,22 +55,12 @@ class MpiComm final : public PartitionComm {
   }
 
   std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) override {
-    WindowReport& mine = reports.at(0);
-    std::vector<Bytes> headers = allgather(detail::encode_header(mine), size_);
-    std::vector<std::vector<chip::Message>> by_dest(static_cast<std::size_t>(size_));
-    for (auto& [to, m] : mine.outgoing) by_dest.at(to).push_back(std::move(m));
-    std::vector<Bytes> send;
-    for (const auto& ms : by_dest) send.push_back(ms.empty() ? Bytes{} : detail::encode_messages(ms));
-    std::vector<Bytes> recv = alltoall(send, size_);
-    std::vector<WindowReport> all;
-    for (const auto& h : headers) all.push_back(detail::decode_header(h));
-    WindowGrant g = decide_window(std::move(all), lookahead_ps).at(static_cast<std::size_t>(rank_));
-    for (const auto& b : recv)
-      for (auto& m : detail::decode_messages(b)) g.incoming.push_back(std::move(m));
-    std::sort(g.incoming.begin(), g.incoming.end(), [](const chip::Message& a, const chip::Message& b) {
-      return std::tie(a.head_ps, a.src, a.seq) < std::tie(b.head_ps, b.src, b.seq);
-    });
-    return {std::move(g)};
+    // One all-gather of the whole reports (a window's messages are few and small): every rank
+    // decides the same windows from the same reports and keeps the messages for its partition.
+    std::vector<Bytes> all = allgather(detail::encode_report(reports.at(0)), size_);
+    std::vector<WindowReport> decoded;
+    for (const auto& b : all) decoded.push_back(detail::decode_report(b));
+    return {decide_window(std::move(decoded), lookahead_ps).at(static_cast<std::size_t>(rank_))};
   }
 
   std::vector<PartitionOutcome> gather(std::vector<PartitionOutcome> local) override {

@@ -108,31 +108,6 @@ WindowGrant decode_grant(const std::vector<std::uint8_t>& b) {
   });
 }
 
-std::vector<std::uint8_t> encode_header(const WindowReport& r) {
-  WindowReport h = r;
-  for (const auto& [to, m] : r.outgoing) h.next_ps = std::min(h.next_ps, m.head_ps);
-  return json::to_msgpack(header_json(h));
-}
-
-WindowReport decode_header(const std::vector<std::uint8_t>& b) {
-  return parse(b, "window header", [](const json& j) { return header_from(j); });
-}
-
-std::vector<std::uint8_t> encode_messages(const std::vector<chip::Message>& ms) {
-  json a = json::array();
-  for (const auto& m : ms) a.push_back(message_json(m));
-  return json::to_msgpack(a);
-}
-
-std::vector<chip::Message> decode_messages(const std::vector<std::uint8_t>& b) {
-  if (b.empty()) return {};
-  return parse(b, "messages", [](const json& j) {
-    std::vector<chip::Message> out;
-    for (const auto& m : j) out.push_back(message_from(m));
-    return out;
-  });
-}
-
 namespace {
 
 bool write_all(int fd, const void* data, std::size_t n) {

@@ -149,21 +149,19 @@ void Runner::add(const Scenario& s) {
   for (const auto& v : e.variants) check_dump_dir(v);
   check_resources(e.main, opts_.jobs, opts_.host_memory_limit);
   for (const auto& v : e.variants) check_resources(v, opts_.jobs, opts_.host_memory_limit);
-  check_output_dir(opts_.out_root, "output directory");
-  if (opts_.strict && !e.main.warnings.empty())
-    throw ScenarioError(s.file.string(), 0, 0, "probes",
-                        "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
   if (opts_.distributed) {
     const auto procs = opts_.distributed->processes();
     try {
       partition_map(e.main, procs);
       for (const auto& v : e.variants) partition_map(v, procs);
-    } catch (const chip::ConfigError& err) {
-      throw ScenarioError(s.file.string(), 0, 0, "ranks",
-                          fmt::format("a job that {} processes can share ({})", procs, err.what()),
-                          std::to_string(s.ranks) + " ranks");
+    } catch (const chip::ClusterFitError& err) {
+      fail_cluster_fit(s, err, fmt::format("the run has {} processes", procs));
     }
   }
+  check_output_dir(opts_.out_root, "output directory");
+  if (opts_.strict && !e.main.warnings.empty())
+    throw ScenarioError(s.file.string(), 0, 0, "probes",
+                        "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
   e.out_dir = opts_.out_root / s.name;
   e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", s.name, ::getpid());
   scenarios_.push_back(std::move(e));

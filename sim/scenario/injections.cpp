@@ -26,7 +26,7 @@ std::function<inject::InjectionEnv::FirstLink(std::uint32_t, std::uint32_t)> clu
   if (ranks < 2) return nullptr;
   auto topo = std::make_shared<const chip::ClusterTopology>(run.chip, run.cluster, ranks);
   return [topo](std::uint32_t src, std::uint32_t dst) {
-    const std::vector<std::uint32_t> route = topo->route(src, dst);
+    const chip::Route route = topo->route(src, dst);
     const chip::LinkSpec& first = topo->link(route.front());
     return inject::InjectionEnv::FirstLink{topo->link_name(route.front()), first.kind != chip::LinkKind::Hccs || route.size() == 1};
   };

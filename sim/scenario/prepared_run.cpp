@@ -43,6 +43,17 @@ chip::ChipConfig resolve_chip(const Scenario& s) {
   return cfg;
 }
 
+}  // namespace
+
+void fail_cluster_fit(const Scenario& s, const chip::ClusterFitError& e, std::string_view processes) {
+  YamlView root(s.resolved, s.file.string(), "");
+  const bool map = e.where() == "cluster.partition";
+  YamlView at = map && s.cluster.source ? (*s.cluster.source)["partition"] : root.get("ranks") ? root["ranks"] : root;
+  at.fail(processes.empty() || !map ? e.expected() : fmt::format("{} ({})", e.expected(), processes), e.got());
+}
+
+namespace {
+
 /// The cluster parameters, checked against the job: the ranks fit the servers, an explicit
 /// partition map keeps servers whole. Errors name the scenario key and line.
 chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& chip) {
@@ -56,12 +67,10 @@ chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& c
       const std::uint32_t procs = *std::max_element(s.cluster.partition.begin(), s.cluster.partition.end()) + 1;
       chip::PartitionMap::explicit_map(topo, s.cluster.partition, procs, "cluster.partition");
     }
+  } catch (const chip::ClusterFitError& e) {
+    fail_cluster_fit(s, e);
   } catch (const chip::ConfigError& e) {
-    const bool partition = std::string(e.what()).starts_with("cluster.partition");
-    YamlView at = partition && s.cluster.source ? (*s.cluster.source)["partition"]
-                  : root.get("ranks")            ? root["ranks"]
-                                                 : root;
-    at.fail(e.what(), partition ? "the partition map" : std::to_string(ranks) + " ranks");
+    (root.get("ranks") ? root["ranks"] : root).fail(e.what(), std::to_string(ranks) + " ranks");
   }
   return c;
 }

@@ -7,10 +7,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chip_model/chip_config.h"
 #include "chip_model/collective/cluster_config.h"
+
+
 #include "probes/probe_config.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/workload.h"
@@ -41,6 +44,11 @@ std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::G
 /// config and the injector registry. Throws ScenarioError / chip::ConfigError /
 /// probes::ConfigError / graph::GraphError (bad input).
 PreparedRun prepare_run(const Scenario& s);
+
+/// Bad input (ScenarioError) for a job that does not fit its cluster or cannot be split over
+/// processes: at the scenario's `cluster.partition` line for an explicit map, else at `ranks`;
+/// `processes` (an explicit map only) says where the process count came from.
+[[noreturn]] void fail_cluster_fit(const Scenario& s, const chip::ClusterFitError& e, std::string_view processes = {});
 
 /// The scenario with variant `v` applied (its sets on top of `opts.sets`), prepared. Re-parses
 /// the text `base` was loaded from (a file or a document built in memory).

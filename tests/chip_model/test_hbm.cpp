@@ -74,6 +74,31 @@ TEST(Hbm, DisjointChannelsDoNotContendAndPartialGranulesCount) {
   EXPECT_EQ(c, 1'520 + kLatPs);  // 76 B at 50 GB/s
 }
 
+TEST(Hbm, FewGranulesChargeTheirOwnChannelsAcrossTheWrap) {
+  // Fewer granules than channels: each granule on its own channel, wrapping from the last channel
+  // to channel 0, the same shares and times as a pass over every channel gives.
+  pc::Hbm hbm("hbm", cfg());
+  // Bytes 1500..2099: channel 2 (36 B), channel 3 (512 B), channel 0 (52 B, the next round).
+  const auto t = hbm.transfer_at_ps(1500, 600, 1'000, pc::HbmClient::Collective, false);
+  EXPECT_EQ(t, 1'000 + 10'240 + kLatPs);  // the 512 B share decides
+  const auto& ch = hbm.channel_stats();
+  EXPECT_EQ(ch[0].bytes, 52u);
+  EXPECT_EQ(ch[1].bytes, 0u);
+  EXPECT_EQ(ch[2].bytes, 36u);
+  EXPECT_EQ(ch[3].bytes, 512u);
+  // Channel 0 is busy until 1'000 + 1'040 ps: a granule there waits for it, channel 1 does not.
+  EXPECT_EQ(hbm.transfer_at_ps(0, 512, 1'000, pc::HbmClient::Core, false), 1'000 + 1'040 + 10'240 + kLatPs);
+  EXPECT_EQ(hbm.transfer_at_ps(512, 512, 1'000, pc::HbmClient::Core, false), 1'000 + 10'240 + kLatPs);
+  // As many granules as channels or more: the pass over every channel, the same accounting.
+  pc::Hbm h2("hbm2", cfg());
+  // Bytes 1500..3547: 36 + 476 B on channel 2, 512 B on each of the others.
+  EXPECT_EQ(h2.transfer_at_ps(1500, 4 * 512, 0, pc::HbmClient::Core, false), 10'240 + kLatPs);
+  std::uint64_t total = 0;
+  for (const auto& c : h2.channel_stats()) total += c.bytes;
+  EXPECT_EQ(total, 4u * 512u);
+  EXPECT_EQ(h2.channel_stats()[2].bytes, 36u + 476u);
+}
+
 TEST(Hbm, PortRateCapsOneInitiator) {
   pc::Hbm hbm("hbm", cfg());
   // 64 KiB through a 10 GB/s port: 6553.6 ns, slower than the 327.68 ns of the channels.

@@ -20,12 +20,6 @@ std::vector<std::uint8_t> encode_report(const WindowReport& r);
 WindowReport decode_report(const std::vector<std::uint8_t>& b);
 std::vector<std::uint8_t> encode_grant(const WindowGrant& g);
 WindowGrant decode_grant(const std::vector<std::uint8_t>& b);
-/// A report without its messages (headers travel to every partition; `next_ps` then includes
-/// the earliest message due).
-std::vector<std::uint8_t> encode_header(const WindowReport& r);
-WindowReport decode_header(const std::vector<std::uint8_t>& b);
-std::vector<std::uint8_t> encode_messages(const std::vector<chip::Message>& ms);
-std::vector<chip::Message> decode_messages(const std::vector<std::uint8_t>& b);
 
 /// Frame kinds: R (report, child -> parent), G (grant, parent -> child), F (final outcome).
 void write_frame(int fd, char kind, const std::vector<std::uint8_t>& bytes);

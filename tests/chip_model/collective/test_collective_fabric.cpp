@@ -375,6 +375,18 @@ TEST(CollectiveFabric, RingTopologyRoutesDirectTrafficOverSharedLinks) {
   const double serial = 10.0 * count * 2 / (cfg.link_bandwidth_gbps * 1e9);
   EXPECT_GT(collective_seconds(rig.records(0)), serial);
   EXPECT_EQ(ranks_differing_from_0(rig, count * 2), 0);  // the same order on every rank
+  // Chips forward each other's messages over their own links: no processing ahead of time.
+  EXPECT_EQ(rig.fabric->network().lookahead_ps(), 0u);
+}
+
+TEST(CollectiveFabric, MeshNetworkRunsAheadByTheSmallestLinkLatency) {
+  pc::ChipConfig cfg;
+  cfg.link_latency_ns = 700;
+  pc::ClusterConfig cluster;
+  cluster.switch_latency_ns = 450;
+  Rig rig(16, cfg, cluster);
+  ASSERT_TRUE(rig.fabric->topology().hccs_mesh());
+  EXPECT_EQ(rig.fabric->network().lookahead_ps(), 450'000u);
 }
 
 TEST(CollectiveFabric, ReduceScatterAllGatherBroadcastDeliverTheRightBlocks) {

@@ -1,8 +1,10 @@
 // `mpirun -np K probelab run` as users run it: the chips of one job partitioned over K processes
 // give report.json and trace.json byte-identical to one process (a 16-rank job on two servers
 // over 2 processes, a 24-rank hierarchical job on three servers over 3), and jobs that cannot be
-// partitioned are bad input (exit 2, the key named).
+// partitioned are bad input (exit 2, the key named). Also -np 4 on a fat tree with the tree
+// algorithm.
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -38,15 +40,21 @@ void expect_same_outputs(const TempDir& dir, const std::string& a, const std::st
   }
 }
 
+// job.yaml in one process and under mpirun -np `np`: both pass, with the same bytes.
+void expect_same_as_one_process(const TempDir& dir, int np) {
+  const test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
+  ASSERT_EQ(one.code, 0) << one.err << one.out;
+  const std::string out = "np" + std::to_string(np);
+  const test::CmdResult k = test::shell(mpirun(np, "run job.yaml --out " + out), dir);
+  ASSERT_EQ(k.code, 0) << k.err << k.out;
+  expect_same_outputs(dir, "one", out);
+}
+
 TEST(DistributedRun, TwoProcessesGiveTheOneProcessBytes) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   TempDir dir;
   dir.write("job.yaml", job(16, "{algorithm: ring, accumulation: fp16}"));
-  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
-  ASSERT_EQ(one.code, 0) << one.err << one.out;
-  test::CmdResult two = test::shell(mpirun(2, "run job.yaml --out two"), dir);
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
-  expect_same_outputs(dir, "one", "two");
+  expect_same_as_one_process(dir, 2);
 }
 
 TEST(DistributedRun, ANanCrossingRanksAndStepsGetsTheOneProcessDiagnosis) {
@@ -60,12 +68,8 @@ TEST(DistributedRun, ANanCrossingRanksAndStepsGetsTheOneProcessDiagnosis) {
             "  watch_points: [\"*\"]\n  exceptions: {kinds: [overflow, invalid, nan_input, inf_input]}\n");
   y += "injections:\n  - {kind: nan, op: fc2/gelu, element: 3, step: 0, rank: 9}\n";
   dir.write("job.yaml", y);
-  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
-  ASSERT_EQ(one.code, 0) << one.err << one.out;
-  test::CmdResult two = test::shell(mpirun(2, "run job.yaml --out two"), dir);
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
-  expect_same_outputs(dir, "one", "two");
-  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "two" / "job" / "report.json"));
+  ASSERT_NO_FATAL_FAILURE(expect_same_as_one_process(dir, 2));
+  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "np2" / "job" / "report.json"));
   ASSERT_FALSE(r["diagnosis"].empty());
   EXPECT_EQ(r["diagnosis"][0]["op"], "fc2/gelu") << r["diagnosis"].dump();
   EXPECT_EQ(r["diagnosis"][0]["rank"], 9);
@@ -82,11 +86,31 @@ TEST(DistributedRun, ThreeProcessesOfAHierarchicalJobGiveTheOneProcessBytes) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   TempDir dir;
   dir.write("job.yaml", job(24, "{algorithm: hierarchical, inter_algorithm: direct, accumulation: fp16, order: group}"));
-  test::CmdResult one = test::shell(probelab("run job.yaml --out one"), dir);
-  ASSERT_EQ(one.code, 0) << one.err << one.out;
-  test::CmdResult three = test::shell(mpirun(3, "run job.yaml --out three"), dir);
-  ASSERT_EQ(three.code, 0) << three.err << three.out;
-  expect_same_outputs(dir, "one", "three");
+  expect_same_as_one_process(dir, 3);
+}
+
+TEST(DistributedRun, FourProcessesOfATreeJobOnAFatTreeGiveTheOneProcessBytes) {
+  // Messages cross partitions over leaf uplinks and spine downlinks (two servers per leaf), and
+  // every partition's network processes its queue ahead of its time within each window.
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  dir.write("job.yaml", job(32, "{algorithm: tree, accumulation: fp16}",
+                            ", switch: fat_tree, servers_per_leaf: 2, spines: 2, oversubscription: 2"));
+  expect_same_as_one_process(dir, 4);
+}
+
+TEST(DistributedRun, MoreProcessesThanChipsIsOneMessageAndExitTwo) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  dir.write("job.yaml", job(2, "{algorithm: ring}"));
+  const test::CmdResult r = test::shell(mpirun(3, "run job.yaml --out o"), dir);
+  EXPECT_EQ(r.code, 2) << r.err << r.out;
+  const std::string msg = "key 'ranks': expected at least 3 chips for 3 processes (one process per chip at most), got 2 "
+                          "rank(s) on 1 server(s) of 8 chips";
+  const auto first = r.err.find(msg);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(msg, first + 1), std::string::npos) << "printed by more than one process:\n" << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "o" / "job"));
 }
 
 TEST(DistributedRun, JobsThatCannotBePartitionedAreBadInput) {

@@ -112,6 +112,24 @@ TEST(Expectations, Consistency) {
   EXPECT_THROW(parse("consistency: {}"), ScenarioError);
 }
 
+TEST(Expectations, ConsistencyOnTheRanksListed) {
+  json r = report();
+  EXPECT_TRUE(eval("consistency: {op: '*allreduce', ranks: [3]}", r).passed);
+  EXPECT_TRUE(eval("consistency: {ranks: 3}", r).passed);
+  EXPECT_TRUE(eval("consistency: {ranks: ['3-3']}", r).passed);
+  const auto wrong = eval("consistency: {op: '*allreduce', ranks: [2, 3]}", r);
+  EXPECT_FALSE(wrong.passed);
+  EXPECT_EQ(wrong.expected, "ranks diverge first at op *allreduce on ranks [2, 3]");
+  EXPECT_EQ(wrong.actual, "first divergence at w/gradient/allreduce step 0 on ranks [3] by 0.002");
+  r["consistency"]["first_divergence"]["ranks"] = json::array({2, 3, 4, 5});
+  EXPECT_TRUE(eval("consistency: {ranks: [2, '3-5']}", r).passed);
+  EXPECT_FALSE(eval("consistency: {ranks: ['2-4']}", r).passed);
+  EXPECT_THROW(parse("consistency: {ranks: []}"), ScenarioError);
+  EXPECT_THROW(parse("consistency: {ranks: ['5-2']}"), ScenarioError);
+  EXPECT_THROW(parse("consistency: {ranks: [x]}"), ScenarioError);
+  EXPECT_THROW(parse("consistency: {consistent: true, ranks: [1]}"), ScenarioError);
+}
+
 TEST(Expectations, Diagnosis) {
   const json r = report();
   EXPECT_TRUE(eval("diagnosis: {op: 'attn/softmax', cause: nan_source}", r).passed);
