@@ -125,6 +125,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                   {"cycles", total_cycles(v.result)}};
     if (v.result.contains("error")) entry["error"] = v.result["error"];
     entry["capture"] = v.run->probes ? capture_section(v.result, v.baseline) : json(nullptr);
+    entry["losses"] = v.result.contains("losses") ? v.result["losses"] : json(nullptr);
     vs.push_back(std::move(entry));
   }
   r["variants"] = vs;

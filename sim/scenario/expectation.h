@@ -40,6 +40,10 @@
 //       report.json perf.findings (sim/run/perf_findings.h) holds a finding of cause hbm_channel |
 //       link (src, dst) | straggler | launch at those fields, naming ops matching every glob;
 //       `top` (default true): it is the first finding; `only`: no finding of another cause
+//   - loss: {drop_percent: ">= 1", rank: 0, from_step: 0, to_step: 9, variant: fp16_weights}
+//       the training loss of `rank` (default 0) fell by a bound in percent from `from_step`
+//       (default 0) to `to_step` (default the last): 100 (loss[from] - loss[to]) / |loss[from]|;
+//       "== 0" is a loss that did not move at all; `variant` picks a variant run
 #pragma once
 
 #include <cstdint>
