@@ -4,7 +4,6 @@
 #include "graph/model_yaml.h"
 #include "probes/insertion_pass.h"
 #include "probes/probe_config.h"
-#include "sim/scenario/bad_input.h"
 
 namespace {
 
@@ -28,8 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const probes::ProbeConfig cfg = probes::ProbeConfig::from_string(fuzz::text(data, size), "fuzz.yaml");
     graph::Graph g = small_graph();
     probes::insert_probes(g, cfg);
+  } catch (const probes::ConfigError&) {
+    // bad input (exit 2), as sim::is_bad_input classifies the error types of these layers
+  } catch (const graph::GraphError&) {
   } catch (const std::exception& e) {
-    if (!sim::is_bad_input(e)) fuzz::unclassified(e);
+    fuzz::unclassified(e);
   }
   return 0;
 }

@@ -124,7 +124,7 @@ std::vector<std::byte> encode_npy(const Tensor& t_in) {
   out[8] = static_cast<std::byte>(header.size() & 0xFF);
   out[9] = static_cast<std::byte>(header.size() >> 8);
   std::memcpy(out.data() + 10, header.data(), header.size());
-  std::memcpy(out.data() + 10 + header.size(), t.bytes().data(), t.nbytes());
+  if (t.nbytes()) std::memcpy(out.data() + 10 + header.size(), t.bytes().data(), t.nbytes());  // empty: no data pointer
   return out;
 }
 
@@ -177,7 +177,7 @@ Tensor read_npy(const std::string& path) {
   if (!in) throw GraphError(fmt::format("{}: cannot open .npy file", path));
   std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> data(raw.size());
-  std::memcpy(data.data(), raw.data(), raw.size());
+  if (!raw.empty()) std::memcpy(data.data(), raw.data(), raw.size());
   return decode_npy(data, path);
 }
 

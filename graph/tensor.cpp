@@ -98,7 +98,9 @@ Tensor Tensor::from_f32(const Shape& shape, std::span<const float> v, DType t) {
   if (static_cast<std::int64_t>(v.size()) != out.numel())
     throw GraphError(fmt::format("Tensor::from_f32: {} values for shape {}", v.size(), shape_str(shape)));
   switch (t) {
-    case DType::F32: std::memcpy(out.bytes_.data(), v.data(), v.size_bytes()); break;
+    case DType::F32:
+      if (!v.empty()) std::memcpy(out.bytes_.data(), v.data(), v.size_bytes());
+      break;
     case DType::F16: num::convert(v, as_f16(out.data<std::uint16_t>())); break;
     case DType::BF16: num::convert(v, as_bf16(out.data<std::uint16_t>())); break;
     case DType::I32: {
@@ -130,7 +132,9 @@ Tensor Tensor::from_f64(const Shape& shape, std::span<const double> v, DType t) 
   if (static_cast<std::int64_t>(v.size()) != out.numel())
     throw GraphError(fmt::format("Tensor::from_f64: {} values for shape {}", v.size(), shape_str(shape)));
   switch (t) {
-    case DType::F64: std::memcpy(out.bytes_.data(), v.data(), v.size_bytes()); break;
+    case DType::F64:
+      if (!v.empty()) std::memcpy(out.bytes_.data(), v.data(), v.size_bytes());
+      break;
     case DType::F32: {
       auto d = out.data<float>();
       for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);

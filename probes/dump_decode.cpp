@@ -45,7 +45,8 @@ json DecodeSummary::to_json() const {
 }
 
 DecodeSummary decode_dumps(const fs::path& dir, const std::optional<fs::path>& out) {
-  if (!fs::is_directory(dir)) throw ConfigError(dir.string(), 0, "DIR", "not a directory");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ConfigError(dir.string(), 0, "DIR", "not a directory");
   std::vector<fs::path> manifests;
   if (fs::exists(dir / "dump.json")) manifests.push_back(dir / "dump.json");
   for (const auto& e : fs::recursive_directory_iterator(dir)) {

@@ -144,8 +144,10 @@ ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& so
   if (node.IsScalar()) {  // a config file: next to the scenario, or relative to the working directory
     const std::filesystem::path f = node.as<std::string>();
     const std::filesystem::path beside = std::filesystem::path(source).parent_path() / f;
-    if (f.is_relative() && std::filesystem::exists(beside)) return from_file(beside);
-    if (std::filesystem::exists(f)) return from_file(f);
+    // Non-throwing checks: a name the file system refuses (too long, ...) is a file not found.
+    std::error_code ec;
+    if (f.is_relative() && std::filesystem::exists(beside, ec)) return from_file(beside);
+    if (std::filesystem::exists(f, ec)) return from_file(f);
     r.fail(node, "probes", fmt::format("config file '{}' not found (looked beside {} and in the working directory)",
                                        f.string(), source));
   }

@@ -48,7 +48,7 @@
 //                 cycles (per rank the sum of its steps, the slowest rank: what a training step
 //                 costs more), total_overhead_percent over the whole program (setup, the final
 //                 drain of the capture buffers and the end-of-run fetches included)
-//   variants      [{name, sets, status, cycles, capture}]
+//   variants      [{name, sets, status, cycles, capture, losses}]
 //   losses        [[loss per step] per rank] (training)
 //   replays       [{op, step, rank, kind, reproduced, detail}] CPU replays of ops that latched
 //                 invalid/overflow, on their captured inputs (full capture with compare)

@@ -49,6 +49,7 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
 graph::Tensor DataGenerator::make_input(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
                                         std::uint32_t rank, const graph::InitSpec* init) const {
   const graph::TensorDesc nd{desc.dtype, desc.shape, graph::Format::ND};
+  if (spec_.batches > 0) step %= spec_.batches;  // a data set of `batches` batches, seen in turn
   if (init) return graph::make_init(*init, nd, stream_seed(spec_.seed, name, step, rank));
   if (graph::is_float(desc.dtype)) return make_float(name, nd, step, rank);
   return graph::Tensor(nd);

@@ -43,6 +43,10 @@
 //   - quantization: {op: mlp/fc2, operand: activations, steps: [5, 20], underflow: ">= 1500", variant: v}
 //       report.json quantization (sim/run/quant_report.h; a variant's with `variant`): the codes of
 //       the layers matching `op` saturated / flushed to zero, summed over the steps, within bounds
+//   - loss: {drop_percent: ">= 1", rank: 0, from_step: 0, to_step: 9, variant: fp16_weights}
+//       the training loss of `rank` (default 0) fell by a bound in percent from `from_step`
+//       (default 0) to `to_step` (default the last): 100 (loss[from] - loss[to]) / |loss[from]|;
+//       "== 0" is a loss that did not move at all; `variant` picks a variant run
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -268,7 +269,7 @@ TrainingSpec parse_training(const YamlView& v) {
 }
 
 DataSpec parse_data(const YamlView& v, std::uint64_t scenario_seed) {
-  v.expect_keys({"generator", "seed", "mean", "std", "low", "high"});
+  v.expect_keys({"generator", "seed", "mean", "std", "low", "high", "batches"});
   DataSpec d;
   d.generator = v.get("generator") ? v["generator"].str_in({"normal", "uniform", "ones"}) : d.generator;
   d.seed = v.get("seed") ? v["seed"].uinteger() : scenario_seed;
@@ -276,6 +277,7 @@ DataSpec parse_data(const YamlView& v, std::uint64_t scenario_seed) {
   d.std = v.number_or("std", d.std);
   d.low = v.number_or("low", d.low);
   d.high = v.number_or("high", d.high);
+  d.batches = static_cast<std::uint32_t>(v.int_or("batches", 0, 0, std::numeric_limits<std::uint32_t>::max()));
   if (d.std < 0) v["std"].fail("a non-negative standard deviation", v["std"].describe());
   if (d.low > d.high) v["high"].fail("high >= low", v["high"].describe());
   return d;

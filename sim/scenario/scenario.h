@@ -120,16 +120,18 @@ struct DataSpec {
   std::uint64_t seed = 0;            // 0: derived from the scenario seed
   double mean = 0.0, std = 1.0;      // normal
   double low = -1.0, high = 1.0;     // uniform
+  std::uint32_t batches = 0;         // 0: a new batch every step; N: step s sees batch s mod N
 };
 
 /// Device dtype policy of the host executor (kept deliberately small):
 ///  - `compute`: dtype of every floating-point activation, weight and gradient on the device
 ///    (fp16 by default, the Ascend mixed-precision default; fp32 and bf16 allowed);
-///  - `master_weights`: `none` (default) updates the weights in the `compute` dtype directly; fp32
-///    (training with a 16-bit `compute` dtype) is to keep FP32 master weights and optimizer state
-///    that the optimizer updates, cast to the compute dtype every step. The training graph does
-///    not build that copy yet: until it does, fp32 with a 16-bit compute dtype is rejected (naming
-///    the key), and with compute fp32 it changes nothing.
+///  - `master_weights`: `none` (default) updates the weights in the `compute` dtype directly (an
+///    update below half an ulp of a weight rounds away); fp32 (training with a 16-bit `compute`
+///    dtype) keeps an FP32 master copy of every weight, with FP32 optimizer state, that the
+///    optimizer updates from the gradient cast to FP32 (and divided by the loss scale there),
+///    cast back to the compute dtype every step (sim/scenario/workload.h, `master`); with compute
+///    fp32 it changes nothing;
 ///  - `accumulation`: Cube (MatMul/Conv) accumulator: fp32 (hardware default), fp16 (correctly
 ///    rounded every step) or fp16_via_fp32 (FP32 add, then round: double rounding);
 ///  - `overflow_mode`: the chip's float mode, inf_nan (IEEE 754) or saturation; default: the

@@ -232,12 +232,19 @@ std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const 
   return shards;
 }
 
-// Backward, gradient all-reduce (ranks > 1) and optimizer; ZeRO-1 sharding of the optimizer;
-// tensor-parallel shards (`tp_shards`) get their gradient divided by the ranks instead.
-void add_training(Workload& w, graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
-  std::map<std::string, std::string> grads = graph::append_backward(g, w.loss);
+/// What the optimizer updates once the gradients are known: parameter -> gradient (a ZeRO-1
+/// shard or a tensor-parallel shard in place of its full weight), and the weights whose updated
+/// shards are all-gathered afterwards (ZeRO-1).
+struct TrainingParams {
   std::map<std::string, std::string> params;
   std::vector<std::string> sharded;
+};
+
+// Backward and gradient all-reduce (ranks > 1), or ZeRO-1's reduce-scatter of the gradients;
+// tensor-parallel shards (`tp_shards`) get their gradient divided by the ranks instead.
+TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
+  std::map<std::string, std::string> grads = graph::append_backward(g, w.loss);
+  TrainingParams tp;
   const bool zero = s.ranks > 1 && s.training.sharding == "zero1";
   if (zero && s.training.allreduce.algorithm == "hierarchical")
     fail_at(s, "training.sharding", "allreduce.algorithm ring, tree or direct with sharding: zero1", "hierarchical");
@@ -249,37 +256,118 @@ void add_training(Workload& w, graph::Graph& g, const Scenario& s, const std::se
       const std::string scaled = grad + "/scale";
       g.add_op(simple(grad + "/scale", "Scale", "tensor_parallel/" + t, graph::Direction::Backward, {grad}, scaled,
                       {{"alpha", 1.0 / static_cast<double>(s.ranks)}}));
-      params[t] = scaled;
+      tp.params[t] = scaled;
       continue;
     }
     if (zero) {
       auto [shard, shard_grad] = zero_scatter(w, g, s, t, grad);
-      params[shard] = shard_grad;
-      sharded.push_back(t);
+      tp.params[shard] = shard_grad;
+      tp.sharded.push_back(t);
     } else if (s.ranks > 1) {
       const std::string out = grad + "/reduced";
       g.add_op(collective(grad + "/allreduce", "AllReduce", "allreduce/" + t, graph::Direction::Backward, grad, out,
                           collective_attrs(s)));
       w.collectives.push_back(grad + "/allreduce");
-      params[t] = out;
+      tp.params[t] = out;
     } else {
-      params[t] = grad;
+      tp.params[t] = grad;
     }
   }
-  if (params.empty()) fail_at(s, "mode", "a model with trainable weights for mode: training", "no weights");
-  graph::append_optimizer(g, params, optimizer_config(s.training.optimizer));
-  for (const auto& t : sharded) zero_gather(g, s, t);
+  if (tp.params.empty()) fail_at(s, "mode", "a model with trainable weights for mode: training", "no weights");
+  return tp;
+}
+
+/// The loss scale of the graph: alpha of a forward Scale op writing the loss (the static loss
+/// scaling of scenarios/models/mlp_loss_scaled.yaml); 1 without one.
+double loss_scale(const graph::Graph& g, const std::string& loss) {
+  const graph::Op* op = g.producer(loss);
+  if (!op || op->type != "Scale" || op->direction != graph::Direction::Forward) return 1.0;
+  return op->attr_float("alpha", 1.0);
+}
+
+/// FP32 master weights (workload.h, `master`): for each parameter P of the 16-bit device graph,
+/// an FP32 State initializer "P/master" holding the FP32 value P was rounded from; the optimizer
+/// updates it from the gradient cast to FP32 (and unscaled there by the loss scale), and a Cast
+/// back to the compute dtype writes "P/updated". Returns the master -> FP32 gradient map the
+/// optimizer is built on. `fp32` holds the parameters' values before the dtype policy rounded
+/// them (and the sources of sharded ones).
+std::map<std::string, std::string> add_master_weights(Workload& w, graph::Graph& g,
+                                                      const std::map<std::string, std::string>& params,
+                                                      const std::map<std::string, graph::Tensor>& fp32) {
+  using graph::Direction;
+  const double scale = loss_scale(g, w.loss);
+  std::map<std::string, std::string> masters;
+  for (const auto& [p, grad] : params) {
+    const graph::TensorDesc d = g.tensor(p).desc;
+    const std::string master = p + "/master", scope = "master/" + p;
+    graph::Tensor value = graph::Tensor::from_f64(d.shape, std::vector<double>(static_cast<std::size_t>(graph::numel(d.shape)), 0.0),
+                                                  graph::DType::F32);
+    if (auto sh = w.shards.find(p); sh != w.shards.end()) {
+      ShardSpec spec = sh->second;  // each rank's block of the FP32 source, not of its rounded copy
+      if (!spec.value) spec.value = std::make_shared<const graph::Tensor>(fp32.at(spec.source));
+      w.shards[master] = spec;
+    } else {
+      value = graph::Tensor::from_f64(d.shape, graph::to_logical(fp32.at(p)).to_f64(), graph::DType::F32);
+    }
+    if (d.format != graph::Format::ND) value = graph::convert_format(value, d.format);  // aliasable like P
+    g.add_initializer(master, std::move(value), graph::TensorKind::State);
+    std::string g32 = p + "/gradient/fp32";
+    g.add_op(simple(g32, "Cast", scope, Direction::Optimizer, {grad}, g32, {{"to", graph::onnx_code(graph::DType::F32)}}));
+    if (scale != 1.0) {
+      const std::string unscaled = p + "/gradient/unscaled";
+      g.add_op(simple(unscaled, "Scale", scope, Direction::Optimizer, {g32}, unscaled, {{"alpha", 1.0 / scale}}));
+      g32 = unscaled;
+    }
+    masters[master] = g32;
+  }
+  return masters;
+}
+
+/// The Cast of every updated master weight back to its parameter's dtype: op "P/update" writes
+/// "P/updated" (in place of P on the device, as an optimizer op would).
+void cast_masters_back(graph::Graph& g, const std::map<std::string, std::string>& params) {
+  for (const auto& [p, grad] : params) {
+    const graph::DType dt = g.tensor(p).desc.dtype;
+    g.add_op(simple(p + "/update", "Cast", "master/" + p, graph::Direction::Optimizer,
+                    {graph::updated_name(p + "/master")}, graph::updated_name(p), {{"to", graph::onnx_code(dt)}}));
+    g.mark_output(graph::updated_name(p));
+  }
+}
+
+// The optimizer step once the dtype policy applied: on the parameters, or on their FP32 master
+// copies; then ZeRO-1's all-gather of the updated shards.
+void add_optimizer(Workload& w, graph::Graph& g, const Scenario& s, const TrainingParams& tp,
+                   const std::map<std::string, graph::Tensor>& fp32) {
+  const bool master = s.precision.master_fp32 && s.precision.compute != graph::DType::F32;
+  const auto cfg = optimizer_config(s.training.optimizer);
+  if (master) {
+    graph::append_optimizer(g, add_master_weights(w, g, tp.params, fp32), cfg);
+    cast_masters_back(g, tp.params);
+    // A ZeRO-1 shard of the parameter is read by nothing now (its master is updated and cast
+    // into "P/shard/updated"): the graph passes drop it, and it needs no per-rank value.
+    for (const auto& [p, grad] : tp.params)
+      if (w.shards.count(p) && g.consumers(p).empty()) w.shards.erase(p);
+  } else {
+    graph::append_optimizer(g, tp.params, cfg);
+  }
+  for (const auto& t : tp.sharded) zero_gather(g, s, t);
+}
+
+/// FP32 values of the trainable parameters and of the sources of sharded ones, before the dtype
+/// policy rounds them (the initial values of their master copies).
+std::map<std::string, graph::Tensor> fp32_parameters(const Workload& w, const graph::Graph& g, const TrainingParams& tp) {
+  std::map<std::string, graph::Tensor> out;
+  for (const auto& [p, grad] : tp.params) {
+    auto sh = w.shards.find(p);
+    const std::string src = sh == w.shards.end() ? p : sh->second.source;
+    if (sh != w.shards.end() && sh->second.value) continue;
+    out.emplace(src, g.initializers().at(src));
+  }
+  return out;
 }
 
 void apply_precision(graph::Graph& g, const Scenario& s) {
   const graph::DType dt = s.precision.compute;
-  // An FP32 master copy needs the optimizer to update it and a Cast back to `compute` before
-  // every forward; the training graph does not build that, so the setting is refused, not ignored.
-  if (s.precision.master_fp32 && dt != graph::DType::F32)
-    fail_at(s, "precision.master_weights",
-            "none: fp32 master weights (an FP32 copy the optimizer updates, cast to compute each step) are not "
-            "modelled by the training graph",
-            "fp32");
   if (dt == graph::DType::F32) return;
   std::vector<std::string> names;
   for (const auto& [name, info] : g.tensors())
@@ -348,8 +436,14 @@ Workload build_workload(const Scenario& s, const graph::Graph& model,
   }
   w.reference = g;
   const std::set<std::string> tp_shards = apply_tensor_parallel(w, g, s);
-  if (s.mode == RunMode::Training) add_training(w, g, s, tp_shards);
-  apply_precision(g, s);
+  if (s.mode == RunMode::Training) {
+    const TrainingParams tp = add_backward(w, g, s, tp_shards);
+    const auto fp32 = s.precision.master_fp32 ? fp32_parameters(w, g, tp) : std::map<std::string, graph::Tensor>{};
+    apply_precision(g, s);
+    add_optimizer(w, g, s, tp, fp32);
+  } else {
+    apply_precision(g, s);
+  }
   if (s.ranks > 1) g = lower_hierarchical(g, static_cast<std::uint32_t>(s.ranks), cluster.chips_per_server);
   g.validate();
   for (const auto& in : g.inputs())

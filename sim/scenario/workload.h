@@ -21,6 +21,18 @@
 //              collective.cpp); a shard's gradient is divided by R ("W/tp/gradient/scale"), every
 //              other weight's averaged by the gradient all-reduce, which makes them the
 //              gradients of the single-device model
+//   master     precision.master_weights: fp32 with a 16-bit compute dtype (mixed precision with FP32
+//              master weights): per parameter P (or ZeRO-1 / tensor-parallel shard P) an FP32
+//              State initializer "P/master" holding the FP32 value P was rounded from (each rank's
+//              block for a shard); "P/gradient/fp32" (Cast) converts P's gradient to FP32 and, when
+//              the loss is the output of a forward Scale op (static loss scaling, e.g.
+//              mlp_loss_scaled), "P/gradient/unscaled" (Scale 1/scale) divides the scale out in
+//              FP32 — the learning rate is then the unscaled one; the optimizer op
+//              "P/master/update" updates "P/master" (its state "P/master/velocity",
+//              "P/master/adam_m", "P/master/adam_v" is FP32 too) and "P/update" (Cast) writes
+//              "P/updated", in place of P, in the compute dtype. Every one of these is an op of the
+//              device graph (flags, probes, injections, checkpoints see them); a ZeRO-1 job keeps
+//              only the master shards and all-gathers the FP16 "P/shard/updated"
 //   snapshots  original / optimized / fused (graph/snapshot.h); the executor runs `fused`
 //
 // The loss of a training scenario is added to the model's first output: cross_entropy adds an

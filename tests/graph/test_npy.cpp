@@ -59,6 +59,21 @@ TEST_F(Npy, RoundTripEveryDtypeAndRank) {
     }
 }
 
+// Found by fuzz_npy (UBSan: memcpy from the null data pointer of an empty tensor): an array with
+// a zero dimension decodes, converts and encodes again; an empty file is an error, not UB.
+TEST_F(Npy, EmptyArraysRoundTripAndEmptyFilesAreErrors) {
+  write_raw("e.npy", "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 5), }", 0);
+  const Tensor e = read_npy(path("e.npy"));
+  EXPECT_EQ(e.shape(), (Shape{0, 5}));
+  EXPECT_TRUE(e.to_f64().empty());
+  EXPECT_EQ(decode_npy(encode_npy(e), "again"), e);
+  const Tensor f = Tensor::from_f32({0, 2}, std::vector<float>{}, DType::F32);
+  EXPECT_EQ(Tensor::from_f64({0}, std::vector<double>{}, DType::F64).numel(), 0);
+  EXPECT_EQ(decode_npy(encode_npy(f), "f").shape(), (Shape{0, 2}));
+  std::ofstream(path("zero.npy"), std::ios::binary).close();
+  EXPECT_THROW(read_npy(path("zero.npy")), GraphError);
+}
+
 TEST_F(Npy, HeaderIsNumpyV1) {
   const Tensor x = Tensor::from_f32({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
   const auto bytes = encode_npy(x);

@@ -198,6 +198,10 @@ TEST(Config, MalformedYamlAndMissingFile) {
   } catch (const ConfigError& e2) {
     EXPECT_NE(std::string(e2.what()).find("/nonexistent/probes.yaml"), std::string::npos);
   }
+  // Found by fuzz_probe_config: a scalar config (a file name) longer than the file system allows
+  // made std::filesystem throw (exit 3); it is a config file not found.
+  const ConfigError too_long = error_of(std::string(5000, 'x'));
+  EXPECT_NE(too_long.reason().find("not found"), std::string::npos) << too_long.what();
 }
 
 TEST(Config, IntSetRangesAndAll) {

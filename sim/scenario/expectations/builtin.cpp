@@ -11,6 +11,7 @@ void register_diagnosis_expectation(ExpectationRegistry& r);
 void register_capture_expectation(ExpectationRegistry& r);
 void register_perf_finding_expectation(ExpectationRegistry& r);
 void register_quantization_expectation(ExpectationRegistry& r);
+void register_loss_expectation(ExpectationRegistry& r);
 }  // namespace expect
 
 void register_builtin_expectations(ExpectationRegistry& r) {
@@ -22,6 +23,7 @@ void register_builtin_expectations(ExpectationRegistry& r) {
   expect::register_capture_expectation(r);
   expect::register_perf_finding_expectation(r);
   expect::register_quantization_expectation(r);
+  expect::register_loss_expectation(r);
 }
 
 }  // namespace probelab::sim

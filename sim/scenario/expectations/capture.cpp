@@ -27,16 +27,8 @@ struct Capture : ExpectationCheck {
 
   ExpectationResult evaluate(const json& r) const override {
     ExpectationResult res;
-    const json* cap = &field(r, "capture");
-    std::string where;
-    if (variant) {
-      cap = nullptr;
-      const json& variants = field(r, "variants");
-      if (variants.is_array())
-        for (const auto& v : variants)
-          if (v.value("name", "") == *variant) cap = &field(v, "capture");
-      where = " of variant " + *variant;
-    }
+    const json* cap = run_field(r, variant, "capture");
+    const std::string where = variant_suffix(variant);
     std::vector<std::string> exp, act;
     if (overhead_below_percent) exp.push_back(fmt::format("overhead < {}%", *overhead_below_percent));
     if (dropped) exp.push_back("dropped " + dropped->str());

@@ -1,6 +1,9 @@
 #include "sim/scenario/expectations/expect_util.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #include "graph/graph.h"
 
@@ -79,7 +82,35 @@ const json& items(const json& j, const char* key) {
   return v.is_array() ? v : kEmpty;
 }
 
-bool CountBound::holds(std::uint64_t v) const {
+const json* run_field(const json& r, const std::optional<std::string>& variant, const char* key) {
+  if (!variant) return &field(r, key);
+  for (const auto& v : items(r, "variants"))
+    if (v.value("name", "") == *variant) return &field(v, key);
+  return nullptr;
+}
+
+std::string variant_suffix(const std::optional<std::string>& variant) {
+  return variant ? " of variant " + *variant : std::string();
+}
+
+namespace {
+
+/// Splits "<op> <number>" into the comparison (default "==") and the number text.
+std::pair<std::string, std::string> split_bound(const std::string& s) {
+  static const char* ops[] = {">=", "<=", "==", ">", "<"};
+  std::string cmp = "==", rest = s;
+  for (const char* op : ops) {
+    if (s.rfind(op, 0) == 0) {
+      cmp = op;
+      rest = s.substr(std::string(op).size());
+      break;
+    }
+  }
+  rest.erase(0, rest.find_first_not_of(' '));
+  return {cmp, rest};
+}
+
+template <class T> bool compare(const std::string& cmp, T v, T n) {
   if (cmp == ">=") return v >= n;
   if (cmp == "<=") return v <= n;
   if (cmp == ">") return v > n;
@@ -87,21 +118,33 @@ bool CountBound::holds(std::uint64_t v) const {
   return v == n;
 }
 
+}  // namespace
+
+bool CountBound::holds(std::uint64_t v) const { return compare(cmp, v, n); }
+
 std::string CountBound::str() const { return fmt::format("{} {}", cmp, n); }
+
+bool ValueBound::holds(double v) const { return compare(cmp, v, x); }
+
+std::string ValueBound::str() const { return fmt::format("{} {}", cmp, x); }
+
+ValueBound parse_value_bound(const YamlView& v) {
+  ValueBound b;
+  const std::string s = v.str();
+  const auto [cmp, rest] = split_bound(s);
+  b.cmp = cmp;
+  char* end = nullptr;
+  b.x = rest.empty() ? 0.0 : std::strtod(rest.c_str(), &end);
+  if (rest.empty() || end != rest.c_str() + rest.size() || !std::isfinite(b.x))
+    v.fail("a number X or a bound '>= X', '<= X', '> X', '< X', '== X'", "'" + s + "'");
+  return b;
+}
 
 CountBound parse_bound(const YamlView& v) {
   CountBound b;
-  std::string s = v.str();
-  static const char* ops[] = {">=", "<=", "==", ">", "<"};
-  std::string rest = s;
-  for (const char* op : ops) {
-    if (s.rfind(op, 0) == 0) {
-      b.cmp = op;
-      rest = s.substr(std::string(op).size());
-      break;
-    }
-  }
-  rest.erase(0, rest.find_first_not_of(' '));
+  const std::string s = v.str();
+  auto [cmp, rest] = split_bound(s);
+  b.cmp = cmp;
   try {
     std::size_t pos = 0;
     long long n = std::stoll(rest, &pos);

@@ -36,6 +36,12 @@ const json& field(const json& j, const char* key);
 /// The array under `key`, or an empty array (a reference either way: nothing is copied).
 const json& items(const json& j, const char* key);
 
+/// `key` of the main run's report, or of variant `variant`'s entry in report.variants; nullptr
+/// when the report has no such variant.
+const json* run_field(const json& r, const std::optional<std::string>& variant, const char* key);
+/// "" or " of variant <name>", for messages.
+std::string variant_suffix(const std::optional<std::string>& variant);
+
 /// "a; b; c; ... (N in all)" of the first `max` entries rendered by f; "none" when empty.
 template <class F>
 std::string list_str(const json& arr, F&& f, std::size_t max = 4) {
@@ -55,6 +61,16 @@ struct CountBound {
 };
 /// "N" or ">= N", "<= N", "> N", "< N".
 CountBound parse_bound(const YamlView& v);
+
+/// A bound on a measured value: `value <cmp> x` (x finite).
+struct ValueBound {
+  std::string cmp = "==";  // == >= <= > <
+  double x = 0.0;
+  bool holds(double v) const;
+  std::string str() const;  // "== 0", ">= 1.5"
+};
+/// "X" (exactly X) or ">= X", "<= X", "> X", "< X", "== X".
+ValueBound parse_value_bound(const YamlView& v);
 
 /// Optional fields into a params() object, skipping unset ones.
 template <class T>

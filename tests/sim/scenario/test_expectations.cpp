@@ -157,6 +157,30 @@ TEST(Expectations, Capture) {
   EXPECT_THROW(parse("capture: {overhead_below_percent: -1}"), ScenarioError);
 }
 
+TEST(Expectations, Loss) {
+  json r = report();
+  r["losses"] = json::parse("[[2.0, 1.9, 1.5], [2.0, 2.0, 2.0]]");
+  r["variants"][0]["losses"] = json::parse("[[2.0, 2.0, 2.0]]");
+  EXPECT_TRUE(eval("loss: {drop_percent: '>= 25'}", r).passed);  // 2.0 -> 1.5
+  EXPECT_FALSE(eval("loss: {drop_percent: '> 25'}", r).passed);
+  EXPECT_TRUE(eval("loss: {drop_percent: '< 5.1', to_step: 1}", r).passed);
+  EXPECT_TRUE(eval("loss: {drop_percent: '>= 21', from_step: 1, to_step: 2}", r).passed);
+  EXPECT_TRUE(eval("loss: {drop_percent: 0, rank: 1}", r).passed);
+  EXPECT_FALSE(eval("loss: {drop_percent: '> 0', rank: 1}", r).passed);
+  EXPECT_TRUE(eval("loss: {drop_percent: '== 0', variant: single}", r).passed);
+  const auto res = eval("loss: {drop_percent: '>= 1', variant: single}", r);
+  EXPECT_FALSE(res.passed);
+  EXPECT_NE(res.actual.find("drop 0%"), std::string::npos) << res.actual;
+  EXPECT_FALSE(eval("loss: {drop_percent: '>= 1', rank: 3}", r).passed);  // no such rank reported
+  json rising = r;
+  rising["losses"] = json::parse("[[1.0, 4.0]]");
+  EXPECT_TRUE(eval("loss: {drop_percent: '< 0'}", rising).passed);  // rose by 300%
+  EXPECT_THROW(parse("loss: {}"), ScenarioError);
+  EXPECT_THROW(parse("loss: {drop_percent: '>= x'}"), ScenarioError);
+  EXPECT_THROW(parse("loss: {drop_percent: '>= .nan'}"), ScenarioError);
+  EXPECT_THROW(parse("loss: {drop_percent: 1, step: 2}"), ScenarioError);
+}
+
 TEST(Expectations, EntryMustNameOneKind) {
   EXPECT_THROW(parse("{detection: {kind: nan}, capture: {dropped: 0}}"), ScenarioError);
   EXPECT_THROW(parse("[detection]"), ScenarioError);
