@@ -93,6 +93,16 @@ const std::vector<Param>& params() {
                   "model choice: shared on the presets from CANN's files; op_reuse keeps ascend910b/tiny as before",
                   0, 0, {"op_reuse", "shared"}},
                  &ChipConfig::l2_model});
+    p.push_back({{"capture_l2", ParamType::String, "",
+                  "shared L2: where capture records go. bypass: straight to HBM, invalidating any L2 copy of the "
+                  "buffer (the records are written once and read only by the host's drain, so allocating them would "
+                  "evict the model's working set); allocate: into the L2 as dirty lines like core stores (the drain "
+                  "then reads them from the L2, and they evict other lines). Reads of captured tensors, host DMA and "
+                  "collectives are coherent with the L2 in both cases",
+                  "model choice: bypass, as Ascend C's GlobalTensor::SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE) "
+                  "advises for data read only once (CANN Ascend C API docs, Atlas A2)",
+                  0, 0, {"bypass", "allocate"}},
+                 &ChipConfig::capture_l2});
     // HBM
     p.push_back(u64("hbm_bytes", &ChipConfig::hbm_bytes, "bytes", 1 << 20, 1ull << 40, "HBM capacity",
                     "Ascend 910B product sheets: 64 GB HBM2e"));

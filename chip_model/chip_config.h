@@ -52,6 +52,10 @@ struct ChipConfig {
   /// between ops, stores go to HBM); "shared": l2_cache.h, lines stay resident across ops,
   /// stores are written back to HBM on eviction.
   std::string l2_model = "op_reuse";
+  /// Shared L2 only: whether capture records are written into the L2 ("allocate") or past it to
+  /// HBM ("bypass": Ascend C's SetL2CacheHint(CACHE_MODE_DISABLE) for data written once). Every
+  /// other non-core access is coherent with the L2 either way (hbm.h attach_l2).
+  std::string capture_l2 = "bypass";
 
   // ---- HBM ----
   std::uint64_t hbm_bytes = 64ull << 30;
