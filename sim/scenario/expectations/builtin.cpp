@@ -10,6 +10,7 @@ void register_consistency_expectation(ExpectationRegistry& r);
 void register_diagnosis_expectation(ExpectationRegistry& r);
 void register_capture_expectation(ExpectationRegistry& r);
 void register_perf_finding_expectation(ExpectationRegistry& r);
+void register_loss_scaling_expectation(ExpectationRegistry& r);
 }  // namespace expect
 
 void register_builtin_expectations(ExpectationRegistry& r) {
@@ -20,6 +21,7 @@ void register_builtin_expectations(ExpectationRegistry& r) {
   expect::register_diagnosis_expectation(r);
   expect::register_capture_expectation(r);
   expect::register_perf_finding_expectation(r);
+  expect::register_loss_scaling_expectation(r);
 }
 
 }  // namespace probelab::sim
