@@ -64,13 +64,7 @@ L2Cache::Access L2Cache::lookup(std::uint64_t addr, std::uint64_t bytes) {
   const std::uint64_t first = addr / kLineBytes, last = (addr + bytes - 1) / kLineBytes;
   for (std::uint64_t line = first; line <= last; ++line) {
     const std::uint64_t lo = std::max(addr, line * kLineBytes), hi = std::min(addr + bytes, (line + 1) * kLineBytes);
-    auto it = lines_.find(line);
-    if (it == lines_.end()) {
-      a.miss_bytes += hi - lo;
-      continue;
-    }
-    a.hit_bytes += hi - lo;
-    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    (lines_.count(line) != 0 ? a.hit_bytes : a.miss_bytes) += hi - lo;
   }
   return a;
 }

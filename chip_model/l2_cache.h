@@ -13,9 +13,9 @@
 //  - an allocation that evicts a dirty line counts kLineBytes of write-back (the caller sends
 //    them to HBM); a clean eviction costs nothing.
 //  - lookup(addr, bytes): a read that does not allocate (initiators outside the AI cores: the
-//    capture engines, host DMA, collectives): resident lines are hits (and become most recently
-//    used, dirty ones stay dirty), missing lines are miss bytes served by HBM, nothing is fetched
-//    into the L2 and nothing is evicted.
+//    capture engines, host DMA, collectives): resident lines are hits (dirty ones stay dirty),
+//    missing lines are miss bytes served by HBM; nothing is fetched, evicted or reordered (the
+//    replacement order stays the cores' own, so a debug read cannot change what the next op hits).
 //  - invalidate(addr, bytes): a write that bypasses the L2 (host DMA, streaming writes): every
 //    resident line the range touches is dropped so no stale copy survives; a dirty line the
 //    range covers only partly is written back first (its other bytes are still the newest),

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <set>
 
 #include "tests/sim/scenario_suite.h"
 
@@ -102,6 +103,20 @@ TEST(ChipScenarios, FusedMatMulGeluRunsAsCubeAndVectorCoresWithCrossCoreFlagsOnT
   for (const auto& a : r["anomalies"])
     if (a.value("op", "") == "mlp/fc1+fc1_bias+gelu" && a.value("core_kind", "") == "aiv") aiv_latch = true;
   EXPECT_TRUE(aiv_latch) << r["anomalies"].dump();
+}
+
+// An FP16 accumulator overflow inside a mixed kernel is latched by the Cube core, the NaN its
+// GELU computes from the Inf by the Vector core.
+TEST(ChipScenarios, MixedKernelLatchesNameTheCubeCoreForTheAccumulatorAndTheVectorCoreForTheEpilogue) {
+  TempDir dir;
+  const json r = run_chip_scenario("ascend910b1_fused_fp16_accumulator_aic", dir);
+  ASSERT_TRUE(r.is_object());
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  std::set<std::string> seen;
+  for (const auto& a : r["anomalies"])
+    if (a.value("op", "") == "mlp/fc1+fc1_bias+gelu") seen.insert(a.value("kind", "") + ":" + a.value("core_kind", ""));
+  EXPECT_TRUE(seen.count("overflow:aic")) << r["anomalies"].dump();
+  EXPECT_TRUE(seen.count("invalid:aiv")) << r["anomalies"].dump();
 }
 
 class FloatStatusScenario : public ::testing::TestWithParam<std::string> {};
