@@ -104,7 +104,8 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     s.vec_free = s.load_issue_free = s.store_issue_free = s.fix_free = t0;
     if (opt.aiv_per_unit > 0) {
       s.aiv_free.assign(opt.aiv_per_unit, t0);
-      s.aiv_store_free.assign(opt.aiv_per_unit, t0);
+      // The AIVs store the outputs only when the epilogue writes them (workspace mode).
+      if (!opt.epilogue_reads_output) s.aiv_store_free.assign(opt.aiv_per_unit, t0);
       s.slot_free.assign(s.tile_first.size(), kUnknown);
       s.l0c_free.assign(s.tile_first.size(), kUnknown);
     }

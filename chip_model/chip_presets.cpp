@@ -94,6 +94,22 @@ const std::map<std::string, Preset, std::less<>>& presets() {
         },
         "2 AIC + 4 AIV of ascend910b, 1 GiB HBM at 200 GB/s, 16 MiB L2, 64 KiB capture buffers: fast tests and "
         "scenarios"}},
+      {"tiny_coupled",
+       {[] {
+          // tiny before the split default: 2 coupled cores of ascend910b_coupled (unit tests of
+          // the coupled timing model, comparisons).
+          ChipConfig c;
+          c.preset = "tiny_coupled";
+          c.num_cores = 2;
+          c.hbm_bytes = 1ull << 30;
+          c.hbm_bandwidth_gbps = 200.0;
+          c.hbm_channels = 4;
+          c.capture_buffer_bytes = 64 * 1024;
+          c.link_count = 7;
+          return c;
+        },
+        "2 coupled AI cores of ascend910b_coupled, 1 GiB HBM at 200 GB/s, 64 KiB capture buffers: tiny before the "
+        "split default"}},
       // Ascend910B1.ini:41 cube_freq=1850, Ascend910B2.ini:41 cube_freq=1800; the rest shared (ascend910b_split).
       {"ascend910b1", split_preset("ascend910b1", 1850, "B1")},
       {"ascend910b2", split_preset("ascend910b2", 1800, "B2")},

@@ -49,7 +49,7 @@ TEST(ChipConfig, DefaultsAreTheAscend910bPresetAndDocumented) {
 TEST(ChipConfig, TinyPresetAndRegistry) {
   const auto names = pc::chip_preset_names();
   EXPECT_EQ(names, (std::vector<std::string>{"ascend910", "ascend910b", "ascend910b1", "ascend910b2", "ascend910b4",
-                                              "ascend910b_coupled", "tiny"}));
+                                              "ascend910b_coupled", "tiny", "tiny_coupled"}));
   const auto t = pc::chip_preset("tiny");
   EXPECT_EQ(t.num_cores, 2u);
   EXPECT_EQ(t.vector_cores, 4u);  // 2 AIC + 4 AIV of the default
