@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include "chip_model/capture_dma.h"
 #include "chip_model/capture_unit.h"
@@ -63,6 +64,10 @@ std::uint64_t stats_bytes(const spec::TaskDescriptor& task, const spec::OpArgs& 
 
 /// Writing the capture DMA descriptors of a kernel's output dumps (estimate).
 constexpr std::uint64_t kDumpDescriptorCycles = 16;
+
+/// A cross-core flag (CrossCoreSetFlag -> CrossCoreWaitFlag) between a Cube core and its Vector
+/// cores (estimate: a synchronisation through the core's flag registers, tens of cycles).
+constexpr std::uint64_t kCrossCoreFlagCycles = 32;
 
 /// Merge of the per-core partial statistics on the lead core after the last tile's epilogue
 /// (estimate): the partials of cores that finished earlier are combined while the others still
@@ -130,7 +135,12 @@ void AiCore::execute(TaskContext& ctx) {
   kernels::OpWork work = run.work();
   work.stats_bytes = stats_bytes(task, run.args());
   // On a split chip a Vector-only op tiles over the granted AI cores' Vector cores (AIV), each
-  // with its own MTE port and Vector unit; Cube ops run on the Cube cores (AIC).
+  // with its own MTE port and Vector unit; Cube ops run on the Cube cores (AIC). A fused Cube +
+  // Vector op, or a Cube op with in-kernel statistics, is a mixed kernel: its Cube part on the
+  // AIC, its vector epilogue on that AIC's AIVs, tiles handed over through the L2 (pipeline).
+  const bool split = aiv_per_core() > 1;
+  const bool mixed = split && !work.gemms.empty() &&
+                     (work.stats_bytes > 0 || (run.args().is_fused() && work.vector_elems > 0));
   const std::uint32_t units = work.gemms.empty() ? ncores * aiv_per_core() : ncores;
   const kernels::CoreTimingParams params = timing_params(units);
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
@@ -166,10 +176,16 @@ void AiCore::execute(TaskContext& ctx) {
     popt.l2_gbps /= svc_.perf->compute_slowdown;
   }
   popt.hbm_latency_ps = static_cast<std::uint64_t>(svc_.config->hbm_latency_ns) * 1000;
+  popt.l2_write_gbps = gbps(svc_.config->l2_write_bytes_per_cycle, params.clock_mhz);
+  if (mixed) {
+    popt.aiv_per_unit = aiv_per_core();
+    popt.flag_ps = svc_.clock.cycles_to_ps(kCrossCoreFlagCycles);
+    // Statistics of a plain Cube op only read its output: the AIV reads the stored tiles back.
+    popt.epilogue_reads_output = !(run.args().is_fused() && work.vector_elems > 0);
+  }
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
   if (svc_.l2) {
     popt.l2 = svc_.l2;
-    popt.l2_write_gbps = gbps(svc_.config->l2_write_bytes_per_cycle, params.clock_mhz);
     auto ranges = [](const std::vector<spec::TensorRef>& refs) {
       std::vector<AddrRange> out;
       for (const auto& ref : refs)
@@ -194,6 +210,22 @@ void AiCore::execute(TaskContext& ctx) {
   // Detection reports: one per anomalous tensor, each kind with its own element and the cycle of
   // the tile holding it (inputs: when the first tile was loaded).
   const kernels::OpDetection& det = run.detection();
+  // The core whose work holds an element (split chips: which kind and which one).
+  const std::uint32_t aiv = aiv_per_core();
+  auto unit_of_tile = [&](std::int64_t tile) -> std::uint32_t {
+    return tile < 0 ? 0u : static_cast<std::uint32_t>(static_cast<std::uint64_t>(tile) % units);
+  };
+  auto core_of = [&](std::int64_t tile, bool epilogue) -> std::uint32_t {
+    if (!split) return lead;  // coupled: the task's lead core, as before
+    if (work.gemms.empty()) {  // a Vector op: unit u is AIV u % aiv of AI core u / aiv
+      const std::uint32_t u = unit_of_tile(tile);
+      return spec::core_id(spec::CoreKind::Vector, ctx.cores[u / aiv] * aiv + u % aiv);
+    }
+    const std::uint32_t aic = ctx.cores[unit_of_tile(tile)];
+    if (!mixed || !epilogue) return spec::core_id(spec::CoreKind::Cube, aic);
+    const auto local = static_cast<std::uint32_t>(static_cast<std::uint64_t>(std::max<std::int64_t>(tile, 0)) / units);
+    return spec::core_id(spec::CoreKind::Vector, aic * aiv + local % aiv);
+  };
   auto report = [&](const kernels::TensorFlags& f, bool inputs, std::uint16_t slot, std::uint8_t dtype,
                     auto&& cycle_of) {
     if (f.status == 0 && !f.any_kind()) return;
@@ -214,7 +246,14 @@ void AiCore::execute(TaskContext& ctx) {
                               : static_cast<std::uint16_t>(std::max(k == spec::kExcNanInput ? det.nan_input : det.inf_input, 0));
       h.dtype = inputs ? run.args().inputs.at(h.slot).dtype : dtype;
       h.cycle = svc_.clock.ps_to_cycles(cycle_of(h.element));
+      // Inputs are read by the first tile's core; a result by the core that produced the element:
+      // on a mixed kernel the AIV of its epilogue, unless only the Cube's accumulation raised it.
+      const std::int64_t tile = inputs || slot != 0 ? 0 : plan.tile_of_element(h.element);
+      const bool cube_only = (h.detail & (spec::kExcDetailAccumulator | spec::kExcDetailPartial)) != 0 &&
+                             (h.detail & (spec::kExcDetailConversion | spec::kExcDetailCompute)) == 0;
+      h.core = core_of(tile, !inputs && !cube_only);
     }
+    ev.core = core_of(0, false);
     svc_.detection->report(ev);
   };
   report(det.inputs, true, 0, 0, [&](std::uint64_t) { return first_tile_ps; });
@@ -251,11 +290,12 @@ void AiCore::execute(TaskContext& ctx) {
   rec.cube_cycles = r.cube_cycles;
   rec.vector_cycles = r.vector_cycles;
   rec.cores = ncores;
-  rec.units = units;
+  rec.units = mixed ? units * (1 + aiv_per_core()) : units;
   rec.tiles = static_cast<std::uint64_t>(plan.num_tiles);
   rec.quant = run.quant_records();
   std::uint64_t mte_ps = 0;
   for (const PipelineResult::CoreSpan& s : r.cores) mte_ps += s.mte_busy_ps;
+  for (const PipelineResult::CoreSpan& s : r.aivs) mte_ps += s.mte_busy_ps;
   rec.mte_cycles = svc_.clock.ps_to_cycles(mte_ps);
   // Port time of the bytes moved: HBM bytes at the MTE port rate, L2 bytes at the L2 port rate.
   auto port_time_ps = [](std::uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / gbps * 1000.0 : 0.0; };
@@ -298,7 +338,8 @@ void AiCore::emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std
   const sc_core::sc_time merge_end = merge_start + svc_.clock.cycles(stats_merge_cycles(svc_.config->l2_read_bytes_per_cycle));
   if (merge_end > ctx.now()) ctx.qk.set(merge_end - sc_core::sc_time_stamp());
   if (svc_.trace->enabled())
-    svc_.trace->complete(svc_.rank, TaskContext::core_track(ctx.cores.front(), "vector"), "stats merge", "debug",
+    svc_.trace->complete(svc_.rank, TaskContext::core_track(ctx.cores.front(), aiv_per_core() > 1 ? "aiv0.vector" : "vector"),
+                         "stats merge", "debug",
                          ChipClock::to_ps(merge_start), ChipClock::to_ps(merge_end - merge_start),
                          {{"task_id", std::uint64_t{ctx.task.task_id}}});
   auto emit = [&](const spec::TensorRef& ref, const graph::Tensor& t, std::uint16_t index, bool is_input) {
@@ -331,11 +372,12 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
   // PMU counter tracks: busy cores of each unit and the cores' HBM traffic, spread over the op.
   {
     std::uint64_t busy[3] = {0, 0, 0};
-    for (const PipelineResult::CoreSpan& s : r.cores) {
-      busy[0] += s.cube_busy_ps;
-      busy[1] += s.vec_busy_ps;
-      busy[2] += s.mte_busy_ps;
-    }
+    for (const auto* list : {&r.cores, &r.aivs})
+      for (const PipelineResult::CoreSpan& s : *list) {
+        busy[0] += s.cube_busy_ps;
+        busy[1] += s.vec_busy_ps;
+        busy[2] += s.mte_busy_ps;
+      }
     const std::uint64_t dur = r.end_ps - r.start_ps;
     static const char* kTracks[] = {"pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy"};
     for (int u = 0; u < 3; ++u)
@@ -374,13 +416,63 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     span(core, "cube", s.cube_first_ps, s.cube_last_ps, s.cube_busy_ps, s.tiles);
     span(core, (aiv + "vector").c_str(), s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps, s.tiles);
   }
+  if (!r.aivs.empty()) trace_handoffs(ctx, name, r);
+}
+
+void AiCore::trace_handoffs(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const {
+  // A mixed kernel: the AIVs' own spans, and per tile the hand-over — the AIC's fixpipe writing
+  // the workspace slot (or storing the tile) and setting the flag ("core<i>.fixpipe"), the AIV
+  // waiting for it, loading the tile and running its pass ("core<i>.aiv<j>.xcore"), joined by a flow.
+  Trace& tr = *svc_.trace;
+  const std::size_t per = r.aivs.size() / std::max<std::size_t>(r.cores.size(), 1);
+  const Trace::Args base{{"op", std::uint64_t{ctx.task.op_id}}, {"task", std::uint64_t{ctx.task.task_id}}};
+  for (std::size_t v = 0; v < r.aivs.size(); ++v) {
+    const PipelineResult::CoreSpan& s = r.aivs[v];
+    const std::uint32_t core = ctx.cores[v / per];
+    for (const auto& [pipe, first, last, busy] :
+         {std::tuple{"mte", s.mte_first_ps, s.mte_last_ps, s.mte_busy_ps},
+          std::tuple{"vector", s.vec_first_ps, s.vec_last_ps, s.vec_busy_ps}}) {
+      if (busy == 0) continue;
+      Trace::Args a = base;
+      a.emplace_back("busy_cycles", svc_.clock.ps_to_cycles(busy));
+      a.emplace_back("tiles", s.tiles);
+      tr.complete(svc_.rank, TaskContext::core_track(core, fmt::format("aiv{}.{}", v % per, pipe).c_str()), name,
+                  "kernel", first, last - first, std::move(a));
+    }
+  }
+  for (const PipelineResult::Handoff& h : r.handoffs) {
+    const std::uint32_t core = ctx.cores[h.unit];
+    const std::string key = fmt::format("xcore {}:{}:{}", svc_.rank, ctx.task.task_id, h.tile);
+    const std::string fix = TaskContext::core_track(core, "fixpipe");
+    Trace::Args a = base;
+    a.emplace_back("tile", static_cast<std::uint64_t>(h.tile));
+    a.emplace_back("aiv", std::uint64_t{h.aiv});
+    tr.complete(svc_.rank, fix,
+                fmt::format("{} t{}: {}, CrossCoreSetFlag", name, h.tile, r.readback ? "store" : "workspace"), "xcore",
+                h.fix_start_ps, h.set_ps - h.fix_start_ps, a);
+    const std::string aiv = TaskContext::core_track(core, fmt::format("aiv{}.xcore", h.aiv).c_str());
+    a.emplace_back("wait_cycles", svc_.clock.ps_to_cycles(h.load_start_ps - h.wait_start_ps));
+    tr.complete(svc_.rank, aiv, fmt::format("{} t{}: CrossCoreWaitFlag, epilogue", name, h.tile), "xcore",
+                h.wait_start_ps, h.vec_end_ps - h.wait_start_ps, std::move(a));
+    tr.flow(key, svc_.rank, fix, h.set_ps);
+    tr.flow(key, svc_.rank, aiv, h.load_start_ps);
+  }
 }
 
 void AiCore::account_cores(const TaskContext& ctx, const PipelineResult& r) {
   const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+  // A mixed kernel's epilogue ran on the unit's AIVs: count it with the unit.
+  const std::size_t aiv_per = r.aivs.size() / std::max<std::size_t>(r.cores.size(), 1);
+  auto aiv_busy = [&](std::size_t c) {
+    std::uint64_t b = 0;
+    for (std::size_t a = 0; a < aiv_per; ++a) b += r.aivs[c * aiv_per + a].vec_busy_ps;
+    return b;
+  };
   std::vector<double> pace;  // busy ps per tile of each unit that ran tiles
-  for (const PipelineResult::CoreSpan& s : r.cores)
-    if (s.tiles) pace.push_back(static_cast<double>(s.cube_busy_ps + s.vec_busy_ps) / static_cast<double>(s.tiles));
+  for (std::size_t c = 0; c < r.cores.size(); ++c) {
+    const PipelineResult::CoreSpan& s = r.cores[c];
+    if (s.tiles) pace.push_back(static_cast<double>(s.cube_busy_ps + s.vec_busy_ps + aiv_busy(c)) / static_cast<double>(s.tiles));
+  }
   if (pace.empty()) return;
   std::sort(pace.begin(), pace.end());
   const double median = pace[pace.size() / 2];
@@ -388,7 +480,7 @@ void AiCore::account_cores(const TaskContext& ctx, const PipelineResult& r) {
     const PipelineResult::CoreSpan& s = r.cores[c];
     if (!s.tiles) continue;
     CoreLoad& l = core_loads_[ctx.cores[std::min(c / per, ctx.cores.size() - 1)]];
-    l.busy_ps += s.cube_busy_ps + s.vec_busy_ps;
+    l.busy_ps += s.cube_busy_ps + s.vec_busy_ps + aiv_busy(c);
     l.tiles += s.tiles;
     l.expected_ps += median * static_cast<double>(s.tiles);
   }

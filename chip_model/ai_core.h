@@ -30,7 +30,12 @@
 // Trace (when enabled): per op and core one span on each busy pipe track "core<i>.mte",
 // "core<i>.cube", "core<i>.vector" (args: op, task, busy cycles, tiles); a Vector op on a split
 // chip (ChipConfig::vector_cores) runs on the AI cores' Vector cores instead, tracks
-// "core<i>.aiv<j>.mte" and "core<i>.aiv<j>.vector"; with
+// "core<i>.aiv<j>.mte" and "core<i>.aiv<j>.vector"; a mixed Cube + Vector kernel on a split chip
+// (a fused op with a vector epilogue, a Cube op with in-kernel statistics) runs its Cube part on
+// the AIC and its epilogue on that AIC's AIVs (ai_core_pipeline.h), with per tile a slice on
+// "core<i>.fixpipe" (workspace write, CrossCoreSetFlag), one on "core<i>.aiv<j>.xcore" (wait,
+// load, epilogue) and a flow arrow between them; anomalies name the core kind and index
+// (spec::core_id: the AIV of an element's epilogue, the AIC of a Cube accumulation); with
 // AiCoreOptions::verbose_trace one span per tile step instead. PMU counter tracks per chip:
 // "pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy" (busy cores, averaged per rate bin) and
 // "pmu.core_hbm" (the cores' HBM bytes per ns = GB/s), each op's amount spread over its span.
@@ -103,6 +108,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
  private:
   void trace_op(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
+  void trace_handoffs(const TaskContext& ctx, const std::string& name, const PipelineResult& r) const;
   void account_cores(const TaskContext& ctx, const PipelineResult& r);
   void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps);
   void queue_dumps(TaskContext& ctx, const kernels::OpRunner& run);

@@ -22,6 +22,9 @@ struct CoreState {
   std::vector<std::uint64_t> vec_end, store_end;
   std::size_t next_load = 0, next_comp = 0, next_store = 0;
   std::uint64_t vec_free = 0;
+  // Mixed kernels: the fixpipe, each AIV's vector pipe and MTE, when each workspace slot frees.
+  std::uint64_t fix_free = 0;
+  std::vector<std::uint64_t> aiv_free, aiv_store_free, slot_free, l0c_free;
   std::uint64_t load_issue_free = 0, store_issue_free = 0;  // MTE ready for the next request
 
   std::size_t n() const { return steps->size(); }
@@ -35,7 +38,7 @@ struct CoreState {
   std::uint64_t store_ready() const {
     const std::size_t j = next_store;
     if (vec_end[j] == kUnknown) return kUnknown;
-    return std::max(vec_end[j], store_issue_free);
+    return std::max(vec_end[j], aiv_store_free.empty() ? store_issue_free : aiv_store_free[j % aiv_store_free.size()]);
   }
 };
 
@@ -98,8 +101,21 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     }
     s.vec_end.assign(s.tile_first.size(), kUnknown);
     s.store_end.assign(s.tile_first.size(), kUnknown);
-    s.vec_free = s.load_issue_free = s.store_issue_free = t0;
+    s.vec_free = s.load_issue_free = s.store_issue_free = s.fix_free = t0;
+    if (opt.aiv_per_unit > 0) {
+      s.aiv_free.assign(opt.aiv_per_unit, t0);
+      // The AIVs store the outputs only when the epilogue writes them (workspace mode).
+      if (!opt.epilogue_reads_output) s.aiv_store_free.assign(opt.aiv_per_unit, t0);
+      s.slot_free.assign(s.tile_first.size(), kUnknown);
+      s.l0c_free.assign(s.tile_first.size(), kUnknown);
+    }
   }
+  const bool mixed = opt.aiv_per_unit > 0;
+  // workspace: the fused epilogue's FP32 tiles go through the workspace; readback: the AIC
+  // stores its output and the AIV reads the stored tile back for its (statistics) pass.
+  const bool workspace = mixed && !opt.epilogue_reads_output, readback = mixed && opt.epilogue_reads_output;
+  if (mixed) res.aivs.resize(plan.steps.size() * opt.aiv_per_unit);
+  res.readback = readback;
   auto issue_free = [&](std::uint64_t start, std::uint64_t end, bool hbm_used) {
     return hbm_used && end >= start + opt.hbm_latency_ps ? end - opt.hbm_latency_ps : end;
   };
@@ -107,11 +123,69 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   auto write_back = [&](const L2Cache::Access& a, std::uint64_t t) {
     if (a.writebacks.empty()) return;
     const std::uint64_t bytes = a.writebacks.size() * L2Cache::kLineBytes;
-    hbm.transfer(a.writebacks.front(), bytes, ChipClock::from_ps(t), HbmClient::Core, true, opt.mte_gbps);
+    hbm.transfer(a.writebacks.front(), bytes, ChipClock::from_ps(t), HbmClient::Core, true, opt.mte_gbps, true, true);
     res.l2_writeback_bytes += bytes;
     res.hbm_write_bytes += bytes;
   };
   const std::uint64_t in_base = base_of(opt.inputs), out_base = base_of(opt.outputs);
+
+  // Mixed kernels: AIV a of unit c has loaded the tile (h.load_*); its pass ends h.vec_end_ps.
+  auto aiv_pass = [&](std::size_t c, std::size_t a, const kernels::TileStep& step, PipelineResult::Handoff& h) {
+    const std::uint64_t vd = clock.cycles_to_ps(step.post_cycles);
+    h.vec_end_ps = cs[c].aiv_free[a] = h.load_end_ps + vd;
+    PipelineResult::CoreSpan& aiv = res.aivs[c * opt.aiv_per_unit + a];
+    track(aiv.mte_first_ps, aiv.mte_last_ps, aiv.mte_busy_ps, h.load_start_ps, h.load_end_ps);
+    if (vd > 0) {
+      track(aiv.vec_first_ps, aiv.vec_last_ps, aiv.vec_busy_ps, h.load_end_ps, h.vec_end_ps);
+      res.vector_cycles += step.post_cycles;
+    }
+    ++aiv.tiles;
+  };
+
+  // Mixed kernels: tile j (ending with step i) of unit c goes through the workspace to an AIV.
+  auto handoff = [&](std::size_t c, std::size_t i, std::size_t j) {
+    CoreState& s = cs[c];
+    const kernels::TileStep& step = (*s.steps)[i];
+    const std::size_t a = j % opt.aiv_per_unit;
+    PipelineResult::Handoff h;
+    h.unit = static_cast<std::uint32_t>(c);
+    h.aiv = static_cast<std::uint32_t>(a);
+    h.tile = step.tile;
+    // The fixpipe writes slot j % 2 once the AIV has taken tile j - 2 out of it.
+    h.fix_start_ps = std::max(s.comp_end[i], s.fix_free);
+    if (j >= 2) h.fix_start_ps = std::max(h.fix_start_ps, s.slot_free[j - 2]);
+    h.set_ps = h.fix_start_ps + transfer_ps(step.handoff_bytes, opt.l2_write_gbps);
+    s.fix_free = s.l0c_free[j] = h.set_ps;
+    h.wait_start_ps = s.aiv_free[a];
+    h.load_start_ps = std::max(h.set_ps + opt.flag_ps, s.aiv_free[a]);
+    h.load_end_ps = h.load_start_ps + transfer_ps(step.handoff_bytes, opt.l2_gbps);
+    s.slot_free[j] = h.load_end_ps + opt.flag_ps;  // the AIV's flag back: the AIC may refill the slot
+    aiv_pass(c, a, step, h);
+    s.vec_end[j] = h.vec_end_ps;
+    res.handoff_bytes += step.handoff_bytes;
+    res.handoffs.push_back(h);
+  };
+
+  // readback: tile j of unit c was stored over [start, end); AIV j % aiv_per_unit reads it back
+  // from the L2 once flagged and runs its pass; the op ends when the last pass does.
+  auto read_back = [&](std::size_t c, std::size_t j, const kernels::TileStep& step, std::uint64_t start, std::uint64_t end) {
+    CoreState& s = cs[c];
+    const std::size_t a = j % opt.aiv_per_unit;
+    PipelineResult::Handoff h;
+    h.unit = static_cast<std::uint32_t>(c);
+    h.aiv = static_cast<std::uint32_t>(a);
+    h.tile = step.tile;
+    h.fix_start_ps = start;
+    h.set_ps = std::max(start, end);
+    h.wait_start_ps = s.aiv_free[a];
+    h.load_start_ps = std::max(h.set_ps + opt.flag_ps, s.aiv_free[a]);
+    h.load_end_ps = h.load_start_ps + transfer_ps(step.store_bytes, opt.l2_gbps);
+    aiv_pass(c, a, step, h);
+    if (step.tile >= 0 && static_cast<std::size_t>(step.tile) < res.tile_done_ps.size())
+      res.tile_done_ps[static_cast<std::size_t>(step.tile)] = h.vec_end_ps;
+    res.end_ps = std::max(res.end_ps, h.vec_end_ps);
+    res.handoffs.push_back(h);
+  };
 
   // Resolves every compute of core c whose inputs are known.
   auto advance = [&](std::size_t c) {
@@ -122,10 +196,13 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       if (s.load_end[i] == kUnknown) return;
       const std::size_t j = s.step_tile[i];
       const bool opens = s.tile_first[j] == i;
-      if (opens && j >= 2 && s.store_end[j - 2] == kUnknown) return;
+      // The tile's output buffer must be free again: L0C/UB after tile j-2's store, or (mixed)
+      // L0C after the fixpipe drained tile j-2 into the workspace.
+      const std::vector<std::uint64_t>& freed = workspace ? s.l0c_free : s.store_end;
+      if (opens && j >= 2 && freed[j - 2] == kUnknown) return;
       std::uint64_t st = s.load_end[i];
       if (i > 0) st = std::max(st, s.comp_end[i - 1]);
-      if (opens && j >= 2) st = std::max(st, s.store_end[j - 2]);
+      if (opens && j >= 2) st = std::max(st, freed[j - 2]);
       const kernels::TileStep& step = (*s.steps)[i];
       const std::uint64_t dur = clock.cycles_to_ps(step.compute_cycles);
       s.comp_end[i] = st + dur;
@@ -138,9 +215,12 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
         res.vector_cycles += step.compute_cycles;
       }
       if (opt.record_spans && dur > 0) res.spans.push_back({static_cast<std::uint32_t>(c), 1, step.cube, st, st + dur});
-      if (step.tile_end) {
-        const std::uint64_t vs = std::max(s.comp_end[i], s.vec_free);
-        const std::uint64_t vd = clock.cycles_to_ps(step.post_cycles);
+      if (step.tile_end && workspace) {
+        handoff(c, i, j);
+      } else if (step.tile_end) {
+        // readback: the AIC has no epilogue of its own, its store follows the Cube step.
+        const std::uint64_t vs = readback ? s.comp_end[i] : std::max(s.comp_end[i], s.vec_free);
+        const std::uint64_t vd = readback ? 0 : clock.cycles_to_ps(step.post_cycles);
         s.vec_end[j] = vs + vd;
         s.vec_free = s.vec_end[j];
         if (vd > 0) {
@@ -182,8 +262,10 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     if (best_t > now + ahead) sc_core::wait(ChipClock::from_ps(best_t - now));
 
     CoreState& s = cs[best_core];
-    PipelineResult::CoreSpan& span = res.cores[best_core];
     if (best_store) {
+      // Mixed kernels store from the tile's AIV, on its MTE.
+      const std::size_t aiv = workspace ? s.next_store % opt.aiv_per_unit : 0;
+      PipelineResult::CoreSpan& span = workspace ? res.aivs[best_core * opt.aiv_per_unit + aiv] : res.cores[best_core];
       const kernels::TileStep& step = (*s.steps)[s.tile_last[s.next_store]];
       std::uint64_t end = best_t;
       if (opt.l2 && step.store_bytes > 0) {
@@ -198,15 +280,17 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
         if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
       } else if (step.store_bytes > 0) {
         end = ChipClock::to_ps(hbm.transfer(step.store_addr, step.store_bytes, ChipClock::from_ps(best_t),
-                                            HbmClient::Core, true, opt.mte_gbps));
+                                            HbmClient::Core, true, opt.mte_gbps, true, true));
         res.hbm_write_bytes += step.store_bytes;
         track(span.mte_first_ps, span.mte_last_ps, span.mte_busy_ps, best_t, end);
         if (opt.record_spans) res.spans.push_back({static_cast<std::uint32_t>(best_core), 3, false, best_t, end});
       }
-      s.store_issue_free = issue_free(best_t, end, step.store_bytes > 0 && !opt.l2);
+      (workspace ? s.aiv_store_free[aiv] : s.store_issue_free) = issue_free(best_t, end, step.store_bytes > 0 && !opt.l2);
+      if (readback) read_back(best_core, s.next_store, step, best_t, end);
       s.store_end[s.next_store++] = end;
       res.end_ps = std::max(res.end_ps, end);
     } else {
+      PipelineResult::CoreSpan& span = res.cores[best_core];
       const kernels::TileStep& step = (*s.steps)[s.next_load];
       std::uint64_t hbm_bytes = 0, l2_bytes = 0, addr = 0;
       for (std::uint8_t k = 0; opt.l2 && k < step.num_loads; ++k) {
@@ -247,7 +331,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       std::uint64_t end = l2_end;
       if (hbm_bytes > 0) {
         const std::uint64_t hbm_end = ChipClock::to_ps(
-            hbm.transfer(addr, hbm_bytes, ChipClock::from_ps(best_t), HbmClient::Core, false, opt.mte_gbps));
+            hbm.transfer(addr, hbm_bytes, ChipClock::from_ps(best_t), HbmClient::Core, false, opt.mte_gbps, true, true));
         end = std::max(end, hbm_end);
         s.load_issue_free = std::max(l2_end, issue_free(best_t, hbm_end, true));
       } else {

@@ -8,6 +8,19 @@
 // epilogue runs on the Vector pipe, then its store on the MTE. So in steady state a tile costs
 // max(load, compute, store), plus fill and drain.
 //
+// Mixed Cube + Vector kernels on a split chip (PipelineOptions::aiv_per_unit > 0, Ascend C's mixed
+// mode with one Cube core (AIC) and its Vector cores (AIV) per unit): after a tile's last Cube
+// step the AIC's fixpipe writes the tile's FP32 result (TileStep::handoff_bytes) into a
+// double-buffered workspace in the L2 at the L2 write port and sets a cross-core flag
+// (CrossCoreSetFlag); AIV (the unit's local tile index mod aiv_per_unit) waits for it
+// (CrossCoreWaitFlag, `flag_ps` later), loads the tile from the workspace at the L2 read port,
+// runs the tile's epilogue (post_cycles) and stores the tile's output share on its own MTE; the
+// fixpipe may write tile j + 2 into the workspace slot once that AIV has loaded tile j and flagged
+// it back, and the Cube may compute tile j + 2 once the fixpipe has drained tile j out of L0C
+// (double-buffered). So the AIV works on tile j while the AIC computes tile j + 1. An epilogue
+// that only reads the result (epilogue_reads_output: in-kernel statistics) needs no workspace:
+// the AIC stores the tile, flags the AIV, which reads the stored tile back from the L2.
+//
 // Loads and stores are charged on the shared HBM model (Hbm::transfer, client Core, the core's
 // MTE port rate) in increasing time order over all cores, so cores contend with each other and
 // with every other HBM initiator; loads that hit the L2 (tiling.h) only take the L2 port time.
@@ -46,6 +59,22 @@ struct PipelineResult {
     std::uint64_t tiles = 0;
   };
   std::vector<CoreSpan> cores;  // per granted core (plan order)
+  /// Mixed kernels: per Vector core (unit u's AIV a at u * aiv_per_unit + a): its epilogue and MTE work.
+  std::vector<CoreSpan> aivs;
+  /// Mixed kernels: one hand-over per tile, AIC -> AIV through the workspace.
+  struct Handoff {
+    std::uint32_t unit = 0, aiv = 0;  // plan unit (AIC), its AIV
+    std::int64_t tile = -1;           // global tile
+    std::uint64_t fix_start_ps = 0;   // the fixpipe starts writing the workspace slot
+    std::uint64_t set_ps = 0;         // CrossCoreSetFlag (slot written)
+    std::uint64_t wait_start_ps = 0;  // the AIV starts waiting (free after its previous tile)
+    std::uint64_t load_start_ps = 0;  // CrossCoreWaitFlag returned: the AIV loads the slot
+    std::uint64_t load_end_ps = 0;    // slot in the AIV's UB: the flag back frees the slot
+    std::uint64_t vec_end_ps = 0;     // epilogue done (the store follows on the AIV's MTE)
+  };
+  std::vector<Handoff> handoffs;
+  bool readback = false;            // the hand-overs are stored output tiles (epilogue_reads_output)
+  std::uint64_t handoff_bytes = 0;  // workspace bytes written (and read back)
   std::uint64_t hbm_read_bytes = 0, hbm_write_bytes = 0, l2_read_bytes = 0;
   // Shared L2 only: bytes stored into it, lines fetched from HBM on misses, dirty lines written back.
   std::uint64_t l2_write_bytes = 0, l2_miss_bytes = 0, l2_writeback_bytes = 0;
@@ -75,6 +104,15 @@ struct PipelineOptions {
   /// written back to HBM (posted: they load the HBM channels, the core does not wait for them).
   L2Cache* l2 = nullptr;
   double l2_write_gbps = 0;
+  /// Split chip, mixed Cube + Vector kernel: the Vector cores per unit (see above); 0: the
+  /// epilogue runs on the unit's own Vector pipe. `flag_ps`: a cross-core flag's latency.
+  std::uint32_t aiv_per_unit = 0;
+  std::uint64_t flag_ps = 0;
+  /// Mixed kernels whose epilogue only reads the result (in-kernel statistics of a Cube op): the
+  /// AIC's fixpipe stores each output tile as a plain Cube op does, then flags the AIV, which
+  /// reads the stored tile back from the L2 (store_bytes at l2_gbps) and runs its pass
+  /// (post_cycles); no workspace, the AIC never waits for the AIV.
+  bool epilogue_reads_output = false;
   std::vector<AddrRange> inputs, outputs;
 };
 

@@ -36,6 +36,11 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
   if (cfg_.l2_model == "shared") {
     l2_ = std::make_unique<L2Cache>(cfg_.l2_bytes);
     services_.l2 = l2_.get();
+    // Every initiator but the cores' tile pipeline is kept coherent with the L2 by the HBM model;
+    // such an L2 hit moves at one port's rate.
+    const double mhz_ghz = cfg_.clock_mhz / 1000.0;
+    hbm_->attach_l2(l2_.get(), cfg_.l2_read_bytes_per_cycle * mhz_ghz, cfg_.l2_write_bytes_per_cycle * mhz_ghz,
+                    cfg_.capture_l2 == "allocate");
   }
   services_.irq = irq_.get();
   services_.detection = detection_.get();

@@ -42,9 +42,8 @@ const std::vector<Param>& params() {
     const std::string hc19 = "Huawei, DaVinci architecture, Hot Chips 31 (2019)";
     // compute
     p.push_back(u32("num_cores", &ChipConfig::num_cores, "", 1, 64,
-                    "AI cores (Cube+Vector) on the chip",
-                    "Ascend 910B2-class SKU: 24 AI cores (910B3/B4: 20; the 2019 Ascend 910: 32); estimate of the "
-                    "SKU modelled"));
+                    "AI cores on the chip: Cube cores (AIC) on a split chip, coupled Cube+Vector cores otherwise",
+                    "CANN Ascend910B2.ini [SoCInfo] cube_core_cnt=24 (910B4-1: 20; the 2019 Ascend 910: 32)"));
     p.push_back(u32("vector_cores", &ChipConfig::vector_cores, "", 0, 256,
                     "Vector cores (AIV) of a split chip, a multiple of num_cores; Vector-only ops tile over "
                     "them (each with its own MTE port and Vector unit). 0: coupled, each AI core holds both",
@@ -60,7 +59,8 @@ const std::vector<Param>& params() {
                     "Vector unit width (128 FP16 or 64 FP32 lanes)", hc19 + ": 2048-bit vector unit"));
     p.push_back(u32("mte_bytes_per_cycle", &ChipConfig::mte_bytes_per_cycle, "bytes/cycle", 1, 65536,
                     "One core's memory-transfer-engine port to HBM (L1/UB <-> HBM)",
-                    "estimate: Ascend 910 die shots/Hot Chips 2019 quote up to 128 GB/s per core at ~2 GHz"));
+                    "CANN Ascend910B*.ini [AICoreMemoryRates] ddr_rate=32 (the default ascend910b); "
+                    "ascend910b_coupled: 64, an estimate from up to 128 GB/s per core at ~2 GHz (Hot Chips 2019)"));
     p.push_back(u64("l1_bytes", &ChipConfig::l1_bytes, "bytes", 1024, 1ull << 30, "L1 buffer per core",
                     "CANN Ascend C docs for Atlas A2 (910B): L1 = 512 KiB"));
     p.push_back(u64("l0a_bytes", &ChipConfig::l0a_bytes, "bytes", 512, 1ull << 30, "L0A (Cube left operand) per core",
@@ -81,18 +81,30 @@ const std::vector<Param>& params() {
                     "Ascend 910B public spec: 192 MB (CANN Ascend910B1.ini [SoCInfo] l2_size=201326592)"));
     p.push_back(u32("l2_read_bytes_per_cycle", &ChipConfig::l2_read_bytes_per_cycle, "bytes/cycle", 1, 65536,
                     "One core's L2 read port (an L2 hit moves at this rate)",
-                    "estimate: enough to feed the Cube at full rate from 128 x 128 tiles with margin "
-                    "(CANN's 910B files give 110, see the ascend910b1 preset)"));
+                    "CANN Ascend910B*.ini [AICoreMemoryRates] l2_read_rate=110 (the default ascend910b); "
+                    "ascend910b_coupled: 256, an estimate that feeds the Cube at full rate from 128 x 128 tiles"));
     p.push_back(u32("l2_write_bytes_per_cycle", &ChipConfig::l2_write_bytes_per_cycle, "bytes/cycle", 1, 65536,
                     "One core's L2 write port (stores into the shared L2, l2_model=shared)",
-                    "estimate as l2_read_bytes_per_cycle (CANN's 910B files give l2_write_rate=86)"));
+                    "CANN Ascend910B*.ini [AICoreMemoryRates] l2_write_rate=86 (the default ascend910b); "
+                    "ascend910b_coupled: 256 as its read port"));
     p.push_back({{"l2_model", ParamType::String, "",
                   "op_reuse: an op's repeated block loads hit the L2, nothing stays between ops, stores go to HBM; "
                   "shared: a chip-wide write-back L2 of l2_bytes in 512 B lines (LRU) that every op's tile loads and "
                   "stores go through, so data written or read by one op is an L2 hit for the next",
-                  "model choice: shared on the presets from CANN's files; op_reuse keeps ascend910b/tiny as before",
+                  "model choice: shared on the presets from CANN's files (the default ascend910b, tiny); op_reuse on "
+                  "ascend910b_coupled, the layout the model started with",
                   0, 0, {"op_reuse", "shared"}},
                  &ChipConfig::l2_model});
+    p.push_back({{"capture_l2", ParamType::String, "",
+                  "shared L2: where capture records go. bypass: straight to HBM, invalidating any L2 copy of the "
+                  "buffer (the records are written once and read only by the host's drain, so allocating them would "
+                  "evict the model's working set); allocate: into the L2 as dirty lines like core stores (the drain "
+                  "then reads them from the L2, and they evict other lines). Reads of captured tensors, host DMA and "
+                  "collectives are coherent with the L2 in both cases",
+                  "model choice: bypass, as Ascend C's GlobalTensor::SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE) "
+                  "advises for data read only once (CANN Ascend C API docs, Atlas A2)",
+                  0, 0, {"bypass", "allocate"}},
+                 &ChipConfig::capture_l2});
     // HBM
     p.push_back(u64("hbm_bytes", &ChipConfig::hbm_bytes, "bytes", 1 << 20, 1ull << 40, "HBM capacity",
                     "Ascend 910B product sheets: 64 GB HBM2e"));
@@ -309,6 +321,12 @@ void set_param(ChipConfig& cfg, std::string_view key, std::string_view value, st
   if (!p)
     throw ConfigError(fmt::format("{}unknown chip parameter '{}' (valid: {})", prefix(where), key, valid_keys()));
   const ParamInfo& info = p->info;
+  // A split chip keeps its Vector cores per Cube core when the Cube cores are changed (a later
+  // vector_cores setting wins).
+  const std::uint32_t aiv_per_aic =
+      key == "num_cores" && cfg.vector_cores > 0 && cfg.num_cores > 0 && cfg.vector_cores % cfg.num_cores == 0
+          ? cfg.vector_cores / cfg.num_cores
+          : 0;
   std::visit(
       [&](auto m) {
         auto& field = cfg.*m;
@@ -331,6 +349,7 @@ void set_param(ChipConfig& cfg, std::string_view key, std::string_view value, st
         }
       },
       p->member);
+  if (aiv_per_aic) cfg.vector_cores = aiv_per_aic * cfg.num_cores;
 }
 
 void apply_overrides(ChipConfig& cfg, const std::vector<std::string>& key_values, std::string_view where) {
@@ -355,7 +374,7 @@ void apply_yaml(ChipConfig& cfg, const YAML::Node& map, std::string_view where) 
 }
 
 ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where) {
-  ChipConfig cfg;
+  ChipConfig cfg = chip_preset("ascend910b");
   if (!node || node.IsNull()) return cfg;
   if (node.IsScalar()) {
     cfg = chip_preset(node.Scalar());

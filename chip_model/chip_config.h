@@ -26,7 +26,10 @@ class ConfigError : public std::runtime_error {
 };
 
 struct ChipConfig {
-  std::string preset = "ascend910b";  // name of the preset this config started from
+  /// Name of the preset this config started from. The defaults below are the coupled layout the
+  /// model started with (preset "ascend910b_coupled"); the default preset "ascend910b" is the
+  /// split Atlas A2 chip of CANN's files (chip_presets.cpp).
+  std::string preset = "ascend910b_coupled";
 
   // ---- compute ----
   std::uint32_t num_cores = 24;    // AI cores; on a split chip the Cube cores (AIC)
@@ -52,6 +55,10 @@ struct ChipConfig {
   /// between ops, stores go to HBM); "shared": l2_cache.h, lines stay resident across ops,
   /// stores are written back to HBM on eviction.
   std::string l2_model = "op_reuse";
+  /// Shared L2 only: whether capture records are written into the L2 ("allocate") or past it to
+  /// HBM ("bypass": Ascend C's SetL2CacheHint(CACHE_MODE_DISABLE) for data written once). Every
+  /// other non-core access is coherent with the L2 either way (hbm.h attach_l2).
+  std::string capture_l2 = "bypass";
 
   // ---- HBM ----
   std::uint64_t hbm_bytes = 64ull << 30;
@@ -116,7 +123,8 @@ double parse_param_number(const ParamInfo& info, std::string_view text, std::str
 std::string get_param(const ChipConfig& cfg, std::string_view key);
 
 /// Sets one parameter from text. UInt accepts decimal, 0x hex and, for "bytes" parameters, the
-/// suffixes KiB/MiB/GiB; Bool accepts true/false/1/0. Throws ConfigError naming `key` (prefixed
+/// suffixes KiB/MiB/GiB; Bool accepts true/false/1/0. Setting num_cores on a split chip keeps its
+/// Vector cores per Cube core (vector_cores follows; set vector_cores after it to change them). Throws ConfigError naming `key` (prefixed
 /// with `where` when not empty) on an unknown key, a malformed value or a value out of range.
 void set_param(ChipConfig& cfg, std::string_view key, std::string_view value,
                std::string_view where = {});
@@ -132,10 +140,12 @@ void apply_yaml(ChipConfig& cfg, const YAML::Node& map, std::string_view where =
 /// optional `preset` (default "ascend910b") and parameter overrides. Validated.
 ChipConfig chip_config_from_yaml(const YAML::Node& node, std::string_view where = {});
 
-/// Preset registry (chip_presets.cpp). "ascend910b": the documented defaults above; "tiny": 2
-/// cores and small buffers for fast tests and scenarios; "ascend910b1", "ascend910b2",
-/// "ascend910b4" and "ascend910" from CANN's platform configuration files (each figure cites its
-/// file and line there). Unknown names throw ConfigError listing the presets.
+/// Preset registry (chip_presets.cpp). "ascend910b" (the default): the split Atlas A2 chip of
+/// CANN's Ascend910B2.ini; "ascend910b_coupled": the documented defaults above; "tiny": 2 Cube
+/// and 4 Vector cores of the default with small buffers for fast tests and scenarios;
+/// "ascend910b1", "ascend910b2", "ascend910b4" and "ascend910" from CANN's platform
+/// configuration files (each figure cites its file and line there). Unknown names throw
+/// ConfigError listing the presets.
 ChipConfig chip_preset(std::string_view name);
 std::vector<std::string> chip_preset_names();  // sorted
 

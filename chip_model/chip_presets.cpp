@@ -59,16 +59,47 @@ Preset split_preset(const char* name, std::uint32_t mhz, const char* sku) {
 
 const std::map<std::string, Preset, std::less<>>& presets() {
   static const std::map<std::string, Preset, std::less<>> m = {
+      // The default: the Atlas A2 910B as CANN describes it, at Ascend910B2.ini's clock.
       {"ascend910b",
-       {[] { return ChipConfig{}; },
-        "the model's documented defaults: 24 coupled AI cores (Cube + Vector each) at 1800 MHz, 64 B/cycle MTE "
-        "ports, 256 B/cycle L2 port; figures in `probelab list chips` (kept as before for the bundled scenarios)"}},
+       {[] {
+          ChipConfig c = ascend910b_split("ascend910b");
+          c.clock_mhz = 1800;  // Ascend910B2.ini:41 cube_freq=1800
+          return c;
+        },
+        "the default: the Atlas A2 910B as CANN's Ascend910B2.ini describes it (the figures of ascend910b2): split, "
+        "24 AIC + 48 AIV at 1800 MHz, shared L2 192 MiB, DDR 32 / L2 read 110 B/cycle per core, INF_NAN default"}},
+      {"ascend910b_coupled",
+       {[] {
+          ChipConfig c;
+          c.preset = "ascend910b_coupled";
+          return c;
+        },
+        "the model's documented defaults before the split chip: 24 coupled AI cores (Cube + Vector each) at 1800 MHz, "
+        "64 B/cycle MTE ports, 256 B/cycle L2 port, op-reuse L2; kept for comparison"}},
       {"tiny",
        {[] {
-          // Small and fast for tests and scenarios: 2 cores, small HBM and buffers; per-core
-          // figures as ascend910b, HBM bandwidth scaled to the core count.
+          // Small and fast for tests and scenarios: 2 Cube cores and their 4 Vector cores of the
+          // default chip, with HBM, L2 and buffers scaled down.
+          ChipConfig c = ascend910b_split("tiny");
+          c.clock_mhz = 1800;
+          c.num_cores = 2;
+          c.vector_cores = 4;
+          c.hbm_bytes = 1ull << 30;
+          c.hbm_bandwidth_gbps = 200.0;
+          c.hbm_channels = 4;
+          c.l2_bytes = 16ull << 20;  // 192 MiB x 2 / 24 cores
+          c.capture_buffer_bytes = 64 * 1024;
+          c.link_count = 7;
+          return c;
+        },
+        "2 AIC + 4 AIV of ascend910b, 1 GiB HBM at 200 GB/s, 16 MiB L2, 64 KiB capture buffers: fast tests and "
+        "scenarios"}},
+      {"tiny_coupled",
+       {[] {
+          // tiny before the split default: 2 coupled cores of ascend910b_coupled (unit tests of
+          // the coupled timing model, comparisons).
           ChipConfig c;
-          c.preset = "tiny";
+          c.preset = "tiny_coupled";
           c.num_cores = 2;
           c.hbm_bytes = 1ull << 30;
           c.hbm_bandwidth_gbps = 200.0;
@@ -77,7 +108,8 @@ const std::map<std::string, Preset, std::less<>>& presets() {
           c.link_count = 7;
           return c;
         },
-        "2 AI cores of ascend910b, 1 GiB HBM at 200 GB/s, 64 KiB capture buffers: fast tests and scenarios"}},
+        "2 coupled AI cores of ascend910b_coupled, 1 GiB HBM at 200 GB/s, 64 KiB capture buffers: tiny before the "
+        "split default"}},
       // Ascend910B1.ini:41 cube_freq=1850, Ascend910B2.ini:41 cube_freq=1800; the rest shared (ascend910b_split).
       {"ascend910b1", split_preset("ascend910b1", 1850, "B1")},
       {"ascend910b2", split_preset("ascend910b2", 1800, "B2")},

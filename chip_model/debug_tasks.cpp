@@ -100,8 +100,9 @@ LoadedTensor load_tensor(DebugIo& io, const spec::TensorRef& ref, int passes) {
     }
     const sc_core::sc_time loaded =
         io.chip.hbm->read(ref.addr + off, std::span(raw).subspan(off, n), issue, client, port_gbps);
-    // The DMA engine keeps bursts in flight: the next one issues once this one's bytes moved.
-    read_free = io.dma ? std::max(issue, loaded - hbm_latency) : loaded;
+    // The DMA engine keeps bursts in flight: the next one issues once this one's bytes moved
+    // through its port (an L2 hit has no HBM latency to overlap; a miss's latency overlaps).
+    read_free = io.dma ? std::max(issue + ChipClock::from_ps(transfer_ps(n, port_gbps)), loaded - hbm_latency) : loaded;
     const sc_core::sc_time vstart = std::max(loaded, vec_free);
     const std::uint64_t cycles =
         (n + cfg.vector_bytes_per_cycle - 1) / cfg.vector_bytes_per_cycle * static_cast<std::uint64_t>(passes);

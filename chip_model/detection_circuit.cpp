@@ -62,7 +62,24 @@ void DetectionCircuit::write_reg(std::uint32_t offset, std::uint32_t value, cons
                         {"more", std::uint64_t{l.more ? 1u : 0u}}, {"suppressed", std::uint64_t{l.suppressed}}});
     }
   }
+  unit_.set_cycle(clock_.cycle_at(now));
+  if (offset == spec::kRegFloatStatusClear && value && trace_ && trace_->enabled())
+    trace_->instant(rank_, "float status", "reset (register)", "exception", ChipClock::to_ps(now),
+                    {{"bits", std::uint64_t{value & unit_.float_status()}}});
   unit_.write(offset, value);
 }
+
+spec::FloatStatusBuffer DetectionCircuit::status_buffer(std::uint64_t cycle) const { return unit_.status_buffer(cycle); }
+
+void DetectionCircuit::reset_status(std::uint64_t cycle, std::uint32_t by) {
+  const std::uint32_t before = unit_.float_status();
+  unit_.clear_status(0xFFFFFFFFu, cycle, by);
+  if (trace_ && trace_->enabled())
+    trace_->instant(rank_, "float status", by == spec::kResetByOther ? "reset (other client)" : "reset", "exception",
+                    ChipClock::to_ps(clock_.time_of_cycle(cycle)),
+                    {{"cleared", std::uint64_t{before}}, {"by", std::uint64_t{by}}});
+}
+
+void DetectionCircuit::raise_status(std::uint32_t bits) { unit_.raise_status(bits); }
 
 }  // namespace probelab::chip

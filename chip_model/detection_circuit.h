@@ -62,6 +62,14 @@ class DetectionCircuit : public sc_core::sc_module {
   /// Whether `offset` belongs to this block.
   static bool owns(std::uint32_t offset) { return spec::ExceptionUnit::owns(offset); }
 
+  /// The device's float status as a FloatStatusGet task writes it (spec/float_status.h).
+  spec::FloatStatusBuffer status_buffer(std::uint64_t cycle) const;
+  /// A reset of the float status at `cycle` by `by` (a stream, spec::kResetByOther); traced on
+  /// the "float status" track.
+  void reset_status(std::uint64_t cycle, std::uint32_t by);
+  /// Status bits raised without a report (spec::ExceptionUnit::raise_status).
+  void raise_status(std::uint32_t bits);
+
   // Direct views for tests and the report.
   std::uint32_t float_status() const { return unit_.float_status(); }
   /// The StepStatus record contents since the previous call (float status bits and suppressed

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "chip_model/clock.h"
+#include "chip_model/l2_cache.h"
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
@@ -84,12 +85,56 @@ void Hbm::copy_in(std::uint64_t addr, std::span<const std::byte> src) {
   }
 }
 
+void Hbm::attach_l2(L2Cache* l2, double l2_read_gbps, double l2_write_gbps, bool capture_allocates) {
+  l2_ = l2;
+  l2_read_gbps_ = l2_read_gbps;
+  l2_write_gbps_ = l2_write_gbps;
+  capture_allocates_ = capture_allocates;
+}
+
 std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                         bool is_write, double port_gbps, bool traced) {
+                         bool is_write, double port_gbps, bool traced, bool l2_managed) {
   auto& st = stats_[static_cast<int>(who)];
   ++st.transfers;
   (is_write ? st.bytes_written : st.bytes_read) += bytes;
   if (bytes == 0) return start_ps;
+  if (l2_ && !l2_managed) return coherent(addr, bytes, start_ps, who, is_write, port_gbps, traced);
+  return channels(addr, bytes, start_ps, who, is_write, port_gbps, traced);
+}
+
+std::uint64_t Hbm::coherent(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                            bool is_write, double port_gbps, bool traced) {
+  L2Stats& ls = l2_stats_[static_cast<int>(who)];
+  auto rate = [port_gbps](double l2_gbps) { return port_gbps > 0 ? std::min(port_gbps, l2_gbps) : l2_gbps; };
+  if (!is_write) {
+    const L2Cache::Access a = l2_->lookup(addr, bytes);
+    ls.hit_bytes += a.hit_bytes;
+    ls.miss_bytes += a.miss_bytes;
+    std::uint64_t end = start_ps + transfer_ps(a.hit_bytes, rate(l2_read_gbps_));
+    // The missing bytes from the channels (their spread over the channels approximated by the range's start).
+    if (a.miss_bytes > 0) end = std::max(end, channels(addr, a.miss_bytes, start_ps, who, false, port_gbps, traced));
+    return end;
+  }
+  const bool allocate = who == HbmClient::Capture && capture_allocates_;
+  const L2Cache::Access a = allocate ? l2_->write(addr, bytes) : l2_->invalidate(addr, bytes);
+  ls.invalidated_bytes += a.invalidated_bytes;
+  std::uint64_t end = start_ps;
+  for (std::uint64_t line : a.writebacks) {
+    // Partly overwritten dirty lines reach HBM before the write (ordered); evictions are posted.
+    const std::uint64_t wb = channels(line, L2Cache::kLineBytes, start_ps, who, true, 0, traced);
+    if (!allocate) end = std::max(end, wb);
+    ls.writeback_bytes += L2Cache::kLineBytes;
+  }
+  if (allocate) {
+    ls.allocated_bytes += bytes;
+    return std::max(end, start_ps + transfer_ps(bytes, rate(l2_write_gbps_)));
+  }
+  // The write queues behind the write-backs on their channels (the channel model serves in order).
+  return std::max(end, channels(addr, bytes, start_ps, who, true, port_gbps, traced));
+}
+
+std::uint64_t Hbm::channels(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                            bool is_write, double port_gbps, bool traced) {
 
   const bool tracing = trace_ && trace_->enabled();
   std::uint64_t end = start_ps;
@@ -149,9 +194,9 @@ std::uint64_t Hbm::model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t 
 }
 
 sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start, HbmClient who,
-                               bool is_write, double port_gbps, bool traced) {
+                               bool is_write, double port_gbps, bool traced, bool l2_managed) {
   check_range(addr, bytes, is_write ? "write" : "read");
-  return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps, traced));
+  return ChipClock::from_ps(model(addr, bytes, ChipClock::to_ps(start), who, is_write, port_gbps, traced, l2_managed));
 }
 
 std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,

@@ -37,6 +37,7 @@
 namespace probelab::chip {
 
 class Trace;
+class L2Cache;
 
 /// Who moves the bytes (statistics and trace labels).
 enum class HbmClient : std::uint8_t { Core, Capture, Stream, HostDma, Collective };
@@ -72,11 +73,37 @@ class Hbm : public sc_core::sc_module {
   /// bytes are accounted elsewhere, e.g. a modelled write whose data is written separately).
   /// `traced` = false leaves it off the timeline (a collective traces one span per collective
   /// rather than one per chunk it moves).
+  /// `l2_managed` = true: the caller has looked the bytes up in the shared L2 itself (the AI
+  /// cores' tile pipeline: misses, stores it evicts); false: the access is made coherent here.
   sc_core::sc_time transfer(std::uint64_t addr, std::uint64_t bytes, const sc_core::sc_time& start,
-                            HbmClient who, bool is_write, double port_gbps = 0, bool traced = true);
-  /// The same in picoseconds (start and completion).
+                            HbmClient who, bool is_write, double port_gbps = 0, bool traced = true,
+                            bool l2_managed = false);
+  /// The same in picoseconds (start and completion), made coherent with the L2 here.
   std::uint64_t transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                            bool is_write, double port_gbps = 0, bool traced = true);
+                               bool is_write, double port_gbps = 0, bool traced = true);
+
+  // ---- coherence with the shared L2 ----
+  /// Attached by the Chip when its l2_model is "shared" (l2_cache.h). The AI cores' tile
+  /// pipeline looks the L2 up itself (transfer(..., l2_managed = true)); every other access —
+  /// read()/write() of any unit, the bus (host DMA), transfer() without l2_managed — is made
+  /// coherent here, so no initiator sees or leaves a stale copy:
+  ///  - reads look the L2 up without allocating (L2Cache::lookup): resident bytes (a dirty line
+  ///    is the only current copy) move at the L2 rate `l2_read_gbps` (capped by the caller's
+  ///    port), missing bytes come from the channels;
+  ///  - writes invalidate the lines they touch (a partly covered dirty line is written back
+  ///    first) and go to the channels; capture-record writes (client Capture) are the exception
+  ///    when `capture_allocates`: they are written into the L2 like core stores (allocated
+  ///    dirty at `l2_write_gbps`; the dirty lines they evict are written back to the channels).
+  void attach_l2(L2Cache* l2, double l2_read_gbps, double l2_write_gbps, bool capture_allocates);
+  /// Per client, what the coherent accesses did in the L2.
+  struct L2Stats {
+    std::uint64_t hit_bytes = 0;          // read bytes served by resident lines
+    std::uint64_t miss_bytes = 0;         // read bytes served by the channels
+    std::uint64_t invalidated_bytes = 0;  // resident line bytes dropped by writes
+    std::uint64_t writeback_bytes = 0;    // dirty lines written back (partial overwrites, evictions)
+    std::uint64_t allocated_bytes = 0;    // bytes written into the L2 (capture_allocates)
+  };
+  const L2Stats& l2_stats(HbmClient c) const { return l2_stats_[static_cast<int>(c)]; }
 
   // ---- zero-time backdoor: injectors and tests only ----
   void debug_read(std::uint64_t addr, std::span<std::byte> dst) const;
@@ -104,7 +131,11 @@ class Hbm : public sc_core::sc_module {
   void copy_out(std::uint64_t addr, std::span<std::byte> dst) const;
   void copy_in(std::uint64_t addr, std::span<const std::byte> src);
   std::uint64_t model(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                      bool is_write, double port_gbps, bool traced = true);
+                      bool is_write, double port_gbps, bool traced = true, bool l2_managed = false);
+  std::uint64_t coherent(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                         bool is_write, double port_gbps, bool traced);
+  std::uint64_t channels(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                         bool is_write, double port_gbps, bool traced);
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
 
@@ -121,6 +152,10 @@ class Hbm : public sc_core::sc_module {
   std::vector<std::uint64_t> share_;  // scratch: bytes per channel of the current transfer
   std::uint64_t busy_ps_total_ = 0;
   ClientStats stats_[kHbmClientCount];
+  L2Cache* l2_ = nullptr;
+  double l2_read_gbps_ = 0, l2_write_gbps_ = 0;
+  bool capture_allocates_ = false;
+  L2Stats l2_stats_[kHbmClientCount];
   std::unordered_map<std::uint64_t, std::unique_ptr<std::byte[]>> pages_;  // lookup only
 };
 

@@ -58,11 +58,47 @@ L2Cache::Access L2Cache::access(std::uint64_t addr, std::uint64_t bytes, bool wr
 L2Cache::Access L2Cache::read(std::uint64_t addr, std::uint64_t bytes) { return access(addr, bytes, false); }
 L2Cache::Access L2Cache::write(std::uint64_t addr, std::uint64_t bytes) { return access(addr, bytes, true); }
 
+L2Cache::Access L2Cache::lookup(std::uint64_t addr, std::uint64_t bytes) {
+  Access a;
+  if (bytes == 0) return a;
+  const std::uint64_t first = addr / kLineBytes, last = (addr + bytes - 1) / kLineBytes;
+  for (std::uint64_t line = first; line <= last; ++line) {
+    const std::uint64_t lo = std::max(addr, line * kLineBytes), hi = std::min(addr + bytes, (line + 1) * kLineBytes);
+    (lines_.count(line) != 0 ? a.hit_bytes : a.miss_bytes) += hi - lo;
+  }
+  return a;
+}
+
+L2Cache::Access L2Cache::invalidate(std::uint64_t addr, std::uint64_t bytes) {
+  Access a;
+  if (bytes == 0) return a;
+  const std::uint64_t first = addr / kLineBytes, last = (addr + bytes - 1) / kLineBytes;
+  for (std::uint64_t line = first; line <= last; ++line) {
+    auto it = lines_.find(line);
+    if (it == lines_.end()) continue;
+    const bool whole = addr <= line * kLineBytes && addr + bytes >= (line + 1) * kLineBytes;
+    if (it->second.dirty) {
+      if (!whole) a.writebacks.push_back(line * kLineBytes);
+      --dirty_lines_;
+    }
+    a.invalidated_bytes += kLineBytes;
+    lru_.erase(it->second.lru);
+    lines_.erase(it);
+  }
+  return a;
+}
+
+bool L2Cache::dirty(std::uint64_t addr) const {
+  const auto it = lines_.find(addr / kLineBytes);
+  return it != lines_.end() && it->second.dirty;
+}
+
 void L2Cache::merge(Access& acc, const Access& a) {
   acc.hit_bytes += a.hit_bytes;
   acc.miss_bytes += a.miss_bytes;
   acc.fetched_bytes += a.fetched_bytes;
   acc.written_bytes += a.written_bytes;
+  acc.invalidated_bytes += a.invalidated_bytes;
   acc.writebacks.insert(acc.writebacks.end(), a.writebacks.begin(), a.writebacks.end());
 }
 

@@ -12,6 +12,14 @@
 //    become dirty; their bytes count as written.
 //  - an allocation that evicts a dirty line counts kLineBytes of write-back (the caller sends
 //    them to HBM); a clean eviction costs nothing.
+//  - lookup(addr, bytes): a read that does not allocate (initiators outside the AI cores: the
+//    capture engines, host DMA, collectives): resident lines are hits (dirty ones stay dirty),
+//    missing lines are miss bytes served by HBM; nothing is fetched, evicted or reordered (the
+//    replacement order stays the cores' own, so a debug read cannot change what the next op hits).
+//  - invalidate(addr, bytes): a write that bypasses the L2 (host DMA, streaming writes): every
+//    resident line the range touches is dropped so no stale copy survives; a dirty line the
+//    range covers only partly is written back first (its other bytes are still the newest),
+//    a wholly overwritten dirty line is dropped without write-back.
 //  - deterministic: the outcome depends only on the sequence of calls.
 #pragma once
 
@@ -30,6 +38,7 @@ class L2Cache {
 
   struct Access {
     std::uint64_t hit_bytes = 0, miss_bytes = 0, fetched_bytes = 0, written_bytes = 0;
+    std::uint64_t invalidated_bytes = 0;    // resident line bytes dropped by invalidate()
     std::vector<std::uint64_t> writebacks;  // addresses of evicted dirty lines
   };
 
@@ -37,6 +46,11 @@ class L2Cache {
 
   Access read(std::uint64_t addr, std::uint64_t bytes);
   Access write(std::uint64_t addr, std::uint64_t bytes);
+  Access lookup(std::uint64_t addr, std::uint64_t bytes);
+  Access invalidate(std::uint64_t addr, std::uint64_t bytes);
+  /// Whether the line holding `addr` is resident (dirty: and modified since it was fetched).
+  bool resident(std::uint64_t addr) const { return lines_.count(addr / kLineBytes) != 0; }
+  bool dirty(std::uint64_t addr) const;
   /// Adds the outcome of one call to `acc` (sums the counts, appends the write-backs).
   static void merge(Access& acc, const Access& a);
 

@@ -13,6 +13,7 @@
 #include "chip_model/detection_circuit.h"
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
+#include "chip_model/spec/float_status.h"
 #include "chip_model/spec/irq.h"
 #include "chip_model/trace.h"
 
@@ -28,6 +29,8 @@ const char* kind_name(spec::TaskKind k) {
     case spec::TaskKind::EventWait: return "event_wait";
     case spec::TaskKind::Collective: return "collective";
     case spec::TaskKind::Barrier: return "barrier";
+    case spec::TaskKind::FloatStatusGet: return "float_status_get";
+    case spec::TaskKind::FloatStatusReset: return "float_status_reset";
   }
   return "unknown";
 }
@@ -140,6 +143,9 @@ void StreamEngine::stream_thread(std::uint32_t s) {
     if (svc_.perf && svc_.perf->launch_delay_ps) qk.inc(ChipClock::from_ps(svc_.perf->launch_delay_ps));
     const sc_core::sc_time start = qk.get_current_time();
     run_task(s, task, qk);
+    if ((task.kind == spec::TaskKind::Kernel || task.kind == spec::TaskKind::Collective) &&
+        fault_wanted(svc_.faults, kFaultFloatStatus))
+      float_status_fault(s, task, qk);
     if (task.flags & spec::kTaskFlagStatusRecord) status_record(s, task, qk);
     const sc_core::sc_time end = qk.get_current_time();
     count_task(s, task, fetch, start, end);
@@ -212,6 +218,20 @@ void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, t
       --events_[task.event_id];
       break;
     case spec::TaskKind::Barrier: break;
+    case spec::TaskKind::FloatStatusGet: {
+      // Every earlier task of this stream has completed; the status is the device's (all streams).
+      if (task.args_size != sizeof(spec::FloatStatusBuffer))
+        throw std::runtime_error(fmt::format("{}: float status task {} needs a {}-byte buffer, got {} bytes", name(),
+                                             task.task_id, sizeof(spec::FloatStatusBuffer), task.args_size));
+      qk.sync();
+      const spec::FloatStatusBuffer b = svc_.detection->status_buffer(svc_.clock.cycle_at(qk.get_current_time()));
+      svc_.hbm->write(task.args_addr, std::as_bytes(std::span(&b, 1)), qk, HbmClient::Stream);
+      break;
+    }
+    case spec::TaskKind::FloatStatusReset:
+      qk.sync();
+      svc_.detection->reset_status(svc_.clock.cycle_at(qk.get_current_time()), s);
+      break;
     case spec::TaskKind::Collective: {
       if (!collectives_)
         throw std::runtime_error(fmt::format("{}: collective task {} but no collective handler is attached", name(),
@@ -225,6 +245,16 @@ void StreamEngine::run_task(std::uint32_t s, const spec::TaskDescriptor& task, t
       throw std::runtime_error(fmt::format("{}: task {} has unknown kind {}", name(), task.task_id,
                                            static_cast<unsigned>(task.kind)));
   }
+}
+
+void StreamEngine::float_status_fault(std::uint32_t s, const spec::TaskDescriptor& task,
+                                      tlm_utils::tlm_quantumkeeper& qk) {
+  const std::uint64_t cycle = svc_.clock.cycle_at(qk.get_current_time());
+  const FaultSite site{svc_.rank, task.step, task.op_id, task.task_id, 0, s, cycle};
+  FloatStatusFault f;
+  svc_.faults->on_float_status(site, svc_.detection->float_status(), f);
+  if (f.raise) svc_.detection->raise_status(f.raise);
+  if (f.reset) svc_.detection->reset_status(cycle, spec::kResetByOther);
 }
 
 void StreamEngine::status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk) {

@@ -17,6 +17,11 @@
 //   Barrier     -> waits for the stream's asynchronous captures (so does any task flagged
 //                  kTaskFlagWaitCaptures, before it starts)
 //   Collective  -> CollectiveHandler::run, then kIrqCollective
+//   FloatStatusGet   -> writes the device's float status (spec/float_status.h) into the 64-byte
+//                       buffer at args_addr (HBM model, client Stream)
+//   FloatStatusReset -> clears the device's float status (a reset by this stream)
+// After a Kernel or Collective task, FaultHooks::on_float_status may reset the status (another
+// client) or raise bits on this chip alone.
 // After each task: kTaskFlagStatusRecord makes a StepStatus capture record (float status bits
 // raised and exception reports suppressed since the previous one); Completed += 1; kTaskFlagNotify raises kIrqStreamDone. Every task also costs
 // `task_dispatch_ns`. An unknown task kind or a failing task throws std::runtime_error (which
@@ -88,6 +93,8 @@ class StreamEngine : public sc_core::sc_module {
   void run_task(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
   void wait_captures(std::uint32_t s, tlm_utils::tlm_quantumkeeper& qk);
   void status_record(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
+  /// FaultHooks::on_float_status after a Kernel or Collective task.
+  void float_status_fault(std::uint32_t s, const spec::TaskDescriptor& task, tlm_utils::tlm_quantumkeeper& qk);
   /// Reports the task's dispatch, collective and event-wait cycles to the PMU.
   void count_task(std::uint32_t s, const spec::TaskDescriptor& task, const sc_core::sc_time& fetch, const sc_core::sc_time& start,
                   const sc_core::sc_time& end);

@@ -9,6 +9,7 @@ void register_collective_order_injector(InjectorRegistry& r);
 void register_bitflip_injector(InjectorRegistry& r);
 void register_device_fault_injectors(InjectorRegistry& r);
 void register_perf_fault_injectors(InjectorRegistry& r);
+void register_float_status_injectors(InjectorRegistry& r);
 
 void register_builtin_injectors(InjectorRegistry& r) {
   register_value_injectors(r);
@@ -17,6 +18,7 @@ void register_builtin_injectors(InjectorRegistry& r) {
   register_bitflip_injector(r);
   register_device_fault_injectors(r);
   register_perf_fault_injectors(r);
+  register_float_status_injectors(r);
 }
 
 }  // namespace probelab::inject

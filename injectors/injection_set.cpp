@@ -91,6 +91,9 @@ void InjectionSet::on_register_read(const chip::FaultSite& s, std::uint32_t off,
 void InjectionSet::on_collective(const chip::FaultSite& s, chip::CollectiveOverride& o) {
   each(chip::kFaultCollective, [&](Injector& i) { i.on_collective(s, o); });
 }
+void InjectionSet::on_float_status(const chip::FaultSite& s, std::uint32_t status, chip::FloatStatusFault& f) {
+  each(chip::kFaultFloatStatus, [&](Injector& i) { i.on_float_status(s, status, f); });
+}
 void InjectionSet::on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) {
   each(chip::kFaultPerf, [&](Injector& i) { i.on_perf_faults(rank, f); });
 }

@@ -44,6 +44,7 @@ class InjectionSet final : public chip::FaultHooks {
   chip::InterruptFault on_interrupt(const chip::FaultSite&, std::uint32_t) override;
   void on_register_read(const chip::FaultSite&, std::uint32_t, std::uint32_t&) override;
   void on_collective(const chip::FaultSite&, chip::CollectiveOverride&) override;
+  void on_float_status(const chip::FaultSite&, std::uint32_t status, chip::FloatStatusFault&) override;
   void on_perf_faults(std::uint32_t rank, chip::PerfFaults&) override;
 
  private:

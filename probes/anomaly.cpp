@@ -29,6 +29,14 @@ std::vector<std::string> detail_names(std::uint32_t d) {
   return out;
 }
 
+std::string_view core_kind_name(std::uint32_t core) {
+  switch (spec::core_kind_of(core)) {
+    case spec::CoreKind::Cube: return "aic";
+    case spec::CoreKind::Vector: return "aiv";
+    default: return "ai_core";
+  }
+}
+
 std::string_view anomaly_role_name(AnomalyRole r) {
   switch (r) {
     case AnomalyRole::Source: return "source";

@@ -33,6 +33,8 @@ enum class AnomalyRole : std::uint8_t {
   Corruption,   // this op read a non-finite value that no op wrote (memory changed in between)
 };
 std::string_view anomaly_role_name(AnomalyRole r);  // "source", "propagation", "carrier", "corruption"
+/// Kind of the core a latch names (spec::core_kind_of): "ai_core" (coupled), "aic", "aiv".
+std::string_view core_kind_name(std::uint32_t core);
 
 /// Where the causal history of an anomaly starts.
 enum class OriginKind : std::uint8_t {
@@ -60,13 +62,14 @@ struct AnomalyRecord {
   std::uint32_t count = 0;               // offending elements of this kind in the op's tensor
   std::uint32_t suppressed = 0;          // reports of this kind suppressed while this one was latched
   std::uint32_t step = 0, rank = 0;
-  std::uint32_t task_id = 0, core = 0, stream = 0;
+  std::uint32_t task_id = 0, stream = 0;
+  std::uint32_t core = 0;  // kExcLatchCore: spec::core_id (kind and index; a coupled chip's plain index)
   std::uint64_t cycle = 0;               // latched cycle (offending tile completed)
   std::uint64_t isr_cycle = 0;           // device cycle read at ISR entry
   std::uint64_t latency_cycles = 0;      // isr_cycle - cycle
   bool more = false;                     // further reports of this kind arrived while it was latched
   std::uint32_t float_status = 0;        // kRegFloatStatus at ISR time (FloatStatusBits raised since
-                                         // the previous ISR, which cleared what it read)
+                                         // the status was last reset; the ISR does not clear it)
   /// Call stack, outermost first: the scope path components, then the op, then (fused ops)
   /// "fused: a -> b -> c" with the original ops.
   std::vector<std::string> call_stack;

@@ -114,8 +114,9 @@ std::vector<AnomalyRecord> ExceptionIsr::handle() {
     log::debug("isr", "spurious exception interrupt (no latch pending)");
     return out;
   }
+  // Read, never cleared here: the status is the device's (process-wide on A2), and a clear would
+  // erase an overflow the framework's own status read (float_status.h) has not seen yet.
   const std::uint32_t fs = dev_.read_reg(kRegFloatStatus);
-  if (fs) dev_.write_reg(kRegFloatStatusClear, fs);
   for (std::uint32_t k = 0; k < kExcKindCount; ++k) {
     if (!(pending & (1u << k))) continue;
     std::array<std::uint32_t, kExcLatchWords> bank{};

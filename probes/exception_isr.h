@@ -31,8 +31,9 @@ class ExceptionIsr {
   /// Services every latch that holds an event: acknowledges the interrupt line (kRegIrqAck) first,
   /// reads kRegExcPending, then per pending kind (ExcKindBit order) burst-reads its bank and
   /// acknowledges it (kRegExcAck bit), so that an event latched after the line was acknowledged
-  /// raises it again. kRegFloatStatus is read once and the bits read are cleared (an anomaly shows
-  /// the bits raised since the previous ISR). The cycle is read (Device::cycles) before anything
+  /// raises it again. kRegFloatStatus is read once and left alone (an anomaly shows the bits raised
+  /// since the status was last reset; clearing it would erase an overflow another client of the
+  /// device-wide status has not read yet, see float_status.h). The cycle is read (Device::cycles) before anything
   /// else: latency = that - latched cycle. Empty for a spurious interrupt (nothing pending).
   std::vector<AnomalyRecord> handle();
 

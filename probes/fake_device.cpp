@@ -316,6 +316,13 @@ void FakeDevice::run_queue(std::uint32_t stream) {
       case TaskKind::Capture: run_capture(t); break;
       case TaskKind::Breakpoint: run_breakpoint(stream, t); break;
       case TaskKind::Kernel: run_kernel(stream, t); break;
+      case TaskKind::FloatStatusGet: {
+        const FloatStatusBuffer b = exc_.status_buffer(cycle_);
+        Block& blk = block_at(t.args_addr, sizeof b);
+        std::memcpy(blk.bytes.data() + (t.args_addr - blk.addr), &b, sizeof b);
+        break;
+      }
+      case TaskKind::FloatStatusReset: exc_.clear_status(0xFFFFFFFFu, cycle_, stream); break;
       default: break;
     }
     if (t.flags & kTaskFlagStatusRecord) {

@@ -75,6 +75,8 @@ class FakeDevice : public Device {
     std::uint8_t dtype = 1;                  // graph::DType (default F16)
   };
   void latch_exception(const Exception& e);
+  /// Another client of the device resets the float status now (spec/float_status.h).
+  void other_client_reset() { exc_.clear_status(0xFFFFFFFFu, cycle_, spec::kResetByOther); }
   /// Produces a capture record (header fields op/task/step/rank/etc. as given; seq, sizes and
   /// checksum filled in) as the capture unit would.
   void emit_record(spec::CaptureRecordHeader header, std::span<const std::byte> payload);

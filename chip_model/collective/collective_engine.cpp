@@ -77,7 +77,7 @@ void fill_detection(DetectionEvent& ev, const num::BulkReport& rep, const num::S
       return;
     }
     h = spec::ExcHit{true, e, (h.hit ? h.count : 0) + count, cycle, std::bit_cast<std::uint32_t>(value),
-                     spec::kExcDetailCollective, 0, input, static_cast<std::uint8_t>(dt)};
+                     spec::kExcDetailCollective, 0, input, static_cast<std::uint8_t>(dt), std::nullopt};
   };
   auto out_value = [&](std::int64_t i) { return element_f32(out, dt, i); };
   if (rep.flags.has(Flag::Overflow))

@@ -47,6 +47,7 @@ enum FaultSiteBits : std::uint32_t {
   kFaultCollective = 1u << 9,
   kFaultFusedInner = 1u << 10,
   kFaultPerf = 1u << 11,
+  kFaultFloatStatus = 1u << 12,
 };
 
 /// How a Cube GEMM accumulates. The core fills it from the op's arguments and passes it to
@@ -105,6 +106,12 @@ struct PerfFaults {
   }
 };
 
+/// What on_float_status() does to the chip's float status (spec/float_status.h) after a task.
+struct FloatStatusFault {
+  bool reset = false;       // another client of the device resets the status now (spec::kResetByOther)
+  std::uint32_t raise = 0;  // FloatStatusBits raised now on this chip alone (an overflow only its data produced)
+};
+
 class FaultHooks {
  public:
   virtual ~FaultHooks() = default;
@@ -148,6 +155,9 @@ class FaultHooks {
   virtual void on_register_read(const FaultSite&, std::uint32_t /*offset*/, std::uint32_t& /*value*/) {}
   /// A collective task is about to run on rank `site.rank`.
   virtual void on_collective(const FaultSite&, CollectiveOverride&) {}
+  /// A Kernel or Collective task completed on chip `site.rank`; `status` is the device's float
+  /// status (kRegFloatStatus) now.
+  virtual void on_float_status(const FaultSite&, std::uint32_t /*status*/, FloatStatusFault&) {}
   /// The performance faults of chip `rank` (asked once, before the simulation runs).
   virtual void on_perf_faults(std::uint32_t /*rank*/, PerfFaults&) {}
 };

@@ -61,6 +61,10 @@ class HooksTee final : public FaultHooks {
     if (wants(kFaultCollective)) p_->on_collective(s, o);
     if (o_.sites() & kFaultCollective) o_.on_collective(s, o);
   }
+  void on_float_status(const FaultSite& s, std::uint32_t status, FloatStatusFault& f) override {
+    if (wants(kFaultFloatStatus)) p_->on_float_status(s, status, f);
+    if (o_.sites() & kFaultFloatStatus) o_.on_float_status(s, status, f);
+  }
   void on_perf_faults(std::uint32_t rank, PerfFaults& f) override {
     if (wants(kFaultPerf)) p_->on_perf_faults(rank, f);
     if (o_.sites() & kFaultPerf) o_.on_perf_faults(rank, f);

@@ -212,6 +212,7 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
               s.post_cycles = share(epilogue, tiles_u, nt_all);
               s.store_bytes = share(w.out_bytes, tiles_u, nt_all);
               s.store_addr = w.out_addr + prefix(w.out_bytes, tiles_u, nt_all);
+              s.handoff_bytes = static_cast<std::uint64_t>(tm * tn) * 4;
             }
             core_steps.push_back(s);
           }

@@ -75,6 +75,9 @@ struct TileStep {
   std::uint64_t store_bytes = 0; // (tile_end only)
   std::uint64_t store_addr = 0;
   std::int64_t tile = -1;        // global tile index (tile_end only)
+  /// Cube tiles (tile_end only): the tile's FP32 result bytes (tm x tn x 4), what a mixed Cube +
+  /// Vector kernel on a split chip hands from the Cube core to a Vector core.
+  std::uint64_t handoff_bytes = 0;
 };
 
 struct CubeTiling {

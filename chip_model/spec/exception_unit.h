@@ -16,13 +16,19 @@
 //  - kRegExcLimit: latches per kind per step; 0 = unbounded. Changing it does not reset the budget.
 //  - kRegExcCountClear = 1 zeroes the element counters and the suppressed counters.
 //  - take_step_status(): the StepStatus record contents since the previous call.
+//  - The float status as CANN reads it (float_status.h): status_buffer() is the 64-byte record a
+//    FloatStatusGet task writes; clear_status() is a reset (a FloatStatusReset task, a write of
+//    kRegFloatStatusClear, or another client); every reset and every report with a
+//    kFsOverflowClass bit is counted (kRegFloatStatusResets, kRegFloatStatusEvents).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "chip_model/spec/capture_record.h"
+#include "chip_model/spec/float_status.h"
 #include "chip_model/spec/registers.h"
 
 namespace probelab::spec {
@@ -38,6 +44,9 @@ struct ExcHit {
   std::uint16_t slot = 0;        // tensor slot (output index, or input index for input kinds)
   bool is_input = false;
   std::uint8_t dtype = 0;        // graph::DType of the tensor holding the element
+  /// The core (core_id()) whose work holds the element, when it is not the report's core (split
+  /// chips: the Vector core that ran the tile's epilogue, the Cube core that accumulated it).
+  std::optional<std::uint32_t> core;
 };
 
 /// One result block with flags (a tensor of one task), as the datapath hands it over.
@@ -74,8 +83,7 @@ class ExceptionUnit {
 
   /// Returns the bits (1u << kind) of the latches this report filled.
   std::uint32_t report(const ExcReport& r) {
-    float_status_ |= r.status;
-    step_status_ |= r.status;
+    raise_status(r.status);
     if (!r.armed) return 0;
     std::uint32_t filled = 0;
     for (std::uint32_t k = 0; k < kExcKindCount; ++k) {
@@ -91,7 +99,7 @@ class ExceptionUnit {
       ExcLatch& l = latches_[k];
       const bool budget = limit_ == 0 || spent_[k] < limit_;
       if (!l.valid && budget) {
-        l = ExcLatch{true, false, h, r.op_id, r.task_id, r.core, r.stream, r.step, 0};
+        l = ExcLatch{true, false, h, r.op_id, r.task_id, h.core.value_or(r.core), r.stream, r.step, 0};
         ++spent_[k];
         filled |= 1u << k;
         continue;
@@ -115,6 +123,8 @@ class ExceptionUnit {
       return read_latch((offset - kRegExcLatchBase) / kExcLatchStride, (offset - kRegExcLatchBase) % kExcLatchStride);
     switch (offset) {
       case kRegFloatStatus: return float_status_;
+      case kRegFloatStatusResets: return resets_;
+      case kRegFloatStatusEvents: return events_;
       case kRegExcEnable: return enable_;
       case kRegExcLimit: return limit_;
       case kRegExcPending: {
@@ -132,7 +142,9 @@ class ExceptionUnit {
 
   void write(std::uint32_t offset, std::uint32_t value) {
     switch (offset) {
-      case kRegFloatStatusClear: float_status_ &= ~value; break;
+      case kRegFloatStatusClear:
+        if (value) clear_status(value, cycle_, kResetByRegister);
+        break;
       case kRegExcEnable: enable_ = value & kAllKinds; break;
       case kRegExcLimit: limit_ = value; break;
       case kRegExcAck:
@@ -147,6 +159,35 @@ class ExceptionUnit {
         break;
       default: break;
     }
+  }
+
+  /// Float status bits raised outside a report (a fault injector's rank-local overflow).
+  void raise_status(std::uint32_t bits) {
+    float_status_ |= bits;
+    step_status_ |= bits;
+    if (bits & kFsOverflowClass) events_ = sat_add(events_, 1);
+  }
+  /// A reset of the float status at device `cycle` by `by` (a stream, kResetByRegister,
+  /// kResetByOther): the bits in `bits` are cleared and the reset is counted.
+  void clear_status(std::uint32_t bits, std::uint64_t cycle, std::uint32_t by) {
+    float_status_ &= ~bits;
+    resets_ = sat_add(resets_, 1);
+    last_reset_cycle_ = cycle;
+    last_reset_by_ = by;
+  }
+  /// Device cycle of the next register access (for the cycle a kRegFloatStatusClear reset records).
+  void set_cycle(std::uint64_t cycle) { cycle_ = cycle; }
+  /// The record a FloatStatusGet task writes at device `cycle`.
+  FloatStatusBuffer status_buffer(std::uint64_t cycle) const {
+    FloatStatusBuffer b;
+    b.overflow = (float_status_ & kFsOverflowClass) ? 1u : 0u;
+    b.status = float_status_;
+    b.resets = resets_;
+    b.events = events_;
+    b.cycle = cycle;
+    b.last_reset_cycle = last_reset_cycle_;
+    b.last_reset_by = last_reset_by_;
+    return b;
   }
 
   /// The step status since the previous call (then cleared).
@@ -199,6 +240,8 @@ class ExceptionUnit {
   }
 
   std::uint32_t float_status_ = 0, step_status_ = 0;
+  std::uint32_t resets_ = 0, events_ = 0, last_reset_by_ = 0;
+  std::uint64_t last_reset_cycle_ = 0, cycle_ = 0;
   std::uint32_t enable_ = kAllKinds;
   std::uint32_t limit_ = kExcLimitReset;
   bool have_step_ = false;

@@ -25,7 +25,9 @@ enum FpModeBits : std::uint32_t {
 
 // ---- Float status: sticky OR of every core's exception flags since the last clear ------------
 inline constexpr std::uint32_t kRegFloatStatus = 0x0100;       // RO: FloatStatusBits
-inline constexpr std::uint32_t kRegFloatStatusClear = 0x0104;  // WO: write bits to clear (W1C)
+inline constexpr std::uint32_t kRegFloatStatusClear = 0x0104;  // WO: write bits to clear (W1C); counts as a reset
+inline constexpr std::uint32_t kRegFloatStatusResets = 0x0108;  // RO: resets since power-on (float_status.h)
+inline constexpr std::uint32_t kRegFloatStatusEvents = 0x010C;  // RO: overflow-class reports since power-on
 
 enum FloatStatusBits : std::uint32_t {
   kFsOverflow = 1u << 0,   // a result overflowed the output format
@@ -77,7 +79,7 @@ inline constexpr std::uint32_t kExcLatchStride = 0x40;
 inline constexpr std::uint32_t kExcLatchStatus = 0x00;   // bit0 valid, bit1 more; bits[15:8] ExcDetailBits; bits[23:16] tensor dtype (graph::DType)
 inline constexpr std::uint32_t kExcLatchOpId = 0x04;     // op id (graph snapshot executed) of the task
 inline constexpr std::uint32_t kExcLatchTaskId = 0x08;
-inline constexpr std::uint32_t kExcLatchCore = 0x0C;
+inline constexpr std::uint32_t kExcLatchCore = 0x0C;     // core_id(): kind and index of the core that raised it
 inline constexpr std::uint32_t kExcLatchStream = 0x10;
 inline constexpr std::uint32_t kExcLatchElemLo = 0x14;   // linear row-major index in the tensor of kExcLatchSlot
 inline constexpr std::uint32_t kExcLatchElemHi = 0x18;
@@ -93,6 +95,19 @@ inline constexpr std::uint32_t kExcLatchValue = 0x2C;
 inline constexpr std::uint32_t kExcLatchCount = 0x30;    // offending elements of this kind in the latched report (saturating)
 inline constexpr std::uint32_t kExcLatchSuppressed = 0x34;  // reports of this kind suppressed while this latch held
 inline constexpr std::uint32_t kExcLatchWords = 14;
+
+/// The core a latch names (kExcLatchCore): bits[15:0] its index among the cores of its kind,
+/// bits[17:16] its kind. A coupled chip's AI cores are kind 0, so the word is the plain index there.
+enum class CoreKind : std::uint32_t {
+  AiCore = 0,  // coupled: one core holds the Cube and the Vector unit
+  Cube = 1,    // split chip: a Cube core (AIC: Cube, L1/L0A/L0B/L0C, fixpipe)
+  Vector = 2,  // split chip: a Vector core (AIV: Vector unit, UB)
+};
+inline constexpr std::uint32_t core_id(CoreKind kind, std::uint32_t index) {
+  return (static_cast<std::uint32_t>(kind) << 16) | (index & 0xFFFFu);
+}
+inline constexpr CoreKind core_kind_of(std::uint32_t id) { return static_cast<CoreKind>((id >> 16) & 3u); }
+inline constexpr std::uint32_t core_index_of(std::uint32_t id) { return id & 0xFFFFu; }
 
 inline constexpr std::uint32_t exc_latch_reg(std::uint32_t kind, std::uint32_t reg) {
   return kRegExcLatchBase + kind * kExcLatchStride + reg;

@@ -16,6 +16,8 @@ enum class TaskKind : std::uint16_t {
   EventWait = 5,     // wait until event `event_id` was recorded
   Collective = 6,    // a collective over the chips of the job (args: CollectiveArgs)
   Barrier = 7,       // completes when all earlier tasks on the stream completed
+  FloatStatusGet = 8,    // write the device's float status into a 64-byte buffer (float_status.h)
+  FloatStatusReset = 9,  // clear the device's float status (float_status.h)
 };
 
 enum TaskFlags : std::uint16_t {

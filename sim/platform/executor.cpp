@@ -144,6 +144,10 @@ std::vector<std::byte> Executor::kernel_args(const graph::Op& op, std::uint32_t 
     a.attrs.insert(extra.begin(), extra.end());
   }
   if (op.type == "AdamUpdate") a.attrs["step"] = op.attr_int("step", 1) + static_cast<std::int64_t>(step);
+  if (scaler_) {
+    if (op.name == cfg_.loss_scaling.scale_op) a.attrs["alpha"] = scaler_->scale();
+    if (op.type == "SgdUpdate") a.attrs["lr"] = op.attr_float("lr", 0.01) / scaler_->scale();
+  }
   a.accum = cfg_.accum;
   for (const auto& in : op.inputs) {
     if (in.empty()) {
@@ -282,6 +286,7 @@ void Executor::compile() {
     } else {
       c.kind = spec::TaskKind::Kernel;
       c.per_step_args = op.type == "AdamUpdate";
+      c.scaled = scaler_ && (op.name == cfg_.loss_scaling.scale_op || op.type == "SgdUpdate");
       for (const auto& out : op.outputs) c.writes_in_place = c.writes_in_place || in_place_.count(out) > 0;
       bytes = kernel_args(op, 0);
     }
@@ -367,6 +372,67 @@ void Executor::synchronize() {
   }
 }
 
+void Executor::submit_op(std::uint32_t id, std::uint32_t s, bool last) {
+  if (rt_)
+    for (std::uint32_t p : rt_->insertion().before(id)) submit_probe(p, s);
+  const Compiled& c = compiled_.at(id);
+  if (c.per_step_args && s > 0) dev_.dma_write(c.args_addr, kernel_args(g_.op(id), s));
+  spec::TaskDescriptor t;
+  t.task_id = next_task_id_++;
+  t.op_id = id;
+  t.kind = c.kind;
+  t.kernel = spec::kKernelOpArgs;
+  t.args_addr = c.args_addr;
+  t.args_size = c.args_size;
+  t.step = s;
+  if (rt_ && c.kind == spec::TaskKind::Kernel) rt_->plan_kernel(g_.op(id), s, t);
+  if (c.writes_in_place) t.flags |= spec::kTaskFlagWaitCaptures;
+  if (rt_ && last && rt_->step_status_records()) t.flags |= spec::kTaskFlagStatusRecord;
+  submit_task(t);
+  if (rt_)
+    for (std::uint32_t p : rt_->insertion().after(id)) submit_probe(p, s);
+}
+
+void Executor::plan_loss_scaling() {
+  const ExecutorConfig::LossScaling& ls = cfg_.loss_scaling;
+  if (!ls.enabled) return;
+  if (!g_.find_op(ls.scale_op))
+    throw std::runtime_error(fmt::format("loss scaling: the scale op '{}' is not an op of the graph", ls.scale_op));
+  // The optimizer updates and everything that reads what they produce run after the decision.
+  std::set<std::string> produced;
+  for (std::uint32_t id : order_) {
+    const graph::Op& op = g_.op(id);
+    bool after = op.type == "SgdUpdate" || op.type == "AdamUpdate";
+    for (const auto& in : op.inputs) after = after || (!in.empty() && produced.count(in));
+    if (!after) continue;
+    update_ops_.insert(id);
+    produced.insert(op.outputs.begin(), op.outputs.end());
+  }
+  scaler_ = std::make_unique<probes::LossScaler>(ls.scaler);
+  probes::FloatStatusOptions o = ls.status;
+  o.stream = cfg_.stream;
+  status_ = std::make_unique<probes::FloatStatusClient>(dev_, o, [this] { return next_task_id_++; });
+  encoded_scale_ = scaler_->scale();
+}
+
+bool Executor::loss_scale_decision(std::uint32_t s) {
+  const probes::FloatStatusRead r = status_->get(s);
+  probes::LossScaleStep rec;
+  rec.rank = cfg_.rank;
+  rec.step = s;
+  rec.scale = scaler_->scale();
+  rec.status = r.local.status;
+  rec.local_overflow = r.local_overflow;
+  rec.recovered = r.recovered;
+  rec.foreign_resets = r.foreign_resets;
+  rec.reduced = r.reduced;
+  rec.found_inf = r.found_inf;
+  rec.skipped = scaler_->update(r.found_inf);
+  rec.next_scale = scaler_->scale();
+  res_.loss_scale.push_back(rec);
+  return rec.skipped;
+}
+
 void Executor::plan() {
   if (planned_) return;
   plan_memory();
@@ -381,6 +447,7 @@ ExecutorResult Executor::run() {
   if (!rt_) dev_.write_reg(spec::kRegExcEnable, 0);
   plan();
   upload_initializers();
+  plan_loss_scaling();
   compile();
   if (rt_) {
     rt_->configure_device();
@@ -402,26 +469,28 @@ ExecutorResult Executor::run() {
         write_tensor(name, value);
       }
     if (rt_) rt_->begin_step(s);
-    for (std::uint32_t id : order_) {
-      if (rt_)
-        for (std::uint32_t p : rt_->insertion().before(id)) submit_probe(p, s);
-      const Compiled& c = compiled_.at(id);
-      if (c.per_step_args && s > 0) dev_.dma_write(c.args_addr, kernel_args(g_.op(id), s));
-      spec::TaskDescriptor t;
-      t.task_id = next_task_id_++;
-      t.op_id = id;
-      t.kind = c.kind;
-      t.kernel = spec::kKernelOpArgs;
-      t.args_addr = c.args_addr;
-      t.args_size = c.args_size;
-      t.step = s;
-      if (rt_ && c.kind == spec::TaskKind::Kernel) rt_->plan_kernel(g_.op(id), s, t);
-      if (c.writes_in_place) t.flags |= spec::kTaskFlagWaitCaptures;
-      if (rt_ && id == order_.back() && rt_->step_status_records()) t.flags |= spec::kTaskFlagStatusRecord;
-      submit_task(t);
-      if (rt_)
-        for (std::uint32_t p : rt_->insertion().after(id)) submit_probe(p, s);
+    if (status_) status_->reset(s);
+    if (scaler_ && scaler_->scale() != encoded_scale_) {
+      // The loss scale changed: re-encode the args of the ops that follow it.
+      for (const auto& [id, c] : compiled_)
+        if (c.scaled) dev_.dma_write(c.args_addr, kernel_args(g_.op(id), s));
+      encoded_scale_ = scaler_->scale();
     }
+    std::vector<std::uint32_t> first, second;
+    for (std::uint32_t id : order_) (update_ops_.count(id) ? second : first).push_back(id);
+    for (std::size_t i = 0; i < first.size(); ++i) submit_op(first[i], s, i + 1 == first.size() && second.empty());
+    const bool skip = scaler_ && loss_scale_decision(s);
+    if (skip && rt_ && rt_->step_status_records() && !second.empty()) {
+      // The step's status record rides on its last task, which a skipped update would have been.
+      spec::TaskDescriptor b;
+      b.task_id = next_task_id_++;
+      b.kind = spec::TaskKind::Barrier;
+      b.flags = spec::kTaskFlagStatusRecord;
+      b.step = s;
+      submit_task(b);
+    }
+    if (!skip)
+      for (std::size_t i = 0; i < second.size(); ++i) submit_op(second[i], s, i + 1 == second.size());
     synchronize();
     if (rt_) read_partial_dumps(s);
     if (rt_) rt_->end_step(s);
@@ -436,6 +505,19 @@ ExecutorResult Executor::run() {
     }
   }
   if (rt_) rt_->finish();
+  if (scaler_) {
+    std::set<std::string> params;
+    for (std::uint32_t id : update_ops_) {
+      const graph::Op& op = g_.op(id);
+      if ((op.type == "SgdUpdate" || op.type == "AdamUpdate") && !op.inputs.empty()) params.insert(op.inputs[0]);
+    }
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const auto& name : params) {
+      const graph::Tensor t = read_tensor(name);
+      for (std::byte b : t.bytes()) h = (h ^ std::to_integer<std::uint64_t>(b)) * 0x100000001b3ull;
+    }
+    res_.param_digest = h;
+  }
   for (const auto& name : cfg_.fetch_at_end) res_.final_values.emplace(name, read_tensor(name));
   return res_;
 }

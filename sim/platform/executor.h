@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@
 #include "chip_model/spec/op_args.h"
 #include "graph/graph.h"
 #include "probes/device.h"
+#include "probes/float_status.h"
+#include "probes/loss_scaler.h"
 #include "probes/probe_runtime.h"
 
 namespace probelab::sim {
@@ -63,6 +66,19 @@ struct ExecutorConfig {
   std::function<void(std::uint32_t step, const std::map<std::string, graph::Tensor>&)> on_checkpoint;
   /// Polls of a halted stream before the executor resumes it itself.
   std::uint32_t max_halted_polls = 64;
+  /// Dynamic loss scaling on the device's float status, as a mixed-precision framework does it
+  /// on CANN. Each step: a float-status reset task before the first op; every op but the
+  /// optimizer updates (SgdUpdate / AdamUpdate and whatever reads their results); then the status
+  /// read (probes::FloatStatusClient: status task, synchronise, DMA of the 64-byte record, with
+  /// the guard and the all-reduce of `status`); the scaler's decision; the updates only when no
+  /// overflow was found. The Scale op `scale_op` multiplies the loss by the current scale and
+  /// every SgdUpdate's learning rate is divided by it (the unscale folded into the update).
+  struct LossScaling {
+    bool enabled = false;
+    probes::LossScalerConfig scaler;
+    probes::FloatStatusOptions status;  // `stream` is set to ExecutorConfig::stream
+    std::string scale_op;
+  } loss_scaling;
 };
 
 struct ExecutorResult {
@@ -76,6 +92,10 @@ struct ExecutorResult {
   std::uint64_t hbm_bytes = 0;  // bytes allocated for tensors and argument blocks
   std::uint64_t checkpoints = 0, checkpoint_bytes = 0;  // checkpoints taken, bytes read back for them
   std::vector<std::string> warnings;
+  std::vector<probes::LossScaleStep> loss_scale;  // per step run, with loss scaling
+  /// With loss scaling: FNV-1a 64 of every parameter the optimizer updates (read back after the
+  /// last step, in name order), so ranks that took different skip decisions show it.
+  std::uint64_t param_digest = 0;
 };
 
 class Executor {
@@ -102,6 +122,7 @@ class Executor {
     std::uint32_t args_size = 0;
     bool per_step_args = false;  // args re-encoded every step (AdamUpdate's step)
     bool writes_in_place = false;  // an output aliases an input's memory: waits for async captures
+    bool scaled = false;           // args follow the loss scale (the scale op, SgdUpdate)
   };
   void plan_memory();
   void plan_partial_dumps(const graph::Op& op);
@@ -111,6 +132,10 @@ class Executor {
   void compile();
   std::vector<std::byte> kernel_args(const graph::Op& op, std::uint32_t step) const;
   spec::OpAttrs resolve_attrs(spec::OpAttrs attrs) const;
+  void submit_op(std::uint32_t id, std::uint32_t step, bool last);
+  void plan_loss_scaling();
+  /// Status read and the scaler's decision at the end of phase 1; true: skip the updates.
+  bool loss_scale_decision(std::uint32_t step);
   std::vector<std::byte> collective_args(const graph::Op& op) const;
   void submit_probe(std::uint32_t probe_op_id, std::uint32_t step);
   void submit_task(spec::TaskDescriptor t);
@@ -140,6 +165,12 @@ class Executor {
   std::uint32_t step_ = 0;
   bool planned_ = false;
   ExecutorResult res_;
+  // Loss scaling: ops submitted after the decision, the scaler, the status client, the scale
+  // the ops' args blocks were last encoded with.
+  std::set<std::uint32_t> update_ops_;
+  std::unique_ptr<probes::LossScaler> scaler_;
+  std::unique_ptr<probes::FloatStatusClient> status_;
+  double encoded_scale_ = 0;
 };
 
 }  // namespace probelab::sim

@@ -14,20 +14,20 @@ namespace probelab::sim {
 
 using nlohmann::json;
 
-namespace {
-
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-// Names of the set kRegFloatStatus bits (spec::FloatStatusBits), lowest bit first.
 json float_status_names(std::uint32_t bits) {
   static const std::pair<std::uint32_t, const char*> kNames[] = {
-      {spec::kFsOverflow, "overflow"}, {spec::kFsUnderflow, "underflow"}, {spec::kFsInvalid, "invalid"},
-      {spec::kFsNanInput, "nan_input"}, {spec::kFsDenormal, "denormal"},  {spec::kFsDivByZero, "div_by_zero"}};
+      {spec::kFsOverflow, "overflow"},   {spec::kFsUnderflow, "underflow"},     {spec::kFsInvalid, "invalid"},
+      {spec::kFsNanInput, "nan_input"},  {spec::kFsDenormal, "denormal"},       {spec::kFsDivByZero, "div_by_zero"},
+      {spec::kFsInfInput, "inf_input"}};
   json names = json::array();
   for (const auto& [bit, name] : kNames)
     if (bits & bit) names.push_back(name);
   return names;
 }
+
+namespace {
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json anomaly(const probes::AnomalyRecord& a) {
   json j = {{"kind", std::string(probes::anomaly_kind_name(a.kind))},
@@ -44,6 +44,8 @@ json anomaly(const probes::AnomalyRecord& a) {
             {"rank", a.rank},
             {"cycle", a.cycle},
             {"latency_cycles", a.latency_cycles},
+            {"core", spec::core_index_of(a.core)},
+            {"core_kind", std::string(probes::core_kind_name(a.core))},
             {"role", std::string(probes::anomaly_role_name(a.role))},
             {"origin", std::string(probes::origin_kind_name(a.origin))},
             {"source_op", a.source_op},

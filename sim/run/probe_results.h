@@ -12,6 +12,9 @@
 namespace probelab::sim {
 
 /// Adds the sections to `res`; runtime warnings go to res["probe_warnings"].
+/// Names of the set kRegFloatStatus bits (spec::FloatStatusBits), lowest bit first.
+nlohmann::json float_status_names(std::uint32_t bits);
+
 void merge_probe_results(nlohmann::json& res, const probes::JobReport& job, const graph::Graph& executed);
 
 }  // namespace probelab::sim

@@ -105,7 +105,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"overflow_mode", s.precision.overflow_mode}};
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
-                          "losses", "checkpoints", "perf", "quantization"}) {
+                          "losses", "loss_scaling", "checkpoints", "perf", "quantization"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }
   json warnings = json::array();
@@ -239,9 +239,11 @@ std::string summary_text(const json& r) {
   if (an.is_array())
     for (std::size_t i = 0; i < an.size() && i < 8; ++i) {
       const json& a = an[i];
-      out += fmt::format("    {} at {} step {} rank {}{}\n", a.value("kind", "?"), a.value("op", "?"),
+      out += fmt::format("    {} at {} step {} rank {}{}{}\n", a.value("kind", "?"), a.value("op", "?"),
                          a.value("step", 0), a.value("rank", 0),
-                         a.contains("element") ? fmt::format(" element {}", a["element"].dump()) : std::string());
+                         a.contains("element") ? fmt::format(" element {}", a["element"].dump()) : std::string(),
+                         a.contains("core_kind") ? fmt::format(" ({} {})", a.value("core_kind", "?"), a.value("core", 0))
+                                                 : std::string());
     }
   if (r["diagnosis"].is_array() && !r["diagnosis"].empty()) {
     out += "  diagnosis:\n";

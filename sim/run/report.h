@@ -17,15 +17,17 @@
 //                 counts summed over ranks (statistics records computed by kernel tasks, output
 //                 dumps kernel tasks queued on the capture DMA engine)
 //   anomalies     [{kind, op, op_type, tensor, element, coordinate, step, rank, cycle,
-//                   latency_cycles, role (source|propagation), source_op, propagation_path,
+//                   latency_cycles, core, core_kind (ai_core | aic | aiv: the core whose work
+//                   holds the element), role (source|propagation), source_op, propagation_path,
 //                   call_stack, fused_from, float_status: [flag names at ISR time, raised since
-//                   the previous anomaly]}]
+//                   the status was last reset]}]
 //                 exception latches, then
 //                 [{kind: "condition", op, tensor, step, rank, condition, watch_point, actions,
 //                   origin}] probe conditions that held
-//   float_status  [{rank, step, flags: [overflow|underflow|invalid|nan_input|denormal|div_by_zero]}]
+//   float_status  [{rank, step, flags: [overflow|underflow|invalid|nan_input|denormal|div_by_zero|inf_input]}]
 //                 float-status bits raised during each step where any was (the register read
 //                 and cleared at step end, or the step's status record under drain buffer_full)
+//   loss_scaling  training.loss_scaling's decisions (sim/run/loss_scaling_report.h), else null
 //   breakpoints, rules_fired   as the probe runtime reports them
 //   injections    [{kind, descriptor, fired, proof: [...]}]
 //   comparisons   [{op, op_type, step, rank, tensor, passed, metrics, reasons, inner_culprit,

@@ -19,6 +19,7 @@
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
 #include "sim/run/checkpoint_store.h"
+#include "sim/run/loss_scaling_report.h"
 #include "sim/run/probe_codec.h"
 #include "sim/run/perf_report.h"
 #include "sim/run/probe_results.h"
@@ -223,6 +224,13 @@ PartitionResult simulate_partition(const SimRequest& req) {
       ec.initial_values = read_checkpoint(s.resume->checkpoints, r, s.resume->from_step);
     }
     ec.fp_mode = fp_mode;
+    if (const auto& ls = s.training.loss_scaling) {
+      ec.loss_scaling.enabled = true;
+      ec.loss_scaling.scale_op = ls->scale_op;
+      ec.loss_scaling.scaler = {ls->initial, ls->backoff, ls->growth, ls->growth_interval, ls->min_scale};
+      ec.loss_scaling.status.guard = ls->guard;
+      ec.loss_scaling.status.all_reduce = ls->all_reduce;
+    }
     ec.feeds = [&rs, &w, &gen, r](std::uint32_t step) {
       std::map<std::string, graph::Tensor> f;
       for (const auto& name : w.data_inputs) {
@@ -294,6 +302,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
                                    er.in_kernel_statistics, er.in_kernel_dumps}},
                         {"losses", l},
                         {"checkpoints", {er.checkpoints, er.checkpoint_bytes}},
+                        {"loss_scale", loss_scale_json(er, s.training.loss_scaling.has_value())},
                         {"warnings", er.warnings}});
     if (req.save_outputs) save_outputs(req.out_dir / "outputs" / fmt::format("rank{}", r), er.final_values);
     graphs[r] = &rs.graph;
@@ -342,6 +351,7 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   json res;
   res["status"] = "ok";
   json per_rank = json::array(), per_step = json::array(), losses = json::array(), warnings = json::array();
+  json loss_scale = json::array();
   std::uint64_t tasks[6] = {}, checkpoints = 0, checkpoint_bytes = 0;
   for (const auto& [r, rj] : ranks) {
     per_rank.push_back(clock.cycle_at(chip::ChipClock::from_ps(rj->at("finish_ps").get<std::uint64_t>())));
@@ -353,6 +363,7 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
     checkpoints += rj->at("checkpoints").at(0).get<std::uint64_t>();
     checkpoint_bytes += rj->at("checkpoints").at(1).get<std::uint64_t>();
     losses.push_back(rj->at("losses"));
+    if (!rj->at("loss_scale").is_null()) loss_scale.push_back(rj->at("loss_scale"));
     for (const auto& wmsg : rj->at("warnings")) warnings.push_back(wmsg);
   }
   res["cycles"] = {{"total", clock.cycle_at(chip::ChipClock::from_ps(end_ps))}, {"per_rank", per_rank}, {"per_step", per_step}};
@@ -370,6 +381,7 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
         for (const auto& list : p.data["quantization"]) quant.push_back(list);
     res["quantization"] = quant_section(quant);
   }
+  if (!loss_scale.empty()) res["loss_scaling"] = loss_scaling_section(loss_scale, *run.scenario.training.loss_scaling);
   res["ops"] = std::move(ops);
   {
     std::vector<json> perf;

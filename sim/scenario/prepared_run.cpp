@@ -102,6 +102,12 @@ PreparedRun prepare_run(const Scenario& s) {
 
   LoadedModel model = load_model(s.model);
   r.workload = build_workload(s, model.graph, model.input_inits, r.cluster);
+  if (const auto& ls = s.training.loss_scaling) {
+    const graph::Op* op = r.workload.snapshots.fused.find_op(ls->scale_op);
+    if (!op || op->type != "Scale")
+      (*ls->source)["scale_op"].fail("the name of a Scale op of the training graph (it multiplies the loss)",
+                                     "'" + ls->scale_op + "'" + (op ? " (a " + op->type + ")" : ""));
+  }
 
   if (s.has_probes()) {
     probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);

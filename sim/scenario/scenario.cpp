@@ -254,17 +254,42 @@ AllReduceSpec parse_allreduce(const YamlView& v) {
   return a;
 }
 
+LossScalingSpec parse_loss_scaling(const YamlView& v) {
+  v.expect_keys({"scale_op", "initial", "backoff", "growth", "growth_interval", "min_scale", "guard", "all_reduce"});
+  LossScalingSpec l;
+  l.source = v;
+  l.scale_op = v["scale_op"].str();
+  l.initial = v.number_or("initial", l.initial);
+  l.backoff = v.number_or("backoff", l.backoff);
+  l.growth = v.number_or("growth", l.growth);
+  l.min_scale = v.number_or("min_scale", l.min_scale);
+  l.growth_interval = static_cast<std::uint32_t>(v.int_or("growth_interval", l.growth_interval, 1));
+  l.guard = v.bool_or("guard", false);
+  l.all_reduce = v.bool_or("all_reduce", false);
+  if (!(l.initial > 0)) v["initial"].fail("a positive loss scale", v["initial"].describe());
+  if (!(l.backoff > 0 && l.backoff < 1)) v["backoff"].fail("a backoff factor in (0, 1)", v["backoff"].describe());
+  if (!(l.growth >= 1)) v["growth"].fail("a growth factor >= 1", v["growth"].describe());
+  if (!(l.min_scale > 0)) v["min_scale"].fail("a positive minimum scale", v["min_scale"].describe());
+  return l;
+}
+
 TrainingSpec parse_training(const YamlView& v) {
   if (auto m = v.is_map() ? v.get("master_weights") : std::nullopt)  // a precision setting, often looked for here
     m->fail("precision.master_weights (FP32 master weights are a precision setting, not a training one)",
             "training.master_weights");
-  v.expect_keys({"loss", "optimizer", "batch", "allreduce", "sharding"});
+  v.expect_keys({"loss", "optimizer", "batch", "allreduce", "sharding", "loss_scaling"});
   TrainingSpec t;
   if (auto x = v.get("sharding")) t.sharding = x->str_in({"none", "zero1"});
   if (auto l = v.get("loss")) t.loss = l->str_in({"auto", "cross_entropy", "mse", "model"});
   if (auto o = v.get("optimizer")) t.optimizer = parse_optimizer(*o);
   t.batch = v.int_or("batch", 0, 1);
   if (auto a = v.get("allreduce")) t.allreduce = parse_allreduce(*a);
+  if (auto l = v.get("loss_scaling")) {
+    t.loss_scaling = parse_loss_scaling(*l);
+    if (t.optimizer.type != "sgd" || t.optimizer.weight_decay != 0)
+      l->fail("optimizer sgd without weight decay (the loss scale's unscale is folded into the learning rate)",
+              "loss scaling with optimizer " + t.optimizer.type);
+  }
   return t;
 }
 

@@ -29,6 +29,10 @@
 //                                       #   ring | tree | direct for the inter-server stage)
 //     sharding: none                    #   none | zero1 (gradients reduce-scattered, each rank
 //                                       #   updates its shard of every parameter, all-gathered)
+//     loss_scaling: {scale_op: mlp/scaled_loss, initial: 1024, backoff: 0.5, growth: 2,
+//                    growth_interval: 2000, guard: false, all_reduce: false}
+//                                       #   dynamic loss scaling on the float status read as CANN
+//                                       #   does (skip the update on overflow; sgd only)
 //   data: {generator: normal, seed: 7, mean: 0, std: 1}  # normal | uniform (low, high) | ones
 //   steps: 3                            # training steps / inference iterations (>= 1)
 //   seed: 42                            # master seed (run --seed N overrides it)
@@ -97,12 +101,25 @@ struct AllReduceSpec {
   std::string reduction = "mean";      // mean | sum
 };
 
+/// `training.loss_scaling`: dynamic loss scaling on the device's float status, read as a CANN
+/// integration reads it (sim/platform/executor.h ExecutorConfig::LossScaling). SGD only: the
+/// unscale is folded into the learning rate.
+struct LossScalingSpec {
+  std::string scale_op;            // the Scale op that multiplies the loss (required)
+  double initial = 65536.0, backoff = 0.5, growth = 2.0, min_scale = 1.0;
+  std::uint32_t growth_interval = 2000;
+  bool guard = false;              // detect resets by other clients (probes/float_status.h)
+  bool all_reduce = false;         // all-reduce found_inf over the data-parallel ranks
+  std::optional<YamlView> source;
+};
+
 struct TrainingSpec {
   std::string loss = "auto";           // auto | cross_entropy | mse | model
   OptimizerSpec optimizer;
   std::int64_t batch = 0;              // 0: the model's own leading input dimension
   AllReduceSpec allreduce;
   std::string sharding = "none";       // none | zero1
+  std::optional<LossScalingSpec> loss_scaling;
 };
 
 /// The cluster section: cluster parameters as written (validated at load) and the partition map

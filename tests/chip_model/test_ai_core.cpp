@@ -22,7 +22,7 @@ using namespace probelab::chip::testing;
 namespace {
 
 pc::ChipConfig cfg() {
-  auto c = pc::chip_preset("tiny");
+  auto c = pc::chip_preset("tiny_coupled");
   c.clock_mhz = 1000;
   return c;
 }

@@ -24,6 +24,13 @@ std::string error_of(const std::function<void()>& fn) {
 TEST(ChipConfig, DefaultsAreTheAscend910bPresetAndDocumented) {
   const pc::ChipConfig d = pc::chip_preset("ascend910b");
   EXPECT_EQ(d.num_cores, 24u);
+  EXPECT_EQ(d.vector_cores, 48u);  // the split Atlas A2 chip of CANN's Ascend910B2.ini
+  EXPECT_EQ(d.l2_model, "shared");
+  // The struct's own defaults are the coupled layout, reachable as a preset.
+  const pc::ChipConfig coupled = pc::chip_preset("ascend910b_coupled");
+  EXPECT_EQ(coupled.vector_cores, 0u);
+  EXPECT_EQ(coupled.mte_bytes_per_cycle, pc::ChipConfig{}.mte_bytes_per_cycle);
+  EXPECT_EQ(pc::ChipConfig{}.preset, "ascend910b_coupled");
   EXPECT_EQ(d.cube_m * d.cube_n * d.cube_k, 4096u);
   // 24 cores x 4096 MACs x 2 FLOP x 1.8 GHz
   EXPECT_NEAR(d.peak_cube_flops(), 353.9e12, 0.1e12);
@@ -42,9 +49,10 @@ TEST(ChipConfig, DefaultsAreTheAscend910bPresetAndDocumented) {
 TEST(ChipConfig, TinyPresetAndRegistry) {
   const auto names = pc::chip_preset_names();
   EXPECT_EQ(names, (std::vector<std::string>{"ascend910", "ascend910b", "ascend910b1", "ascend910b2", "ascend910b4",
-                                              "tiny"}));
+                                              "ascend910b_coupled", "tiny", "tiny_coupled"}));
   const auto t = pc::chip_preset("tiny");
   EXPECT_EQ(t.num_cores, 2u);
+  EXPECT_EQ(t.vector_cores, 4u);  // 2 AIC + 4 AIV of the default
   EXPECT_EQ(t.preset, "tiny");
   const auto msg = error_of([] { pc::chip_preset("ascend999"); });
   EXPECT_NE(msg.find("ascend999"), std::string::npos);

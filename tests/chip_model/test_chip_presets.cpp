@@ -103,12 +103,18 @@ TEST(ChipPresets, KeyParamsExistAndTheLegacyPresetsKeepTheirFigures) {
     const pc::ChipConfig c = pc::chip_preset(name);
     for (const auto& k : pc::chip_key_params()) EXPECT_NO_THROW(pc::get_param(c, k)) << name << " " << k;
   }
-  // ascend910b and tiny keep the L2 figures the timing model always used (192 MiB, 256 B/cycle).
-  for (const char* name : {"ascend910b", "tiny"}) {
-    const pc::ChipConfig c = pc::chip_preset(name);
-    EXPECT_EQ(c.l2_bytes, 192u << 20) << name;
-    EXPECT_EQ(c.l2_read_bytes_per_cycle, 256u) << name;
-    EXPECT_EQ(c.vector_cores, 0u) << name;
-    EXPECT_EQ(c.mte_bytes_per_cycle, 64u) << name;
-  }
+  // ascend910b_coupled keeps the figures the timing model used before the split default (192 MiB
+  // op-reuse L2, 256 B/cycle, 64 B/cycle MTE ports); the default and tiny are split, from CANN.
+  const pc::ChipConfig c = pc::chip_preset("ascend910b_coupled");
+  EXPECT_EQ(c.l2_bytes, 192u << 20);
+  EXPECT_EQ(c.l2_read_bytes_per_cycle, 256u);
+  EXPECT_EQ(c.vector_cores, 0u);
+  EXPECT_EQ(c.mte_bytes_per_cycle, 64u);
+  EXPECT_EQ(c.l2_model, "op_reuse");
+  const pc::ChipConfig b = pc::chip_preset("ascend910b"), b2 = pc::chip_preset("ascend910b2");
+  for (const auto& k : pc::chip_key_params()) EXPECT_EQ(pc::get_param(b, k), pc::get_param(b2, k)) << k;
+  const pc::ChipConfig t = pc::chip_preset("tiny");
+  EXPECT_EQ(t.vector_cores, 2 * t.num_cores);
+  EXPECT_EQ(t.mte_bytes_per_cycle, b.mte_bytes_per_cycle);
+  EXPECT_EQ(t.l2_model, "shared");
 }

@@ -58,3 +58,29 @@ TEST(L2Cache, NoCapacityMeansEveryReadMissesAndEveryWriteGoesThrough) {
   EXPECT_EQ(c.write(0, 2 * L).writebacks.size(), 2u);
   EXPECT_EQ(c.resident_bytes(), 0u);
 }
+
+TEST(L2Cache, LookupHitsResidentLinesWithoutAllocatingMisses) {
+  pc::L2Cache c(8 * L);
+  c.write(0, 2 * L);  // lines 0, 1 dirty
+  auto a = c.lookup(L / 2, 3 * L);  // lines 0..3: 1.5 lines resident
+  EXPECT_EQ(a.hit_bytes, L + L / 2);
+  EXPECT_EQ(a.miss_bytes, 3 * L - (L + L / 2));
+  EXPECT_EQ(a.fetched_bytes, 0u);
+  EXPECT_EQ(c.resident_bytes(), 2 * L);  // nothing allocated
+  EXPECT_TRUE(c.dirty(0));                // still the only current copy
+  EXPECT_FALSE(c.resident(2 * L));
+}
+
+TEST(L2Cache, InvalidateDropsLinesAndWritesBackOnlyPartlyOverwrittenDirtyOnes) {
+  pc::L2Cache c(8 * L);
+  c.write(0, 3 * L);    // lines 0, 1, 2 dirty
+  c.read(3 * L, L);     // line 3 clean
+  auto a = c.invalidate(L / 2, 3 * L);  // line 0 partly, 1 and 2 wholly, line 3 partly (clean)
+  EXPECT_EQ(a.invalidated_bytes, 4 * L);
+  ASSERT_EQ(a.writebacks.size(), 1u);  // line 0: its first half is still the newest data
+  EXPECT_EQ(a.writebacks[0], 0u);
+  EXPECT_EQ(c.resident_bytes(), 0u);
+  EXPECT_EQ(c.dirty_bytes(), 0u);
+  a = c.read(0, 4 * L);  // everything comes from HBM again
+  EXPECT_EQ(a.hit_bytes, 0u);
+}

@@ -112,7 +112,7 @@ TEST(L2Residency, TrafficIsOnTheL2Track) {
 }
 
 TEST(L2Residency, OpReuseModelKeepsNothingBetweenOps) {
-  const pc::ChipConfig cfg = pc::chip_preset("ascend910b");
+  const pc::ChipConfig cfg = pc::chip_preset("ascend910b_coupled");
   ASSERT_EQ(cfg.l2_model, "op_reuse");
   const auto rec = relu_twice(cfg, pg::Shape{2048, 2048});
   EXPECT_EQ(rec[0].hbm_read_bytes, rec[1].hbm_read_bytes);

@@ -17,7 +17,7 @@ using namespace probelab::chip::testing;
 namespace {
 
 pc::ChipConfig pmu_config() {
-  auto c = pc::chip_preset("tiny");
+  auto c = pc::chip_preset("tiny_coupled");
   c.num_cores = 4;
   c.clock_mhz = 1000;            // 1 cycle = 1 ns
   c.hbm_bandwidth_gbps = 400.0;  // 400 B/cycle

@@ -23,7 +23,7 @@ struct Shape3 {
 };
 
 pc::ChipConfig roofline_config() {
-  auto c = pc::chip_preset("tiny");
+  auto c = pc::chip_preset("tiny_coupled");
   c.num_cores = 4;
   c.clock_mhz = 1000;             // 1 cycle = 1 ns
   c.hbm_bandwidth_gbps = 400.0;   // 400 B/cycle: the binding bandwidth
@@ -113,9 +113,9 @@ TEST(Roofline, SweepAcrossTheRidgeNeverBeatsTheRoofline) {
   }
 }
 
-TEST(Roofline, Ascend910bPresetLandsOnItsRoofline) {
-  // The default config: 24 cores at 1.8 GHz, 1.6 TB/s HBM, 64 B/cycle MTE ports (ridge 221 FLOP/B).
-  const auto pts = run_sweep({{16, 4096, 4096}, {2048, 2048, 2048}}, pc::chip_preset("ascend910b"));
+TEST(Roofline, Ascend910bCoupledPresetLandsOnItsRoofline) {
+  // The coupled layout: 24 cores at 1.8 GHz, 1.6 TB/s HBM, 64 B/cycle MTE ports (ridge 221 FLOP/B).
+  const auto pts = run_sweep({{16, 4096, 4096}, {2048, 2048, 2048}}, pc::chip_preset("ascend910b_coupled"));
   EXPECT_GT(pts[0].memory_cycles, 2 * pts[0].compute_cycles);
   EXPECT_GT(pts[1].compute_cycles, 2 * pts[1].memory_cycles);
   for (const Point& p : pts) {

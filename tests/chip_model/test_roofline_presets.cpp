@@ -133,6 +133,7 @@ void vector_at_bandwidth(const char* preset, std::int64_t rows = 4096, double to
 TEST(RooflinePresets, Ascend910b1GemmOnItsRoofline) { gemm_at_cube_peak("ascend910b1", 363.72, 6144, 6144, 512); }
 TEST(RooflinePresets, Ascend910b2GemmOnItsRoofline) { gemm_at_cube_peak("ascend910b2", 353.89, 6144, 6144, 512); }
 TEST(RooflinePresets, Ascend910b4GemmOnItsRoofline) { gemm_at_cube_peak("ascend910b4", 245.76, 6144, 6144, 512); }
+TEST(RooflinePresets, Ascend910bDefaultGemmOnItsRoofline) { gemm_at_cube_peak("ascend910b", 353.89, 6144, 6144, 512); }
 TEST(RooflinePresets, Ascend910GemmOnItsRoofline) { gemm_at_cube_peak("ascend910", 262.14, 2048, 2048, 3072); }
 // A port that feeds the Cube: the GEMM runs at the derived Cube peak.
 TEST(RooflinePresets, Ascend910b1GemmAtCubePeakWithAWidePort) {
@@ -148,6 +149,7 @@ TEST(RooflinePresets, Ascend910GemmAtCubePeakWithAWidePort) {
 TEST(RooflinePresets, Ascend910b1VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b1"); }
 TEST(RooflinePresets, Ascend910b2VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b2"); }
 TEST(RooflinePresets, Ascend910b4VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b4"); }
+TEST(RooflinePresets, Ascend910bDefaultVectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b"); }
 // 24 MiB: inputs and output fit the 910's 32 MiB L2 (a larger op writes back its own outputs).
 // Measured 0.925 of the read-port bound: the 32 ports load the 1.2 TB/s HBM to 85%, where the
 // channel model's conflicts show (not pinned down further): 10% allowed here.

@@ -1,5 +1,5 @@
 // detection: some anomaly of a kind at an op/tensor (globs), element, step and rank, within a
-// latency bound in cycles.
+// latency bound in cycles, latched by a core of a kind (core_kind: ai_core | aic | aiv).
 #include "sim/scenario/expectations/expect_util.h"
 
 namespace probelab::sim::expect {
@@ -7,7 +7,7 @@ namespace {
 
 struct Detection : ExpectationCheck {
   std::string kind;
-  std::optional<std::string> op, tensor;
+  std::optional<std::string> op, tensor, core_kind;
   std::optional<std::int64_t> element, step, rank;
   std::optional<std::uint64_t> max_latency_cycles;
 
@@ -24,6 +24,7 @@ struct Detection : ExpectationCheck {
     put(j, "step", step);
     put(j, "rank", rank);
     put(j, "max_latency_cycles", max_latency_cycles);
+    put(j, "core_kind", core_kind);
     return j;
   }
 
@@ -36,11 +37,12 @@ struct Detection : ExpectationCheck {
     if (step) res.expected += fmt::format(" step {}", *step);
     if (rank) res.expected += fmt::format(" rank {}", *rank);
     if (max_latency_cycles) res.expected += fmt::format(" within {} cycles", *max_latency_cycles);
+    if (core_kind) res.expected += " latched by an " + *core_kind + " core";
     bool site_found = false;
     for (const auto& a : items(r, "anomalies")) {
       if (!kind_matches(kind, a) || !matches(op, field(a, "op")) || !matches(tensor, field(a, "tensor")) ||
           !matches_int(element, field(a, "element")) || !matches_int(step, field(a, "step")) ||
-          !matches_int(rank, field(a, "rank")))
+          !matches_int(rank, field(a, "rank")) || (core_kind && field(a, "core_kind") != json(*core_kind)))
         continue;
       site_found = true;
       if (max_latency_cycles) {
@@ -57,7 +59,7 @@ struct Detection : ExpectationCheck {
 };
 
 std::unique_ptr<ExpectationCheck> parse(const YamlView& body) {
-  body.expect_keys({"kind", "op", "tensor", "element", "step", "rank", "max_latency_cycles"});
+  body.expect_keys({"kind", "op", "tensor", "element", "step", "rank", "max_latency_cycles", "core_kind"});
   auto d = std::make_unique<Detection>();
   d->kind = body["kind"].str_in(detection_kinds());
   d->op = opt_glob(body, "op");
@@ -66,13 +68,15 @@ std::unique_ptr<ExpectationCheck> parse(const YamlView& body) {
   d->step = opt_int(body, "step");
   d->rank = opt_int(body, "rank");
   if (auto v = body.get("max_latency_cycles")) d->max_latency_cycles = v->uinteger();
+  if (auto v = body.get("core_kind")) d->core_kind = v->str_in({"ai_core", "aic", "aiv"});
   return d;
 }
 
 }  // namespace
 
 void register_detection_expectation(ExpectationRegistry& r) {
-  r.add({"detection", "an anomaly of a kind at op (glob), element, step, rank, within a latency bound in cycles",
+  r.add({"detection", "an anomaly of a kind at op (glob), element, step, rank, within a latency bound in cycles, latched "
+                         "by a core of a kind (core_kind: ai_core | aic | aiv)",
          parse});
 }
 

@@ -68,6 +68,8 @@ std::string anomaly_str(const json& a) {
   if (a.contains("rank")) s += fmt::format(" rank {}", a["rank"].dump());
   if (a.contains("latency_cycles") && !a["latency_cycles"].is_null())
     s += fmt::format(" latency {} cycles", a["latency_cycles"].dump());
+  if (a.contains("core_kind") && a["core_kind"].is_string())
+    s += fmt::format(" ({} {})", a["core_kind"].get<std::string>(), a.value("core", 0));
   return s;
 }
 

@@ -40,7 +40,7 @@ TEST(JsonOutput, ListChipsGivesEveryPresetWithItsKeyParameters) {
   const json chips = run_json("list chips --json", dir)["chips"];
   std::map<std::string, json> by_name;
   for (const auto& p : chips["presets"]) by_name[p["name"].get<std::string>()] = p;
-  for (const char* n : {"ascend910", "ascend910b", "ascend910b1", "ascend910b2", "ascend910b4", "tiny"}) {
+  for (const char* n : {"ascend910", "ascend910b", "ascend910b1", "ascend910b2", "ascend910b4", "ascend910b_coupled", "tiny"}) {
     ASSERT_TRUE(by_name.count(n)) << n;
     EXPECT_FALSE(by_name[n]["summary"].get<std::string>().empty()) << n;
     EXPECT_TRUE(by_name[n]["key"].contains("vector_cores")) << n;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <set>
+
 #include "tests/sim/scenario_suite.h"
 
 namespace probelab::sim {
@@ -47,6 +50,92 @@ TEST(ChipScenarios, Ascend910SaturatesTheOverflowedOutput) {
   }
   EXPECT_TRUE(seen) << dump.dump();
 }
+
+}  // namespace
+}  // namespace probelab::sim
+
+namespace probelab::sim {
+namespace {
+
+// A fused MatMul + GELU on a split chip: the Cube part on the Cube cores, the GELU on their Vector
+// cores, each tile handed over through the workspace with a flag, on the timeline; the NaN the
+// epilogue produced is latched by a Vector core.
+TEST(ChipScenarios, FusedMatMulGeluRunsAsCubeAndVectorCoresWithCrossCoreFlagsOnTheTimeline) {
+  TempDir dir;
+  const std::string yaml = (test::source_root() / "scenarios" / "chips" / "ascend910b4_split_fused_gelu.yaml").string();
+  const test::CmdResult run =
+      test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + yaml + "' --out out --trace-format json", dir);
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  const auto out = dir.path() / "out" / "ascend910b4_split_fused_gelu";
+  const json r = json::parse(test::slurp(out / "report.json"));
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  const json doc = json::parse(test::slurp(out / "trace.json"));
+  std::map<std::pair<std::int64_t, std::int64_t>, std::string> track;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      track[{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()}] = e["args"]["name"].get<std::string>();
+  std::size_t set_flags = 0, waits = 0, flow_starts = 0, flow_ends = 0, aiv_vector = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    const std::string& t = track[{e.value("pid", std::int64_t{0}), e.value("tid", std::int64_t{0})}];
+    if (e["ph"] == "X" && e["cat"] == "xcore") {
+      const std::string name = e["name"].get<std::string>();
+      if (name.find("CrossCoreSetFlag") != std::string::npos) {
+        EXPECT_NE(t.find(".fixpipe"), std::string::npos) << t;
+        ++set_flags;
+      }
+      if (name.find("CrossCoreWaitFlag") != std::string::npos) {
+        EXPECT_NE(t.find(".aiv"), std::string::npos) << t;
+        ++waits;
+      }
+    }
+    if (e["ph"] == "X" && e["cat"] == "kernel" && t.find(".aiv") != std::string::npos &&
+        t.find(".vector") != std::string::npos && e["name"].get<std::string>().find("fc1") != std::string::npos)
+      ++aiv_vector;
+    if (e.value("cat", "") == "xcore" && e["ph"] == "s") ++flow_starts;
+    if (e.value("cat", "") == "xcore" && e["ph"] == "f") ++flow_ends;
+  }
+  EXPECT_GT(set_flags, 0u);
+  EXPECT_EQ(waits, set_flags);        // one hand-over per tile: a set on the AIC, a wait on an AIV
+  EXPECT_EQ(flow_starts, set_flags);  // joined by one arrow each
+  EXPECT_EQ(flow_ends, set_flags);
+  EXPECT_GT(aiv_vector, 0u);          // the fused op's epilogue ran on Vector cores
+  bool aiv_latch = false;
+  for (const auto& a : r["anomalies"])
+    if (a.value("op", "") == "mlp/fc1+fc1_bias+gelu" && a.value("core_kind", "") == "aiv") aiv_latch = true;
+  EXPECT_TRUE(aiv_latch) << r["anomalies"].dump();
+}
+
+// An FP16 accumulator overflow inside a mixed kernel is latched by the Cube core, the NaN its
+// GELU computes from the Inf by the Vector core.
+TEST(ChipScenarios, MixedKernelLatchesNameTheCubeCoreForTheAccumulatorAndTheVectorCoreForTheEpilogue) {
+  TempDir dir;
+  const json r = run_chip_scenario("ascend910b1_fused_fp16_accumulator_aic", dir);
+  ASSERT_TRUE(r.is_object());
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  std::set<std::string> seen;
+  for (const auto& a : r["anomalies"])
+    if (a.value("op", "") == "mlp/fc1+fc1_bias+gelu") seen.insert(a.value("kind", "") + ":" + a.value("core_kind", ""));
+  EXPECT_TRUE(seen.count("overflow:aic")) << r["anomalies"].dump();
+  EXPECT_TRUE(seen.count("invalid:aiv")) << r["anomalies"].dump();
+}
+
+class FloatStatusScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FloatStatusScenario, Passes) {
+  TempDir dir;
+  const json r = test::run_scenario_report(test::source_root() / "scenarios" / "float_status" / (GetParam() + ".yaml"), dir);
+  ASSERT_TRUE(r.is_object());
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  ASSERT_TRUE(r["loss_scaling"].is_object());
+  for (const auto& s : r["loss_scaling"]["steps"]) {
+    EXPECT_EQ(s["skipped"], s["found_inf"]) << s.dump();  // a step is skipped exactly when an overflow was found
+    EXPECT_EQ(s["next_scale"].get<double>(), s["found_inf"].get<bool>() ? s["scale"].get<double>() / 2 : s["scale"].get<double>());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, FloatStatusScenario,
+                         ::testing::ValuesIn(test::yaml_stems(test::source_root() / "scenarios" / "float_status")),
+                         test::scenario_test_name);
 
 }  // namespace
 }  // namespace probelab::sim
