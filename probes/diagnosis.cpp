@@ -374,7 +374,15 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
         window = fmt::format("; changed between cycle {} and cycle {}", *o.window_lo, *o.window_hi);
       else if (o.window_hi)
         window = fmt::format("; changed before cycle {}", *o.window_hi);
-      auto& c = b.add(name, CauseClass::DataCorruption, score,
+      // A constant of the model (an initializer no op writes) that is non-finite as loaded, e.g. a
+      // -Inf attention mask: the model's own value, read as designed, not corrupted data.
+      const bool model_constant = o.kind == OriginKind::HostData && in.graph &&
+                                  in.graph->initializers().count(o.tensor) != 0;
+      if (model_constant) {
+        writer = "an initializer of the model, non-finite as loaded";
+        window.clear();
+      }
+      auto& c = b.add(name, model_constant ? CauseClass::NanSource : CauseClass::DataCorruption, score,
                       fmt::format("{} ({}, {}, {}{}{})", o.evidence, o.tensor,
                                   o.element ? fmt::format("element {}", *o.element) : std::string("element unknown"), writer,
                                   window, explained + path),
@@ -383,7 +391,13 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
       if (!c.element) c.element = o.element;
       if (c.propagation_path.empty()) c.propagation_path = o.path;
       c.explains += o.explains.size();
-      c.suggestion = o.kind == OriginKind::HostData
+      c.suggestion = model_constant
+                         ? fmt::format("{} is an initializer of the model (a value it ships with) and is non-finite itself: if the model "
+                                       "means it (a -Inf mask, an Inf bound), the ops reading it propagate it by design "
+                                       "and the probe can exclude them; else check the export or the conversion of the "
+                                       "constant to the compute dtype",
+                                       o.tensor)
+                     : o.kind == OriginKind::HostData
                          ? fmt::format("{} is written by the host, not by an op: check the data fed into it (input "
                                        "pipeline, initial values)",
                                        o.tensor)

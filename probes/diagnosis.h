@@ -13,7 +13,8 @@
 //    An origin that wrote a finite value beyond what its inputs allow (Origin::jump, see
 //    provenance.h), which a later op overflowed on: data_corruption of that op's output.
 //    Origins in memory (a value no op wrote) and host data: data_corruption of that tensor and
-//    element, blamed on the op that read it, with the writer and the cycle window.
+//    element, blamed on the op that read it, with the writer and the cycle window; except an
+//    initializer of the model that is non-finite as loaded (a -Inf mask): nan_source of that tensor.
 //  - edge integrity: a tensor whose hash at its consumer differs from its producer's
 //    (IntegrityViolation): data_corruption of that tensor between the two captures (0.97).
 //  - every condition that fired is a candidate with its statistic, threshold and step; the class

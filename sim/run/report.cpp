@@ -103,6 +103,10 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                     {"master_weights", s.precision.master_fp32 ? "fp32" : "none"},
                     {"accumulation", s.precision.accumulation},
                     {"overflow_mode", s.precision.overflow_mode}};
+  json saturated = json::array();
+  for (const auto& [tensor, n] : run.workload.saturated_constants)
+    saturated.push_back({{"tensor", tensor}, {"elements", n}});
+  r["precision"]["saturated_constants"] = std::move(saturated);
   for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
                           "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
                           "losses", "loss_scaling", "checkpoints", "perf", "quantization"}) {

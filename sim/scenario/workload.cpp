@@ -1,6 +1,8 @@
 #include "sim/scenario/workload.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -366,15 +368,29 @@ std::map<std::string, graph::Tensor> fp32_parameters(const Workload& w, const gr
   return out;
 }
 
-void apply_precision(graph::Graph& g, const Scenario& s) {
+void apply_precision(Workload& w, graph::Graph& g, const Scenario& s) {
   const graph::DType dt = s.precision.compute;
   if (dt == graph::DType::F32) return;
   std::vector<std::string> names;
   for (const auto& [name, info] : g.tensors())
     if (info.desc.dtype == graph::DType::F32) names.push_back(name);
   for (const auto& name : names) g.tensor(name).desc.dtype = dt;
-  for (auto& [name, value] : g.initializers())
-    if (value.dtype() == graph::DType::F32) value = graph::Tensor::from_f32(value.shape(), value.to_f32(), dt);
+  // A finite FP32 constant beyond the policy dtype's range saturates to its largest finite value
+  // (e.g. the -FLT_MAX of an exported attention mask becomes -65504 in FP16, not -Inf), as
+  // onnxconverter-common's float16 conversion clips; infinities and NaN stay what they are.
+  const float max_finite = dt == graph::DType::F16 ? 65504.0f : std::bit_cast<float>(0x7F7F0000u);  // BF16
+  for (auto& [name, value] : g.initializers()) {
+    if (value.dtype() != graph::DType::F32) continue;
+    std::vector<float> v = value.to_f32();
+    std::uint64_t saturated = 0;
+    for (float& x : v)
+      if (std::isfinite(x) && std::fabs(x) > max_finite) {
+        x = std::copysign(max_finite, x);
+        ++saturated;
+      }
+    if (saturated != 0) w.saturated_constants.emplace_back(name, saturated);
+    value = graph::Tensor::from_f32(value.shape(), v, dt);
+  }
   // Ops whose result dtype is an attribute (Cast's `to`, ConstantOfShape's and Range's `dtype`)
   // compute in the policy's dtype where the model says float32.
   for (graph::Op& op : g.ops())
@@ -439,10 +455,10 @@ Workload build_workload(const Scenario& s, const graph::Graph& model,
   if (s.mode == RunMode::Training) {
     const TrainingParams tp = add_backward(w, g, s, tp_shards);
     const auto fp32 = s.precision.master_fp32 ? fp32_parameters(w, g, tp) : std::map<std::string, graph::Tensor>{};
-    apply_precision(g, s);
+    apply_precision(w, g, s);
     add_optimizer(w, g, s, tp, fp32);
   } else {
-    apply_precision(g, s);
+    apply_precision(w, g, s);
   }
   if (s.ranks > 1) g = lower_hierarchical(g, static_cast<std::uint32_t>(s.ranks), cluster.chips_per_server);
   g.validate();

@@ -82,6 +82,9 @@ struct Workload {
   std::map<std::string, ShardSpec> shards;
   /// Tensor parallelism: every rank is fed the same data (rank 0's).
   bool replicated_data = false;
+  /// Initializers whose finite FP32 values beyond the compute dtype's range saturated to its
+  /// largest finite value when the precision policy converted them: name -> element count.
+  std::vector<std::pair<std::string, std::uint64_t>> saturated_constants;
 };
 
 /// Throws ScenarioError (a batch that does not fit the model, a model without outputs, a

@@ -33,6 +33,12 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
   const json& top = r["diagnosis"][0];
   for (const auto& i : r["injections"]) EXPECT_TRUE(i["fired"].get<bool>()) << i.dump();
 
+  if (name == "model_constant_inf_mask") {
+    // the model's own -Inf mask: a source in the model, never corruption of data or memory
+    EXPECT_EQ(top["cause"], "nan_source");
+    EXPECT_NE(top["suggestion"].get<std::string>().find("initializer of the model"), std::string::npos) << top.dump();
+    for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "data_corruption") << c.dump();
+  }
   if (name == "nan_step0_through_optimizer") {
     // one origin: every other NaN is propagation with the source named, never an all-reduce
     std::size_t sources = 0;
