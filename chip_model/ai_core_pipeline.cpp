@@ -295,6 +295,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       std::uint64_t hbm_bytes = 0, l2_bytes = 0, addr = 0;
       for (std::uint8_t k = 0; opt.l2 && k < step.num_loads; ++k) {
         const kernels::TileLoad& l = step.loads[k];
+        if (l.resident) continue;  // held in the core's L1
         L2Cache::Access a;
         if (step.cube && l.l2_len > 0) {
           a = opt.l2->read(l.l2_addr, l.l2_len);
@@ -318,6 +319,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       }
       for (std::uint8_t k = 0; !opt.l2 && k < step.num_loads; ++k) {
         const kernels::TileLoad& l = step.loads[k];
+        if (l.resident) continue;
         const bool hit = l.block >= 0 && touched[static_cast<std::size_t>(l.block)];
         if (l.block >= 0) touched[static_cast<std::size_t>(l.block)] = 1;
         if (hit) {

@@ -23,7 +23,8 @@
 //
 // Loads and stores are charged on the shared HBM model (Hbm::transfer, client Core, the core's
 // MTE port rate) in increasing time order over all cores, so cores contend with each other and
-// with every other HBM initiator; loads that hit the L2 (tiling.h) only take the L2 port time.
+// with every other HBM initiator; loads that hit the L2 (tiling.h) only take the L2 port time,
+// and blocks of a panel the core holds in its L1 (TileLoad::resident) take no load time at all.
 // The MTEs keep requests in flight: a core's next load (store) may be issued once the previous
 // one has finished moving its bytes; the HBM latency only delays the data's arrival.
 // The simulation runs inside the calling SC_THREAD and wait()s whenever its next request lies

@@ -135,6 +135,41 @@ void plan_vector(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores
   plan.num_tiles = tiles;
 }
 
+/// Where one output tile of the visiting sequence sits.
+struct TileRef {
+  std::size_t gemm = 0;
+  std::int64_t i = 0, mi = 0, ni = 0, tile = 0;
+};
+
+/// The operand a core keeps resident in its L1 while it walks the output tiles of one GEMM (see
+/// tiling.h): none when streaming both panels over the L2 port keeps up with the Cube; else the
+/// one that moves fewer bytes per tile over the L2/HBM path, provided two of its panels (double
+/// buffering) and two blocks of the other operand fit the L1, and a core's share of the op's
+/// tiles lets it reuse the panel at least once.
+CubeHold choose_hold(const GemmWork& g, const CubeTiling& t, const CoreTimingParams& p, std::int64_t tiles_per_core) {
+  const std::int64_t MT = ceil_div(g.m, t.tm), NT = ceil_div(g.n, t.tn);
+  const std::int64_t k = std::max<std::int64_t>(g.k, 1), kt = ceil_div(k, t.tk);
+  const auto in = static_cast<std::int64_t>(g.in_bytes);
+  const auto fits = [&](std::int64_t panel_dim, std::int64_t other_dim) {
+    return static_cast<std::uint64_t>((2 * panel_dim * kt * t.tk + 2 * other_dim * t.tk) * in) <= p.l1_bytes;
+  };
+  // Bytes per tile over the L2/HBM path with a panel reused over `run` tiles.
+  const auto per_tile = [&](std::int64_t held, std::int64_t other, std::int64_t run) {
+    return static_cast<double>(k * other) + static_cast<double>(k * held) / static_cast<double>(run);
+  };
+  // Streaming both panels keeps the Cube fed over the L2 port: no residency (round robin spreads
+  // the first touches of the operands over the op instead of bursting them at each run's start).
+  const std::int64_t fp32 = g.in_bytes == 4 ? 2 : 1;
+  const double cube = static_cast<double>(ceil_div(t.tm, p.cube_m) * ceil_div(t.tn, p.cube_n) * ceil_div(k, p.cube_k) * fp32);
+  if (per_tile(t.tm, t.tn, 1) * static_cast<double>(in) / std::max<std::uint32_t>(p.l2_bytes_per_cycle, 1) <= cube)
+    return CubeHold::None;
+  const std::int64_t run_a = std::min(NT, tiles_per_core), run_b = std::min(MT, tiles_per_core);
+  const bool a_ok = run_a >= 2 && fits(t.tm, t.tn), b_ok = run_b >= 2 && fits(t.tn, t.tm);
+  if (!a_ok && !b_ok) return CubeHold::None;
+  if (a_ok && (!b_ok || per_tile(t.tm, t.tn, run_a) <= per_tile(t.tn, t.tm, run_b))) return CubeHold::A;
+  return CubeHold::B;
+}
+
 void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, TilePlan& plan) {
   std::uint64_t unique = 0, gemm_out = 0;
   for (const GemmWork& g : w.gemms) {
@@ -144,85 +179,153 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
   plan.reuse = unique + w.out_bytes <= p.l2_bytes;
   const std::uint64_t extra_in = w.in_bytes > unique ? w.in_bytes - unique : 0;  // bias, norm params, ...
   const std::uint64_t epilogue = vector_cycles(w, p) + stats_cycles(w, p);
-  std::int64_t tile = 0;
-  std::uint64_t elem = 0;
-  std::int64_t block_base = 0;
   std::int64_t total_tiles = 0;
   std::vector<CubeTiling> tilings;
-  std::uint64_t step_bytes = 1;
   for (const GemmWork& g : w.gemms) {
     tilings.push_back(choose_cube_tiling(g, p));
-    const CubeTiling& t = tilings.back();
-    total_tiles += g.count * ceil_div(g.m, t.tm) * ceil_div(g.n, t.tn);
-    step_bytes = std::max<std::uint64_t>(step_bytes, static_cast<std::uint64_t>((t.tm + t.tn) * t.tk) * g.in_bytes);
+    total_tiles += g.count * ceil_div(g.m, tilings.back().tm) * ceil_div(g.n, tilings.back().tn);
   }
-  plan.depth = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(p.l1_bytes / step_bytes, 2, 16));
-  const auto nt_all = static_cast<std::uint64_t>(std::max<std::int64_t>(total_tiles, 1));
+  const std::int64_t per_core = ceil_div(total_tiles, cores);
+  bool any_hold = false;
+  // L1 budget: two held panels + the staged blocks of the walking operand; else whole steps.
+  std::uint64_t step_bytes = 1, panel_bytes = 0;
+  for (std::size_t gi = 0; gi < w.gemms.size(); ++gi) {
+    const GemmWork& g = w.gemms[gi];
+    const CubeTiling& t = tilings[gi];
+    const CubeHold hold = choose_hold(g, t, p, per_core);
+    plan.holds.push_back(hold);
+    any_hold = any_hold || hold != CubeHold::None;
+    const std::uint64_t a_step = static_cast<std::uint64_t>(t.tm * t.tk) * g.in_bytes;
+    const std::uint64_t b_step = static_cast<std::uint64_t>(t.tk * t.tn) * g.in_bytes;
+    step_bytes = std::max(step_bytes, hold == CubeHold::A ? b_step : hold == CubeHold::B ? a_step : a_step + b_step);
+    const auto kt = static_cast<std::uint64_t>(std::max<std::int64_t>(1, ceil_div(g.k, t.tk)));
+    if (hold != CubeHold::None) panel_bytes = std::max(panel_bytes, kt * (hold == CubeHold::A ? a_step : b_step));
+  }
+
+  // The visiting sequence: GEMM, instance, then the held operand's blocks outermost.
+  std::vector<TileRef> seq;
+  seq.reserve(static_cast<std::size_t>(total_tiles));
+  std::vector<std::int64_t> first_tile, first_block;
+  std::int64_t tile = 0, block_base = 0;
+  std::uint64_t elem = 0;
   for (std::size_t gi = 0; gi < w.gemms.size(); ++gi) {
     const GemmWork& g = w.gemms[gi];
     const CubeTiling& t = tilings[gi];
     const std::int64_t MT = ceil_div(g.m, t.tm), NT = ceil_div(g.n, t.tn), KT = std::max<std::int64_t>(1, ceil_div(g.k, t.tk));
-    const std::uint64_t in = g.in_bytes;
-    const double a_scale = g.a_distinct * g.m * g.k > 0
-                               ? static_cast<double>(g.a_unique_bytes) / static_cast<double>(g.a_distinct * g.m * g.k * in)
-                               : 0.0;
-    const double b_scale = g.b_distinct * g.k * g.n > 0
-                               ? static_cast<double>(g.b_unique_bytes) / static_cast<double>(g.b_distinct * g.k * g.n * in)
-                               : 0.0;
-    const std::int64_t a_blocks = g.a_distinct * MT * KT;
-    const std::int64_t fp32 = in == 4 ? 2 : 1;
+    first_tile.push_back(tile);
+    first_block.push_back(block_base);
     plan.gemm_maps.push_back({tile, g.m, g.n, t.tm, t.tn, g.count, elem});
+    const bool by_column = plan.holds[gi] == CubeHold::B;
     for (std::int64_t i = 0; i < g.count; ++i)
-      for (std::int64_t mi = 0; mi < MT; ++mi)
-        for (std::int64_t ni = 0; ni < NT; ++ni, ++tile) {
-          const std::int64_t tm = std::min(t.tm, g.m - mi * t.tm), tn = std::min(t.tn, g.n - ni * t.tn);
-          auto& core_steps = plan.steps[static_cast<std::size_t>(tile % cores)];
-          for (std::int64_t kk = 0; kk < KT; ++kk) {
-            const std::int64_t tk = std::max<std::int64_t>(0, std::min(t.tk, g.k - kk * t.tk));
-            TileStep s;
-            s.cube = true;
-            TileLoad& la = s.loads[s.num_loads++];
-            la.bytes = static_cast<std::uint64_t>(tm * tk) * in;
-            la.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(la.bytes) * a_scale + 0.5);
-            la.block = plan.reuse ? block_base + ((i % g.a_distinct) * MT + mi) * KT + kk : -1;
-            la.addr = g.a_addr + static_cast<std::uint64_t>(((i % g.a_distinct) * g.m + mi * t.tm) * g.k + kk * t.tk) * in;
-            const auto a_block = static_cast<std::uint64_t>(((i % g.a_distinct) * MT + mi) * KT + kk);
-            la.l2_addr = g.a_addr + prefix(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
-            la.l2_len = share(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
-            TileLoad& lb = s.loads[s.num_loads++];
-            lb.bytes = static_cast<std::uint64_t>(tk * tn) * in;
-            lb.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(lb.bytes) * b_scale + 0.5);
-            lb.block = plan.reuse ? block_base + a_blocks + ((i % g.b_distinct) * KT + kk) * NT + ni : -1;
-            lb.addr = g.b_addr + static_cast<std::uint64_t>(((i % g.b_distinct) * g.k + kk * t.tk) * g.n + ni * t.tn) * in;
-            const auto b_block = static_cast<std::uint64_t>(((i % g.b_distinct) * KT + kk) * NT + ni);
-            const auto b_blocks = static_cast<std::uint64_t>(g.b_distinct * KT * NT);
-            lb.l2_addr = g.b_addr + prefix(g.b_unique_bytes, b_block, b_blocks);
-            lb.l2_len = share(g.b_unique_bytes, b_block, b_blocks);
-            if (kk == 0 && extra_in > 0) {
-              TileLoad& lx = s.loads[s.num_loads++];
-              lx.bytes = lx.hbm_bytes = share(extra_in, static_cast<std::uint64_t>(tile), nt_all);
-              lx.addr = w.in_addr;
-            }
-            s.compute_cycles = static_cast<std::uint64_t>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) *
-                                                          ceil_div(tk, p.cube_k) * fp32);
-            if (kk == KT - 1) {
-              s.tile_end = true;
-              s.tile = tile;
-              const auto tiles_u = static_cast<std::uint64_t>(tile);
-              s.post_cycles = share(epilogue, tiles_u, nt_all);
-              s.store_bytes = share(w.out_bytes, tiles_u, nt_all);
-              s.store_addr = w.out_addr + prefix(w.out_bytes, tiles_u, nt_all);
-              s.handoff_bytes = static_cast<std::uint64_t>(tm * tn) * 4;
-            }
-            core_steps.push_back(s);
-          }
+      for (std::int64_t o = 0; o < (by_column ? NT : MT); ++o)
+        for (std::int64_t u = 0; u < (by_column ? MT : NT); ++u) {
+          const std::int64_t mi = by_column ? u : o, ni = by_column ? o : u;
+          seq.push_back({gi, i, mi, ni, tile + (i * MT + mi) * NT + ni});
         }
-    block_base += a_blocks + g.b_distinct * KT * NT;
+    tile += g.count * MT * NT;
+    block_base += g.a_distinct * MT * KT + g.b_distinct * KT * NT;
     elem += static_cast<std::uint64_t>(g.count * g.m * g.n);
   }
   plan.num_tiles = tile;
   plan.num_blocks = block_base;
   plan.gemm_layout = gemm_out == plan.out_elems;
+
+  // Distribution: round robin without residency; with it, each core takes a contiguous share of
+  // the sequence (floor or ceil of tiles / cores, as round robin), so neighbouring tiles of a
+  // row (column) block run on the same core.
+  const auto n_seq = static_cast<std::uint64_t>(seq.size());
+  std::vector<std::vector<std::size_t>> order(cores);
+  for (std::uint64_t pos = 0, c = 0; pos < n_seq; ++pos) {
+    if (any_hold)
+      while (pos >= prefix(n_seq, c + 1, cores)) ++c;
+    order[any_hold ? c : pos % cores].push_back(static_cast<std::size_t>(pos));
+  }
+
+  const auto nt_all = static_cast<std::uint64_t>(std::max<std::int64_t>(total_tiles, 1));
+  std::size_t min_run_steps = 0;
+  for (std::uint32_t c = 0; c < cores; ++c) {
+    auto& core_steps = plan.steps[c];
+    const TileRef* prev = nullptr;
+    std::size_t run_steps = 0;
+    for (std::size_t pos : order[c]) {
+      const TileRef& r = seq[pos];
+      const GemmWork& g = w.gemms[r.gemm];
+      const CubeTiling& t = tilings[r.gemm];
+      const CubeHold hold = plan.holds[r.gemm];
+      const std::int64_t MT = ceil_div(g.m, t.tm), NT = ceil_div(g.n, t.tn), KT = std::max<std::int64_t>(1, ceil_div(g.k, t.tk));
+      const std::uint64_t in = g.in_bytes;
+      // The held panel is resident when the previous tile of this core used the same one.
+      const bool same_gemm = prev != nullptr && prev->gemm == r.gemm;
+      const bool resident =
+          same_gemm && ((hold == CubeHold::A && prev->i % g.a_distinct == r.i % g.a_distinct && prev->mi == r.mi) ||
+                        (hold == CubeHold::B && prev->i % g.b_distinct == r.i % g.b_distinct && prev->ni == r.ni));
+      if (hold != CubeHold::None && !resident) {
+        if (run_steps > 0 && (min_run_steps == 0 || run_steps < min_run_steps)) min_run_steps = run_steps;
+        run_steps = 0;
+      }
+      run_steps += static_cast<std::size_t>(KT);
+      prev = &r;
+      const double a_scale = g.a_distinct * g.m * g.k > 0
+                                 ? static_cast<double>(g.a_unique_bytes) / static_cast<double>(g.a_distinct * g.m * g.k * in)
+                                 : 0.0;
+      const double b_scale = g.b_distinct * g.k * g.n > 0
+                                 ? static_cast<double>(g.b_unique_bytes) / static_cast<double>(g.b_distinct * g.k * g.n * in)
+                                 : 0.0;
+      const std::int64_t a_blocks = g.a_distinct * MT * KT;
+      const std::int64_t fp32 = in == 4 ? 2 : 1;
+      const std::int64_t tm = std::min(t.tm, g.m - r.mi * t.tm), tn = std::min(t.tn, g.n - r.ni * t.tn);
+      const std::int64_t ia = r.i % g.a_distinct, ib = r.i % g.b_distinct, base = first_block[r.gemm];
+      for (std::int64_t kk = 0; kk < KT; ++kk) {
+        const std::int64_t tk = std::max<std::int64_t>(0, std::min(t.tk, g.k - kk * t.tk));
+        TileStep s;
+        s.cube = true;
+        TileLoad& la = s.loads[s.num_loads++];
+        la.bytes = static_cast<std::uint64_t>(tm * tk) * in;
+        la.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(la.bytes) * a_scale + 0.5);
+        la.block = plan.reuse ? base + (ia * MT + r.mi) * KT + kk : -1;
+        la.addr = g.a_addr + static_cast<std::uint64_t>((ia * g.m + r.mi * t.tm) * g.k + kk * t.tk) * in;
+        const auto a_block = static_cast<std::uint64_t>((ia * MT + r.mi) * KT + kk);
+        la.l2_addr = g.a_addr + prefix(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
+        la.l2_len = share(g.a_unique_bytes, a_block, static_cast<std::uint64_t>(a_blocks));
+        la.resident = resident && hold == CubeHold::A;
+        TileLoad& lb = s.loads[s.num_loads++];
+        lb.bytes = static_cast<std::uint64_t>(tk * tn) * in;
+        lb.hbm_bytes = static_cast<std::uint64_t>(static_cast<double>(lb.bytes) * b_scale + 0.5);
+        lb.block = plan.reuse ? base + a_blocks + (ib * KT + kk) * NT + r.ni : -1;
+        lb.addr = g.b_addr + static_cast<std::uint64_t>((ib * g.k + kk * t.tk) * g.n + r.ni * t.tn) * in;
+        const auto b_block = static_cast<std::uint64_t>((ib * KT + kk) * NT + r.ni);
+        const auto b_blocks = static_cast<std::uint64_t>(g.b_distinct * KT * NT);
+        lb.l2_addr = g.b_addr + prefix(g.b_unique_bytes, b_block, b_blocks);
+        lb.l2_len = share(g.b_unique_bytes, b_block, b_blocks);
+        lb.resident = resident && hold == CubeHold::B;
+        if (kk == 0 && extra_in > 0) {
+          TileLoad& lx = s.loads[s.num_loads++];
+          lx.bytes = lx.hbm_bytes = share(extra_in, static_cast<std::uint64_t>(r.tile), nt_all);
+          lx.addr = w.in_addr;
+        }
+        s.compute_cycles = static_cast<std::uint64_t>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) *
+                                                      ceil_div(tk, p.cube_k) * fp32);
+        if (kk == KT - 1) {
+          s.tile_end = true;
+          s.tile = r.tile;
+          const auto tiles_u = static_cast<std::uint64_t>(r.tile);
+          s.post_cycles = share(epilogue, tiles_u, nt_all);
+          s.store_bytes = share(w.out_bytes, tiles_u, nt_all);
+          s.store_addr = w.out_addr + prefix(w.out_bytes, tiles_u, nt_all);
+          s.handoff_bytes = static_cast<std::uint64_t>(tm * tn) * 4;
+        }
+        if (s.loads[0].resident || s.loads[1].resident) ++plan.resident_loads;
+        core_steps.push_back(s);
+      }
+    }
+    if (run_steps > 0 && any_hold && (min_run_steps == 0 || run_steps < min_run_steps)) min_run_steps = run_steps;
+  }
+  // Loads run up to `depth` steps ahead of the Cube. With held panels: no further than one panel
+  // ahead (depth <= the shortest run), so at most two panels are ever resident.
+  const std::uint64_t staging = p.l1_bytes > 2 * panel_bytes ? p.l1_bytes - 2 * panel_bytes : 0;
+  std::uint64_t depth = std::clamp<std::uint64_t>(staging / step_bytes, 2, 16);
+  if (any_hold && min_run_steps > 0) depth = std::max<std::uint64_t>(2, std::min<std::uint64_t>(depth, min_run_steps));
+  plan.depth = static_cast<std::uint32_t>(depth);
 }
 
 }  // namespace

@@ -22,8 +22,26 @@
 // of the Vector cycles (elements * passes * 4 bytes / vector_bytes_per_cycle); the in-kernel
 // statistics pass, if any, follows as the tile's epilogue.
 //
-// Distribution: global tile t (in GEMM-instance, tile-row, tile-column order) runs on core
-// t % cores as that core's (t / cores)-th tile.
+// Distribution without L1 residency: global tile t (in GEMM-instance, tile-row, tile-column
+// order) runs on core t % cores as that core's (t / cores)-th tile. Global tile numbers stay in
+// that order with residency too; only which core visits a tile, and when, changes.
+//
+// Data reuse (L1). As Ascend C's Matmul keeps operand blocks in L1 across neighbouring output
+// tiles (MatmulTiling stepM/stepN, depthA1/depthB1), a core may hold one operand's panel (A: tm x
+// K, the row block; B: K x tn, the column block) resident in its L1 while it walks the output
+// tiles that share it; the panel's K blocks are loaded with the first of those tiles and cost
+// nothing over the L2/HBM path afterwards (TileLoad::resident). A GEMM holds a panel when
+// streaming both panels of a tile over the L2 read port (l2_bytes_per_cycle) would take longer
+// than the tile's Cube cycles (on CANN's 910B figures, 110 B/cycle against the 128 B/cycle of a
+// 128 x 128 tile); the held operand is the one that moves fewer bytes per tile (run = the tiles sharing a panel, at most a core's share),
+// provided two panels (double buffered: the next run's panel loads while the current one is in
+// use) plus two blocks of the other operand fit the L1 (CoreTimingParams::l1_bytes, the chip
+// config's l1_size) and a panel is used by at least two tiles of a core. With a held operand the
+// tiles are visited GEMM, instance, held block, other block, and each core takes a contiguous
+// share of that sequence (floor or ceil of tiles / cores, as round robin gives); the loads then
+// run ahead of the Cube by depth = (L1 - two panels) / the walking operand's block bytes steps,
+// never more than the shortest run (so at most two panels are resident). Otherwise (K too long
+// for the L1, fewer than two tiles per core on every panel) the plan is the round robin below.
 //
 // Data reuse (L2). Blocks are identified per operand matrix; the first load of a block by any
 // core in an op comes from HBM (its share of the operand's unique HBM bytes), later loads of the
@@ -62,6 +80,8 @@ struct TileLoad {
   /// Cube operand loads: the slice of the operand's HBM range this block stands for (the blocks
   /// of one operand cut its range into disjoint slices), looked up in a shared L2. 0: none.
   std::uint64_t l2_addr = 0, l2_len = 0;
+  /// The block is part of a panel the core holds in its L1 (see above): no L2/HBM traffic.
+  bool resident = false;
 };
 
 /// One pipeline step of one core.
@@ -84,6 +104,9 @@ struct CubeTiling {
   std::int64_t tm = 16, tn = 16, tk = 16;
 };
 
+/// The operand a core holds resident in its L1 across output tiles (see above).
+enum class CubeHold : std::uint8_t { None, A, B };
+
 /// The tiling of one GEMM shape (see above). Throws std::runtime_error if buffers are too small.
 CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p);
 
@@ -93,6 +116,8 @@ struct TilePlan {
   std::int64_t num_blocks = 0;              // reuse keys used
   std::uint32_t depth = 2;                  // input buffers per core (loads run that many steps ahead)
   bool reuse = true;                        // L2 holds the op's operands
+  std::vector<CubeHold> holds;              // per GEMM of the op: the operand held in L1
+  std::uint64_t resident_loads = 0;         // steps whose held block was already in L1
   std::uint64_t out_elems = 0;              // logical output elements covered by the tiles
   /// Tile of output element e: GEMM layout (count x M x N row-major) when `gemm_layout`, else
   /// proportional (tile = e * num_tiles / out_elems).
