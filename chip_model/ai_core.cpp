@@ -100,6 +100,8 @@ kernels::CoreTimingParams AiCore::timing_params(std::uint32_t cores) const {
   p.l0b_bytes = c.l0b_bytes;
   p.l0c_bytes = c.l0c_bytes;
   p.ub_bytes = c.ub_bytes;
+  p.l1_l0a_bytes_per_cycle = c.l1_l0a_bytes_per_cycle;
+  p.l1_l0b_bytes_per_cycle = c.l1_l0b_bytes_per_cycle;
   p.l2_bytes = c.l2_bytes;
   p.l2_bytes_per_cycle = c.l2_read_bytes_per_cycle;
   return p;

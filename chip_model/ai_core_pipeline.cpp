@@ -204,7 +204,8 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       if (i > 0) st = std::max(st, s.comp_end[i - 1]);
       if (opens && j >= 2) st = std::max(st, freed[j - 2]);
       const kernels::TileStep& step = (*s.steps)[i];
-      const std::uint64_t dur = clock.cycles_to_ps(step.compute_cycles);
+      // Cube steps: the L1 -> L0 moves of the step's blocks overlap the previous step's Cube work.
+      const std::uint64_t dur = clock.cycles_to_ps(std::max(step.compute_cycles, step.l0_cycles));
       s.comp_end[i] = st + dur;
       if (step.cube) {
         track(span.cube_first_ps, span.cube_last_ps, span.cube_busy_ps, st, st + dur);

@@ -71,6 +71,13 @@ const std::vector<Param>& params() {
                     "CANN Ascend C docs for Atlas A2 (910B): L0C = 128 KiB"));
     p.push_back(u64("ub_bytes", &ChipConfig::ub_bytes, "bytes", 1024, 1ull << 30, "Unified Buffer (vector operands) per core",
                     "CANN Ascend C docs for Atlas A2 (910B): UB = 192 KiB"));
+    p.push_back(u32("l1_l0a_bytes_per_cycle", &ChipConfig::l1_l0a_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's L1 -> L0A path: a Cube step waits until its A block is in L0A (overlapped with "
+                    "the previous step's Cube work)",
+                    "CANN Ascend910B*.ini and Ascend910A.ini [AICoreMemoryRates] l1_to_l0_a_rate=512"));
+    p.push_back(u32("l1_l0b_bytes_per_cycle", &ChipConfig::l1_l0b_bytes_per_cycle, "bytes/cycle", 1, 65536,
+                    "One core's L1 -> L0B path (as l1_l0a_bytes_per_cycle, for the B block)",
+                    "CANN Ascend910B*.ini and Ascend910A.ini [AICoreMemoryRates] l1_to_l0_b_rate=256"));
     p.push_back(u32("task_dispatch_ns", &ChipConfig::task_dispatch_ns, "ns", 0, 1e7,
                     "Device-side cost of dispatching one task from a stream (scheduler, descriptor decode)",
                     "estimate"));

@@ -45,6 +45,8 @@ struct ChipConfig {
   std::uint64_t l0b_bytes = 64 * 1024;
   std::uint64_t l0c_bytes = 128 * 1024;
   std::uint64_t ub_bytes = 192 * 1024;
+  std::uint32_t l1_l0a_bytes_per_cycle = 512;  // L1 -> L0A (Cube left operand), MTE1
+  std::uint32_t l1_l0b_bytes_per_cycle = 256;  // L1 -> L0B (Cube right operand), MTE1
   std::uint32_t task_dispatch_ns = 200;
 
   // ---- L2 ----

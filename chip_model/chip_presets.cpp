@@ -34,6 +34,8 @@ ChipConfig ascend910b_split(const char* name) {
   c.mte_bytes_per_cycle = 32;       // :71-73 ddr_rate=32 ddr_read_rate=32 ddr_write_rate=32
   c.l2_read_bytes_per_cycle = 110;  // :75 l2_read_rate=110
   c.l2_write_bytes_per_cycle = 86;  // :76 l2_write_rate=86
+  c.l1_l0a_bytes_per_cycle = 512;   // :77 l1_to_l0_a_rate=512
+  c.l1_l0b_bytes_per_cycle = 256;   // :78 l1_to_l0_b_rate=256
   c.l2_model = "shared";
   c.supports_inf_nan = true;        // :38 support_inf_nan=1
   c.fp_mode = "inf_nan";            // CANN default on Atlas A2; saturation "for compatibility only"
@@ -123,6 +125,7 @@ const std::map<std::string, Preset, std::less<>>& presets() {
           c.l2_bytes = 176160768;           // :25 l2_size=176160768 (168 MiB)
           c.clock_mhz = 1500;               // :40 cube_freq=1500
           // :44-55 vec_calc_size, l0_*_size, l1_size, ub_size as B1; :70-74 ddr_rate=32, l2_read_rate=110;
+          // :76-77 l1_to_l0_a_rate=512 l1_to_l0_b_rate=256 as B1;
           // :37 support_inf_nan=1.
           // Not in the file: HBM bandwidth. Estimate: half of B1's stacks (32 GiB vs 64 GiB), 800 GB/s.
           c.hbm_bandwidth_gbps = 800.0;
@@ -150,6 +153,8 @@ const std::map<std::string, Preset, std::less<>>& presets() {
           c.mte_bytes_per_cycle = 32;       // :60-62 ddr_rate=32 ddr_read_rate=32 ddr_write_rate=32
           c.l2_read_bytes_per_cycle = 110;  // :64 l2_read_rate=110
           c.l2_write_bytes_per_cycle = 86;  // :65 l2_write_rate=86
+          c.l1_l0a_bytes_per_cycle = 512;   // :66 l1_to_l0_a_rate=512
+          c.l1_l0b_bytes_per_cycle = 256;   // :67 l1_to_l0_b_rate=256
           c.l2_model = "shared";
           c.supports_inf_nan = false;       // no support_inf_nan key in the file (B files :38 support_inf_nan=1)
           c.fp_mode = "saturation";

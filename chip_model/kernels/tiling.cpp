@@ -43,13 +43,23 @@ std::uint64_t stats_cycles(const OpWork& w, const CoreTimingParams& p) {
   return (w.stats_bytes + v - 1) / v;
 }
 
+/// Cycles of one tm x tn output tile over K: the Cube's, or the L1 -> L0A / L0B moves of its
+/// blocks if slower (TileStep::l0_cycles).
+double tile_cycles(std::int64_t tm, std::int64_t tn, std::int64_t k, std::uint32_t in_bytes, const CoreTimingParams& p) {
+  const std::int64_t kk = std::max<std::int64_t>(k, 1);
+  const std::int64_t fp32 = in_bytes == 4 ? 2 : 1;
+  const double l0 = static_cast<double>(kk) * in_bytes *
+                    std::max(static_cast<double>(tm) / std::max<std::uint32_t>(p.l1_l0a_bytes_per_cycle, 1),
+                             static_cast<double>(tn) / std::max<std::uint32_t>(p.l1_l0b_bytes_per_cycle, 1));
+  return std::max(l0, static_cast<double>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) * ceil_div(kk, p.cube_k) * fp32));
+}
+
 }  // namespace
 
 CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p) {
   const std::uint64_t in = std::max<std::uint32_t>(g.in_bytes, 1);
   const std::uint64_t unique = g.a_unique_bytes + g.b_unique_bytes;
   const bool reuse = unique <= p.l2_bytes;
-  const std::int64_t fp32 = g.in_bytes == 4 ? 2 : 1;
   CubeTiling best;
   double best_est = -1;
   std::int64_t best_area = 0;
@@ -63,8 +73,7 @@ CubeTiling choose_cube_tiling(const GemmWork& g, const CoreTimingParams& p) {
       tk = std::min(tk, round_up16(g.k));
       const std::int64_t tiles = g.count * ceil_div(g.m, tm) * ceil_div(g.n, tn);
       const std::int64_t waves = ceil_div(tiles, p.cores);
-      const double cube = static_cast<double>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) *
-                                              ceil_div(std::max<std::int64_t>(g.k, 1), p.cube_k) * fp32);
+      const double cube = tile_cycles(tm, tn, g.k, g.in_bytes, p);
       // Bytes a tile moves into the core; the first-touch share comes over the (slower) HBM port.
       const double bytes = static_cast<double>(g.k) * static_cast<double>(tm + tn) * static_cast<double>(in);
       const double miss = reuse ? std::min(1.0, static_cast<double>(unique) / (bytes * static_cast<double>(tiles))) : 1.0;
@@ -159,8 +168,7 @@ CubeHold choose_hold(const GemmWork& g, const CubeTiling& t, const CoreTimingPar
   };
   // Streaming both panels keeps the Cube fed over the L2 port: no residency (round robin spreads
   // the first touches of the operands over the op instead of bursting them at each run's start).
-  const std::int64_t fp32 = g.in_bytes == 4 ? 2 : 1;
-  const double cube = static_cast<double>(ceil_div(t.tm, p.cube_m) * ceil_div(t.tn, p.cube_n) * ceil_div(k, p.cube_k) * fp32);
+  const double cube = tile_cycles(t.tm, t.tn, k, g.in_bytes, p);
   if (per_tile(t.tm, t.tn, 1) * static_cast<double>(in) / std::max<std::uint32_t>(p.l2_bytes_per_cycle, 1) <= cube)
     return CubeHold::None;
   const std::int64_t run_a = std::min(NT, tiles_per_core), run_b = std::min(MT, tiles_per_core);
@@ -305,6 +313,9 @@ void plan_cube(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores, 
         }
         s.compute_cycles = static_cast<std::uint64_t>(ceil_div(tm, p.cube_m) * ceil_div(tn, p.cube_n) *
                                                       ceil_div(tk, p.cube_k) * fp32);
+        s.l0_cycles = static_cast<std::uint64_t>(
+            std::max(ceil_div(static_cast<std::int64_t>(la.bytes), std::max<std::int64_t>(p.l1_l0a_bytes_per_cycle, 1)),
+                     ceil_div(static_cast<std::int64_t>(lb.bytes), std::max<std::int64_t>(p.l1_l0b_bytes_per_cycle, 1))));
         if (kk == KT - 1) {
           s.tile_end = true;
           s.tile = r.tile;

@@ -5,7 +5,8 @@
 // tile fill at most half of L0C, so the next tile computes while the previous one drains) and
 // each output tile into K steps of tk (an A block tm x tk fills at most half of L0A, a B block
 // tk x tn half of L0B: double buffering). One step = MTE loads of its A and B blocks, then
-// ceil(tm/cube_m) * ceil(tn/cube_n) * ceil(tk/cube_k) Cube cycles (FP32 operands: twice that).
+// ceil(tm/cube_m) * ceil(tn/cube_n) * ceil(tk/cube_k) Cube cycles (FP32 operands: twice that),
+// or the L1 -> L0A / L0B moves of the blocks if they take longer (TileStep::l0_cycles).
 // The MTE stages operands in L1, so a core's loads may run up to `depth` steps ahead of its
 // Cube (depth = L1 bytes / bytes of one step, between 2 and 16; 2 is plain double buffering),
 // which hides the HBM latency and first-touch misses behind compute.
@@ -65,6 +66,8 @@ struct CoreTimingParams {
   std::uint32_t mte_bytes_per_cycle = 64;   // HBM <-> core port
   std::uint64_t l1_bytes = 512 << 10;
   std::uint64_t l0a_bytes = 64 << 10, l0b_bytes = 64 << 10, l0c_bytes = 128 << 10, ub_bytes = 192 << 10;
+  /// L1 -> L0A / L0B rates (MTE1; CANN's l1_to_l0_a_rate / l1_to_l0_b_rate).
+  std::uint32_t l1_l0a_bytes_per_cycle = 512, l1_l0b_bytes_per_cycle = 256;
   /// Chip L2 (Ascend 910B: 192 MB, public spec) and its per-core read port (estimate: 256
   /// bytes/cycle, enough to feed the Cube at full rate from 128 x 128 tiles with margin).
   std::uint64_t l2_bytes = 192ull << 20;
@@ -90,6 +93,10 @@ struct TileStep {
   std::uint8_t num_loads = 0;
   bool cube = false;             // compute pipe: Cube (true) or Vector
   std::uint64_t compute_cycles = 0;
+  /// Cube steps: cycles to move the step's A and B blocks from L1 into L0A and L0B (separate
+  /// paths, so the slower of the two), resident or not. The L0 buffers are double buffered, so
+  /// these moves overlap the previous step's Cube work: a step takes max(compute, l0) cycles.
+  std::uint64_t l0_cycles = 0;
   bool tile_end = false;         // last step of an output tile: epilogue + store follow
   std::uint64_t post_cycles = 0; // Vector epilogue cycles of the tile (tile_end only)
   std::uint64_t store_bytes = 0; // (tile_end only)

@@ -188,6 +188,42 @@ TEST(RooflinePresets, Ascend910GemmAtCubePeakWithAWidePort) {
   gemm_at_cube_peak("ascend910", 262.14, 2048, 2048, 3072, true, 256);
 }
 
+// The L1 -> L0 paths bound a step too. At 64 (A) and 32 (B) B/cycle (CANN: 512, 256) a tile's
+// moves take K x 2 x max(tm / 64, tn / 32) cycles against the Cube's K x tm x tn / 4096, more
+// for every tile the L0C allows (tm x tn <= 16384): the GEMM runs at its tiles' L1 -> L0 time.
+TEST(RooflinePresets, Ascend910b1GemmBoundByNarrowL1ToL0Paths) {
+  pc::ChipConfig cfg = pc::chip_preset("ascend910b1");
+  cfg.l1_l0a_bytes_per_cycle = 64;
+  cfg.l1_l0b_bytes_per_cycle = 32;
+  const std::int64_t m = 6144, n = 6144, k = 512;
+  pc::kernels::CoreTimingParams tp;
+  tp.cores = cfg.num_cores;
+  tp.l1_bytes = cfg.l1_bytes, tp.l0a_bytes = cfg.l0a_bytes, tp.l0b_bytes = cfg.l0b_bytes, tp.l0c_bytes = cfg.l0c_bytes;
+  tp.mte_bytes_per_cycle = cfg.mte_bytes_per_cycle, tp.l2_bytes = cfg.l2_bytes;
+  tp.l2_bytes_per_cycle = cfg.l2_read_bytes_per_cycle;
+  tp.l1_l0a_bytes_per_cycle = cfg.l1_l0a_bytes_per_cycle, tp.l1_l0b_bytes_per_cycle = cfg.l1_l0b_bytes_per_cycle;
+  pc::kernels::GemmWork g;
+  g.m = m, g.n = n, g.k = k;
+  g.a_unique_bytes = static_cast<std::uint64_t>(m * k * 2), g.b_unique_bytes = static_cast<std::uint64_t>(k * n * 2);
+  const pc::kernels::CubeTiling t = pc::kernels::choose_cube_tiling(g, tp);
+  const pc::OpRecord r = run_one(cfg, [&](HbmPlacer& hbm) {
+    const auto a = hbm.put(random_f16({m, k}, 1)), b = hbm.put(random_f16({k, n}, 2));
+    return hbm.kernel(1, op_args("MatMul", {a, b}, {hbm.out(pg::DType::F16, {m, n})}));
+  });
+  const double hz = cfg.clock_mhz * 1e6;
+  const double cube_s = 2.0 * m * n * k / cfg.peak_cube_flops();
+  const double tiles = std::ceil(static_cast<double>(m) / t.tm) * std::ceil(static_cast<double>(n) / t.tn);
+  const double tile_cube = (t.tm / 16.0) * (t.tn / 16.0) * (k / 16.0);
+  const double tile_l0 = k * 2.0 * std::max(t.tm / 64.0, t.tn / 32.0);
+  const double l0_s = std::ceil(tiles / cfg.num_cores) * std::max(tile_cube, tile_l0) / hz;
+  const double sim_s = static_cast<double>(r.cycles) / hz;
+  std::printf("ascend910b1, L1 -> L0A / L0B at 64 / 32 B/cycle: tiles %lldx%lld, L1 -> L0 bound %.3f of the Cube peak, simulated %.3f\n",
+              static_cast<long long>(t.tm), static_cast<long long>(t.tn), cube_s / l0_s, cube_s / sim_s);
+  EXPECT_GT(tile_l0, tile_cube);
+  EXPECT_GE(sim_s, l0_s * 0.999);
+  EXPECT_LE(sim_s, l0_s * 1.05);
+}
+
 TEST(RooflinePresets, Ascend910b1VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b1"); }
 TEST(RooflinePresets, Ascend910b2VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b2"); }
 TEST(RooflinePresets, Ascend910b4VectorOpAtHbmBandwidth) { vector_at_bandwidth("ascend910b4"); }

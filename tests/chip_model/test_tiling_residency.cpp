@@ -134,3 +134,23 @@ TEST(TilingResidency, AWidePortKeepsStreaming) {
   const pk::TilePlan wide = pk::plan_tiles(gemm(6144, 6144, 512), tp, 24, 6144ull * 6144);
   EXPECT_EQ(wide.holds.at(0), pk::CubeHold::None);
 }
+
+// A Cube step also moves its blocks from L1 into L0A and L0B (CANN: 512 and 256 B/cycle), the
+// held ones included: a 128 x 128 x 128 FP16 step moves 32 KiB into each, 64 and 128 cycles,
+// under its 512 Cube cycles.
+TEST(TilingResidency, StepsCarryTheirL1ToL0Moves) {
+  pk::CoreTimingParams tp = params("ascend910b1");
+  const pk::TilePlan plan = pk::plan_tiles(gemm(6144, 6144, 512), tp, 24, 6144ull * 6144);
+  std::uint64_t resident = 0;
+  for (const pk::TileStep& s : plan.steps[3]) {
+    EXPECT_EQ(s.compute_cycles, 512u);
+    EXPECT_EQ(s.l0_cycles, 128u);
+    resident += s.loads[0].resident;
+  }
+  EXPECT_GT(resident, 0u);
+  // 16 x 16 tiles: a step of depth tk moves 32 tk bytes into L0B, tk / 8 cycles at 256 B/cycle,
+  // twice the Cube's tk / 16.
+  const pk::TilePlan tiny = pk::plan_tiles(gemm(16, 16, 4096), tp, 24, 256);
+  ASSERT_FALSE(tiny.steps[0].empty());
+  for (const pk::TileStep& s : tiny.steps[0]) EXPECT_EQ(s.l0_cycles, 2 * s.compute_cycles);
+}
