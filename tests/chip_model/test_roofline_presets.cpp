@@ -41,6 +41,21 @@ pc::OpRecord run_one(const pc::ChipConfig& cfg, const std::function<ps::TaskDesc
   return p.core->records().at(0);
 }
 
+/// The tile planner's view of `cfg` (as AiCore::timing_params builds it).
+pc::kernels::CoreTimingParams timing_params(const pc::ChipConfig& cfg) {
+  pc::kernels::CoreTimingParams tp;
+  tp.cores = cfg.num_cores;
+  tp.clock_mhz = cfg.clock_mhz;
+  tp.cube_m = cfg.cube_m, tp.cube_n = cfg.cube_n, tp.cube_k = cfg.cube_k;
+  tp.vector_bytes_per_cycle = cfg.vector_bytes_per_cycle;
+  tp.mte_bytes_per_cycle = cfg.mte_bytes_per_cycle;
+  tp.l1_bytes = cfg.l1_bytes, tp.l0a_bytes = cfg.l0a_bytes, tp.l0b_bytes = cfg.l0b_bytes, tp.l0c_bytes = cfg.l0c_bytes;
+  tp.ub_bytes = cfg.ub_bytes;
+  tp.l1_l0a_bytes_per_cycle = cfg.l1_l0a_bytes_per_cycle, tp.l1_l0b_bytes_per_cycle = cfg.l1_l0b_bytes_per_cycle;
+  tp.l2_bytes = cfg.l2_bytes, tp.l2_bytes_per_cycle = cfg.l2_read_bytes_per_cycle;
+  return tp;
+}
+
 /// A large FP16 GEMM on `preset`: never faster than the derived Cube peak, and within 5% of the
 /// roofline of its data movement. A core walks a contiguous share of the output tiles (tm x tn,
 /// row by row); when streaming both panels of a tile over the L2 read port would outlast its Cube
@@ -56,12 +71,7 @@ void gemm_at_cube_peak(const char* preset, double expect_tflops, std::int64_t m,
                        bool cube_bound, std::uint32_t l2_port = 0) {
   pc::ChipConfig cfg = pc::chip_preset(preset);
   if (l2_port != 0) cfg.l2_read_bytes_per_cycle = l2_port;
-  pc::kernels::CoreTimingParams tp;
-  tp.cores = cfg.num_cores;
-  tp.cube_m = cfg.cube_m, tp.cube_n = cfg.cube_n, tp.cube_k = cfg.cube_k;
-  tp.mte_bytes_per_cycle = cfg.mte_bytes_per_cycle;
-  tp.l1_bytes = cfg.l1_bytes, tp.l0a_bytes = cfg.l0a_bytes, tp.l0b_bytes = cfg.l0b_bytes, tp.l0c_bytes = cfg.l0c_bytes;
-  tp.l2_bytes = cfg.l2_bytes, tp.l2_bytes_per_cycle = cfg.l2_read_bytes_per_cycle;
+  const pc::kernels::CoreTimingParams tp = timing_params(cfg);
   pc::kernels::GemmWork g;
   g.m = m, g.n = n, g.k = k;
   g.a_unique_bytes = static_cast<std::uint64_t>(m * k * 2), g.b_unique_bytes = static_cast<std::uint64_t>(k * n * 2);
@@ -196,12 +206,7 @@ TEST(RooflinePresets, Ascend910b1GemmBoundByNarrowL1ToL0Paths) {
   cfg.l1_l0a_bytes_per_cycle = 64;
   cfg.l1_l0b_bytes_per_cycle = 32;
   const std::int64_t m = 6144, n = 6144, k = 512;
-  pc::kernels::CoreTimingParams tp;
-  tp.cores = cfg.num_cores;
-  tp.l1_bytes = cfg.l1_bytes, tp.l0a_bytes = cfg.l0a_bytes, tp.l0b_bytes = cfg.l0b_bytes, tp.l0c_bytes = cfg.l0c_bytes;
-  tp.mte_bytes_per_cycle = cfg.mte_bytes_per_cycle, tp.l2_bytes = cfg.l2_bytes;
-  tp.l2_bytes_per_cycle = cfg.l2_read_bytes_per_cycle;
-  tp.l1_l0a_bytes_per_cycle = cfg.l1_l0a_bytes_per_cycle, tp.l1_l0b_bytes_per_cycle = cfg.l1_l0b_bytes_per_cycle;
+  const pc::kernels::CoreTimingParams tp = timing_params(cfg);
   pc::kernels::GemmWork g;
   g.m = m, g.n = n, g.k = k;
   g.a_unique_bytes = static_cast<std::uint64_t>(m * k * 2), g.b_unique_bytes = static_cast<std::uint64_t>(k * n * 2);

@@ -22,6 +22,7 @@ pk::CoreTimingParams params(const char* preset) {
   tp.cube_m = cfg.cube_m, tp.cube_n = cfg.cube_n, tp.cube_k = cfg.cube_k;
   tp.mte_bytes_per_cycle = cfg.mte_bytes_per_cycle;
   tp.l1_bytes = cfg.l1_bytes, tp.l0a_bytes = cfg.l0a_bytes, tp.l0b_bytes = cfg.l0b_bytes, tp.l0c_bytes = cfg.l0c_bytes;
+  tp.l1_l0a_bytes_per_cycle = cfg.l1_l0a_bytes_per_cycle, tp.l1_l0b_bytes_per_cycle = cfg.l1_l0b_bytes_per_cycle;
   tp.l2_bytes = cfg.l2_bytes, tp.l2_bytes_per_cycle = cfg.l2_read_bytes_per_cycle;
   return tp;
 }
@@ -44,6 +45,17 @@ std::uint64_t moved(const std::vector<pk::TileStep>& steps, int operand) {
   for (const pk::TileStep& s : steps)
     if (!s.loads[operand].resident) b += s.loads[operand].bytes;
   return b;
+}
+
+/// No panel held: tile t on core t % cores, as before residency existed.
+void expect_round_robin(const pk::TilePlan& plan) {
+  EXPECT_EQ(plan.holds.at(0), pk::CubeHold::None);
+  EXPECT_EQ(plan.resident_loads, 0u);
+  for (std::size_t c = 0; c < plan.steps.size(); ++c)
+    for (const pk::TileStep& s : plan.steps[c])
+      if (s.tile_end) {
+        EXPECT_EQ(static_cast<std::size_t>(s.tile) % plan.steps.size(), c);
+      }
 }
 
 }  // namespace
@@ -104,25 +116,13 @@ TEST(TilingResidency, ContiguousSharesCoverEveryTileOnceAndBalanceTheCores) {
 // plan is the round robin (tile t on core t % cores) with no resident load.
 TEST(TilingResidency, PanelsLargerThanTheL1FallBackToRoundRobin) {
   const pk::TilePlan plan = pk::plan_tiles(gemm(2048, 2048, 8192), params("ascend910b1"), 24, 2048ull * 2048);
-  EXPECT_EQ(plan.holds.at(0), pk::CubeHold::None);
-  EXPECT_EQ(plan.resident_loads, 0u);
-  for (std::size_t c = 0; c < plan.steps.size(); ++c)
-    for (const pk::TileStep& s : plan.steps[c])
-      if (s.tile_end) {
-        EXPECT_EQ(static_cast<std::size_t>(s.tile % 24), c);
-      }
+  expect_round_robin(plan);
 }
 
 // 512 x 512 x 512: 16 tiles on 24 cores, no core gets two: unchanged round robin.
 TEST(TilingResidency, SmallGemmKeepsTheRoundRobinPlan) {
   const pk::TilePlan plan = pk::plan_tiles(gemm(512, 512, 512), params("ascend910b1"), 24, 512ull * 512);
-  EXPECT_EQ(plan.holds.at(0), pk::CubeHold::None);
-  EXPECT_EQ(plan.resident_loads, 0u);
-  for (std::size_t c = 0; c < plan.steps.size(); ++c)
-    for (const pk::TileStep& s : plan.steps[c])
-      if (s.tile_end) {
-        EXPECT_EQ(static_cast<std::size_t>(s.tile % 24), c);
-      }
+  expect_round_robin(plan);
 }
 
 // A port that streams both panels faster than the Cube consumes them needs no residency.

@@ -30,6 +30,29 @@ TEST(ChipScenarios, Ascend910b1LatchesTheFusedGeluNan) {
   EXPECT_EQ(r["precision"]["overflow_mode"], "inf_nan");
 }
 
+// A large projection on B1 holds its A panels in the Cube cores' L1: the operand bytes that reach
+// the cores are B per tile plus each operand once (the first touches), not both panels per tile
+// (2 x 72 MiB over the two steps), and the MatMul runs near its Cube roofline.
+TEST(ChipScenarios, Ascend910b1WideProjectionHoldsItsAPanelsInL1) {
+  TempDir dir;
+  const json r = run_chip_scenario("ascend910b1_wide_projection_l1_reuse", dir);
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["status"], "ok");
+  for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump();
+  bool seen = false;
+  for (const auto& o : r["perf"]["ops"]) {
+    if (o["op"] != "up_proj") continue;
+    seen = true;
+    const double b_per_tile = 512.0 * 128 * 2, tiles = 12.0 * 24;
+    const double once = 1536.0 * 512 * 2 + 512.0 * 3072 * 2;
+    const double moved = o["counters"]["l2_read_bytes"].get<double>() + o["counters"]["hbm_read_bytes"].get<double>();
+    EXPECT_LE(moved, 2 * (tiles * b_per_tile + once) * 1.01) << o.dump();
+    EXPECT_GE(o["roofline"]["efficiency"].get<double>(), 0.85) << o.dump();
+    EXPECT_EQ(o["cores"], 24) << o.dump();
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(ChipScenarios, Ascend910SaturatesTheOverflowedOutput) {
   TempDir dir;
   const json r = run_chip_scenario("ascend910_saturation_overflow", dir);
