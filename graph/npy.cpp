@@ -148,6 +148,13 @@ Tensor decode_npy(const std::vector<std::byte>& data, const std::string& what) {
                                  header_len, kMaxHeaderBytes));
   if (data.size() < start + header_len) throw GraphError(fmt::format("{}: truncated .npy header", what));
   const std::string header(reinterpret_cast<const char*>(data.data() + start), header_len);
+  // The format's header is ASCII text (a Python dict literal padded with spaces and a newline); a
+  // byte outside it is not a .npy header, and must not reach a message as raw bytes.
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const auto c = static_cast<unsigned char>(header[i]);
+    if ((c < 0x20 || c > 0x7e) && c != '\n' && c != '\t')
+      throw GraphError(fmt::format("{}: .npy header is not ASCII text (byte 0x{:02x} at offset {})", what, c, start + i));
+  }
 
   std::string descr = dict_value(header, "descr", what);
   if (descr.front() != '\'' && descr.front() != '"')

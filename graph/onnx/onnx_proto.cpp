@@ -104,7 +104,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where, c
     if (t.raw_data().size() != bytes.size())
       throw GraphError(fmt::format("{}: raw_data has {} bytes, {} {} needs {}", where, t.raw_data().size(),
                                    dtype_name(*dt), shape_str(shape), bytes.size()));
-    std::memcpy(bytes.data(), t.raw_data().data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(bytes.data(), t.raw_data().data(), bytes.size());
   } else {
     switch (*dt) {
       case DType::F32: copy_field<float>(t.float_data(), bytes, n, where); break;
@@ -186,7 +186,7 @@ namespace {
 
 Tensor int64_tensor(const Shape& s, const std::vector<std::int64_t>& v) {
   std::vector<std::byte> b(v.size() * sizeof(std::int64_t));
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
   return Tensor(TensorDesc{DType::I64, s, Format::ND}, std::move(b));
 }
 

@@ -46,7 +46,7 @@ void gather_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   const std::byte* src = in[0]->bytes().data();
   std::byte* dst = out[0].bytes().data();
   const auto m = static_cast<std::int64_t>(idx.size());
-  for (std::int64_t o = 0; o < g.outer; ++o)
+  for (std::int64_t o = 0; block != 0 && o < g.outer; ++o)
     for (std::int64_t j = 0; j < m; ++j)
       std::memcpy(dst + (o * m + j) * block, src + (o * g.n + idx[static_cast<std::size_t>(j)]) * block,
                   static_cast<std::size_t>(block));

@@ -12,7 +12,7 @@ namespace probelab::graph::ops {
 namespace {
 
 void copy_ref(const Op&, Ins in, Outs out, RefPrecision) {
-  std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
+  if (out[0].nbytes() != 0) std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
 }
 
 void reshape_back(GradBuilder& b, const Op& op) {
@@ -100,7 +100,7 @@ void split_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   std::int64_t col = 0;
   for (Tensor& o : out) {
     const std::int64_t row = o.shape()[axis] * inner;
-    for (std::int64_t i = 0; i < outer; ++i)
+    for (std::int64_t i = 0; row != 0 && i < outer; ++i)
       std::memcpy(o.bytes().data() + i * row, src + i * x[axis] * inner + col, static_cast<std::size_t>(row));
     col += row;
   }
@@ -283,7 +283,7 @@ void trilu_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   const bool upper = at.i("upper") != 0;
   const std::int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
   const std::size_t es = dtype_size(in[0]->dtype());
-  std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
+  if (out[0].nbytes() != 0) std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
   std::byte* y = out[0].bytes().data();
   const std::int64_t mats = rows * cols == 0 ? 0 : numel(s) / (rows * cols);
   for (std::int64_t m = 0; m < mats; ++m)

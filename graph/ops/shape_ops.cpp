@@ -11,7 +11,7 @@ namespace probelab::graph::ops {
 namespace {
 
 void copy_bytes_ref(const Op&, Ins in, Outs out, RefPrecision) {
-  std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
+  if (out[0].nbytes() != 0) std::memcpy(out[0].bytes().data(), in[0]->bytes().data(), out[0].nbytes());
 }
 
 // --- Reshape / Flatten --------------------------------------------------------------------------
@@ -161,7 +161,8 @@ void concat_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   std::int64_t col = 0;
   for (const Tensor* t : in) {
     const std::int64_t row = t->shape()[axis] * inner * es;
-    for (std::int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, t->bytes().data() + o * row, row);
+    if (row != 0)
+      for (std::int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + col, t->bytes().data() + o * row, row);
     col += row;
   }
 }

@@ -23,7 +23,7 @@ DType target_dtype(const Op& op, const char* attr) {
 void write_through(const Shape& shape, const std::vector<double>& values, DType through, Tensor& out) {
   Tensor t = Tensor::from_f64(shape, values, through);
   if (t.dtype() == out.dtype()) {
-    std::memcpy(out.bytes().data(), t.bytes().data(), out.nbytes());
+    if (out.nbytes() != 0) std::memcpy(out.bytes().data(), t.bytes().data(), out.nbytes());
     return;
   }
   const std::vector<double> v = t.to_f64();
@@ -95,7 +95,7 @@ void cast_values(const Tensor& x, DType to, Tensor& out) {
   if (x.dtype() == DType::I64 && (to == DType::I64 || to == DType::I32 || to == DType::Bool)) {
     // Exact for all of int64 (a detour through double would round above 2^53).
     auto src = x.data<std::int64_t>();
-    if (to == DType::I64) std::memcpy(out.bytes().data(), src.data(), out.nbytes());
+    if (to == DType::I64 && out.nbytes() != 0) std::memcpy(out.bytes().data(), src.data(), out.nbytes());
     else if (to == DType::I32)
       for (std::size_t i = 0; i < src.size(); ++i) out.data<std::int32_t>()[i] = static_cast<std::int32_t>(src[i]);
     else

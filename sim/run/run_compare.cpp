@@ -173,6 +173,12 @@ Verdict compare_one(const Capture& a, const Capture& b, CaptureDiff& d, std::vec
   return Verdict::Differ;
 }
 
+// Text that came from a damaged file (a parser's message quotes the bytes it read, a file name)
+// as valid UTF-8: ill-formed sequences become U+FFFD, so the comparison can always be written.
+std::string valid_utf8(const std::string& s) {
+  return json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+}
+
 }  // namespace
 
 json RunComparison::to_json() const {
@@ -183,7 +189,8 @@ json RunComparison::to_json() const {
                        {"max_abs_diff", std::isnan(d.max_abs_diff) ? json(nullptr) : json(d.max_abs_diff)},
                        {"note", d.note}});
   json damaged_j = json::array();
-  for (const auto& d : damaged) damaged_j.push_back({{"run", d.run}, {"file", d.file}, {"problem", d.problem}});
+  for (const auto& d : damaged)
+    damaged_j.push_back({{"run", d.run}, {"file", valid_utf8(d.file)}, {"problem", valid_utf8(d.problem)}});
   return {{"matched", matched}, {"equal", equal}, {"only_a", only_a}, {"only_b", only_b}, {"diffs", diffs_j},
           {"damaged", damaged_j}, {"first_divergent_op", diffs.empty() ? json(nullptr) : json(diffs.front().op)}};
 }

@@ -1,5 +1,6 @@
 // .npy reading and writing.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <cstring>
 #include <filesystem>
@@ -138,6 +139,24 @@ TEST_F(Npy, ErrorsNameTheFile) {
   EXPECT_NE(error_reading(path("noshape.npy")).find("noshape.npy: .npy header has no 'shape'"), std::string::npos);
   EXPECT_THROW(write_npy((dir_ / "no/such/dir/x.npy").string(), Tensor::from_f32({1}, std::vector<float>{1})),
                GraphError);
+}
+
+// The header is ASCII text by the format's definition: any other byte is bad input named by its
+// offset, and no raw byte of the file reaches the message (a message is shown and written as JSON).
+TEST_F(Npy, NonAsciiHeaderByteIsNamedNotQuoted) {
+  const Tensor x = Tensor::from_f32({2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  for (const unsigned char bad : {0xe2u, 0x80u, 0x01u, 0xffu}) {
+    auto bytes = encode_npy(x);
+    bytes[20] = static_cast<std::byte>(bad);  // inside "'descr': '<f4'"
+    try {
+      decode_npy(bytes, "t.npy");
+      ADD_FAILURE() << "accepted byte " << static_cast<int>(bad);
+    } catch (const GraphError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(fmt::format("not ASCII text (byte 0x{:02x} at offset 20)", bad)), std::string::npos) << m;
+      for (const char c : m) EXPECT_LT(static_cast<unsigned char>(c), 0x80u) << m;
+    }
+  }
 }
 
 }  // namespace
