@@ -34,11 +34,29 @@ def find_chromium():
 class Browser:
     """One headless Chromium with one page, driven through --remote-debugging-pipe."""
 
-    def __init__(self, width=1400, height=900, timeout=60.0):
+    def __init__(self, width=1400, height=900, timeout=60.0, attempts=2):
         exe = find_chromium()
         if not exe:
             raise RuntimeError("chromium is not installed (Debian package `chromium`, see scripts/deps.sh)")
         self.timeout = timeout
+        # A browser that starts but never answers on the pipe (seen on a loaded 2-core machine,
+        # the first DevTools call timing out) is launched again once with a fresh profile; the
+        # error of the last attempt carries the tail of its log.
+        for attempt in range(attempts):
+            self._launch(exe)
+            try:
+                self._attach(width, height)
+                return
+            except TimeoutError as e:
+                log = self._log_tail()
+                self.close()
+                if attempt + 1 == attempts:
+                    raise TimeoutError("%s (after %d launches); its log ends: %s" % (e, attempts, log)) from None
+            except BaseException:
+                self.close()
+                raise
+
+    def _launch(self, exe):
         self.profile = tempfile.mkdtemp(prefix="probelab_chromium_")
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
@@ -61,11 +79,10 @@ class Browser:
         self._buf = b""
         self._id = 0
         self.events = []
-        try:
-            self._attach(width, height)
-        except BaseException:
-            self.close()
-            raise
+
+    def _log_tail(self):
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-2000:]
 
     def _attach(self, width, height):
         targets = self.call("Target.getTargets")["targetInfos"]
@@ -85,8 +102,7 @@ class Browser:
             if ready:
                 chunk = os.read(self._from_browser, 1 << 20)
                 if not chunk:
-                    self._log.seek(0)
-                    raise RuntimeError("chromium closed the pipe: " + self._log.read().decode(errors="replace")[-2000:])
+                    raise RuntimeError("chromium closed the pipe: " + self._log_tail())
                 self._buf += chunk
         msg, self._buf = self._buf.split(b"\0", 1)
         return json.loads(msg)
@@ -177,6 +193,7 @@ class Browser:
         return out_png
 
     def close(self):
+        self.timeout = min(self.timeout, 5.0)  # a browser that does not answer is killed below
         try:
             self.call("Browser.close")
         except Exception:
