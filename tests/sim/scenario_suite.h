@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim::test {
 
@@ -27,7 +27,7 @@ inline std::vector<std::string> yaml_stems(const std::filesystem::path& dir) {
 /// Runs `probelab run <yaml> --out out --no-trace` in `dir`; expects exit code 0 and returns the
 /// report.json written (a failure and an empty value when none was).
 inline nlohmann::json run_scenario_report(const std::filesystem::path& yaml, const TempDir& dir) {
-  const CmdResult r = shell(std::string("'") + PROBELAB_BINARY + "' run '" + yaml.string() + "' --out out --no-trace", dir);
+  const CmdResult r = run("run '" + yaml.string() + "' --out out --no-trace", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   for (const auto& e : std::filesystem::directory_iterator(dir.path() / "out"))
     return nlohmann::json::parse(slurp(e.path() / "report.json"));

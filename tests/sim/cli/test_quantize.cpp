@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
@@ -15,20 +15,13 @@ namespace {
 using test::TempDir;
 namespace fs = std::filesystem;
 
-test::CmdResult cli(const std::string& args, const TempDir& dir) {
-  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
-}
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
 const std::string kCnn = (test::source_root() / "scenarios" / "quantization" / "int8_cnn.yaml").string();
 
 TEST(Quantize, Int8CnnKeepsExactlyTheOutlierLayer) {
   TempDir dir;
-  const test::CmdResult r = cli("quantize '" + kCnn + "' --out out --jobs 2", dir);
+  const test::CmdResult r = test::run("quantize '" + kCnn + "' --out out --jobs 2", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const nlohmann::json j = read_json(dir.path() / "out" / "int8_cnn" / "quantize.json");
+  const nlohmann::json j = test::read_json(dir.path() / "out" / "int8_cnn" / "quantize.json");
   EXPECT_EQ(j["keep"], nlohmann::json::array({"conv3"}));
   EXPECT_EQ(j["sensitivity_order"][0], "conv3");
   EXPECT_EQ(j["candidates"].size(), 5u);
@@ -47,9 +40,9 @@ TEST(Quantize, Int8CnnKeepsExactlyTheOutlierLayer) {
   EXPECT_NE(r.out.find("keep in the compute dtype: [conv3]"), std::string::npos) << r.out;
 
   // Per-channel weight scales absorb the outliers: nothing needs keeping, so expect_keep fails.
-  const test::CmdResult pc = cli("quantize '" + kCnn + "' --out out2 --set quantization.weights.per_channel=true", dir);
+  const test::CmdResult pc = test::run("quantize '" + kCnn + "' --out out2 --set quantization.weights.per_channel=true", dir);
   EXPECT_EQ(pc.code, 1) << pc.out << pc.err;
-  EXPECT_EQ(read_json(dir.path() / "out2" / "int8_cnn" / "quantize.json")["keep"], nlohmann::json::array());
+  EXPECT_EQ(test::read_json(dir.path() / "out2" / "int8_cnn" / "quantize.json")["keep"], nlohmann::json::array());
 }
 
 TEST(Quantize, Fp8MlpWithAnSqnrTarget) {
@@ -64,14 +57,14 @@ quantization:
   weights: e5m2
   activations: e5m2
 )");
-  test::CmdResult r = cli("quantize q.yaml --out out --target 'sqnr>=200'", dir);
+  test::CmdResult r = test::run("quantize q.yaml --out out --target 'sqnr>=200'", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;  // met by keeping both layers (then equal: sqnr inf)
-  nlohmann::json j = read_json(dir.path() / "out" / "fp8" / "quantize.json");
+  nlohmann::json j = test::read_json(dir.path() / "out" / "fp8" / "quantize.json");
   EXPECT_EQ(j["keep"].size(), 2u);
   EXPECT_EQ(j["evaluations"], 2 + 2 + 2);
-  r = cli("quantize q.yaml --out out --target 'sqnr>=10'", dir);
+  r = test::run("quantize q.yaml --out out --target 'sqnr>=10'", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  j = read_json(dir.path() / "out" / "fp8" / "quantize.json");
+  j = test::read_json(dir.path() / "out" / "fp8" / "quantize.json");
   EXPECT_TRUE(j["keep"].empty());
   EXPECT_EQ(j["evaluations"], 4);
 }
@@ -86,24 +79,24 @@ TEST(Quantize, BadInputExitsWithTwo) {
   dir.write("asym.yaml", base + "quantization: {ops: [\"fc*\"], weights: {format: e4m3, symmetric: false}}\n");
   dir.write("ok.yaml", base + "quantization: {ops: [\"fc*\"], weights: int8}\n");
   for (const char* f : {"none.yaml", "glob.yaml", "fmt.yaml", "asym.yaml"}) {
-    const test::CmdResult r = cli(std::string("quantize ") + f + " --target 'cosine>=0.9'", dir);
+    const test::CmdResult r = test::run(std::string("quantize ") + f + " --target 'cosine>=0.9'", dir);
     EXPECT_EQ(r.code, 2) << f << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
   }
-  EXPECT_EQ(cli("quantize ok.yaml", dir).code, 2);                            // no target anywhere
-  EXPECT_EQ(cli("quantize ok.yaml --target 'cosine<=0.9'", dir).code, 2);     // wrong direction
-  EXPECT_EQ(cli("quantize ok.yaml --target 'snr>=3'", dir).code, 2);
-  EXPECT_EQ(cli("run glob.yaml", dir).code, 2);  // `run` validates the section too
+  EXPECT_EQ(test::run("quantize ok.yaml", dir).code, 2);                            // no target anywhere
+  EXPECT_EQ(test::run("quantize ok.yaml --target 'cosine<=0.9'", dir).code, 2);     // wrong direction
+  EXPECT_EQ(test::run("quantize ok.yaml --target 'snr>=3'", dir).code, 2);
+  EXPECT_EQ(test::run("run glob.yaml", dir).code, 2);  // `run` validates the section too
   // loss_delta needs a loss (training); delayed-scaling keys need scaling: delayed.
-  const test::CmdResult ld = cli("quantize ok.yaml --target 'loss_delta<=0.1'", dir);
+  const test::CmdResult ld = test::run("quantize ok.yaml --target 'loss_delta<=0.1'", dir);
   EXPECT_EQ(ld.code, 2) << ld.out << ld.err;
   EXPECT_NE(ld.err.find("training"), std::string::npos) << ld.err;
-  EXPECT_EQ(cli("quantize ok.yaml --target 'loss_delta>=0.1'", dir).code, 2);
+  EXPECT_EQ(test::run("quantize ok.yaml --target 'loss_delta>=0.1'", dir).code, 2);
   dir.write("hist.yaml", base + "quantization: {ops: [\"fc*\"], activations: {format: e4m3, amax_history: 4}}\n");
   dir.write("dpc.yaml", base + "quantization: {ops: [\"fc*\"], weights: {format: e4m3, scaling: delayed, per_channel: true}}\n");
   dir.write("alg.yaml", base + "quantization: {ops: [\"fc*\"], activations: {format: e4m3, scaling: delayed, algorithm: mean}}\n");
   for (const char* f : {"hist.yaml", "dpc.yaml", "alg.yaml"}) {
-    const test::CmdResult r = cli(std::string("run ") + f, dir);
+    const test::CmdResult r = test::run(std::string("run ") + f, dir);
     EXPECT_EQ(r.code, 2) << f << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
   }
@@ -125,16 +118,16 @@ quantization:
   activations: int8
 )");
   // A loose bound holds with everything quantized; a bound of 0 needs every layer kept.
-  test::CmdResult r = cli("quantize t.yaml --out out --target 'loss_delta<=10'", dir);
+  test::CmdResult r = test::run("quantize t.yaml --out out --target 'loss_delta<=10'", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  nlohmann::json j = read_json(dir.path() / "out" / "train8" / "quantize.json");
+  nlohmann::json j = test::read_json(dir.path() / "out" / "train8" / "quantize.json");
   EXPECT_TRUE(j["keep"].empty());
   const double all = j["search"][0]["output"]["loss_delta"].get<double>();
   EXPECT_GT(all, 0.0);
   for (const auto& l : j["layers"]) EXPECT_TRUE(l["alone"].contains("loss_delta")) << l.dump();
-  r = cli("quantize t.yaml --out out --target 'loss_delta<=0'", dir);
+  r = test::run("quantize t.yaml --out out --target 'loss_delta<=0'", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  j = read_json(dir.path() / "out" / "train8" / "quantize.json");
+  j = test::read_json(dir.path() / "out" / "train8" / "quantize.json");
   EXPECT_EQ(j["keep"].size(), 2u);
   EXPECT_EQ(j["output"]["loss_delta"], 0.0);
   // Keeping the more sensitive layer alone lands between the two.
@@ -146,9 +139,9 @@ quantization:
 
 TEST(Quantize, ReportHoldsPerLayerSaturationAmaxAndChannelScales) {
   TempDir dir;
-  const test::CmdResult r = cli("run '" + kCnn + "' --out out", dir);
+  const test::CmdResult r = test::run("run '" + kCnn + "' --out out", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const nlohmann::json q = read_json(dir.path() / "out" / "int8_cnn" / "report.json")["quantization"];
+  const nlohmann::json q = test::read_json(dir.path() / "out" / "int8_cnn" / "report.json")["quantization"];
   ASSERT_TRUE(q.is_object());
   ASSERT_EQ(q["layers"].size(), 5u);
   double conv3_spread = 0, conv2_spread = 0;

@@ -8,17 +8,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
 
 using test::TempDir;
 namespace fs = std::filesystem;
-
-test::CmdResult cli(const std::string& args, const TempDir& dir) {
-  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
-}
 
 std::string training(const std::string& name, const std::string& every, const std::string& injections) {
   return "name: " + name + R"(
@@ -43,13 +39,13 @@ class Query : public ::testing::Test {
                             "  - {kind: nan, op: fc1, element: 21, step: 4}\n";
     dir_->write("every1.yaml", training("every1", "1", inj));
     dir_->write("every3.yaml", training("every3", "3", inj));
-    const test::CmdResult r = cli("run every1.yaml every3.yaml --out out --jobs 2", *dir_);
+    const test::CmdResult r = test::run("run every1.yaml every3.yaml --out out --jobs 2", *dir_);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
   }
   static void TearDownTestSuite() { delete dir_; }
   static TempDir* dir_;
   nlohmann::json query(const std::string& args, int want_code) {
-    const test::CmdResult r = cli("query " + args + " --json", *dir_);
+    const test::CmdResult r = test::run("query " + args + " --json", *dir_);
     EXPECT_EQ(r.code, want_code) << args << "\n" << r.out << r.err;
     return nlohmann::json::parse(r.out.empty() ? "{}" : r.out);
   }
@@ -125,7 +121,7 @@ TEST_F(Query, BadInputExitsWithTwo) {
   for (const std::string args : {"out/every1 nonfinite nosuchtensor", "out/every1 writer fc1 100000",
                                  "out/every1 writer fc1 3 --step 9", "out/every1 exceeds fc1", "out/every1 exceeds fc1 abc",
                                  "out/nothing nonfinite fc1", "out/every1 nonfinite fc1 --rank 3"}) {
-    const test::CmdResult r = cli("query " + args, *dir_);
+    const test::CmdResult r = test::run("query " + args, *dir_);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_FALSE(r.err.empty()) << args;
   }

@@ -8,21 +8,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
 
 using test::TempDir;
 namespace fs = std::filesystem;
-
-test::CmdResult cli(const std::string& args, const TempDir& dir) {
-  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
-}
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
 
 // tinynet trains for 6 steps; a NaN lands in fc1's output at step `nan_step`.
 std::string scenario(const std::string& name, int nan_step, const std::string& checkpoints, const std::string& probes) {
@@ -47,7 +39,7 @@ const char* kConditionProbes = R"y(  mode: statistics
 
 std::set<std::pair<std::string, int>> dumped(const fs::path& run) {
   std::set<std::pair<std::string, int>> out;
-  const nlohmann::json m = read_json(run / "dump" / "rank0" / "dump.json");
+  const nlohmann::json m = test::read_json(run / "dump" / "rank0" / "dump.json");
   for (const auto& e : m["entries"])
     if (e.value("payload", "") == "full") out.insert({e["op"].get<std::string>() + ":" + e["edge"].get<std::string>(), e["step"].get<int>()});
   return out;
@@ -57,10 +49,10 @@ TEST(Rewind, ConditionReexecutesFromTheCheckpointBeforeTheAnomalyWithFullCapture
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("rw.yaml", scenario("rw", 3, "checkpoints: {every: 2}", kConditionProbes));
-  const test::CmdResult r = cli("run rw.yaml --out out", dir);
+  const test::CmdResult r = test::run("run rw.yaml --out out", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const fs::path run = dir.path() / "out" / "rw";
-  const nlohmann::json rep = read_json(run / "report.json");
+  const nlohmann::json rep = test::read_json(run / "report.json");
   // Pass 1 stopped after the anomaly's step.
   ASSERT_EQ(rep["losses"][0].size(), 4u) << rep["losses"].dump();
   const nlohmann::json& w = rep["rewind"];
@@ -78,14 +70,14 @@ TEST(Rewind, ConditionReexecutesFromTheCheckpointBeforeTheAnomalyWithFullCapture
   EXPECT_EQ(w["ops"], nlohmann::json::array({"fc1"}));
   // Pass 2: its own run directory, linked back, with full tensors of fc1's edges at steps 2 and 3 only.
   const fs::path pass = run / "rewind";
-  const nlohmann::json rep2 = read_json(pass / "report.json");
+  const nlohmann::json rep2 = test::read_json(pass / "report.json");
   EXPECT_EQ(rep2["rewind_of"]["requested"]["step"], 3);
   EXPECT_EQ(rep2["losses"][0].size(), 2u);
   const auto d = dumped(pass);
   for (int s : {2, 3})
     for (const char* edge : {"fc1:in0", "fc1:in1", "fc1:out0"}) EXPECT_TRUE(d.count({edge, s})) << edge << " " << s;
   // Nothing but the implicated op's tensors in full (fc1's output is also fc1_bias's input).
-  const nlohmann::json m = read_json(pass / "dump" / "rank0" / "dump.json");
+  const nlohmann::json m = test::read_json(pass / "dump" / "rank0" / "dump.json");
   for (const auto& e : m["entries"]) {
     if (e.value("payload", "") != "full") continue;
     EXPECT_GE(e["step"].get<int>(), 2) << e.dump();
@@ -105,9 +97,9 @@ TEST(Rewind, RuleWithoutCheckpointsRewindsFromTheStartCapturesEverythingAndConti
   watch_points: ["*"]
   rules: ["invalid_count > 0 -> rewind(stats_dump, all, continue)"]
 )y"));
-  const test::CmdResult r = cli("run rw.yaml --out out", dir);
+  const test::CmdResult r = test::run("run rw.yaml --out out", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  const nlohmann::json rep = read_json(dir.path() / "out" / "rule" / "report.json");
+  const nlohmann::json rep = test::read_json(dir.path() / "out" / "rule" / "report.json");
   const nlohmann::json& w = rep["rewind"];
   ASSERT_TRUE(w.is_object());
   EXPECT_EQ(w["requested"]["by"], "rule");
@@ -119,7 +111,7 @@ TEST(Rewind, RuleWithoutCheckpointsRewindsFromTheStartCapturesEverythingAndConti
   EXPECT_TRUE(w["reproduced"].get<bool>());
   EXPECT_EQ(w["losses_compared"], 3);  // pass 1 ran steps 0..2
   EXPECT_TRUE(w["losses_identical"].get<bool>());
-  const nlohmann::json rep2 = read_json(dir.path() / "out" / "rule" / "rewind" / "report.json");
+  const nlohmann::json rep2 = test::read_json(dir.path() / "out" / "rule" / "rewind" / "report.json");
   EXPECT_EQ(rep2["losses"][0].size(), 6u);
   // Its rewind actions asked for nothing more: no nested pass, no stop.
   EXPECT_TRUE(rep2["rewind"].is_null());
@@ -131,12 +123,12 @@ TEST(Rewind, BadRewindActionsAreBadInput) {
   dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("a.yaml", scenario("a", 2, "", R"y(  watch_points: [{match: ["*"], conditions: [{when: "nan_count > 0", actions: ["rewind(full_dump, sideways)"]}]}]
 )y"));
-  test::CmdResult r = cli("run a.yaml --out out", dir);
+  test::CmdResult r = test::run("run a.yaml --out out", dir);
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("unknown rewind argument 'sideways'"), std::string::npos) << r.err;
   dir.write("b.yaml", scenario("b", 2, "", R"y(  watch_points: [{match: ["*"], conditions: [{when: "nan_count > 0", actions: [break, rewind]}]}]
 )y"));
-  r = cli("run b.yaml --out out", dir);
+  r = test::run("run b.yaml --out out", dir);
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("break and rewind exclude each other"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir.path() / "out" / "b"));

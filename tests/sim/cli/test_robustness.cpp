@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/cli/cli_test_util.h"
 
 namespace probelab::sim {
 namespace {
@@ -26,10 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using test::TempDir;
-
-test::CmdResult probelab(const std::string& args, const TempDir& dir) {
-  return test::shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
-}
 
 // A scenario slow enough to be caught while it runs (several seconds on a loaded 2-core machine).
 std::string slow_scenario(const std::string& name) {
@@ -117,7 +113,7 @@ TEST(Robustness, KillNineEndsTheWorkersAndKeepsThePreviousResults) {
   TempDir dir;
   dir.write("slow.yaml", slow_scenario("slow"));
   // A complete earlier result of the same scenario (fewer steps: quick).
-  ASSERT_EQ(probelab("run slow.yaml --out out --set steps=2 --no-baseline", dir).code, 0);
+  ASSERT_EQ(test::run("run slow.yaml --out out --set steps=2 --no-baseline", dir).code, 0);
   const std::string before = test::slurp(dir.path() / "out/slow/report.json");
   ASSERT_FALSE(before.empty());
   int status = 0;
@@ -132,7 +128,7 @@ TEST(Robustness, KillNineEndsTheWorkersAndKeepsThePreviousResults) {
   EXPECT_EQ(names[1], "slow");
   EXPECT_EQ(names[0].rfind(".slow.partial-", 0), 0u) << names[0];
   // The next run removes that scratch directory and replaces the results only when complete.
-  ASSERT_EQ(probelab("run slow.yaml --out out --set steps=3 --no-baseline", dir).code, 0);
+  ASSERT_EQ(test::run("run slow.yaml --out out --set steps=3 --no-baseline", dir).code, 0);
   EXPECT_EQ(entries(dir.path() / "out"), std::vector<std::string>{"slow"});
   const json rep = json::parse(test::slurp(dir.path() / "out/slow/report.json"));
   EXPECT_EQ(rep["scenario"]["steps"], 3);
@@ -189,7 +185,7 @@ ops:
 outputs: [a/b, a.b]
 )");
   dir.write("s.yaml", "name: s\nmodel: m.yaml\nchip: tiny\n");
-  ASSERT_EQ(probelab("run s.yaml", dir).code, 0);
+  ASSERT_EQ(test::run("run s.yaml", dir).code, 0);
   const fs::path d = dir.path() / "out/s/outputs/rank0";
   const json index = json::parse(test::slurp(d / "outputs.json"));
   ASSERT_EQ(index.size(), 2u) << index.dump();
@@ -216,7 +212,7 @@ outputs: [big, small]
             "name: oversize\nmodel: m.yaml\nchip: tiny\nsteps: 2\n"
             "probes:\n  mode: full\n  watch_points: ['big', {name: ghost, match: ['no_such_op*']}]\n"
             "  capture: {buffer_bytes: 4096, overrun: stall}\n");
-  test::CmdResult r = probelab("run oversize.yaml", dir);
+  test::CmdResult r = test::run("run oversize.yaml", dir);
   EXPECT_EQ(r.code, 0) << r.err;
   json rep = json::parse(test::slurp(dir.path() / "out/oversize/report.json"));
   EXPECT_EQ(rep["capture"]["oversize"], 2) << rep["capture"].dump();
@@ -231,7 +227,7 @@ outputs: [big, small]
   dir.write("corrupt.yaml", "name: corrupt\nmodel: tinynet.yaml\nchip: tiny\nsteps: 2\n"
                             "probes: {mode: statistics, watch_points: ['*']}\n"
                             "injections:\n  - {kind: capture_corrupt, record: all, byte: 0, bit: 3}\n");
-  r = probelab("run corrupt.yaml", dir);
+  r = test::run("run corrupt.yaml", dir);
   EXPECT_EQ(r.code, 0) << r.err;
   rep = json::parse(test::slurp(dir.path() / "out/corrupt/report.json"));
   const json& c = rep["capture"];
@@ -247,7 +243,7 @@ outputs: [big, small]
 TEST(Robustness, AFailingSimulationExitsWithThree) {
   TempDir dir;
   dir.write("slow.yaml", slow_scenario("slow"));
-  const test::CmdResult r = probelab("run slow.yaml --timeout 1 --no-baseline", dir);
+  const test::CmdResult r = test::run("run slow.yaml --timeout 1 --no-baseline", dir);
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("simulation error"), std::string::npos) << r.out;
 }

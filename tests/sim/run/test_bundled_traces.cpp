@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/sim_test_util.h"
 #include "tests/support/perfetto_check.h"
 #include "tests/support/trace_check.h"
@@ -37,7 +38,7 @@ class BundledTrace : public ::testing::TestWithParam<std::string> {};
 TEST_P(BundledTrace, ViewersKeepEverySliceAndFlow) {
   TempDir dir;
   const fs::path path = test::source_root() / "scenarios" / (GetParam() + ".yaml");
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + path.string() +
+  const test::CmdResult r = test::run("run '" + path.string() +
                                             "' --out out --trace-format json --trace-format perfetto",
                                         dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -130,7 +131,7 @@ TEST(BundledTraceChrome, DevToolsTraceModelKeepsEverySlice) {
   if (!fs::exists(engine / "node_modules" / "@paulirish" / "trace_engine" / "package.json"))
     GTEST_SKIP() << "Chrome's trace model is not installed in " << engine << " (scripts/test.sh installs it)";
   TempDir dir;
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run --out out --jobs 2", dir);
+  const test::CmdResult r = test::run("run --out out --jobs 2", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   std::string files;
   std::vector<std::string> names;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace probelab::sim {
@@ -37,7 +38,7 @@ struct Outcome {
 
 Outcome run(const TempDir& dir, const std::string& name, const std::string& probes) {
   dir.write(name + ".yaml", std::string(kScenario) + probes);
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run " + name + ".yaml --out " + name +
+  const test::CmdResult r = test::run("run " + name + ".yaml --out " + name +
                                             " --no-trace --no-baseline",
                                         dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/scenario_suite.h"
 
 namespace probelab::sim {
@@ -87,7 +88,7 @@ TEST(ChipScenarios, FusedMatMulGeluRunsAsCubeAndVectorCoresWithCrossCoreFlagsOnT
   TempDir dir;
   const std::string yaml = (test::source_root() / "scenarios" / "chips" / "ascend910b4_split_fused_gelu.yaml").string();
   const test::CmdResult run =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' run '" + yaml + "' --out out --trace-format json", dir);
+      test::run("run '" + yaml + "' --out out --trace-format json", dir);
   ASSERT_EQ(run.code, 0) << run.out << run.err;
   const auto out = dir.path() / "out" / "ascend910b4_split_fused_gelu";
   const json r = json::parse(test::slurp(out / "report.json"));

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/npy.h"
+#include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/scenario_suite.h"
 
 namespace probelab::sim {
@@ -42,7 +43,7 @@ struct Trained {
 
 Trained train(const TempDir& dir, const std::string& name, const std::string& body, int expect_code = 0) {
   dir.write(name + ".yaml", "name: " + name + "\n" + body);
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run " + name + ".yaml --out out", dir);
+  const test::CmdResult r = test::run("run " + name + ".yaml --out out", dir);
   EXPECT_EQ(r.code, expect_code) << r.out << r.err;
   Trained out;
   out.dir = dir.path() / "out" / name;
@@ -123,7 +124,7 @@ TEST(MasterWeights, GraphOpsAndWatchableTensors) {
   }
   EXPECT_EQ(steps.size(), static_cast<std::size_t>(kSteps)) << manifest.dump().substr(0, 2000);
   const json show = json::parse(
-      test::shell(std::string("'") + PROBELAB_BINARY + "' show watched.yaml --json", dir).out);
+      test::run("show watched.yaml --json", dir).out);
   EXPECT_NE(show.dump().find("fc2/matmul/weight/update"), std::string::npos);
 }
 
@@ -131,7 +132,7 @@ TEST(MasterWeights, CheckpointsHoldTheMasterCopiesAndReplayIsBitIdentical) {
   TempDir dir;
   train(dir, "resume", mlp("{compute: fp16, master_weights: fp32}", "{type: adam, lr: 1.0e-4}"));
   const test::CmdResult r =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' replay out/resume --from-step 3", dir);
+      test::run("replay out/resume --from-step 3", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("bit-identical"), std::string::npos) << r.out;
   // The resumed run reads the master copies: replacing one by its FP16 rounding changes steps 3..
@@ -141,7 +142,7 @@ TEST(MasterWeights, CheckpointsHoldTheMasterCopiesAndReplayIsBitIdentical) {
   graph::write_npy((saved.dir / "checkpoints/rank0/step3/fc1.norm.scale.master.npy").string(),
                    graph::Tensor::from_f64(w16.shape(), w16.to_f64(), graph::DType::F32));
   const test::CmdResult d =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' replay out/resume --from-step 3 --out again", dir);
+      test::run("replay out/resume --from-step 3 --out again", dir);
   EXPECT_EQ(d.code, 1) << d.out << d.err;
 }
 

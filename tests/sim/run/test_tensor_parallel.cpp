@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace probelab::sim {
@@ -37,7 +38,7 @@ std::vector<std::vector<double>> losses(const TempDir& dir, const std::string& n
                                         const std::string& tensor, const std::string& lr = "5.0e-4") {
   dir.write(name + ".yaml", job(name, ranks, tensor, lr));
   const test::CmdResult r =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' run " + name + ".yaml --out out_" + name, dir);
+      test::run("run " + name + ".yaml --out out_" + name, dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   const json report = json::parse(test::slurp(dir.path() / ("out_" + name) / name / "report.json"));
   return report.at("losses").get<std::vector<std::vector<double>>>();
@@ -76,7 +77,7 @@ TEST(TensorParallel, RanksAgreeAndMatchTheSingleDeviceTraining) {
 TEST(TensorParallel, MatMulsThatCannotBeSplitAreBadInput) {
   TempDir dir;
   dir.write("bad.yaml", job("bad", 4, "[\"fc*/matmul\"]", "5.0e-4"));  // fc3's 10 columns over 4 ranks
-  const test::CmdResult r = test::shell(std::string("'") + PROBELAB_BINARY + "' run bad.yaml --out o", dir);
+  const test::CmdResult r = test::run("run bad.yaml --out o", dir);
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("parallel.tensor"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fc3/matmul"), std::string::npos) << r.err;
