@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -123,7 +125,7 @@ TEST(Hardening, UserRegexesWithinLimits) {
 }
 
 TEST(Hardening, OnnxFilesThatAreNotModels) {
-  const fs::path dir = fs::temp_directory_path() / "probelab_graph_hardening_onnx";
+  const fs::path dir = fs::temp_directory_path() / ("probelab_graph_hardening_onnx_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "empty.onnx").close();
   EXPECT_NE(error_of([&] { import_onnx((dir / "empty.onnx").string()); }).find("not an ONNX model (no ir_version or no "

@@ -1,4 +1,6 @@
 // The YAML model format: good files, bad files with file/line/key in the message, initialisers.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +20,7 @@ class ModelYaml : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("probelab_yaml_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("probelab_yaml_" + std::to_string(::getpid()) + "_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }

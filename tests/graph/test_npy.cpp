@@ -1,4 +1,6 @@
 // .npy reading and writing.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
@@ -20,7 +22,7 @@ class Npy : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("probelab_npy_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("probelab_npy_" + std::to_string(::getpid()) + "_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }

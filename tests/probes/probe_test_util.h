@@ -2,6 +2,8 @@
 // ProbeRuntime against FakeDevice the way sim/'s executor does (see probes/probe_runtime.h).
 #pragma once
 
+#include <unistd.h>
+
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -202,7 +204,7 @@ class MiniExecutor {
 };
 
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("probelab_probes_" + name);
+  auto p = std::filesystem::temp_directory_path() / ("probelab_probes_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
