@@ -11,6 +11,24 @@
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
+namespace {
+
+/// A channel serves `share` bytes at `gbps` after what it already queued, from `start_ps` on:
+/// its accounting updated; returns when the share began and how long it took.
+struct Served {
+  std::uint64_t begin = 0, dur = 0;
+};
+Served serve_share(std::uint64_t& busy_until_ps, double gbps, Hbm::ChannelStats& stats, std::uint64_t& busy_total,
+                   std::uint64_t share, std::uint64_t start_ps) {
+  const Served s{std::max(start_ps, busy_until_ps), transfer_ps(share, gbps)};
+  busy_until_ps = s.begin + s.dur;
+  busy_total += s.dur;
+  stats.bytes += share;
+  stats.busy_ps += s.dur;
+  return s;
+}
+
+}  // namespace
 
 std::string_view hbm_client_name(HbmClient c) {
   switch (c) {
@@ -141,13 +159,9 @@ std::uint64_t Hbm::channels(std::uint64_t addr, std::uint64_t bytes, std::uint64
   // Channel c serves its share of the transfer after what it already queued; channels in
   // ascending order (the order of the trace's slices).
   auto serve = [&](std::uint32_t c, std::uint64_t share) {
-    const std::uint64_t begin = std::max(start_ps, busy_until_ps_[c]);
-    const std::uint64_t dur = transfer_ps(share, channel_rate_[c]);
-    busy_until_ps_[c] = begin + dur;
-    busy_ps_total_ += dur;
-    channel_stats_[c].bytes += share;
-    channel_stats_[c].busy_ps += dur;
-    end = std::max(end, busy_until_ps_[c]);
+    const auto [begin, dur] =
+        serve_share(busy_until_ps_[c], channel_rate_[c], channel_stats_[c], busy_ps_total_, share, start_ps);
+    end = std::max(end, begin + dur);
     if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.
       trace_->complete(rank_, fmt::format("hbm.ch{:02}", c),
@@ -202,7 +216,48 @@ sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc
 std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
                                bool is_write, double port_gbps, bool traced) {
   check_range(addr, bytes, is_write ? "write" : "read");
+  if (is_single(addr, bytes, who, is_write)) return single(addr, bytes, start_ps, who, is_write, port_gbps);
   return model(addr, bytes, start_ps, who, is_write, port_gbps, traced);
+}
+
+bool Hbm::is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool is_write) const {
+  if (bytes == 0 || (trace_ && trace_->enabled())) return false;
+  const std::uint64_t last = addr + bytes - 1;
+  if (addr / interleave_ != last / interleave_) return false;
+  if (!l2_) return true;
+  return addr / L2Cache::kLineBytes == last / L2Cache::kLineBytes &&
+         !(is_write && who == HbmClient::Capture && capture_allocates_);
+}
+
+// model() -> coherent() -> channels() for one granule of one channel and one L2 line.
+std::uint64_t Hbm::single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
+                          bool is_write, double port_gbps) {
+  auto& st = stats_[static_cast<int>(who)];
+  ++st.transfers;
+  (is_write ? st.bytes_written : st.bytes_read) += bytes;
+  std::uint64_t end = start_ps;
+  if (l2_) {
+    L2Stats& ls = l2_stats_[static_cast<int>(who)];
+    if (!is_write) {
+      if (l2_->resident(addr)) {
+        ls.hit_bytes += bytes;
+        return start_ps + transfer_ps(bytes, port_gbps > 0 ? std::min(port_gbps, l2_read_gbps_) : l2_read_gbps_);
+      }
+      ls.miss_bytes += bytes;
+    } else {
+      const L2Cache::Access a = l2_->invalidate(addr, bytes);
+      ls.invalidated_bytes += a.invalidated_bytes;
+      for (std::uint64_t line : a.writebacks) {
+        end = std::max(end, channels(line, L2Cache::kLineBytes, start_ps, who, true, 0, false));
+        ls.writeback_bytes += L2Cache::kLineBytes;
+      }
+    }
+  }
+  const auto c = static_cast<std::uint32_t>((addr / interleave_) % channels_);
+  const Served sv = serve_share(busy_until_ps_[c], channel_rate_[c], channel_stats_[c], busy_ps_total_, bytes, start_ps);
+  std::uint64_t done = std::max(start_ps, sv.begin + sv.dur);
+  if (port_gbps > 0) done = std::max(done, start_ps + transfer_ps(bytes, port_gbps));
+  return std::max(end, done + latency_ps_);
 }
 
 sc_core::sc_time Hbm::read(std::uint64_t addr, std::span<std::byte> dst, const sc_core::sc_time& start, HbmClient who,

@@ -136,6 +136,12 @@ class Hbm : public sc_core::sc_module {
                          bool is_write, double port_gbps, bool traced);
   std::uint64_t channels(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
                          bool is_write, double port_gbps, bool traced);
+  /// True when model() would touch one channel and at most one L2 line, untraced and without
+  /// allocating in the L2: then single() has the same effects and result, without the general
+  /// loops (a collective's messages at scale move a few elements each).
+  bool is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool is_write) const;
+  std::uint64_t single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who, bool is_write,
+                       double port_gbps);
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
 

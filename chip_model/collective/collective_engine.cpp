@@ -118,7 +118,18 @@ void CollectiveEngine::deliver(Message&& m) {
     return;
   }
   const MessageKey k = m.key;
-  if (!mailbox_.emplace(k, std::move(m)).second)
+  // A node of a message taken before, reused: no allocation per message that waits here.
+  bool inserted = false;
+  if (spare_.empty()) {
+    inserted = mailbox_.emplace(k, std::move(m)).second;
+  } else {
+    auto node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = k;
+    node.mapped() = std::move(m);
+    inserted = mailbox_.insert(std::move(node)).inserted;
+  }
+  if (!inserted)
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} received message {} from position {} twice", k.comm,
                                          k.seq, rank_, k.step, k.src_pos));
 }
@@ -126,8 +137,9 @@ void CollectiveEngine::deliver(Message&& m) {
 bool CollectiveEngine::take(const MessageKey& key, Message& out) {
   auto it = mailbox_.find(key);
   if (it == mailbox_.end()) return false;
-  out = std::move(it->second);
-  mailbox_.erase(it);
+  auto node = mailbox_.extract(it);
+  out = std::move(node.mapped());
+  spare_.push_back(std::move(node));
   return true;
 }
 
@@ -227,9 +239,9 @@ void CollectiveEngine::run(TaskContext& ctx) {
       }
     }
   }
-  RankProgram prog;
+  std::optional<ProgramCursor> prog;
   try {
-    prog = build_program(preq);
+    prog.emplace(std::move(preq));
   } catch (const std::invalid_argument& e) {
     fail(e.what());
   }
@@ -274,7 +286,7 @@ void CollectiveEngine::run(TaskContext& ctx) {
     s.jitter_seed = mix_seed(over->jitter_seed ^ mix_seed((std::uint64_t{comm} << 32 | seq) + rank_));
   }
   s.send_seq = &send_seq_;
-  CollectiveExecution ex(std::move(s), std::move(prog));
+  CollectiveExecution ex(std::move(s), std::move(*prog));
   // Runs until a message is missing; then the thread catches up with its local time (messages
   // that arrived meanwhile are taken here) and the network's deliveries run the rest.
   if (!ex.advance()) {

@@ -74,6 +74,7 @@ class CollectiveEngine : public sc_core::sc_module,
   CollectiveFabric& fabric_;
   sc_core::sc_event finished_;                        // a parked execution finished
   std::map<MessageKey, Message> mailbox_;             // arrived before they were asked for
+  std::vector<std::map<MessageKey, Message>::node_type> spare_;  // mailbox nodes to reuse
   std::vector<CollectiveExecution*> parked_;          // each waits for its awaited() message
   std::map<std::uint32_t, std::uint32_t> next_seq_;  // per communicator
   std::uint64_t send_seq_ = 0;

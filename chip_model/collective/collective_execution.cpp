@@ -23,13 +23,13 @@ std::string header_text(const CollectiveHeader& h) {
 
 }  // namespace
 
-CollectiveExecution::CollectiveExecution(Setup s, RankProgram prog)
+CollectiveExecution::CollectiveExecution(Setup s, ProgramCursor prog)
     : s_(std::move(s)), prog_(std::move(prog)), es_(graph::dtype_size(s_.data)), out_(s_.out_count * es_),
       t_(s_.arrival_ps), rng_(s_.jitter_seed) {}
 
 bool CollectiveExecution::advance() {
-  while (pc_ < prog_.steps.size()) {
-    const ProgStep& st = prog_.steps[pc_];
+  while (const ProgStep* step = prog_.step()) {
+    const ProgStep& st = *step;
     switch (st.kind) {
       case ProgStep::Kind::Send: send(st); break;
       case ProgStep::Kind::Recv: {
@@ -58,7 +58,7 @@ bool CollectiveExecution::advance() {
         break;
       }
     }
-    ++pc_;
+    prog_.next();
   }
   finished_ = true;
   return true;
@@ -136,15 +136,15 @@ void CollectiveExecution::send(const ProgStep& st) {
     m.payload.offset += st.begin * es_;
     m.payload.size = st.count * es_;
   } else if (st.from == Operand::Output) {
-    m.payload = Payload::copy(std::span<const std::byte>(out_).subspan(st.begin * es_, st.count * es_));
+    m.payload.assign(std::span<const std::byte>(out_).subspan(st.begin * es_, st.count * es_));
     addr = s_.args.output.addr + st.begin * es_;
   } else if (sl->final) {
-    m.payload = Payload::copy(sl->v.view().subspan((st.begin - sl->begin) * es_, st.count * es_));
+    m.payload.assign(sl->v.view().subspan((st.begin - sl->begin) * es_, st.count * es_));
     addr = s_.args.output.addr;
   } else {
     m.partial = true;
     m.dtype = static_cast<std::uint8_t>(sl->v.dt);
-    m.payload = Payload::copy(sl->v.view());
+    m.payload.assign(sl->v.view());
     sl->live = false;  // a partial is sent once (ring: forwarded; tree: handed to the parent)
     addr = s_.args.output.addr;
   }
@@ -179,8 +179,8 @@ Value CollectiveExecution::add(Value a, Value b, std::uint64_t begin) {
 
 void CollectiveExecution::add_into(Value& a, Value& b, std::uint64_t begin) {
   num::BulkReport r;
-  if (a.dt != s_.acc) a = convert_value(std::move(a), s_.acc, s_.mode, r);
-  if (b.dt != s_.acc) b = convert_value(std::move(b), s_.acc, s_.mode, r);
+  convert_in_place(a, s_.acc, s_.mode, r);
+  convert_in_place(b, s_.acc, s_.mode, r);
   add_values(a, b, s_.mode, r);
   rep_.merge(r, static_cast<std::int64_t>(begin));
 }
@@ -262,7 +262,7 @@ void CollectiveExecution::fold_all(const ProgStep& st) {
   for (std::uint32_t p : by_head) landed[p] = land(msgs[p], 0, st.begin, true);
   for (std::uint32_t p = 0; p < n; ++p)
     if (p != s_.position) advance_to(landed[p]);
-  std::vector<std::uint32_t> order = prog_.fold_order;
+  std::vector<std::uint32_t> order = prog_.fold_order();
   if (order.empty()) {
     order.push_back(s_.position);
     std::vector<std::uint32_t> rest = by_head;

@@ -66,7 +66,7 @@ class CollectiveExecution {
     std::uint64_t* send_seq = nullptr;  // the engine's per-sender message counter
   };
 
-  CollectiveExecution(Setup s, RankProgram prog);
+  CollectiveExecution(Setup s, ProgramCursor prog);
 
   /// Runs steps until one needs a message that has not arrived (false) or the program is done
   /// (true). Throws std::runtime_error for a message that does not match this rank's view.
@@ -135,8 +135,7 @@ class CollectiveExecution {
   void fold_all(const ProgStep& st);
 
   Setup s_;
-  RankProgram prog_;
-  std::size_t pc_ = 0;
+  ProgramCursor prog_;
   bool finished_ = false;
   std::exception_ptr error_;
   std::size_t es_;

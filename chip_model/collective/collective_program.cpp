@@ -284,7 +284,9 @@ class Builder {
 
 }  // namespace
 
-RankProgram build_program(const ProgramRequest& req) {
+namespace {
+
+void check_request(const ProgramRequest& req) {
   if (req.size == 0) throw std::invalid_argument("collective program: empty group");
   if (req.position >= req.size)
     throw std::invalid_argument(fmt::format("collective program: position {} outside a group of {}", req.position, req.size));
@@ -303,7 +305,178 @@ RankProgram build_program(const ProgramRequest& req) {
                                               "positions 0..{}",
                                               req.position, req.size - 1));
   }
+}
+
+}  // namespace
+
+RankProgram build_program(const ProgramRequest& req) {
+  check_request(req);
   return Builder(req).build();
+}
+
+// Ring candidates, in the order Builder::ring() emits them (a candidate whose count is 0 or whose
+// peer is this position is skipped there and here):
+//   AllReduce / ReduceScatter: send, recv for s = 0..N-2; finalize; AllReduce only: send, recv
+//     for s = 0..N-2 of the all-gather
+//   AllGather: copy; send, recv for s = 0..N-2
+//   Broadcast: copy (the root only); send, recv for t = 0..2(N-1)-1
+ProgramCursor::ProgramCursor(ProgramRequest req) : req_(std::move(req)) {
+  check_request(req_);
+  lazy_ = req_.algo == CollectiveAlgo::Ring;
+  if (lazy_) {
+    const std::uint64_t pairs = 2 * std::uint64_t{req_.size - 1};
+    const bool two_phases = req_.op == CollectiveOp::AllReduce || req_.op == CollectiveOp::Broadcast;
+    end_ = (two_phases ? 2 * pairs : pairs) + 1;
+    blocks_ = req_.op == CollectiveOp::ReduceScatter || req_.op == CollectiveOp::AllGather;
+    chunk_q_ = req_.count / req_.size;
+    chunk_r_ = req_.count % req_.size;
+    next_ = (req_.position + 1) % req_.size;
+    prev_ = (req_.position + req_.size - 1) % req_.size;
+  } else {
+    prog_ = Builder(req_).build();
+    end_ = prog_.steps.size();
+  }
+  settle();
+}
+
+void ProgramCursor::next() {
+  if (done_) return;
+  ++k_;
+  settle();
+}
+
+void ProgramCursor::settle() {
+  for (; k_ < end_; ++k_) {
+    if (!lazy_) {
+      cur_ = prog_.steps[k_];
+      return;
+    }
+    if (ring_candidate(k_)) return;
+    k_ = ring_skip(k_);
+  }
+  done_ = true;
+}
+
+std::uint64_t ProgramCursor::ring_skip(std::uint64_t k) const {
+  const std::uint32_t n = req_.size, p = req_.position;
+  const std::uint64_t m = std::min<std::uint64_t>(req_.count, n);  // chunks 0..m-1 hold elements
+  if (req_.op != CollectiveOp::AllReduce || m == n) return k;
+  // In exchange s of a phase the send carries chunk d = (a - s) mod N and the receive chunk
+  // d - 1 (mod N): one of them is non-empty iff d <= m, and d falls by one per exchange.
+  const std::uint64_t pairs = 2 * std::uint64_t{n - 1};
+  if (k == pairs) return k;
+  const std::uint64_t first = k < pairs ? 0 : pairs + 1;
+  const std::uint64_t a = k < pairs ? p + n - 1 : p + n;
+  const std::uint64_t s = (k - first) / 2, d = (a - s) % n;
+  if (d <= m) return k;
+  const std::uint64_t s2 = s + (d - m);
+  if (s2 > n - 2) return first + pairs - 1;  // nothing left in this phase
+  return first + 2 * s2 - 1;                 // the caller's ++k lands on exchange s2's send
+}
+
+bool ProgramCursor::ring_candidate(std::uint64_t k) {
+  const std::uint32_t n = req_.size, p = req_.position;
+  const std::uint64_t cnt = req_.count, q = chunk_q_, r = chunk_r_;
+  const bool blocks = blocks_;
+  // Chunking{cnt, n} with its quotient and remainder computed once.
+  auto chunk_begin = [q, r](std::uint64_t c) { return c * q + std::min(c, r); };
+  auto chunk_size = [q, r](std::uint64_t c) { return q + (c < r ? 1 : 0); };
+  // Position x (mod N) for -N <= x < 2N.
+  auto pos = [n](std::int64_t x) {
+    const auto m = static_cast<std::int64_t>(n);
+    return static_cast<std::uint32_t>(x < 0 ? x + m : x >= m ? x - m : x);
+  };
+  auto begin = [&](std::uint32_t c) { return blocks ? c * cnt : chunk_begin(c); };
+  auto size = [&](std::uint32_t c) { return blocks ? cnt : chunk_size(c); };
+  const std::uint32_t next = next_, prev = prev_;
+  const std::uint64_t pairs = 2 * std::uint64_t{n - 1};
+  ProgStep& st = cur_;
+  st = ProgStep{};
+  // Exchange j / 2 of a phase: its send (even j: block ks) or its receive (odd j: block kr).
+  auto exchange = [&](std::uint64_t j, std::uint32_t tag, Operand from, Combine combine, std::uint32_t ks,
+                      std::uint32_t kr, std::uint64_t elems) {
+    st.tag = st.round = tag;
+    if (j % 2 == 0) {
+      st.kind = Kind::Send;
+      st.peer = next;
+      st.from = from;
+      st.slot = from == Operand::Output ? 0 : ks;
+      st.begin = begin(ks);
+      st.count = elems ? elems : size(ks);
+    } else {
+      st.kind = Kind::Recv;
+      st.peer = prev;
+      st.combine = combine;
+      st.slot = combine == Combine::AddRecvFirst ? kr : 0;
+      st.begin = begin(kr);
+      st.count = elems ? elems : size(kr);
+      st.dst = combine == Combine::Store ? begin(kr) : 0;
+    }
+    return st.count != 0 && st.peer != p;
+  };
+  switch (req_.op) {
+    case CollectiveOp::AllReduce:
+    case CollectiveOp::ReduceScatter: {
+      if (k < pairs) {
+        const auto s = static_cast<std::uint32_t>(k / 2);
+        return exchange(k, s, s == 0 ? Operand::Input : Operand::Slot, Combine::AddRecvFirst,
+                        pos(std::int64_t{p} - 1 - s), pos(std::int64_t{p} - 2 - s), 0);
+      }
+      if (k == pairs) {
+        const bool rs = req_.op == CollectiveOp::ReduceScatter;
+        st.kind = Kind::Finalize;
+        st.slot = p;
+        st.begin = begin(p);
+        st.count = rs ? cnt : size(p);
+        st.dst = rs ? 0 : begin(p);
+        return st.count != 0;
+      }
+      const std::uint64_t j = k - pairs - 1;
+      const auto s = static_cast<std::uint32_t>(j / 2);
+      return exchange(j, n - 1 + s, Operand::Output, Combine::Store, pos(std::int64_t{p} - s),
+                      pos(std::int64_t{p} - 1 - s), 0);
+    }
+    case CollectiveOp::AllGather: {
+      if (k == 0) {
+        st.kind = Kind::Copy;
+        st.count = cnt;
+        st.dst = p * cnt;
+        return true;
+      }
+      const std::uint64_t j = k - 1;
+      const auto s = static_cast<std::uint32_t>(j / 2);
+      return exchange(j, s, Operand::Output, Combine::Store, pos(std::int64_t{p} - s), pos(std::int64_t{p} - 1 - s),
+                      cnt);
+    }
+    case CollectiveOp::Broadcast: {
+      // Chunk i crosses hop h (root+h -> root+h+1) in step i + h.
+      const std::uint32_t h = pos(std::int64_t{p} - req_.root_pos);
+      if (k == 0) {
+        st.kind = Kind::Copy;
+        st.count = cnt;
+        return h == 0;
+      }
+      const std::uint64_t j = k - 1;
+      const auto t = static_cast<std::uint32_t>(j / 2);
+      st.tag = st.round = t;
+      if (j % 2 == 0) {
+        if (!(h + 1 < n && t >= h && t - h < n)) return false;
+        st.kind = Kind::Send;
+        st.peer = next;
+        st.from = Operand::Output;
+        st.begin = chunk_begin(t - h);
+        st.count = chunk_size(t - h);
+      } else {
+        if (!(h >= 1 && t + 1 >= h && t + 1 - h < n)) return false;
+        st.kind = Kind::Recv;
+        st.peer = prev;
+        st.begin = st.dst = chunk_begin(t + 1 - h);
+        st.count = chunk_size(t + 1 - h);
+      }
+      return st.count != 0 && st.peer != p;
+    }
+  }
+  return false;
 }
 
 }  // namespace probelab::chip

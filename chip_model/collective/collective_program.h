@@ -49,6 +49,7 @@ struct ProgStep {
   bool in_place = false;    // Finalize
   std::uint32_t slot = 0;
   std::uint64_t begin = 0, count = 0, dst = 0;
+  bool operator==(const ProgStep&) const = default;
 };
 
 struct ProgramRequest {
@@ -75,6 +76,41 @@ struct RankProgram {
 /// Builds rank `req.position`'s program. Throws std::invalid_argument for a position or root
 /// outside the group, count 0, or a direct order that is not a permutation.
 RankProgram build_program(const ProgramRequest& req);
+
+/// Rank `req.position`'s program one step at a time: the steps of build_program(req), in order.
+/// A ring's 2(N-1) to 4(N-1) steps are computed when reached (O(1) state, nothing materialised:
+/// a rank of a large ring spends no program memory or setup per collective); tree and direct
+/// programs (O(log N) steps, one FoldAll) are built whole. Throws std::invalid_argument as
+/// build_program does.
+class ProgramCursor {
+ public:
+  explicit ProgramCursor(ProgramRequest req);
+  /// The current step; nullptr once the program is done. Stays valid until next().
+  const ProgStep* step() const { return done_ ? nullptr : &cur_; }
+  /// Moves to the following step.
+  void next();
+  /// The order of a FoldAll step (as RankProgram::fold_order).
+  const std::vector<std::uint32_t>& fold_order() const { return prog_.fold_order; }
+
+ private:
+  /// Ring: candidate `k` of the program into cur_; false when that step is empty (skipped).
+  bool ring_candidate(std::uint64_t k);
+  /// Ring AllReduce with fewer elements than ranks (empty chunks): the candidate before the next
+  /// one after `k` that may be non-empty (`k` when that is the next one).
+  std::uint64_t ring_skip(std::uint64_t k) const;
+  /// Moves to the first non-empty step at or after the current one.
+  void settle();
+
+  ProgramRequest req_;
+  bool lazy_ = false;
+  RankProgram prog_;                // tree, direct: the whole program
+  std::uint64_t k_ = 0, end_ = 0;  // the current step (ring: candidate) and how many there are
+  std::uint32_t next_ = 0, prev_ = 0;  // ring neighbours (group positions)
+  bool blocks_ = false;                // ring: whole blocks of `count` (ReduceScatter, AllGather)
+  std::uint64_t chunk_q_ = 0, chunk_r_ = 0;  // ring: count / N and count % N
+  ProgStep cur_;
+  bool done_ = false;
+};
 
 /// Ranges of `count` split into `n` nearly equal chunks, the first count % n one larger: chunk c
 /// starts at begin(c) and holds size(c) elements (ring AllReduce and Broadcast chunks).

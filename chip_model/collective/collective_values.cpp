@@ -110,6 +110,26 @@ Value convert_value(Value v, DType target, const num::Mode& mode, num::BulkRepor
   return out;
 }
 
+void convert_in_place(Value& v, DType target, const num::Mode& mode, num::BulkReport& rep) {
+  if (v.dt == target) return;
+  if (v.dt == DType::F16) {
+    v.f.resize(v.h.size());
+    rep.merge(num::convert(std::span<const num::f16>(v.h), std::span<float>(v.f), mode));
+  } else if (v.dt == DType::BF16) {
+    v.f.resize(v.b.size());
+    rep.merge(num::convert(std::span<const num::bf16>(v.b), std::span<float>(v.f), mode));
+  }
+  v.dt = DType::F32;
+  if (target == DType::F16) {
+    v.h.resize(v.f.size());
+    rep.merge(num::convert(std::span<const float>(v.f), std::span<num::f16>(v.h), mode));
+  } else if (target == DType::BF16) {
+    v.b.resize(v.f.size());
+    rep.merge(num::convert(std::span<const float>(v.f), std::span<num::bf16>(v.b), mode));
+  }
+  v.dt = target;
+}
+
 void add_values(Value& a, const Value& b, const num::Mode& mode, num::BulkReport& rep) {
   if (a.dt != b.dt || a.size() != b.size()) throw std::invalid_argument("collective: adding mismatched blocks");
   apply(num::BinaryOp::Add, a, b, mode, rep);

@@ -38,6 +38,9 @@ void store_value(const Value& v, std::span<std::byte> out, std::uint64_t dst_beg
 /// `v` in `target` (through FP32, which holds FP16 and BF16 exactly; narrowing rounds to nearest
 /// even with flags into `rep`).
 Value convert_value(Value v, graph::DType target, const num::Mode& mode, num::BulkReport& rep);
+/// The same in place: the same bits and flags, `v`'s storage reused (a block converted at every
+/// message of a collective allocates nothing once its vectors have grown).
+void convert_in_place(Value& v, graph::DType target, const num::Mode& mode, num::BulkReport& rep);
 /// a += b elementwise in a.dt (both in that dtype).
 void add_values(Value& a, const Value& b, const num::Mode& mode, num::BulkReport& rep);
 /// A partial sum as the result: divided by `divisor` in its dtype when `mean`, then converted to

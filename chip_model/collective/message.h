@@ -36,12 +36,21 @@ struct Payload {
   }
   /// A copy of `b`: held in the payload when it fits, else in a buffer of its own.
   static Payload copy(std::span<const std::byte> b) {
-    if (b.size() > kInlineBytes) return own(std::vector<std::byte>(b.begin(), b.end()));
     Payload p;
-    p.size = b.size();
-    p.held = true;
-    std::copy(b.begin(), b.end(), p.small.begin());
+    p.assign(b);
     return p;
+  }
+  /// Makes this payload a copy of `b` (as copy(), without a temporary).
+  void assign(std::span<const std::byte> b) {
+    offset = 0;
+    size = b.size();
+    held = b.size() <= kInlineBytes;
+    if (!held) {
+      buf = std::make_shared<const std::vector<std::byte>>(b.begin(), b.end());
+      return;
+    }
+    buf.reset();
+    std::copy(b.begin(), b.end(), small.begin());
   }
 };
 

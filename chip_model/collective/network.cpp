@@ -63,7 +63,7 @@ void Network::inject(Message m) {
 }
 
 void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
-  const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
+  const std::uint64_t now = pumping_ ? pump_now_ps_ : ChipClock::to_ps(sc_core::sc_time_stamp());
   if (time < now)
     throw std::logic_error(fmt::format("{}: message r{} -> r{} due at {} ps, the partition is at {} ps (lookahead "
                                        "violated)",
@@ -113,6 +113,7 @@ void Network::onward(Message&& m, std::optional<std::size_t> next_link) {
 
 void Network::pump() {
   const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
+  pump_now_ps_ = now;
   // Everything before `limit` is processed now (lookahead, above); events at `now` always.
   const std::uint64_t limit = std::min(horizon_ps_, now + lookahead_ps_);
   wake_ps_ = ~std::uint64_t{0};
@@ -123,15 +124,19 @@ void Network::pump() {
     while (!queue_.empty() && (queue_.top().time <= now || queue_.top().time < limit)) {
       const Event e = queue_.top();
       queue_.pop();
-      Message m = std::move(slab_[e.slot]);
-      free_.push_back(e.slot);
       if (!e.deliver) {
+        Message m = std::move(slab_[e.slot]);
+        free_.push_back(e.slot);
         take_hop(std::move(m));
         continue;
       }
+      // Handed over from the slab (Receiver::deliver moves it out before it runs anything that
+      // could queue another message and grow the slab); the slot is free once it returns.
+      Message& m = slab_[e.slot];
       Receiver* r = receivers_.at(m.dst);
       if (!r) throw std::logic_error(fmt::format("{}: message for r{}, which is not simulated here", name(), m.dst));
       r->deliver(std::move(m));
+      free_.push_back(e.slot);
     }
   } catch (...) {
     pumping_ = false;

@@ -47,6 +47,8 @@ class Network : public sc_core::sc_module {
   class Receiver {
    public:
     virtual ~Receiver() = default;
+    /// Takes `m` over: moves it out before doing anything that may send a message (`m` lives in
+    /// the network's storage, which a send may move).
     virtual void deliver(Message&& m) = 0;
   };
   class Boundary {
@@ -128,6 +130,7 @@ class Network : public sc_core::sc_module {
   std::uint64_t lookahead_ps_ = 0;
   std::uint64_t horizon_ps_ = ~std::uint64_t{0};
   bool pumping_ = false;
+  std::uint64_t pump_now_ps_ = 0;  // the kernel's time while pumping_
 };
 
 }  // namespace probelab::chip

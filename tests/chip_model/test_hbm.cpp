@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "chip_model/hbm.h"
+#include "chip_model/l2_cache.h"
+#include "chip_model/trace.h"
 #include "tests/chip_model/chip_test_util.h"
 
 namespace pc = probelab::chip;
@@ -142,4 +144,79 @@ TEST(Hbm, BusTransportChargesTheModelledTime) {
   });
   sc_core::sc_start();
   EXPECT_TRUE(ran);
+}
+
+// A transfer within one granule and one L2 line takes a shorter path when the timeline is off
+// (hbm.h: single()); it must have exactly the effects of the general one, which a traced HBM
+// takes: same completion times, client, channel and L2 statistics, and L2 contents, for reads
+// that hit and miss, writes over clean and dirty lines (partial: write-back first; whole), port
+// caps, every client, capture records allocating in the L2, and transfers that are not single.
+TEST(Hbm, SingleGranuleTransfersMatchTheGeneralModel) {
+  for (bool with_l2 : {false, true}) {
+    pc::Trace traced(true);
+    pc::Hbm fast(with_l2 ? "fast_l2" : "fast", cfg()), general(with_l2 ? "general_l2" : "general", cfg(), 0, &traced);
+    pc::L2Cache fast_l2(1 << 20), general_l2(1 << 20);
+    if (with_l2) {
+      fast.attach_l2(&fast_l2, 400.0, 300.0, true);
+      general.attach_l2(&general_l2, 400.0, 300.0, true);
+      for (pc::L2Cache* l2 : {&fast_l2, &general_l2}) {
+        l2->read(0, 4096);        // lines 0..7 clean
+        l2->write(8192, 4096);    // lines 16..23 dirty
+      }
+    }
+    struct Op {
+      std::uint64_t addr, bytes, start;
+      pc::HbmClient who;
+      bool write;
+      double port;
+    };
+    const std::vector<Op> ops = {
+        {8, 4, 0, pc::HbmClient::Collective, false, 0},          // hit (L2) or one channel
+        {8200, 8, 0, pc::HbmClient::Collective, false, 0},       // dirty line: hit
+        {20000, 16, 100, pc::HbmClient::Collective, false, 0},   // miss
+        {20000, 16, 100, pc::HbmClient::Collective, false, 0},   // again: queued behind it
+        {8704, 12, 50, pc::HbmClient::Collective, true, 0},      // partial write of a dirty line
+        {9216, 512, 60, pc::HbmClient::Collective, true, 0},     // whole dirty line
+        {1024, 2, 70, pc::HbmClient::HostDma, true, 0},          // clean line dropped
+        {1030, 2, 70, pc::HbmClient::Core, false, 5.0},          // port cap, now a miss
+        {40000, 64, 0, pc::HbmClient::Capture, true, 0},         // capture allocates
+        {40000, 64, 10, pc::HbmClient::Stream, false, 0},        // then hits
+        {500, 24, 0, pc::HbmClient::Collective, false, 0},       // spans two granules
+        {3000, 2000, 0, pc::HbmClient::Collective, true, 0},     // many
+        {64, 0, 0, pc::HbmClient::Collective, true, 0},          // nothing
+        {30000, 6, 1'000'000, pc::HbmClient::Collective, true, 0},
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& o = ops[i];
+      EXPECT_EQ(fast.transfer_at_ps(o.addr, o.bytes, o.start, o.who, o.write, o.port, false),
+                general.transfer_at_ps(o.addr, o.bytes, o.start, o.who, o.write, o.port, false))
+          << "op " << i << (with_l2 ? " with L2" : "");
+    }
+    for (int c = 0; c < pc::kHbmClientCount; ++c) {
+      const auto who = static_cast<pc::HbmClient>(c);
+      EXPECT_EQ(fast.stats(who).transfers, general.stats(who).transfers);
+      EXPECT_EQ(fast.stats(who).bytes_read, general.stats(who).bytes_read);
+      EXPECT_EQ(fast.stats(who).bytes_written, general.stats(who).bytes_written);
+      const auto &a = fast.l2_stats(who), &b = general.l2_stats(who);
+      EXPECT_EQ(a.hit_bytes, b.hit_bytes) << c;
+      EXPECT_EQ(a.miss_bytes, b.miss_bytes) << c;
+      EXPECT_EQ(a.invalidated_bytes, b.invalidated_bytes) << c;
+      EXPECT_EQ(a.writeback_bytes, b.writeback_bytes) << c;
+      EXPECT_EQ(a.allocated_bytes, b.allocated_bytes) << c;
+    }
+    EXPECT_EQ(fast.channel_busy_ps(), general.channel_busy_ps());
+    ASSERT_EQ(fast.channel_stats().size(), general.channel_stats().size());
+    for (std::size_t c = 0; c < fast.channel_stats().size(); ++c) {
+      EXPECT_EQ(fast.channel_stats()[c].bytes, general.channel_stats()[c].bytes);
+      EXPECT_EQ(fast.channel_stats()[c].busy_ps, general.channel_stats()[c].busy_ps);
+    }
+    for (std::uint64_t a = 0; a < 65536; a += pc::L2Cache::kLineBytes) {
+      EXPECT_EQ(fast_l2.resident(a), general_l2.resident(a)) << a;
+      EXPECT_EQ(fast_l2.dirty(a), general_l2.dirty(a)) << a;
+    }
+    if (with_l2) {
+      EXPECT_GT(fast.l2_stats(pc::HbmClient::Collective).hit_bytes, 0u);
+      EXPECT_GT(fast.l2_stats(pc::HbmClient::Collective).writeback_bytes, 0u);
+    }
+  }
 }

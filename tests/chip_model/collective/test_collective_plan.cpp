@@ -244,3 +244,64 @@ TEST(CollectivePlan, ARanksProgramGrowsWithItsStepsNotWithTheGroup) {
 
 }  // namespace
 }  // namespace probelab::chip
+
+namespace probelab::chip {
+namespace {
+
+// The cursor the engines run (ring steps computed when reached) yields exactly the materialised
+// program, step for step, for every op, algorithm, position and root, with chunks that are empty
+// (count < N), single and uneven.
+TEST(ProgramCursor, YieldsTheStepsOfTheBuiltProgram) {
+  std::size_t programs = 0, steps = 0;
+  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::Broadcast})
+    for (auto algo : {CollectiveAlgo::Ring, CollectiveAlgo::Tree, CollectiveAlgo::Direct})
+      for (std::uint32_t n : {1u, 2u, 3u, 5u, 8u, 13u, 64u})
+        for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{n - 1 ? n - 1 : 1}, std::uint64_t{n},
+                                    std::uint64_t{n + 1}, std::uint64_t{100}, std::uint64_t{1000}})
+          for (std::uint32_t root : {0u, n / 2, n - 1})
+            for (std::uint32_t p = 0; p < n; ++p) {
+              ProgramRequest req;
+              req.op = op;
+              req.algo = algo;
+              req.size = n;
+              req.position = p;
+              req.root_pos = root;
+              req.count = count;
+              if (algo == CollectiveAlgo::Direct && p % 2 == 1)
+                for (std::uint32_t i = n; i-- > 0;) req.direct_order.push_back(i);
+              const RankProgram want = build_program(req);
+              ProgramCursor cur(req);
+              std::size_t i = 0;
+              for (; cur.step(); cur.next(), ++i) {
+                ASSERT_LT(i, want.steps.size()) << "n " << n << " position " << p << " count " << count;
+                ASSERT_TRUE(*cur.step() == want.steps[i])
+                    << spec::collective_op_name(op) << " " << spec::collective_algo_name(algo) << " n " << n
+                    << " position " << p << " root " << root << " count " << count << " step " << i;
+              }
+              EXPECT_EQ(i, want.steps.size()) << "n " << n << " position " << p << " count " << count;
+              EXPECT_EQ(cur.fold_order(), want.fold_order);
+              cur.next();  // past the end: stays done
+              EXPECT_EQ(cur.step(), nullptr);
+              ++programs;
+              steps += i;
+            }
+  EXPECT_GT(programs, 5000u);
+  EXPECT_GT(steps, 100000u);
+}
+
+TEST(ProgramCursor, RejectsWhatBuildProgramRejects) {
+  ProgramRequest req;
+  req.size = 4;
+  req.position = 4;
+  req.count = 8;
+  EXPECT_THROW(ProgramCursor{req}, std::invalid_argument);
+  req.position = 0;
+  req.count = 0;
+  EXPECT_THROW(ProgramCursor{req}, std::invalid_argument);
+  req.count = 8;
+  req.root_pos = 9;
+  EXPECT_THROW(ProgramCursor{req}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace probelab::chip
