@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "numerics/detail/f16acc_ops.h"
 #include "numerics/detail/gemm_internal.h"
@@ -40,8 +41,9 @@ struct TileState {
 // FP16 midpoint in some lane: out of line, so that the step loop keeps its registers.
 // The operands come from memory (ak: the scaled element of A, bk: 8 floats of B) so that the loop
 // need not keep them in registers for this call.
+template <int kRow, int kCol>
 [[gnu::noinline]] __m256i rn_step_with_midpoints(const float* ak, const float* bk, __m256 acc) noexcept {
-  const __m256 av = _mm256_broadcast_ss(ak), b = _mm256_load_ps(bk);
+  const __m256 av = _mm256_broadcast_ss(ak + kRow), b = _mm256_load_ps(bk + kCol);
   const __m256i u = _mm256_add_epi32(_mm256_castps_si256(_mm256_fmadd_ps(av, b, acc)), _mm256_set1_epi32(0x1000));
   const __m256i r = _mm256_and_si256(u, _mm256_set1_epi32(~0x1FFF));
   // Unscaled, so that the operands of TwoSum are normal numbers; scaling back is exact, or flushes
@@ -70,9 +72,9 @@ template <int R, bool kRn, bool kTrack>
   const __m256i half = _mm256_set1_epi32(0x1000), keep = _mm256_set1_epi32(~0x1FFF);
   const __m256i even_bias = _mm256_set1_epi32(0xFFF);
   // One row's step.
-  auto row = [&](const float* ak, const float* bk, __m256 b0, __m256 b1, __m256& c0, __m256& c1)
+  auto row = [&](auto i, const float* ak, const float* bk, __m256 b0, __m256 b1, __m256& c0, __m256& c1)
                  [[gnu::always_inline]] {
-    const __m256 av = _mm256_broadcast_ss(ak);
+    const __m256 av = _mm256_broadcast_ss(ak + decltype(i)::value);
     const __m256i s0 = _mm256_castps_si256(_mm256_fmadd_ps(av, b0, c0));
     const __m256i s1 = _mm256_castps_si256(_mm256_fmadd_ps(av, b1, c1));
     __m256i r0, r1;
@@ -81,8 +83,8 @@ template <int R, bool kRn, bool kTrack>
       r0 = _mm256_and_si256(u0, keep);
       r1 = _mm256_and_si256(u1, keep);
       if (any_equal(u0, r0, u1, r1)) [[unlikely]] {
-        r0 = rn_step_with_midpoints(ak, bk, c0);
-        r1 = rn_step_with_midpoints(ak, bk + 8, c1);
+        r0 = rn_step_with_midpoints<decltype(i)::value, 0>(ak, bk, c0);
+        r1 = rn_step_with_midpoints<decltype(i)::value, 8>(ak, bk, c1);
       }
     } else {  // to nearest even: (s + 0xFFF + lsb) & ~0x1FFF, the lsb off the addition's chain
       const __m256i one = _mm256_set1_epi32(1);
@@ -102,11 +104,11 @@ template <int R, bool kRn, bool kTrack>
     const float* bk = bp + k * kCols;
     const float* ak = a + k * kRows;
     const __m256 b0 = _mm256_load_ps(bk), b1 = _mm256_load_ps(bk + 8);
-    row(ak, bk, b0, b1, c00, c01);
+    row(std::integral_constant<int, 0>{}, ak, bk, b0, b1, c00, c01);
     if constexpr (R == kRows) {
-      row(ak + 1, bk, b0, b1, c10, c11);
-      row(ak + 2, bk, b0, b1, c20, c21);
-      row(ak + 3, bk, b0, b1, c30, c31);
+      row(std::integral_constant<int, 1>{}, ak, bk, b0, b1, c10, c11);
+      row(std::integral_constant<int, 2>{}, ak, bk, b0, b1, c20, c21);
+      row(std::integral_constant<int, 3>{}, ak, bk, b0, b1, c30, c31);
     }
   }
   st.acc[0][0] = c00, st.acc[0][1] = c01;
