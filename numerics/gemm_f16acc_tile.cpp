@@ -37,10 +37,9 @@ struct TileState {
   return _mm256_movemask_ps(_mm256_castsi256_ps(eq)) != 0;
 }
 
-// One vector's step for Fp16Rn (r: RN16 of acc + av*b as a scaled FP32 pattern), for a step with an
-// FP16 midpoint in some lane: out of line, so that the step loop keeps its registers.
-// The operands come from memory (ak: the scaled element of A, bk: 8 floats of B) so that the loop
-// need not keep them in registers for this call.
+// One vector's Fp16Rn step (RN16 of acc + a*b as a scaled FP32 pattern) when some lane's FP32 sum is
+// an FP16 midpoint: out of line, and with the operands read from memory (ak: kRows floats of the
+// scaled A, bk: 16 floats of B), so that the step loop keeps nothing extra in registers for it.
 template <int kRow, int kCol>
 [[gnu::noinline]] __m256i rn_step_with_midpoints(const float* ak, const float* bk, __m256 acc) noexcept {
   const __m256 av = _mm256_broadcast_ss(ak + kRow), b = _mm256_load_ps(bk + kCol);
