@@ -9,11 +9,13 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "numerics/fp16.h"
@@ -243,6 +245,83 @@ TEST(GemmF16Acc, EachInvalidCauseAloneIsTheFirstElement) {
   A3.at(5, 0) = 0x7E00;  // a quiet NaN first, then 0 * Inf in column 6: Invalid on a NaN accumulator
   A3.at(5, 5) = 0x7C00;
   check_all(A3, B2, "0 * inf after nan");
+}
+
+// Operands that put about a third of all steps' FP32 sums exactly on an FP16 midpoint: after a first
+// step of +-1536 (and, in some rows, a pair of large products that cancel, so that the tile's norm
+// bound fails and the tile is tracked, or that overflow), the accumulators stay in [1024, 2048), where the
+// FP16 unit is 1, and the products are +-0.5, +-1.5 and +-2.5 (exact ties), +-0.5 * (1 - 2^-20)
+// (an FP32 sum that rounds onto the midpoint from one side or the other: inexact), or not midpoints.
+Mat midpoint_operand(std::int64_t rows, std::int64_t cols, bool trans, bool is_a, std::uint64_t seed) {
+  Mat m = testing::random_mat(rows, cols, InType::F16, trans, seed);
+  std::mt19937_64 rng(seed);
+  const float a_set[] = {0.5f, 1.5f, 2.5f, 0.5f * (1.0f + 0x1p-10f), 1.0f};
+  const float b_set[] = {1.0f, 1.0f - 0x1p-10f, 1.0f, 2.0f};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t k = is_a ? c : r, i = is_a ? r : c;  // step and row (of A) or column (of B)
+      const float sign = (rng() & 1) ? -1.0f : 1.0f;
+      float x = is_a ? sign * a_set[rng() % 5] : sign * b_set[rng() % 4];
+      if (k == 0) x = is_a ? (i % 2 ? -48.0f : 48.0f) : 32.0f;
+      if (k == 1 || k == 2) {  // rows 5 (mod 8) and 12: +-40000, tracked; rows 6 (mod 8): overflow
+        const float big = i % 8 == 5 || i == 12 ? 200.0f : i % 8 == 6 ? 400.0f : 0.0f;
+        x = is_a ? (k == 1 ? big : -big) : 200.0f;
+      }
+      m.at(r, c) = to_f16(x).value.bits;
+    }
+  }
+  return m;
+}
+
+// The steps of the Fp16Rn accumulation (default Mode) whose FP32 sum is an FP16 midpoint: all of
+// them, and those where the FP32 sum is inexact.
+std::pair<std::int64_t, std::int64_t> midpoint_steps(const Mat& A, const Mat& B) {
+  std::int64_t mids = 0, inexact = 0;
+  for (std::int64_t m = 0; m < A.rows; ++m) {
+    for (std::int64_t n = 0; n < B.cols; ++n) {
+      ElementRef el{Accum::Fp16Rn, Mode{}};
+      for (std::int64_t k = 0; k < A.cols; ++k) {
+        const float a = to_float(f16{A.at(m, k)}), b = to_float(f16{B.at(k, n)});
+        const float acc = to_float(f16{el.acc});
+        const float s = std::fma(a, b, acc);
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &s, sizeof bits);
+        if (std::isfinite(s) && std::abs(s) >= 0x1p-14f && std::abs(s) < 65504.0f && (bits & 0x1FFFu) == 0x1000u) {
+          ++mids;
+          if (static_cast<double>(s) != static_cast<double>(a) * b + acc) ++inexact;
+        }
+        el.step(A.at(m, k), B.at(k, n));
+      }
+    }
+  }
+  return {mids, inexact};
+}
+
+TEST(GemmF16Acc, ManyMidpointStepsAtEveryTileShape) {
+  // Sizes with single-row tiles (M % 4 != 0), padded column panels (N % 16 != 0), a partial last K
+  // block and transposed storage; then the same operands with NaN, Inf, zero * Inf and subnormal
+  // inputs in a few rows and columns.
+  struct Size {
+    std::int64_t M, N, K;
+    bool trans_a, trans_b;
+  };
+  for (const Size& z : {Size{9, 37, 300, false, true}, Size{6, 16, 65, true, false}, Size{13, 50, 130, false, false}}) {
+    const auto seed = static_cast<std::uint64_t>(z.M * 1000 + z.N);
+    Mat A = midpoint_operand(z.M, z.K, z.trans_a, true, seed);
+    Mat B = midpoint_operand(z.K, z.N, z.trans_b, false, seed + 1);
+    const std::string what = "midpoints " + std::to_string(z.M) + "x" + std::to_string(z.N) + "x" + std::to_string(z.K);
+    const auto [mids, inexact] = midpoint_steps(A, B);
+    const std::int64_t steps = z.M * z.N * z.K;
+    EXPECT_GT(mids * 4, steps) << what << ": " << mids << " midpoint steps of " << steps;
+    EXPECT_GT(inexact * 40, steps) << what << ": " << inexact << " inexact midpoint steps of " << steps;
+    check_all(A, B, what);
+    A.at(2, 7) = 0x7E00;   // NaN
+    A.at(4, 20) = 0xFC00;  // -Inf: row 4
+    B.at(20, 1) = 0;       // 0 * Inf at (4, 1)
+    B.at(11, 5) = 0x7C00;  // +Inf: column 5
+    B.at(13, 9) = 0x0001;  // a subnormal input
+    check_all(A, B, what + " with specials");
+  }
 }
 
 TEST(GemmF16Acc, CallerFlushToZeroNeitherChangesResultsNorIsChanged) {
