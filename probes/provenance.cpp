@@ -378,20 +378,46 @@ struct Resolver {
     return leads;
   }
 
-  /// Searches the writers of the large inputs of `o` for an op whose output exceeds its bound.
+  /// Searches the writers of the large inputs of `o` for an op whose output exceeds its bound,
+  /// depth first (writers of the largest input first). The search keeps its own stack: a chain of
+  /// writers is as long as the graph times the steps it crosses, deeper than the stack of the
+  /// simulated host's thread allows.
   std::optional<JumpHit> search_jump(std::size_t r, std::uint32_t s, std::uint32_t o, JumpSearch& js) {
-    for (const Lead& l : large_inputs(r, s, o)) {
+    struct Frame {
+      std::uint32_t step = 0;  // of the op whose inputs these are
+      std::vector<Lead> leads;
+      std::size_t next = 0;  // the lead after the one being searched
+    };
+    auto writer_step = [](const Frame& f, const Lead& l) { return l.w.kind == Writer::Collective ? f.step : l.w.step; };
+    std::vector<Frame> stack;
+    stack.push_back({s, large_inputs(r, s, o), 0});
+    while (!stack.empty()) {
+      if (stack.back().next == stack.back().leads.size()) {
+        stack.pop_back();  // nothing beyond the bound behind this op's inputs: the caller's next lead
+        continue;
+      }
+      Frame& f = stack.back();
+      const Lead& l = f.leads[f.next++];
       if (l.w.kind == Writer::Upload || l.w.kind == Writer::Feed) continue;
-      const std::uint32_t ws = l.w.kind == Writer::Collective ? s : l.w.step;
+      const std::uint32_t ws = writer_step(f, l);
       if (!js.seen.insert({l.rank, ws, l.w.op}).second || ++js.visits > kJumpVisits) continue;
       std::optional<JumpHit> hit;
       if (l.w.kind != Writer::Collective) hit = check_jump(l.rank, ws, l.w.op, l.w.slot);
-      if (!hit) hit = search_jump(l.rank, ws, l.w.op, js);
-      if (hit) {
-        if (!(hit->rank == l.rank && hit->step == ws && hit->op == l.w.op)) hit->path.push_back(hop(l.rank, ws, l.w.op));
-        if (l.w.kind == Writer::Carried) hit->path.push_back({l.tensor, std::nullopt, ev(l.rank).rank});
-        return hit;
+      if (!hit) {
+        const std::size_t q = l.rank;
+        const std::uint32_t wo = l.w.op;
+        stack.push_back({ws, large_inputs(q, ws, wo), 0});
+        continue;
       }
+      // The path from the writer found back to `o`, through the lead being searched at each level.
+      for (std::size_t k = stack.size(); k-- > 0;) {
+        const Frame& g = stack[k];
+        const Lead& m = g.leads[g.next - 1];
+        const std::uint32_t ms = writer_step(g, m);
+        if (!(hit->rank == m.rank && hit->step == ms && hit->op == m.w.op)) hit->path.push_back(hop(m.rank, ms, m.w.op));
+        if (m.w.kind == Writer::Carried) hit->path.push_back({m.tensor, std::nullopt, ev(m.rank).rank});
+      }
+      return hit;
     }
     return std::nullopt;
   }

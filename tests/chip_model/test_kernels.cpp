@@ -145,7 +145,8 @@ TEST(Kernels, Bf16AndFp32CubeOperands) {
   const pg::Tensor bf = random_f16({K, N}, 83, -1.0f, 1.0f, pg::DType::F32);
   const auto of = place.out(pg::DType::F32, {M, N});
   run_op(mem, op_args("MatMul", {place.put(af), place.put(bf)}, {of}));
-  const auto y = fetch(mem, of).data<float>();
+  const pg::Tensor yt = fetch(mem, of);
+  const auto y = yt.data<float>();
   const auto av = af.data<float>(), bv = bf.data<float>();
   for (std::int64_t m = 0; m < M; ++m)
     for (std::int64_t n = 0; n < N; ++n) {

@@ -1,7 +1,11 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
+#include <string>
 
 #include "tests/probes/probe_test_util.h"
 #include "probes/diagnosis.h"
@@ -361,6 +365,53 @@ TEST(Diagnosis, OverflowOnAnOutOfRangeFiniteValueNamesItsWriter) {
   EXPECT_EQ(d.origins[0].jump->consumer, "fc2@1");
   EXPECT_EQ(d.anomalies[0].role, probes::AnomalyRole::Propagation);
   for (const auto& x : c) EXPECT_NE(x.op, "fc2") << "the overflowing consumer is explained";
+}
+
+namespace {
+/// Runs `fn` on a thread with a stack of `bytes` (the simulated host runs the probe runtime on a
+/// SystemC thread, whose stack is a fraction of a process's main stack).
+void on_small_stack(std::size_t bytes, const std::function<void()>& fn) {
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+  pthread_t t;
+  auto call = [](void* f) -> void* {
+    (*static_cast<const std::function<void()>*>(f))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&t, &attr, call, const_cast<std::function<void()>*>(&fn)), 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+}
+}  // namespace
+
+// A chain of 3000 Relus after the op that wrote 60000 from inputs of at most 2: the search for the
+// writer goes back through every Relu (each within its bound) and finds it, on a 256 KiB stack.
+TEST(Diagnosis, ValueJumpFoundThroughAChainDeeperThanAThreadStack) {
+  constexpr int kChain = 3000;
+  graph::Graph g("chain");
+  g.add_tensor({"x", {graph::DType::F16, {2, 8}, graph::Format::ND}, graph::TensorKind::Input});
+  g.mark_input("x");
+  g.add_op(make_op("jump", "Relu", {"x"}, {"t0"}, "chain/jump"));
+  for (int i = 1; i <= kChain; ++i)
+    g.add_op(make_op(fmt::format("r{}", i), "Relu", {fmt::format("t{}", i - 1)}, {fmt::format("t{}", i)},
+                     fmt::format("chain/r{}", i)));
+  g.add_op(make_op("sink", "Softmax", {fmt::format("t{}", kChain)}, {"probs"}, "chain/sink"));
+  g.mark_output("probs");
+
+  Diag d;
+  d.anomalies = {anomaly(g, "sink", AnomalyKind::Overflow, 1, spec::kExcDetailConversion)};
+  d.obs[{1, g.find_op("jump")->id, true, 0}] = magnitude(2, 5);
+  d.obs[{1, g.find_op("jump")->id, false, 0}] = magnitude(60000, 60000);
+  for (int i = 1; i <= kChain; ++i) d.obs[{1, g.find_op(fmt::format("r{}", i))->id, false, 0}] = magnitude(60000, 60000);
+  std::vector<probes::Candidate> c;
+  on_small_stack(256 * 1024, [&] { c = d.run(g); });
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "jump");
+  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
+  ASSERT_EQ(d.origins.size(), 1u);
+  ASSERT_TRUE(d.origins[0].jump);
+  EXPECT_EQ(d.origins[0].jump->consumer, "sink@1");
 }
 
 // The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,
