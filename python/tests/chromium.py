@@ -73,7 +73,9 @@ class Browser:
         self.proc = subprocess.Popen(
             [exe] + FLAGS + ["--user-data-dir=" + self.profile, "--remote-debugging-pipe", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
-            preexec_fn=wire, close_fds=False)
+            preexec_fn=wire, close_fds=False,
+            # Without a sanitizer runtime the tests may preload (the sanitizer build's pytest runs).
+            env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._buf = b""
