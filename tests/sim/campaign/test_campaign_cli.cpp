@@ -47,7 +47,7 @@ TEST(CampaignCli, MpiRanksGiveTheSameSummaryAsOneProcess) {
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("coverage"), std::string::npos) << one.out;
   EXPECT_NE(one.err.find("6/6 trials"), std::string::npos) << one.err;
-  test::CmdResult mpi = sh("mpirun --oversubscribe --allow-run-as-root -np 2 " +
+  test::CmdResult mpi = sh(test::mpirun_prefix(2) +
                       probelab("campaign camp.yaml --trials 6 --out mpi"),
                   dir);
   ASSERT_EQ(mpi.code, 0) << mpi.err << mpi.out;

@@ -19,7 +19,7 @@ using test::TempDir;
 
 std::string probelab(const std::string& args) { return std::string("'") + PROBELAB_BINARY + "' " + args; }
 std::string mpirun(int np, const std::string& args) {
-  return "mpirun --oversubscribe --allow-run-as-root -np " + std::to_string(np) + " " + probelab(args);
+  return test::mpirun_prefix(np) + probelab(args);
 }
 
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
