@@ -1,11 +1,13 @@
 // Cost of a data-parallel job against its rank count (issue: cluster scale):
-//  - BM_RankScaling/<R>: the MLP training job of scenarios/02b (ring all-reduce, FP32
+//  - BM_RankScaling/<R>/<B>: the MLP training job of scenarios/02b (ring all-reduce, FP32
 //    accumulation, statistics probes and the consistency check) at R = 8 .. 256 ranks in one
-//    process. A forked child runs it with 1 and with 3 steps; the host CPU time of a step is the
+//    process, with one AllReduce per parameter (B = 0) or the gradients in one DDP-style bucket
+//    (B = 1, training.allreduce.bucket_mb: 25: 2(R-1) ring messages per rank and step instead of
+//    per parameter). A forked child runs it with 1 and with 3 steps; the host CPU time of a step is the
 //    difference divided by 2 (elaboration and setup left out, reported as `setup_ms`). Counters:
 //    host microseconds per rank-step and the child's peak RSS (getrusage ru_maxrss).
-//  - BM_RankScalingFit: least-squares growth exponents of step time and of peak RSS against the
-//    rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
+//  - BM_RankScalingFit: per B, least-squares growth exponents of step time and of peak RSS against
+//    the rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
 //    <= 40) and the 256-rank peak RSS (target < 4 GB).
 //  - BM_MpiPartitions/<K>/<R>: `mpirun --oversubscribe -np K probelab run --no-baseline
 //    --no-trace` of an R-rank job (R/8 servers; the simulation alone: no probe-off run, no
@@ -45,7 +47,7 @@ using namespace probelab;
 using bench::prepare;
 using bench::scratch;
 
-std::string job_yaml(int ranks, int steps) {
+std::string job_yaml(int ranks, int steps, bool bucketed = false) {
   return fmt::format(R"(name: bench_cluster
 model: mlp_loss_scaled
 mode: training
@@ -55,13 +57,13 @@ seed: 21
 training:
   loss: model
   optimizer: {{type: sgd, lr: 5.0e-5}}
-  allreduce: {{algorithm: ring, accumulation: fp32}}
+  allreduce: {{algorithm: ring, accumulation: fp32, bucket_mb: {}}}
 probes:
   mode: statistics
   watch_points: ["*/gradient/reduced", "*/updated"]
   consistency: {{enabled: true, reference_rank: 0, mode: statistics, tolerance: 1.0e-3}}
 )",
-                     ranks, steps);
+                     ranks, steps, bucketed ? 25 : 0);
 }
 
 struct ChildCost {
@@ -87,30 +89,31 @@ ChildCost best_of(const sim::PreparedRun& run, int n) {
 struct Point {
   double step_s = 0, rss_mb = 0;
 };
-std::map<int, Point>& points() {
-  static std::map<int, Point> p;
+std::map<int, std::map<int, Point>>& points() {  // bucketed -> ranks -> point
+  static std::map<int, std::map<int, Point>> p;
   return p;
 }
 
 void BM_RankScaling(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
+  const bool bucketed = state.range(1) != 0;
   const int reps = ranks <= 32 ? 3 : 1;
-  const sim::PreparedRun one = prepare(job_yaml(ranks, 1));
-  const sim::PreparedRun three = prepare(job_yaml(ranks, 3));
+  const sim::PreparedRun one = prepare(job_yaml(ranks, 1, bucketed));
+  const sim::PreparedRun three = prepare(job_yaml(ranks, 3, bucketed));
   for (auto _ : state) {
     const ChildCost a = best_of(one, reps), b = best_of(three, reps);
     const double step_s = std::max(1e-9, (b.cpu_s - a.cpu_s) / 2);
-    points()[ranks] = {step_s, b.rss_mb};
+    points()[bucketed][ranks] = {step_s, b.rss_mb};
     state.SetIterationTime(step_s);
     state.counters["us_per_rank_step"] = step_s / ranks * 1e6;
     state.counters["peak_rss_mb"] = b.rss_mb;
     state.counters["kb_per_rank"] = b.rss_mb * 1024 / ranks;
     state.counters["setup_ms"] = (a.cpu_s - step_s) * 1e3;
-    fmt::print(stderr, "[ranks {:>4}] step {:.1f} ms host CPU ({:.0f} us per rank-step), peak RSS {:.0f} MB, setup {:.0f} ms\n",
-               ranks, step_s * 1e3, step_s / ranks * 1e6, b.rss_mb, (a.cpu_s - step_s) * 1e3);
+    fmt::print(stderr, "[ranks {:>4}{}] step {:.1f} ms host CPU ({:.0f} us per rank-step), peak RSS {:.0f} MB, setup {:.0f} ms\n",
+               ranks, bucketed ? ", bucketed" : "", step_s * 1e3, step_s / ranks * 1e6, b.rss_mb, (a.cpu_s - step_s) * 1e3);
   }
 }
-BENCHMARK(BM_RankScaling)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Arg(128)->Arg(256)
+BENCHMARK(BM_RankScaling)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {0, 1}})
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Least-squares slope of log(y) against log(x).
@@ -129,26 +132,28 @@ double exponent(const std::vector<std::pair<double, double>>& xy) {
 
 void BM_RankScalingFit(benchmark::State& state) {
   for (auto _ : state) {
-    if (points().size() < 2) {
-      state.SkipWithError("run BM_RankScaling first (at least two rank counts)");
-      return;
+    for (const auto& [bucketed, pts] : points()) {
+      if (pts.size() < 2) continue;
+      std::vector<std::pair<double, double>> t, m;
+      for (const auto& [r, p] : pts) {
+        t.emplace_back(r, p.step_s);
+        m.emplace_back(r, p.rss_mb);
+      }
+      const auto& lo = *pts.begin();
+      const auto& hi = *pts.rbegin();
+      const std::string k = bucketed ? "bucketed_" : "";
+      state.counters[k + "time_exponent"] = exponent(t);
+      state.counters[k + "rss_exponent"] = exponent(m);
+      state.counters[k + "time_ratio_hi_lo"] = hi.second.step_s / lo.second.step_s;
+      state.counters[k + "rank_ratio_hi_lo"] = static_cast<double>(hi.first) / lo.first;
+      state.counters[k + "peak_rss_mb_hi"] = hi.second.rss_mb;
+      fmt::print(stderr,
+                 "[fit, {}] growth exponents: step time {:.3f} (target <= 1.1), peak RSS {:.3f} (target <= 1.1); "
+                 "{} ranks vs {}: {:.1f}x the step time (target <= 40x at 256 vs 8), peak {:.0f} MB (target < 4096)\n",
+                 bucketed ? "one bucket" : "per parameter", exponent(t), exponent(m), hi.first, lo.first,
+                 hi.second.step_s / lo.second.step_s, hi.second.rss_mb);
     }
-    std::vector<std::pair<double, double>> t, m;
-    for (const auto& [r, p] : points()) {
-      t.emplace_back(r, p.step_s);
-      m.emplace_back(r, p.rss_mb);
-    }
-    const auto& lo = *points().begin();
-    const auto& hi = *points().rbegin();
-    state.counters["time_exponent"] = exponent(t);
-    state.counters["rss_exponent"] = exponent(m);
-    state.counters["time_ratio_hi_lo"] = hi.second.step_s / lo.second.step_s;
-    state.counters["rank_ratio_hi_lo"] = static_cast<double>(hi.first) / lo.first;
-    state.counters["peak_rss_mb_hi"] = hi.second.rss_mb;
-    fmt::print(stderr,
-               "[fit] growth exponents: step time {:.3f} (target <= 1.1), peak RSS {:.3f} (target <= 1.1); "
-               "{} ranks vs {}: {:.1f}x the step time (target <= 40x at 256 vs 8), peak {:.0f} MB (target < 4096)\n",
-               exponent(t), exponent(m), hi.first, lo.first, hi.second.step_s / lo.second.step_s, hi.second.rss_mb);
+    if (points().empty()) state.SkipWithError("run BM_RankScaling first (at least two rank counts)");
   }
 }
 BENCHMARK(BM_RankScalingFit)->Iterations(1);

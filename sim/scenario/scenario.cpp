@@ -244,13 +244,17 @@ OptimizerSpec parse_optimizer(const YamlView& v) {
 }
 
 AllReduceSpec parse_allreduce(const YamlView& v) {
-  v.expect_keys({"algorithm", "inter_algorithm", "accumulation", "order", "reduction"});
+  v.expect_keys({"algorithm", "inter_algorithm", "accumulation", "order", "reduction", "bucket_mb"});
   AllReduceSpec a;
   if (auto x = v.get("algorithm")) a.algorithm = x->str_in({"ring", "tree", "direct", "hierarchical"});
   if (auto x = v.get("inter_algorithm")) a.inter_algorithm = x->str_in({"ring", "tree", "direct"});
   if (auto x = v.get("accumulation")) a.accumulation = x->str_in({"fp32", "fp16"});
   if (auto x = v.get("order")) a.order = x->str_in({"arrival", "group"});
   if (auto x = v.get("reduction")) a.reduction = x->str_in({"mean", "sum"});
+  if (auto x = v.get("bucket_mb")) {
+    a.bucket_mb = x->number();
+    if (!(a.bucket_mb >= 0 && a.bucket_mb <= 1024 * 1024)) x->fail("a bucket size in MiB from 0 (one all-reduce per parameter) to 1048576", x->describe());
+  }
   return a;
 }
 

@@ -27,6 +27,9 @@
 //     allreduce: {algorithm: ring, accumulation: fp32, order: arrival}  # ranks > 1; algorithm
 //                                       #   ring | tree | direct | hierarchical (inter_algorithm:
 //                                       #   ring | tree | direct for the inter-server stage)
+//                                       #   bucket_mb: 25 packs the gradients into buckets of at
+//                                       #   most 25 MiB, one AllReduce each (as DDP does; default 0:
+//                                       #   one AllReduce per parameter)
 //     sharding: none                    #   none | zero1 (gradients reduce-scattered, each rank
 //                                       #   updates its shard of every parameter, all-gathered)
 //     loss_scaling: {scale_op: mlp/scaled_loss, initial: 1024, backoff: 0.5, growth: 2,
@@ -99,6 +102,8 @@ struct AllReduceSpec {
   std::string accumulation = "fp32";   // fp32 | fp16 (communication-buffer accumulator)
   std::string order = "arrival";       // direct only: arrival | group
   std::string reduction = "mean";      // mean | sum
+  double bucket_mb = 0;                // > 0: gradients all-reduced in buckets of this many MiB
+                                       // (sim/scenario/gradient_buckets.h); 0: one per parameter
 };
 
 /// `training.loss_scaling`: dynamic loss scaling on the device's float status, read as a CANN

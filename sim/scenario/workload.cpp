@@ -13,6 +13,7 @@
 #include "graph/format.h"
 #include "graph/passes.h"
 #include "sim/scenario/collective_lowering.h"
+#include "sim/scenario/gradient_buckets.h"
 
 namespace probelab::sim {
 
@@ -252,6 +253,10 @@ TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, con
     fail_at(s, "training.sharding", "allreduce.algorithm ring, tree or direct with sharding: zero1", "hierarchical");
   if (zero && !tp_shards.empty())
     fail_at(s, "training.sharding", "sharding: none with parallel.tensor (ZeRO shards data-parallel replicas)", "zero1");
+  if (zero && s.training.allreduce.bucket_mb > 0)
+    fail_at(s, "training.allreduce.bucket_mb", "0 with sharding: zero1 (its reduce-scatters are per parameter)",
+            fmt::format("'{}'", s.training.allreduce.bucket_mb));
+  std::vector<std::pair<std::string, std::string>> replicated;  // data-parallel gradients to all-reduce
   for (const auto& [t, grad] : grads) {
     if (g.tensor(t).kind != graph::TensorKind::Weight) continue;
     if (tp_shards.count(t)) {
@@ -266,14 +271,19 @@ TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, con
       tp.params[shard] = shard_grad;
       tp.sharded.push_back(t);
     } else if (s.ranks > 1) {
-      const std::string out = grad + "/reduced";
-      g.add_op(collective(grad + "/allreduce", "AllReduce", "allreduce/" + t, graph::Direction::Backward, grad, out,
-                          collective_attrs(s)));
-      w.collectives.push_back(grad + "/allreduce");
-      tp.params[t] = out;
+      replicated.emplace_back(t, grad);
     } else {
       tp.params[t] = grad;
     }
+  }
+  if (!replicated.empty()) {
+    // One AllReduce per parameter (bucket_mb 0), or per bucket of gradients.
+    const double mb = s.training.allreduce.bucket_mb;
+    const auto cap = mb > 0 ? static_cast<std::int64_t>(mb * 1024 * 1024) : std::int64_t{0};
+    GradientBuckets b = add_gradient_buckets(g, replicated, cap, static_cast<std::int64_t>(graph::dtype_size(s.precision.compute)),
+                                             collective_attrs(s));
+    for (auto& [t, reduced] : b.reduced) tp.params[t] = reduced;
+    w.collectives.insert(w.collectives.end(), b.collectives.begin(), b.collectives.end());
   }
   if (tp.params.empty()) fail_at(s, "mode", "a model with trainable weights for mode: training", "no weights");
   return tp;

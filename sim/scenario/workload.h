@@ -4,7 +4,8 @@
 //   original   the device graph: the dtype policy applied (sim/scenario/scenario.h, PrecisionPolicy), and in
 //              training the backward ops (graph/autodiff.h), one gradient AllReduce per parameter
 //              when ranks > 1 (named "<param>/gradient/allreduce", writing
-//              "<param>/gradient/reduced"; hierarchical ones lowered into their stages,
+//              "<param>/gradient/reduced"; with training.allreduce.bucket_mb > 0 one per bucket of
+//              gradients, sim/scenario/gradient_buckets.h; hierarchical ones lowered into their stages,
 //              sim/scenario/collective_lowering.h), and the optimizer ops
 //   zero1      training.sharding: zero1 (ZeRO stage 1) instead: per parameter P of N elements,
 //              "P/gradient/reducescatter" (ReduceScatter, mean) of the flattened gradient padded

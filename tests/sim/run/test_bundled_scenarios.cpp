@@ -99,6 +99,12 @@ TEST_P(Bundled, PassesAndShowsWhatItIsFor) {
     EXPECT_EQ(f["step"], 0);
     ASSERT_FALSE(f["ranks"].empty()) << f.dump();
     for (const auto& rank : f["ranks"]) EXPECT_EQ(rank.get<int>() / 8, 3) << f.dump();
+  } else if (name.starts_with("14_")) {  // one bucket's inter-server stage, rank 29 alone, step 2
+    const json& f = r["consistency"]["first_divergence"];
+    EXPECT_EQ(f["op"], "gradient_bucket1/allreduce/inter") << f.dump();
+    EXPECT_EQ(f["step"], 2);
+    EXPECT_EQ(f["ranks"], json::array({29})) << f.dump();
+    EXPECT_EQ(r["diagnosis"][0]["cause"], "collective_order");
   } else if (name.starts_with("12_")) {  // the LSTM on the chip is the source, everything after it propagation
     const json* src = find_anomaly(r, "invalid", "/encoder/lstm/LSTM");
     ASSERT_NE(src, nullptr) << r["anomalies"].dump();
