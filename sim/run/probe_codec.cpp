@@ -43,7 +43,7 @@ struct adl_serializer<probelab::graph::Tensor> {
 
 namespace probelab::spec {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaptureStats, min, max, mean, abs_mean, std, l2, max_abs, count, nan_count, inf_count,
-                                   zero_count, finite_min)
+                                   zero_count, finite_min, finite_max, finite_max_abs, finite_mean, finite_abs_mean)
 }
 
 namespace probelab::probes {

@@ -4,7 +4,9 @@
 // consistency check and the job's diagnosis then run on the same inputs as in one process.
 //
 // Every field of the structs involved is listed in probe_codec.cpp; a field added to one of them
-// and not listed there is lost on the way (the MPI identity tests, tests/sim/run, then fail).
+// and not listed there is lost on the way: tests/sim/run/test_probe_codec.cpp round-trips the
+// statistics (every field set), the MPI identity tests whole reports, one with a divergence
+// measured across processes.
 #pragma once
 
 #include <cstdint>

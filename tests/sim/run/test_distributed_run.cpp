@@ -82,6 +82,32 @@ TEST(DistributedRun, ANanCrossingRanksAndStepsGetsTheOneProcessDiagnosis) {
   }
 }
 
+TEST(DistributedRun, ADivergenceOnARemoteRankIsMeasuredAsInOneProcess) {
+  // Rank 21 (server 2 of 4, the second process) adds one gradient bucket's four inter-server
+  // contributions in reverse order at step 1: the statistics the consistency check compares cross processes,
+  // and every field of them must (the check once saw only their minima over MPI and measured a
+  // smaller divergence, missing the all-gather's).
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  std::string y = job(32, "{algorithm: hierarchical, inter_algorithm: direct, accumulation: fp16, order: group, bucket_mb: 0.002}");
+  y.replace(y.find("  watch_points: [\"*/updated\"]\n"), std::string("  watch_points: [\"*/updated\"]\n").size(),
+            "  watch_points: [\"*/gradient/reduced\"]\n");
+  y += "injections:\n  - {kind: collective_order, op: gradient_bucket1/allreduce/inter, rank: 21, step: 1, order: reverse}\n";
+  dir.write("job.yaml", y);
+  ASSERT_NO_FATAL_FAILURE(expect_same_as_one_process(dir, 2));
+  const test::CmdResult parts = test::shell(probelab("run job.yaml --out parts --partitions 2"), dir);
+  ASSERT_EQ(parts.code, 0) << parts.err << parts.out;
+  expect_same_outputs(dir, "one", "parts");
+  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "np2" / "job" / "report.json"));
+  const auto& c = r["consistency"];
+  EXPECT_FALSE(c["consistent"].get<bool>()) << c.dump();
+  EXPECT_EQ(c["first_divergence"]["op"], "gradient_bucket1/allreduce/inter") << c["first_divergence"].dump();
+  EXPECT_EQ(c["first_divergence"]["ranks"], nlohmann::json::array({21}));
+  bool gathered = false;  // the all-gather spreads rank 21's block over its server
+  for (const auto& d : c["divergences"]) gathered = gathered || d["op"] == "gradient_bucket1/allreduce/intra_ag";
+  EXPECT_TRUE(gathered) << c["divergences"].dump();
+}
+
 TEST(DistributedRun, ThreeProcessesOfAHierarchicalJobGiveTheOneProcessBytes) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   TempDir dir;
