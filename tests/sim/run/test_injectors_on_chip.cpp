@@ -3,6 +3,7 @@
 // per-rank reduction orders make eight ranks disagree in FP16 but not in FP32, and a bit flip in
 // a weight in HBM reaches the probes. Every simulation runs in a forked child (sim::Runner), so
 // a TEST may compare several runs.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -255,12 +256,16 @@ TEST(InjectorsOnChip, PerRankReductionOrdersSplitEightRanksInFp16Only) {
   ASSERT_FALSE(c16.at("first_divergence").is_null());
   EXPECT_EQ(c16.at("first_divergence").at("step"), 0u) << c16.dump(2);
   EXPECT_GT(c16.at("first_divergence").at("max_abs_diff").get<double>(), 1e-3) << c16.dump(2);
-  // The gap grows over the steps of the training loop.
+  // The gap persists over the steps of the training loop and later exceeds its first value (per
+  // step it moves by FP16 ulps of the gradient's largest elements, not monotonically).
   const json& steps16 = c16.at("per_step");
   ASSERT_EQ(steps16.size(), 3u) << c16.dump(2);
-  EXPECT_GT(steps16[0].at("max_abs_diff").get<double>(), 1e-3);
-  EXPECT_GT(steps16[2].at("max_abs_diff").get<double>(), steps16[0].at("max_abs_diff").get<double>()) << c16.dump(2);
-  EXPECT_TRUE(c16.at("growing").get<bool>()) << c16.dump(2);
+  double later = 0;
+  for (std::size_t s = 0; s < steps16.size(); ++s) {
+    EXPECT_GT(steps16[s].at("max_abs_diff").get<double>(), 1e-3) << "step " << s << ": " << c16.dump(2);
+    if (s > 0) later = std::max(later, steps16[s].at("max_abs_diff").get<double>());
+  }
+  EXPECT_GT(later, steps16[0].at("max_abs_diff").get<double>()) << c16.dump(2);
 
   const json& c32 = runs.at("dp_fp32").report.at("consistency");
   ASSERT_TRUE(c32.at("checked").get<bool>()) << c32.dump(2);
