@@ -44,6 +44,8 @@ struct adl_serializer<probelab::graph::Tensor> {
 namespace probelab::spec {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaptureStats, min, max, mean, abs_mean, std, l2, max_abs, count, nan_count, inf_count,
                                    zero_count, finite_min, finite_max, finite_max_abs, finite_mean, finite_abs_mean)
+// The sixteen 8-byte fields listed above: a field added to CaptureStats must be listed there too.
+static_assert(sizeof(CaptureStats) == 16 * 8, "CaptureStats changed: list every field in the line above");
 }
 
 namespace probelab::probes {

@@ -34,7 +34,7 @@ std::vector<std::vector<Member>> fill(std::vector<Member> members, std::int64_t 
   std::int64_t bytes = 0;
   for (Member& m : members) {
     const std::int64_t size = m.numel * elem_bytes;
-    if (buckets.empty() || (!buckets.back().empty() && bytes + size > cap_bytes)) {
+    if (buckets.empty() || bytes + size > cap_bytes) {
       buckets.emplace_back();
       bytes = 0;
     }
