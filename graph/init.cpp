@@ -2,13 +2,13 @@
 #include "graph/init.h"
 
 #include <cmath>
-#include <numbers>
 #include <random>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "graph/graph.h"
+#include "numerics/normal.h"
 
 namespace probelab::graph {
 namespace {
@@ -29,11 +29,16 @@ Fans fans_of(const Shape& s) {
 // Uniform in [0, 1) from the top 53 bits.
 double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-double gaussian(std::mt19937_64& rng) {
-  double u1 = unit(rng);
-  while (u1 <= 0.0) u1 = unit(rng);
-  const double u2 = unit(rng);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+// n standard normal values, one Box-Muller pair (u1 in (0, 1), u2) per value, the cosine side.
+std::vector<double> gaussians(std::mt19937_64& rng, std::size_t n) {
+  std::vector<double> u1(n), u2(n), c(n), s(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    do u1[i] = unit(rng);
+    while (u1[i] <= 0.0);
+    u2[i] = unit(rng);
+  }
+  num::box_muller(u1, u2, 0.0, 1.0, c, s);
+  return c;
 }
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -131,14 +136,16 @@ Tensor make_init(const InitSpec& spec, const TensorDesc& desc, std::uint64_t see
     case K::Ones: std::fill(v.begin(), v.end(), 1.0); break;
     case K::Constant: std::fill(v.begin(), v.end(), spec.a); break;
     case K::Normal:
-      for (double& x : v) x = spec.a + spec.b * gaussian(rng);
+      v = gaussians(rng, v.size());
+      for (double& x : v) x = spec.a + spec.b * x;
       break;
     case K::Uniform:
       for (double& x : v) x = spec.a + (spec.b - spec.a) * unit(rng);
       break;
     case K::Kaiming: {
       const double std = std::sqrt(2.0 / f.in);
-      for (double& x : v) x = std * gaussian(rng);
+      v = gaussians(rng, v.size());
+      for (double& x : v) x = std * x;
       break;
     }
     case K::Xavier: {

@@ -1,8 +1,9 @@
 #include "sim/scenario/data_gen.h"
 
-#include <cmath>
 #include <random>
 #include <vector>
+
+#include "numerics/normal.h"
 
 namespace probelab::sim {
 
@@ -36,11 +37,17 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
   } else if (spec_.generator == "uniform") {
     for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * unit(rng));
   } else {
-    for (std::size_t i = 0; i < n; i += 2) {
-      const double u1 = 1.0 - unit(rng), u2 = unit(rng);
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      v[i] = static_cast<float>(spec_.mean + spec_.std * r * std::cos(2 * M_PI * u2));
-      if (i + 1 < n) v[i + 1] = static_cast<float>(spec_.mean + spec_.std * r * std::sin(2 * M_PI * u2));
+    // Box-Muller: pair i gives elements 2i (cosine) and 2i + 1 (sine).
+    const std::size_t pairs = (n + 1) / 2;
+    std::vector<double> u1(pairs), u2(pairs), c(pairs), s(pairs);
+    for (std::size_t i = 0; i < pairs; ++i) {
+      u1[i] = 1.0 - unit(rng);
+      u2[i] = unit(rng);
+    }
+    num::box_muller(u1, u2, spec_.mean, spec_.std, c, s);
+    for (std::size_t i = 0; i < pairs; ++i) {
+      v[2 * i] = static_cast<float>(c[i]);
+      if (2 * i + 1 < n) v[2 * i + 1] = static_cast<float>(s[i]);
     }
   }
   return graph::Tensor::from_f32(desc.shape, v, desc.dtype);

@@ -1,0 +1,98 @@
+// num::box_muller and its log and sincos against the C library: within 1 ulp in double, and equal
+// after rounding to FP32.
+#include "numerics/normal.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace probelab::num {
+namespace {
+
+double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// Distance in ulps between two doubles of one sign.
+std::int64_t ulps(double a, double b) {
+  if (a == b) return 0;
+  if (std::signbit(a) != std::signbit(b)) return INT64_MAX;
+  const auto x = std::bit_cast<std::int64_t>(a), y = std::bit_cast<std::int64_t>(b);
+  return x > y ? x - y : y - x;
+}
+
+TEST(Normal, LogIsWithinOneUlpOfTheCLibrary) {
+  std::mt19937_64 rng(11);
+  std::vector<double> xs = {1.0, 0x1p-53, 0x1.fffffffffffffp-1, 0.5, 0x1.6a09e667f3bcdp-1, 0x1.6a09e667f3bccp-1, 1e-10};
+  for (int i = 0; i < 1 << 20; ++i) xs.push_back(1.0 - unit(rng));
+  for (int i = 0; i < 1 << 16; ++i) xs.push_back(std::ldexp(1.0 - unit(rng), -static_cast<int>(rng() % 53)));
+  std::int64_t worst = 0;
+  for (double x : xs) worst = std::max(worst, ulps(det_log(x), std::log(x)));
+  EXPECT_LE(worst, 1);
+  EXPECT_EQ(det_log(1.0), 0.0);
+}
+
+TEST(Normal, SinAndCosAreWithinOneUlpOfTheCLibrary) {
+  std::mt19937_64 rng(12);
+  std::vector<double> ts = {0.0, 0x1p-60, M_PI / 4, M_PI / 2, M_PI, 3 * M_PI / 2, 2 * M_PI * 0x1.fffffffffffffp-1};
+  for (int q = 1; q < 4; ++q) {  // the doubles next to multiples of pi/2, where the result is tiny
+    const double t = q * (M_PI / 2);
+    ts.push_back(std::nextafter(t, 0.0));
+    ts.push_back(std::nextafter(t, 10.0));
+  }
+  for (int i = 0; i < 1 << 20; ++i) ts.push_back(2 * M_PI * unit(rng));
+  std::int64_t worst_sin = 0, worst_cos = 0;
+  for (double t : ts) {
+    double s = 0, c = 0;
+    det_sincos(t, s, c);
+    worst_sin = std::max(worst_sin, ulps(s, std::sin(t)));
+    worst_cos = std::max(worst_cos, ulps(c, std::cos(t)));
+  }
+  EXPECT_LE(worst_sin, 1);
+  EXPECT_LE(worst_cos, 1);
+}
+
+TEST(Normal, SamplesRoundedToFp32EqualTheCLibrarysBoxMuller) {
+  std::mt19937_64 rng(13);
+  const std::size_t n = (1 << 20) + 3;  // a tail that is not a whole vector
+  std::vector<double> u1(n), u2(n), c(n), s(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    u1[i] = 1.0 - unit(rng);
+    u2[i] = unit(rng);
+  }
+  const double mean = 0.25, stddev = 3.0;
+  box_muller(u1, u2, mean, stddev, c, s);
+  std::size_t differ = 0, differ_double = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = stddev * std::sqrt(-2.0 * std::log(u1[i]));
+    const double lc = mean + r * std::cos(2 * M_PI * u2[i]), ls = mean + r * std::sin(2 * M_PI * u2[i]);
+    differ += static_cast<float>(c[i]) != static_cast<float>(lc);
+    differ += static_cast<float>(s[i]) != static_cast<float>(ls);
+    differ_double += c[i] != lc;
+  }
+  EXPECT_EQ(differ, 0u);
+  EXPECT_GT(differ_double, 0u);  // the doubles do differ: the equality above is a property of the rounding
+}
+
+TEST(Normal, EveryTailLengthGivesTheValuesOfTheWholeVectors) {
+  std::mt19937_64 rng(14);
+  std::vector<double> u1(11), u2(11), c(11), s(11);
+  for (std::size_t i = 0; i < u1.size(); ++i) {
+    u1[i] = 1.0 - unit(rng);
+    u2[i] = unit(rng);
+  }
+  box_muller(u1, u2, 0.0, 1.0, c, s);
+  for (std::size_t len = 0; len <= u1.size(); ++len) {
+    std::vector<double> c2(len), s2(len);
+    box_muller(std::span(u1).first(len), std::span(u2).first(len), 0.0, 1.0, c2, s2);
+    for (std::size_t i = 0; i < len; ++i) {
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(c2[i]), std::bit_cast<std::uint64_t>(c[i])) << len << " " << i;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(s2[i]), std::bit_cast<std::uint64_t>(s[i])) << len << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace probelab::num
