@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <boost/crc.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
 
@@ -175,17 +176,39 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
 }
 
 void DumpWriter::write_manifest() const {
-  nlohmann::json j;
-  j["format_version"] = 1;
-  j["rank"] = rank_;
-  j["compression"] = opts_.zstd ? "zstd" : "none";
-  j["delta"] = opts_.delta;
-  j["checksum"] = "crc32";
-  j["entries"] = nlohmann::json::array();
-  for (const auto& e : entries_) j["entries"].push_back(to_json(e));
-  j["manifest_crc32"] = manifest_checksum(j);
-  std::string s = j.dump(1);
-  s += '\n';
+  // The compact text that manifest_crc32 covers is {"checksum":...,"delta":...,"entries":[e1,e2,...],
+  // "format_version":1,"rank":r} (keys sorted, as nlohmann::json writes them); its CRC over the
+  // part up to the last entry is kept, so each call serializes only the entries added since.
+  const std::string compression = nlohmann::json(opts_.zstd ? "zstd" : "none").dump();
+  const std::string delta = nlohmann::json(opts_.delta).dump();
+  if (!manifest_.started) {
+    const std::string prefix = R"({"checksum":"crc32","compression":)" + compression + R"(,"delta":)" + delta +
+                               R"(,"entries":[)";
+    manifest_.crc.process_bytes(prefix.data(), prefix.size());
+    manifest_.started = true;
+  }
+  for (; manifest_.serialized < entries_.size(); ++manifest_.serialized) {
+    const std::string e = to_json(entries_[manifest_.serialized]).dump();
+    if (manifest_.serialized > 0) {
+      manifest_.crc.process_byte(',');
+      manifest_.lines += ",\n";
+    }
+    manifest_.crc.process_bytes(e.data(), e.size());
+    manifest_.lines += "  ";
+    manifest_.lines += e;
+  }
+  boost::crc_32_type crc = manifest_.crc;
+  const std::string suffix = fmt::format(R"(],"format_version":1,"rank":{}}})", rank_);
+  crc.process_bytes(suffix.data(), suffix.size());
+  // The file: one entry per line.
+  std::string s = fmt::format("{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [", compression,
+                              delta);
+  if (!entries_.empty()) {
+    s += '\n';
+    s += manifest_.lines;
+    s += "\n ";
+  }
+  s += fmt::format("],\n \"format_version\": 1,\n \"manifest_crc32\": \"{:08x}\",\n \"rank\": {}\n}}\n", crc.checksum(), rank_);
   write_file_atomic(dir_ / "dump.json", std::as_bytes(std::span(s.data(), s.size())));
 }
 

@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 #include "chip_model/spec/capture_record.h"
@@ -65,7 +66,9 @@ class DumpWriter {
   /// Adds an entry without a file (statistics / hash captures). Returned references are valid
   /// until the next write_tensor()/add_entry().
   const DumpEntry& add_entry(DumpEntry meta);
-  /// Writes dump.json atomically (all entries so far).
+  /// Writes dump.json atomically (all entries so far, one per line). Serializes only the entries
+  /// added since the last call (the manifest's checksum is carried over), so a run that writes
+  /// the manifest every step pays per step for that step's entries and one copy of the file.
   void write_manifest() const;
 
   const std::vector<DumpEntry>& entries() const { return entries_; }
@@ -82,6 +85,15 @@ class DumpWriter {
   /// (op_id, is_input, index) -> (last tensor, its file) for delta encoding
   std::map<std::tuple<std::uint32_t, bool, std::uint16_t>, std::pair<graph::Tensor, std::string>> last_;
   std::uint64_t files_ = 0, bytes_ = 0, raw_bytes_ = 0;
+  /// What write_manifest() has serialized so far: the entries' lines of the file and the CRC-32 of
+  /// the compact text up to the last of them.
+  struct ManifestText {
+    bool started = false;
+    std::size_t serialized = 0;
+    std::string lines;
+    boost::crc_32_type crc;
+  };
+  mutable ManifestText manifest_;
 };
 
 /// Writes `bytes` to `path` atomically (tmp file in the same directory + rename).

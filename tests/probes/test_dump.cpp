@@ -137,3 +137,35 @@ TEST(Dump, Bf16IsStoredWidenedAndNamesNeverCollide) {
   EXPECT_EQ(back.dtype(), graph::DType::F32);
   EXPECT_EQ(back.to_f32(), t.to_f32());
 }
+
+TEST(Dump, ManifestWrittenStepByStepEqualsOneWrittenAtOnce) {
+  // write_manifest() after every step serializes only the new entries and carries the checksum
+  // over; the file must hold what a single write of all entries holds, and pass check_manifest.
+  for (bool zstd : {false, true}) {
+    probes::OutputOptions opts;
+    opts.zstd = zstd;
+    auto dir_steps = temp_dir(zstd ? "dump_steps_z" : "dump_steps");
+    auto dir_once = temp_dir(zstd ? "dump_once_z" : "dump_once");
+    DumpWriter steps(dir_steps, opts, 1), once(dir_once, opts, 1);
+    steps.write_manifest();  // before any entry: an empty, valid manifest
+    EXPECT_NO_THROW(probes::check_manifest(manifest(dir_steps), "empty"));
+    EXPECT_TRUE(manifest(dir_steps)["entries"].empty());
+    for (std::uint32_t step = 0; step < 5; ++step) {
+      for (std::uint32_t i = 0; i <= step % 3; ++i) {  // zero to two entries more per step
+        const std::string op = fmt::format("layer{}/fc", i);
+        steps.write_tensor(meta(op.c_str(), step), f16({2, 2}, {1.0f * step, -2, 0.5f * i, 3}));
+        once.write_tensor(meta(op.c_str(), step), f16({2, 2}, {1.0f * step, -2, 0.5f * i, 3}));
+      }
+      steps.write_manifest();
+      const auto j = manifest(dir_steps);
+      EXPECT_NO_THROW(probes::check_manifest(j, fmt::format("step {}", step)));
+      EXPECT_EQ(j["entries"].size(), steps.entries().size());
+    }
+    once.write_manifest();
+    EXPECT_EQ(manifest(dir_steps), manifest(dir_once));
+    // an edit anywhere, here in the first entry, breaks the carried-over checksum
+    auto j = manifest(dir_steps);
+    j["entries"][0]["step"] = 7;
+    EXPECT_THROW(probes::check_manifest(j, "edited"), probes::DumpError);
+  }
+}
