@@ -119,7 +119,16 @@ nlohmann::json to_json(const DumpEntry& e) {
 }
 
 DumpWriter::DumpWriter(fs::path dir, OutputOptions opts, std::uint32_t rank)
-    : dir_(std::move(dir)), opts_(std::move(opts)), rank_(rank) {}
+    : dir_(std::move(dir)), opts_(std::move(opts)), rank_(rank) {
+  // The compact text that manifest_crc32 covers is {"checksum":...,"delta":...,"entries":[e1,e2,...],
+  // "format_version":1,"rank":r} (keys sorted, as nlohmann::json writes them); write_manifest()
+  // carries its CRC over from one call to the next, starting here with the part before the entries.
+  manifest_.compression = nlohmann::json(opts_.zstd ? "zstd" : "none").dump();
+  manifest_.delta = nlohmann::json(opts_.delta).dump();
+  const std::string prefix =
+      R"({"checksum":"crc32","compression":)" + manifest_.compression + R"(,"delta":)" + manifest_.delta + R"(,"entries":[)";
+  manifest_.crc.process_bytes(prefix.data(), prefix.size());
+}
 
 const DumpEntry& DumpWriter::add_entry(DumpEntry meta) {
   meta.rank = rank_;
@@ -176,17 +185,7 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
 }
 
 void DumpWriter::write_manifest() const {
-  // The compact text that manifest_crc32 covers is {"checksum":...,"delta":...,"entries":[e1,e2,...],
-  // "format_version":1,"rank":r} (keys sorted, as nlohmann::json writes them); its CRC over the
-  // part up to the last entry is kept, so each call serializes only the entries added since.
-  const std::string compression = nlohmann::json(opts_.zstd ? "zstd" : "none").dump();
-  const std::string delta = nlohmann::json(opts_.delta).dump();
-  if (!manifest_.started) {
-    const std::string prefix = R"({"checksum":"crc32","compression":)" + compression + R"(,"delta":)" + delta +
-                               R"(,"entries":[)";
-    manifest_.crc.process_bytes(prefix.data(), prefix.size());
-    manifest_.started = true;
-  }
+  // Only the entries added since the last call are serialized (see the constructor).
   for (; manifest_.serialized < entries_.size(); ++manifest_.serialized) {
     const std::string e = to_json(entries_[manifest_.serialized]).dump();
     if (manifest_.serialized > 0) {
@@ -201,8 +200,8 @@ void DumpWriter::write_manifest() const {
   const std::string suffix = fmt::format(R"(],"format_version":1,"rank":{}}})", rank_);
   crc.process_bytes(suffix.data(), suffix.size());
   // The file: one entry per line.
-  std::string s = fmt::format("{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [", compression,
-                              delta);
+  std::string s = fmt::format("{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [",
+                              manifest_.compression, manifest_.delta);
   if (!entries_.empty()) {
     s += '\n';
     s += manifest_.lines;

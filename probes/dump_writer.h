@@ -86,9 +86,9 @@ class DumpWriter {
   std::map<std::tuple<std::uint32_t, bool, std::uint16_t>, std::pair<graph::Tensor, std::string>> last_;
   std::uint64_t files_ = 0, bytes_ = 0, raw_bytes_ = 0;
   /// What write_manifest() has serialized so far: the entries' lines of the file and the CRC-32 of
-  /// the compact text up to the last of them.
+  /// the compact text up to the last of them; the header values as JSON text.
   struct ManifestText {
-    bool started = false;
+    std::string compression, delta;
     std::size_t serialized = 0;
     std::string lines;
     boost::crc_32_type crc;
