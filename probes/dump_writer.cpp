@@ -14,6 +14,7 @@
 #include "graph/npy.h"
 #include "probes/anomaly.h"
 #include "probes/capture_drain.h"
+#include "probes/compact_json.h"
 #include "probes/tensor_stats.h"
 
 namespace probelab::probes {
@@ -118,6 +119,41 @@ nlohmann::json to_json(const DumpEntry& e) {
   return j;
 }
 
+std::string manifest_line(const DumpEntry& e) {
+  CompactObject j;
+  j.add("op", e.op)
+      .add("op_id", std::uint64_t{e.op_id})
+      .add("tensor", e.tensor)
+      .add("edge", fmt::format("{}{}", e.is_input ? "in" : "out", e.index))
+      .add("step", std::uint64_t{e.step})
+      .add("rank", std::uint64_t{e.rank})
+      .add("dtype", graph::dtype_name(e.dtype))
+      .add("shape", std::span<const std::int64_t>(e.shape))
+      .add("format", graph::format_name(e.format))
+      .add("source_format", graph::format_name(e.source_format))
+      .add("payload", e.payload)
+      .add("trigger", e.trigger);
+  if (e.stats) {
+    const spec::CaptureStats& s = *e.stats;
+    CompactObject st;
+    st.add("min", s.min).add("max", s.max).add("mean", s.mean).add("abs_mean", s.abs_mean).add("std", s.std);
+    st.add("l2", s.l2).add("max_abs", s.max_abs).add("count", s.count).add("nan_count", s.nan_count);
+    st.add("inf_count", s.inf_count).add("zero_count", s.zero_count);
+    j.add_raw("statistics", st.str());
+  }
+  if (e.hash) j.add("hash", fmt::format("{:016x}", *e.hash));
+  if (!e.file.empty()) {
+    j.add("file", e.file).add("encoding", e.encoding);
+    if (!e.delta_base.empty()) j.add("delta_base", e.delta_base);
+    j.add("compression", e.compressed ? "zstd" : "none")
+        .add("crc32", fmt::format("{:08x}", e.crc32))
+        .add("data_crc32", fmt::format("{:08x}", e.data_crc32))
+        .add("file_bytes", e.file_bytes)
+        .add("raw_bytes", e.raw_bytes);
+  }
+  return j.str();
+}
+
 DumpWriter::DumpWriter(fs::path dir, OutputOptions opts, std::uint32_t rank)
     : dir_(std::move(dir)), opts_(std::move(opts)), rank_(rank) {
   // The compact text that manifest_crc32 covers is {"checksum":...,"delta":...,"entries":[e1,e2,...],
@@ -187,7 +223,7 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
 void DumpWriter::write_manifest() const {
   // Only the entries added since the last call are serialized (see the constructor).
   for (; manifest_.serialized < entries_.size(); ++manifest_.serialized) {
-    const std::string e = to_json(entries_[manifest_.serialized]).dump();
+    const std::string e = manifest_line(entries_[manifest_.serialized]);
     if (manifest_.serialized > 0) {
       manifest_.crc.process_byte(',');
       manifest_.lines += ",\n";

@@ -55,6 +55,8 @@ struct DumpEntry {
   std::string trigger;                          // why it was written: "capture", "full_dump", "break"
 };
 nlohmann::json to_json(const DumpEntry& e);
+/// to_json(e).dump(), written without building the tree (the manifest writes one per capture).
+std::string manifest_line(const DumpEntry& e);
 
 class DumpWriter {
  public:

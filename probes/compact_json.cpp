@@ -1,0 +1,83 @@
+#include "probes/compact_json.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace probelab::probes {
+
+std::string json_quoted(std::string_view s) {
+  // Printable ASCII other than '"' and '\' is written as is; anything else takes nlohmann's own
+  // escaping (control characters, UTF-8 validation).
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; });
+  if (!plain) return nlohmann::json(std::string(s)).dump();
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
+
+CompactObject& CompactObject::add(std::string_view key, std::string_view text) {
+  const std::size_t begin = values_.size();
+  values_ += json_quoted(text);
+  added(key, begin);
+  return *this;
+}
+
+CompactObject& CompactObject::add(std::string_view key, std::uint64_t v) {
+  const std::size_t begin = values_.size();
+  fmt::format_to(std::back_inserter(values_), "{}", v);
+  added(key, begin);
+  return *this;
+}
+
+CompactObject& CompactObject::add(std::string_view key, double v) {
+  if (std::isnan(v)) return add(key, "nan");
+  if (std::isinf(v)) return add(key, v > 0 ? "inf" : "-inf");
+  std::array<char, 64> buf{};  // nlohmann's own number buffer size
+  const char* end = nlohmann::detail::to_chars(buf.data(), buf.data() + buf.size(), v);
+  const std::size_t begin = values_.size();
+  values_.append(buf.data(), static_cast<std::size_t>(end - buf.data()));
+  added(key, begin);
+  return *this;
+}
+
+CompactObject& CompactObject::add(std::string_view key, std::span<const std::int64_t> v) {
+  const std::size_t begin = values_.size();
+  fmt::format_to(std::back_inserter(values_), "[{}]", fmt::join(v, ","));
+  added(key, begin);
+  return *this;
+}
+
+CompactObject& CompactObject::add_raw(std::string_view key, std::string compact_json) {
+  const std::size_t begin = values_.size();
+  values_ += compact_json;
+  added(key, begin);
+  return *this;
+}
+
+std::string CompactObject::str() const {
+  std::vector<Member> order = members_;
+  std::sort(order.begin(), order.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
+  std::string out;
+  out.reserve(values_.size() + 4 * members_.size() + 2 + 16 * members_.size());
+  out += '{';
+  for (const Member& m : order) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += m.key;
+    out += "\":";
+    out.append(values_, m.begin, m.end - m.begin);
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace probelab::probes
