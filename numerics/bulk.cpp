@@ -5,6 +5,7 @@
 // element by element. tests/numerics/test_bulk.cpp checks both against the scalar path.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <stdexcept>
@@ -78,8 +79,10 @@ void scalar_convert(const In* in, Out* out, std::size_t lo, std::size_t hi, cons
 
 namespace {
 
-// Runs `block(i, rep)` on every full block of 8 (it returns false to hand the block to `special`,
-// or by default to the scalar conversion) and converts the tail with the scalar conversion.
+// Runs `block(in, out, i, rep)` (8 lanes from in + i to out + i; flags at element i on) on every
+// block of 8, the last one partial: its lanes are copied into a block padded with zeros (plain in
+// every format) and only its own lanes come out. A block that returns false goes to
+// `special(in, out, i, rep)` (any 8 lanes), or by default to the scalar conversion.
 template <class S, class D, class In, class Out, class Block, class Special = std::nullptr_t>
 BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, const Mode& mode, Block&& block,
                   Special&& special = nullptr) {
@@ -89,14 +92,26 @@ BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, 
   const std::size_t n = in.size();
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (block(i, rep)) continue;
+    if (block(in.data() + i, out.data() + i, i, rep)) continue;
     if constexpr (std::is_same_v<std::decay_t<Special>, std::nullptr_t>) {
       scalar_convert<S, D>(in.data(), out.data(), i, i + 8, mode, rep);
     } else {
-      special(i, rep);
+      special(in.data() + i, out.data() + i, i, rep);
     }
   }
-  scalar_convert<S, D>(in.data(), out.data(), i, n, mode, rep);
+  if (i == n) return rep;
+  In tin[8]{};
+  Out tout[8];
+  std::copy(in.data() + i, in.data() + n, tin);
+  if constexpr (std::is_same_v<std::decay_t<Special>, std::nullptr_t>) {
+    if (!block(tin, tout, i, rep)) {
+      scalar_convert<S, D>(in.data(), out.data(), i, n, mode, rep);
+      return rep;
+    }
+  } else {
+    if (!block(tin, tout, i, rep)) special(tin, tout, i, rep);
+  }
+  std::copy(tout, tout + (n - i), out.data() + i);
   return rep;
 }
 
@@ -104,12 +119,13 @@ BulkReport blocks(const char* what, std::span<const In> in, std::span<Out> out, 
 inline __m256i eq32(__m256i x, int v) noexcept { return _mm256_cmpeq_epi32(x, _mm256_set1_epi32(v)); }
 inline __m256i bits_of(__m256 v) noexcept { return _mm256_castps_si256(v); }
 
-// A block of 8 FP16 -> FP32 conversions with any patterns, lane by lane as convert_op: NaNs keep
+// A block of 8 FP16 -> FP32 conversions (in, out: the block's first lane; i: its element index)
+// with any patterns, lane by lane as convert_op: NaNs keep
 // sign and payload, quieted (F16C does the same), signaling ones raise Invalid; subnormal inputs
 // raise DenormalIn and read as zeros when flushing; saturation turns NaN into +0 and Inf into
 // +-max.
 void f16_to_f32_special(const f16* in, float* out, std::size_t i, const Mode& m, BulkReport& rep) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
   const __m256i w = _mm256_cvtepu16_epi32(h);
   const __m256i e = _mm256_and_si256(w, _mm256_set1_epi32(0x7C00)), f = _mm256_and_si256(w, _mm256_set1_epi32(0x3FF));
   const __m256i f0 = eq32(f, 0), top = eq32(e, 0x7C00);
@@ -123,7 +139,7 @@ void f16_to_f32_special(const f16* in, float* out, std::size_t i, const Mode& m,
     v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_castsi256_ps(nan));
     v = _mm256_blendv_ps(v, _mm256_or_ps(sign, _mm256_set1_ps(0x1.fffffep127f)), _mm256_castsi256_ps(inf));
   }
-  _mm256_storeu_ps(out + i, v);
+  _mm256_storeu_ps(out, v);
   const auto base = static_cast<std::int64_t>(i);
   detail::raise_mask(rep, Flag::Invalid, detail::mask8(_mm256_castsi256_ps(snan)), base);
   detail::raise_mask(rep, Flag::DenormalIn, detail::mask8(_mm256_castsi256_ps(sub)), base);
@@ -134,7 +150,7 @@ void f16_to_f32_special(const f16* in, float* out, std::size_t i, const Mode& m,
 // bits); the flags follow flags.h (tininess after rounding: below 2^-14 (1 - 2^-12)); then the
 // Mode: flushed inputs and results, saturated infinities and NaNs.
 void f32_to_f16_special(const float* in, f16* out, std::size_t i, const Mode& m, BulkReport& rep) {
-  __m256 v = _mm256_loadu_ps(in + i);
+  __m256 v = _mm256_loadu_ps(in);
   const __m256i b = bits_of(v);
   const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
   const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
@@ -167,7 +183,7 @@ void f32_to_f16_special(const float* in, f16* out, std::size_t i, const Mode& m,
     hw = _mm256_blendv_epi8(hw, _mm256_or_si256(sign16, _mm256_set1_epi32(0x7BFF)), _mm256_castps_si256(big));
   }
   h = _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(hw, hw), 0x08));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), h);
   const auto base = static_cast<std::int64_t>(i);
   detail::raise_mask(rep, Flag::Invalid, detail::mask8(snan), base);
   detail::raise_mask(rep, Flag::DenormalIn, detail::mask8(_mm256_castsi256_ps(sub)), base);
@@ -189,45 +205,45 @@ void store8(T* p, __m128i v) {
 }  // namespace
 
 BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mode) {
-  return blocks<detail::F32, detail::F16>("convert(f32->f16)", in, out, mode, [&](std::size_t i, BulkReport& rep) {
-    const __m256 v = _mm256_loadu_ps(in.data() + i);
+  return blocks<detail::F32, detail::F16>("convert(f32->f16)", in, out, mode, [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) {
+    const __m256 v = _mm256_loadu_ps(pi);
     const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-14f, 65520.0f), detail::is_zero_ps(v));
     if (detail::mask8(ok) != 0xFF) return false;
     const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    store8(out.data() + i, h);
+    store8(po, h);
     if (rep.first_index(Flag::Inexact) < 0) {  // once the first inexact element is known, skip the check
       detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
                          static_cast<std::int64_t>(i));
     }
     return true;
-  }, [&](std::size_t i, BulkReport& rep) { f32_to_f16_special(in.data(), out.data(), i, mode, rep); });
+  }, [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) { f32_to_f16_special(pi, po, i, mode, rep); });
 }
 
 BulkReport convert(std::span<const f16> in, std::span<float> out, const Mode& mode) {
-  return blocks<detail::F16, detail::F32>("convert(f16->f32)", in, out, mode, [&](std::size_t i, BulkReport&) {
-    const __m128i h = load8(in.data() + i);
+  return blocks<detail::F16, detail::F32>("convert(f16->f32)", in, out, mode, [&](const f16* pi, float* po, std::size_t, BulkReport&) {
+    const __m128i h = load8(pi);
     if (detail::special16(h, 0x7C00) != 0) return false;
-    _mm256_storeu_ps(out.data() + i, _mm256_cvtph_ps(h));
+    _mm256_storeu_ps(po, _mm256_cvtph_ps(h));
     return true;
-  }, [&](std::size_t i, BulkReport& rep) { f16_to_f32_special(in.data(), out.data(), i, mode, rep); });
+  }, [&](const f16* pi, float* po, std::size_t i, BulkReport& rep) { f16_to_f32_special(pi, po, i, mode, rep); });
 }
 
 BulkReport convert(std::span<const float> in, std::span<bf16> out, const Mode& mode) {
-  return blocks<detail::F32, detail::BF16>("convert(f32->bf16)", in, out, mode, [&](std::size_t i, BulkReport& rep) {
-    const __m256 v = _mm256_loadu_ps(in.data() + i);
+  return blocks<detail::F32, detail::BF16>("convert(f32->bf16)", in, out, mode, [&](const float* pi, bf16* po, std::size_t i, BulkReport& rep) {
+    const __m256 v = _mm256_loadu_ps(pi);
     const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-126f, 0x1.ffp127f), detail::is_zero_ps(v));
     if (detail::mask8(ok) != 0xFF) return false;
-    store8(out.data() + i, detail::ps_to_bf16(v));
+    store8(po, detail::ps_to_bf16(v));
     detail::raise_mask(rep, Flag::Inexact, detail::bf16_inexact(v), static_cast<std::int64_t>(i));
     return true;
   });
 }
 
 BulkReport convert(std::span<const bf16> in, std::span<float> out, const Mode& mode) {
-  return blocks<detail::BF16, detail::F32>("convert(bf16->f32)", in, out, mode, [&](std::size_t i, BulkReport&) {
-    const __m128i h = load8(in.data() + i);
+  return blocks<detail::BF16, detail::F32>("convert(bf16->f32)", in, out, mode, [&](const bf16* pi, float* po, std::size_t, BulkReport&) {
+    const __m128i h = load8(pi);
     if (detail::special16(h, 0x7F80) != 0) return false;
-    _mm256_storeu_ps(out.data() + i, detail::bf16_to_ps(h));
+    _mm256_storeu_ps(po, detail::bf16_to_ps(h));
     return true;
   });
 }

@@ -8,6 +8,7 @@
 // Min/Max always use the scalar operation.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 #include <string>
@@ -167,19 +168,46 @@ bool vector_op(BinaryOp op) { return op != BinaryOp::Min && op != BinaryOp::Max;
 
 namespace {
 
-// Runs `block(i, rep)` on every full block of 8 of a vectorised operation (false hands the block
-// to the scalar operation) and the scalar operation on the tail and for Min/Max.
+// The value 1 of an element type (the divisor in the padding lanes of a tail block).
+template <class T>
+T one() noexcept {
+  if constexpr (std::is_same_v<T, float>)
+    return 1.0f;
+  else if constexpr (std::is_same_v<T, f16>)
+    return T{0x3C00};
+  else
+    return T{0x3F80};
+}
+
+// Runs `block(a, b, out, i, rep)` (8 lanes from a + i, b + i to out + i; flags at element i on) on
+// every block of 8 of a vectorised operation, the last one partial: its lanes are copied into a
+// block padded with 0 op 1 (a plain, exact lane whatever the op), and only its own lanes come out.
+// A block that returns false is handed to the scalar operation, and so is everything for Min/Max.
 template <class F, class T, class Block>
 BulkReport blocks(BinaryOp op, std::span<const T> a, std::span<const T> b, std::span<T> out, const Mode& mode,
                   Block&& block) {
   check_args(op, a.size(), b.size(), out.size(), mode);
   BulkReport rep;
   const std::size_t n = a.size();
-  std::size_t i = 0;
-  for (; vector_op(op) && i + 8 <= n; i += 8) {
-    if (!block(i, rep)) scalar_range<F>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
+  if (!vector_op(op)) {
+    scalar_range<F>(op, a.data(), b.data(), out.data(), 0, n, mode, rep);
+    return rep;
   }
-  scalar_range<F>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (!block(a.data() + i, b.data() + i, out.data() + i, i, rep))
+      scalar_range<F>(op, a.data(), b.data(), out.data(), i, i + 8, mode, rep);
+  }
+  if (i == n) return rep;
+  T ta[8], tb[8], to[8];
+  for (std::size_t j = 0; j < 8; ++j) {
+    ta[j] = i + j < n ? a[i + j] : T{};
+    tb[j] = i + j < n ? b[i + j] : one<T>();
+  }
+  if (block(ta, tb, to, i, rep))
+    std::copy(to, to + (n - i), out.data() + i);
+  else
+    scalar_range<F>(op, a.data(), b.data(), out.data(), i, n, mode, rep);
   return rep;
 }
 
@@ -198,8 +226,8 @@ bool plain_result(__m256 r, float lo, float hi) {
 BulkReport elementwise(BinaryOp op, std::span<const f16> a, std::span<const f16> b, std::span<f16> out,
                        const Mode& mode) {
   return dispatch(op, [&](auto kind) {
-    return blocks<F16>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
-      const __m128i ha = load8(a.data() + i), hb = load8(b.data() + i);
+    return blocks<F16>(op, a, b, out, mode, [&](const f16* pa, const f16* pb, f16* po, std::size_t i, BulkReport& rep) {
+      const __m128i ha = load8(pa), hb = load8(pb);
       Block blk;
       if ((detail::special16(ha, 0x7C00) | detail::special16(hb, 0x7C00)) != 0 ||
           !compute<kind.value>(_mm256_cvtph_ps(ha), _mm256_cvtph_ps(hb), true, blk) ||
@@ -207,7 +235,7 @@ BulkReport elementwise(BinaryOp op, std::span<const f16> a, std::span<const f16>
         return false;
       }
       const __m128i h = _mm256_cvtps_ph(blk.res, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), h);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(po), h);
       const __m256 inexact = _mm256_or_ps(blk.inexact, _mm256_cmp_ps(_mm256_cvtph_ps(h), blk.res, _CMP_NEQ_OQ));
       detail::raise_mask(rep, Flag::Inexact, detail::mask8(inexact), static_cast<std::int64_t>(i));
       return true;
@@ -218,15 +246,15 @@ BulkReport elementwise(BinaryOp op, std::span<const f16> a, std::span<const f16>
 BulkReport elementwise(BinaryOp op, std::span<const bf16> a, std::span<const bf16> b, std::span<bf16> out,
                        const Mode& mode) {
   return dispatch(op, [&](auto kind) {
-    return blocks<BF16>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
-      const __m128i ha = load8(a.data() + i), hb = load8(b.data() + i);
+    return blocks<BF16>(op, a, b, out, mode, [&](const bf16* pa, const bf16* pb, bf16* po, std::size_t i, BulkReport& rep) {
+      const __m128i ha = load8(pa), hb = load8(pb);
       Block blk;
       if ((detail::special16(ha, 0x7F80) | detail::special16(hb, 0x7F80)) != 0 ||
           !compute<kind.value>(detail::bf16_to_ps(ha), detail::bf16_to_ps(hb), true, blk) ||
           !plain_result(blk.res, 0x1p-126f, 0x1.ffp127f)) {
         return false;
       }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), detail::ps_to_bf16(blk.res));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(po), detail::ps_to_bf16(blk.res));
       const int inexact = detail::mask8(blk.inexact) | detail::bf16_inexact(blk.res);
       detail::raise_mask(rep, Flag::Inexact, inexact, static_cast<std::int64_t>(i));
       return true;
@@ -237,12 +265,12 @@ BulkReport elementwise(BinaryOp op, std::span<const bf16> a, std::span<const bf1
 BulkReport elementwise(BinaryOp op, std::span<const float> a, std::span<const float> b, std::span<float> out,
                        const Mode& mode) {
   return dispatch(op, [&](auto kind) {
-    return blocks<F32>(op, a, b, out, mode, [&](std::size_t i, BulkReport& rep) {
-      const __m256 va = _mm256_loadu_ps(a.data() + i), vb = _mm256_loadu_ps(b.data() + i);
+    return blocks<F32>(op, a, b, out, mode, [&](const float* pa, const float* pb, float* po, std::size_t i, BulkReport& rep) {
+      const __m256 va = _mm256_loadu_ps(pa), vb = _mm256_loadu_ps(pb);
       Block blk;
       if ((detail::special32(va) | detail::special32(vb)) != 0 || !compute<kind.value>(va, vb, false, blk))
         return false;
-      _mm256_storeu_ps(out.data() + i, blk.res);
+      _mm256_storeu_ps(po, blk.res);
       detail::raise_mask(rep, Flag::Inexact, detail::mask8(blk.inexact), static_cast<std::int64_t>(i));
       return true;
     });

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -62,10 +63,9 @@ std::vector<T> to16(const std::vector<float>& v) {
   return out;
 }
 
-TEST(Bulk, ConvertMatchesScalar) {
-  for (const Mode& m : kModes) {
-    for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{1001}, std::size_t{65541}}) {
-      const std::vector<float> x = mixed_f32(n, n + 3, n % 2 ? 1000.0f : 1e-3f);
+// x to FP16 and BF16 and back, against the scalar conversions.
+void convert_case(const std::vector<float>& x, const Mode& m) {
+      const std::size_t n = x.size();
       std::vector<f16> h(n);
       std::vector<bf16> b(n);
       const BulkReport rh = convert(x, std::span<f16>(h), m);
@@ -96,6 +96,28 @@ TEST(Bulk, ConvertMatchesScalar) {
       }
       expect_same(rwh, ewh.rep, "f16->f32 " + mode_name(m));
       expect_same(rwb, ewb.rep, "bf16->f32 " + mode_name(m));
+}
+
+TEST(Bulk, ConvertMatchesScalar) {
+  for (const Mode& m : kModes) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{1001}, std::size_t{65541}}) {
+      convert_case(mixed_f32(n, n + 3, n % 2 ? 1000.0f : 1e-3f), m);
+    }
+  }
+}
+
+// Every tail length (converted in a padded block), plain and with a special value in the tail.
+TEST(Bulk, ConvertTailsMatchScalar) {
+  const std::vector<float> specials = {NAN, -INFINITY, 1e-6f, 7e4f, 1e-40f, std::bit_cast<float>(0x7F800001u), 3e38f};
+  for (const Mode& m : kModes) {
+    for (std::size_t n = 1; n <= 17; ++n) {
+      for (std::size_t s = 0; s <= specials.size(); ++s) {
+        std::vector<float> x(n);
+        for (std::size_t i = 0; i < n; ++i) x[i] = (static_cast<float>(i) - 7.3f) * 0.37f;
+        if (s < specials.size()) x[n - 1 - (n - 1) % 5] = specials[s];
+        SCOPED_TRACE("n=" + std::to_string(n) + " special=" + std::to_string(s));
+        convert_case(x, m);
+      }
     }
   }
 }
@@ -222,6 +244,34 @@ TEST(Bulk, ElementwiseNormalPatterns) {
           elementwise_case(fx, fy, m, "f32 normals");
         }
       }
+    }
+  }
+}
+
+// Every length up to three blocks, so that each tail length (vectorised in a padded block) is
+// checked against the scalar operation, plain and with a NaN, an infinity, a subnormal or a zero
+// divisor in the tail (the fallback), and in place.
+TEST(Bulk, ElementwiseTailsMatchScalar) {
+  const std::vector<float> specials = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                       1e-41f, 0.0f, 65504.0f};
+  for (std::size_t n = 0; n <= 24; ++n) {
+    for (std::size_t s = 0; s <= specials.size(); ++s) {
+      std::vector<float> x = mixed_f32(n, 40 + n, 3.0f), y = mixed_f32(n, 80 + n, 3.0f);
+      for (std::size_t i = 0; i < n; ++i) {  // plain values (mixed_f32 may hold specials)
+        if (!std::isnormal(x[i])) x[i] = 1.5f + static_cast<float>(i);
+        if (!std::isnormal(y[i])) y[i] = -0.75f - static_cast<float>(i);
+      }
+      if (s < specials.size() && n > 0) y[n - 1 - (n - 1) % 3] = specials[s];
+      for (const Mode& m : kModes) {
+        const std::string what = "n=" + std::to_string(n) + " special=" + std::to_string(s);
+        elementwise_case(to16<f16>(x), to16<f16>(y), m, "f16 tail " + what);
+        elementwise_case(to16<bf16>(x), to16<bf16>(y), m, "bf16 tail " + what);
+        elementwise_case(x, y, m, "f32 tail " + what);
+      }
+      std::vector<float> in_place = x, want(n);
+      (void)elementwise(BinaryOp::Div, std::span<const float>(x), std::span<const float>(y), std::span<float>(want));
+      (void)elementwise(BinaryOp::Div, std::span<const float>(in_place), std::span<const float>(y), std::span<float>(in_place));
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(std::bit_cast<std::uint32_t>(in_place[i]), std::bit_cast<std::uint32_t>(want[i]));
     }
   }
 }
