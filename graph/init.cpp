@@ -2,12 +2,12 @@
 #include "graph/init.h"
 
 #include <cmath>
-#include <random>
 #include <regex>
 
 #include <fmt/format.h>
 
 #include "graph/graph.h"
+#include "numerics/mt19937.h"
 #include "numerics/normal.h"
 
 namespace probelab::graph {
@@ -27,10 +27,10 @@ Fans fans_of(const Shape& s) {
 }
 
 // Uniform in [0, 1) from the top 53 bits.
-double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+double unit(num::Mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // n standard normal values, one Box-Muller pair (u1 in (0, 1), u2) per value, the cosine side.
-std::vector<double> gaussians(std::mt19937_64& rng, std::size_t n) {
+std::vector<double> gaussians(num::Mt19937_64& rng, std::size_t n) {
   std::vector<double> u1(n), u2(n), c(n), s(n);
   for (std::size_t i = 0; i < n; ++i) {
     do u1[i] = unit(rng);
@@ -129,7 +129,7 @@ std::uint64_t derive_seed(std::uint64_t model_seed, const std::string& name) {
 Tensor make_init(const InitSpec& spec, const TensorDesc& desc, std::uint64_t seed) {
   using K = InitSpec::Kind;
   std::vector<double> v(static_cast<std::size_t>(numel(desc.shape)));
-  std::mt19937_64 rng(seed);
+  num::Mt19937_64 rng(seed);
   const Fans f = fans_of(desc.shape);
   switch (spec.kind) {
     case K::Zeros: break;

@@ -10,7 +10,8 @@
 //   arange                                0, 1, 2, ... (row-major)
 // Fans: rank 1 [n]: fan_in = fan_out = n; rank 2 [k, n] (a MatMul weight, X @ W): fan_in = k,
 // fan_out = n; rank >= 3 [o, i, k...] (a Conv weight): fan_in = i * prod(k), fan_out = o * prod(k).
-// Values are drawn in FP64 from std::mt19937_64 seeded with the given seed (uniform bits mapped by
+// Values are drawn in FP64 from the mt19937_64 sequence (num::Mt19937_64, the same outputs as
+// std::mt19937_64) seeded with the given seed (uniform bits mapped by
 // this code, normal by Box-Muller with numerics' own log and cosine, num::box_muller, so the values
 // do not depend on the standard library) and rounded once to the target dtype.
 #pragma once

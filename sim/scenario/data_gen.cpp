@@ -1,8 +1,11 @@
 #include "sim/scenario/data_gen.h"
 
-#include <random>
+#include <algorithm>
+#include <array>
+#include <span>
 #include <vector>
 
+#include "numerics/mt19937.h"
 #include "numerics/normal.h"
 
 namespace probelab::sim {
@@ -23,13 +26,13 @@ std::uint64_t stream_seed(std::uint64_t seed, const std::string& name, std::uint
 namespace {
 
 // Uniform double in [0, 1) from the top 53 bits.
-double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+double unit(num::Mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 }  // namespace
 
 graph::Tensor DataGenerator::make_float(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
                                         std::uint32_t rank) const {
-  std::mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
+  num::Mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
   const auto n = static_cast<std::size_t>(graph::numel(desc.shape));
   std::vector<float> v(n);
   if (spec_.generator == "ones") {
@@ -37,17 +40,24 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
   } else if (spec_.generator == "uniform") {
     for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * unit(rng));
   } else {
-    // Box-Muller: pair i gives elements 2i (cosine) and 2i + 1 (sine).
+    // Box-Muller: pair i gives elements 2i (cosine) and 2i + 1 (sine). In chunks of pairs, so that
+    // the temporaries stay in a few cache-resident kilobytes whatever the tensor's size.
     const std::size_t pairs = (n + 1) / 2;
-    std::vector<double> u1(pairs), u2(pairs), c(pairs), s(pairs);
-    for (std::size_t i = 0; i < pairs; ++i) {
-      u1[i] = 1.0 - unit(rng);
-      u2[i] = unit(rng);
-    }
-    num::box_muller(u1, u2, spec_.mean, spec_.std, c, s);
-    for (std::size_t i = 0; i < pairs; ++i) {
-      v[2 * i] = static_cast<float>(c[i]);
-      if (2 * i + 1 < n) v[2 * i + 1] = static_cast<float>(s[i]);
+    constexpr std::size_t kChunk = 256;
+    std::array<double, kChunk> u1, u2, c, s;
+    for (std::size_t p0 = 0; p0 < pairs; p0 += kChunk) {
+      const std::size_t m = std::min(kChunk, pairs - p0);
+      for (std::size_t i = 0; i < m; ++i) {
+        u1[i] = 1.0 - unit(rng);
+        u2[i] = unit(rng);
+      }
+      num::box_muller(std::span(u1).first(m), std::span(u2).first(m), spec_.mean, spec_.std, std::span(c).first(m),
+                      std::span(s).first(m));
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::size_t e = 2 * (p0 + i);
+        v[e] = static_cast<float>(c[i]);
+        if (e + 1 < n) v[e + 1] = static_cast<float>(s[i]);
+      }
     }
   }
   return graph::Tensor::from_f32(desc.shape, v, desc.dtype);

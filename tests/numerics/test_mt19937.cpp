@@ -1,0 +1,32 @@
+// Mt19937_64 gives std::mt19937_64's outputs for the same seed, across several refills.
+#include <concepts>
+#include <cstdint>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "numerics/mt19937.h"
+
+namespace {
+
+static_assert(std::uniform_random_bit_generator<probelab::num::Mt19937_64>);
+
+TEST(Mt19937_64, SameOutputsAsTheStandardEngine) {
+  std::mt19937_64 seeds(99);
+  std::vector<std::uint64_t> cases = {0, 1, 5489, 0xFFFFFFFFFFFFFFFFULL, 0x8000000000000000ULL};
+  for (int i = 0; i < 20; ++i) cases.push_back(seeds());
+  for (std::uint64_t seed : cases) {
+    std::mt19937_64 want(seed);
+    probelab::num::Mt19937_64 got(seed);
+    for (int i = 0; i < 10 * 312 + 7; ++i) ASSERT_EQ(got(), want()) << "seed " << seed << ", output " << i;
+  }
+}
+
+TEST(Mt19937_64, WorksWithStandardDistributions) {
+  std::mt19937_64 want(7);
+  probelab::num::Mt19937_64 got(7);
+  std::uniform_int_distribution<int> d(0, 1000);
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(d(got), d(want));
+}
+
+}  // namespace
