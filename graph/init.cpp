@@ -1,8 +1,11 @@
 // Initialisers, see init.h.
 #include "graph/init.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <regex>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -29,16 +32,20 @@ Fans fans_of(const Shape& s) {
 // Uniform in [0, 1) from the top 53 bits.
 double unit(num::Mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// n standard normal values, one Box-Muller pair (u1 in (0, 1), u2) per value, the cosine side.
-std::vector<double> gaussians(num::Mt19937_64& rng, std::size_t n) {
-  std::vector<double> u1(n), u2(n), c(n), s(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    do u1[i] = unit(rng);
-    while (u1[i] <= 0.0);
-    u2[i] = unit(rng);
+// Standard normal values into v, one Box-Muller pair (u1 in (0, 1), u2) per value, the cosine
+// side; in chunks, so that the temporaries stay in a few cache-resident kilobytes.
+void gaussians(num::Mt19937_64& rng, std::span<double> v) {
+  constexpr std::size_t kChunk = 256;
+  std::array<double, kChunk> u1, u2, s;
+  for (std::size_t i0 = 0; i0 < v.size(); i0 += kChunk) {
+    const std::size_t m = std::min(kChunk, v.size() - i0);
+    for (std::size_t i = 0; i < m; ++i) {
+      do u1[i] = unit(rng);
+      while (u1[i] <= 0.0);
+      u2[i] = unit(rng);
+    }
+    num::box_muller(std::span(u1).first(m), std::span(u2).first(m), 0.0, 1.0, v.subspan(i0, m), std::span(s).first(m));
   }
-  num::box_muller(u1, u2, 0.0, 1.0, c, s);
-  return c;
 }
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -136,7 +143,7 @@ Tensor make_init(const InitSpec& spec, const TensorDesc& desc, std::uint64_t see
     case K::Ones: std::fill(v.begin(), v.end(), 1.0); break;
     case K::Constant: std::fill(v.begin(), v.end(), spec.a); break;
     case K::Normal:
-      v = gaussians(rng, v.size());
+      gaussians(rng, v);
       for (double& x : v) x = spec.a + spec.b * x;
       break;
     case K::Uniform:
@@ -144,7 +151,7 @@ Tensor make_init(const InitSpec& spec, const TensorDesc& desc, std::uint64_t see
       break;
     case K::Kaiming: {
       const double std = std::sqrt(2.0 / f.in);
-      v = gaussians(rng, v.size());
+      gaussians(rng, v);
       for (double& x : v) x = std * x;
       break;
     }

@@ -142,7 +142,7 @@ Tensor Tensor::from_f64(const Shape& shape, std::span<const double> v, DType t) 
     }
     case DType::F16: {
       auto d = out.data<std::uint16_t>();
-      for (std::size_t i = 0; i < v.size(); ++i) d[i] = num::to_f16(v[i]).value.bits;
+      for (std::size_t i = 0; i < v.size(); ++i) d[i] = num::to_f16_value(v[i]).bits;
       break;
     }
     case DType::BF16: {

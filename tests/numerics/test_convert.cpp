@@ -1,5 +1,7 @@
 // Scalar conversions: exhaustive FP16/BF16 round trips, FP32 -> FP16 against the F16C instruction,
 // every conversion against the exact reference (value and flags), FP8.
+#include <random>
+#include <limits>
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -128,6 +130,43 @@ TEST(Fp16Convert, AllModesAgainstReference) {
       }
     }
   }
+}
+
+// to_f16_value (round to odd to FP32, then F16C) against to_f16(double): random bit patterns and
+// normal samples, every FP16 value and midpoint with the doubles a few ulps either side (where a
+// double rounding would go wrong), the range ends, subnormals, infinities and NaNs.
+TEST(Fp16Convert, ValueFromDoubleEqualsTheCorrectlyRoundedConversion) {
+  std::vector<double> xs;
+  std::mt19937_64 rng(2024);
+  std::normal_distribution<double> nd(0.0, 3.0);
+  for (int i = 0; i < 400000; ++i) {
+    xs.push_back(std::bit_cast<double>(rng()));
+    xs.push_back(nd(rng));
+    xs.push_back(nd(rng) * 1e4);
+  }
+  for (std::uint32_t h = 0; h < 0x7C00; ++h) {
+    const double v = static_cast<double>(to_float(f16{static_cast<std::uint16_t>(h)}));
+    const double next = static_cast<double>(to_float(f16{static_cast<std::uint16_t>(h + 1)}));
+    for (const double base : {v, (v + next) / 2}) {
+      double up = base, down = base;
+      for (int k = 0; k < 4; ++k) {
+        for (const double x : {up, down, -up, -down}) xs.push_back(x);
+        up = std::nextafter(up, INFINITY);
+        down = std::nextafter(down, -INFINITY);
+      }
+      // and an FP32 ulp away (the first rounding's own midpoints)
+      xs.push_back(base + std::ldexp(std::abs(base), -24));
+      xs.push_back(base - std::ldexp(std::abs(base), -24));
+    }
+  }
+  for (const double x : std::initializer_list<double>{65504.0, 65519.99999999999, 65520.0, 65520.00000000001, 1e300, -1e300, 3.4028235677973366e38,
+                         3.4028235677973366e38 * 2, 0x1p-24, 0x1p-25, std::nextafter(0x1p-25, 1.0), 0x1p-1074,
+                         -0x1p-1074, 0x1p-1022, 0x1p-149, 0x1p-150, 0.0, -0.0, INFINITY, -INFINITY,
+                         std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+                         std::bit_cast<double>(0x7FF0000000000001ULL), std::bit_cast<double>(0xFFF8000000000123ULL)})
+    xs.push_back(x);
+  for (const double x : xs)
+    ASSERT_EQ(to_f16_value(x).bits, to_f16(x).value.bits) << std::hexfloat << x;
 }
 
 TEST(Bf16Convert, ExhaustiveRoundTripAndReference) {
