@@ -2,6 +2,7 @@
 // Clip(0, 6)), HardSigmoid, HardSwish, LeakyRelu, PRelu (slope broadcast against X), Elu, Selu,
 // Celu, ThresholdedRelu, Shrink. All differentiable except Shrink's bias term (its gradient is 1
 // outside [-lambd, lambd]).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,10 +30,10 @@ struct ClipF {
     if (v == inf && std::isfinite(attr)) return static_cast<T>(attr);
     return v;
   }
-  template <class T> T f(const T* x, int n) const {
+  template <class T> T f(const T* x, int n) const { return unary<T>(x, n)(x[0]); }
+  template <class T> auto unary(const T* x, int n) const {
     const T mn = bound(n > 1 ? x[1] : absent<T>(1), lo, true), mx = bound(n > 2 ? x[2] : absent<T>(2), hi, false);
-    if (std::isnan(static_cast<double>(x[0]))) return x[0];
-    return std::min(std::max(x[0], mn), mx);
+    return [mn, mx](T v) { return std::isnan(static_cast<double>(v)) ? v : std::min(std::max(v, mn), mx); };
   }
   template <class T> T d(int i, const T* x, int n, T) const {
     const T mn = bound(n > 1 ? x[1] : absent<T>(1), lo, true), mx = bound(n > 2 ? x[2] : absent<T>(2), hi, false);

@@ -77,6 +77,10 @@ template <class P>
 concept Differentiable = requires(const P& p, const float* x, int n, float y) { p.d(0, x, n, y); };
 template <class P>
 concept HasAbsent = requires { P::template absent<float>(0); };
+/// P::unary(x, n): y = f(X0) for the other inputs fixed at x[1..n) (single elements), with what
+/// depends only on them worked out once; the same values as f.
+template <class P>
+concept HasUnary = requires(const P& p, const float* x, int n) { p.template unary<float>(x, n)(0.0f); };
 
 namespace detail {
 
@@ -129,6 +133,14 @@ void pointwise_kernel(const Op& op, Ins in, Outs out) {
     for (std::size_t i = 0; i < in.size(); ++i) {
       if (step[i] != 0) varying.push_back(i);
       else x[i] = ptr[i][0];
+    }
+    if constexpr (HasUnary<P>) {
+      if (varying.size() == 1 && varying[0] == 0) {
+        const auto g = p.template unary<T>(x.data(), n);
+        const T* x0 = ptr[0];
+        for (std::size_t k = 0; k < y.size(); ++k) y[k] = static_cast<TO>(g(x0[k]));
+        return;
+      }
     }
     if (varying.size() == 1) {
       const std::size_t v = varying[0];
