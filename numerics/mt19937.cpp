@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 namespace probelab::num {
 namespace {
 
@@ -41,6 +43,17 @@ Mt19937_64::Mt19937_64(std::uint64_t seed) {
   state_[0] = seed;
   for (std::size_t i = 1; i < kN; ++i)
     state_[i] = 6364136223846793005ULL * (state_[i - 1] ^ (state_[i - 1] >> 62)) + i;
+}
+
+void Mt19937_64::generate(std::span<std::uint64_t> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    if (next_ == kStateSize) refill();
+    const std::size_t n = std::min(out.size() - done, kStateSize - next_);
+    std::copy_n(out_.data() + next_, n, out.data() + done);
+    next_ += n;
+    done += n;
+  }
 }
 
 void Mt19937_64::refill() {

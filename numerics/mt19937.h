@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 
 namespace probelab::num {
 
@@ -22,6 +23,8 @@ class Mt19937_64 {
     if (next_ == kStateSize) refill();
     return out_[next_++];
   }
+  /// The next out.size() outputs, as that many calls of operator() would return them.
+  void generate(std::span<std::uint64_t> out);
   static constexpr result_type min() { return 0; }
   static constexpr result_type max() { return std::numeric_limits<result_type>::max(); }
 

@@ -2,6 +2,7 @@
 #include <concepts>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,18 @@ TEST(Mt19937_64, SameOutputsAsTheStandardEngine) {
     std::mt19937_64 want(seed);
     probelab::num::Mt19937_64 got(seed);
     for (int i = 0; i < 10 * 312 + 7; ++i) ASSERT_EQ(got(), want()) << "seed " << seed << ", output " << i;
+  }
+}
+
+TEST(Mt19937_64, GenerateEqualsSingleDraws) {
+  std::mt19937_64 want(3);
+  probelab::num::Mt19937_64 got(3);
+  std::vector<std::uint64_t> buf;
+  for (const std::size_t n : {0, 1, 5, 311, 312, 313, 700, 2000, 3}) {
+    buf.assign(n, 0);
+    got.generate(buf);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(buf[i], want()) << n << " " << i;
+    ASSERT_EQ(got(), want());  // and single draws go on from there
   }
 }
 
