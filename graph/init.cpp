@@ -29,8 +29,8 @@ Fans fans_of(const Shape& s) {
   return {static_cast<double>(s[1]) * receptive, static_cast<double>(s[0]) * receptive};
 }
 
-// Uniform in [0, 1) from the top 53 bits.
-double unit(num::Mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+// Uniform in [0, 1) from the next draw.
+double unit(num::Mt19937_64& rng) { return num::unit_interval(rng()); }
 
 // Standard normal values into v, one Box-Muller pair (u1 in (0, 1), u2) per value, the cosine
 // side; in chunks, so that the temporaries stay in a few cache-resident kilobytes.

@@ -36,4 +36,7 @@ class Mt19937_64 {
   std::size_t next_ = kStateSize;
 };
 
+/// A uniform double in [0, 1) from the top 53 bits of a draw (exact: (draw >> 11) * 2^-53).
+inline double unit_interval(std::uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
+
 }  // namespace probelab::num

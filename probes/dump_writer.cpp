@@ -91,34 +91,6 @@ std::vector<std::byte> read_file_bytes(const fs::path& path) {
   return out;
 }
 
-nlohmann::json to_json(const DumpEntry& e) {
-  nlohmann::json j = {{"op", e.op},
-                      {"op_id", e.op_id},
-                      {"tensor", e.tensor},
-                      {"edge", fmt::format("{}{}", e.is_input ? "in" : "out", e.index)},
-                      {"step", e.step},
-                      {"rank", e.rank},
-                      {"dtype", graph::dtype_name(e.dtype)},
-                      {"shape", e.shape},
-                      {"format", graph::format_name(e.format)},
-                      {"source_format", graph::format_name(e.source_format)},
-                      {"payload", e.payload},
-                      {"trigger", e.trigger}};
-  if (e.stats) j["statistics"] = stats_json(*e.stats);
-  if (e.hash) j["hash"] = fmt::format("{:016x}", *e.hash);
-  if (!e.file.empty()) {
-    j["file"] = e.file;
-    j["encoding"] = e.encoding;
-    if (!e.delta_base.empty()) j["delta_base"] = e.delta_base;
-    j["compression"] = e.compressed ? "zstd" : "none";
-    j["crc32"] = fmt::format("{:08x}", e.crc32);
-    j["data_crc32"] = fmt::format("{:08x}", e.data_crc32);
-    j["file_bytes"] = e.file_bytes;
-    j["raw_bytes"] = e.raw_bytes;
-  }
-  return j;
-}
-
 std::string manifest_line(const DumpEntry& e) {
   CompactObject j;
   j.add("op", e.op)

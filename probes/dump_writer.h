@@ -54,8 +54,8 @@ struct DumpEntry {
   std::uint64_t file_bytes = 0, raw_bytes = 0;
   std::string trigger;                          // why it was written: "capture", "full_dump", "break"
 };
-nlohmann::json to_json(const DumpEntry& e);
-/// to_json(e).dump(), written without building the tree (the manifest writes one per capture).
+/// The entry's manifest line: compact JSON, keys sorted (nlohmann's dump() of the same object,
+/// which manifest_crc32 covers), written without building a JSON tree (one per capture).
 std::string manifest_line(const DumpEntry& e);
 
 class DumpWriter {

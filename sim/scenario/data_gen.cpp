@@ -23,13 +23,6 @@ std::uint64_t stream_seed(std::uint64_t seed, const std::string& name, std::uint
   return mix_seed(mix_seed(mix_seed(seed ^ h) + step) + (rank << 1) + 1);
 }
 
-namespace {
-
-// Uniform double in [0, 1) from the top 53 bits of a draw.
-double unit(std::uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
-
-}  // namespace
-
 graph::Tensor DataGenerator::make_float(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
                                         std::uint32_t rank) const {
   num::Mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
@@ -38,7 +31,7 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
   if (spec_.generator == "ones") {
     std::fill(v.begin(), v.end(), 1.0f);
   } else if (spec_.generator == "uniform") {
-    for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * unit(rng()));
+    for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * num::unit_interval(rng()));
   } else {
     // Box-Muller: pair i gives elements 2i (cosine) and 2i + 1 (sine). In chunks of pairs, so that
     // the temporaries stay in a few cache-resident kilobytes whatever the tensor's size.
@@ -50,8 +43,8 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
       const std::size_t m = std::min(kChunk, pairs - p0);
       rng.generate(std::span(bits).first(2 * m));
       for (std::size_t i = 0; i < m; ++i) {
-        u1[i] = 1.0 - unit(bits[2 * i]);
-        u2[i] = unit(bits[2 * i + 1]);
+        u1[i] = 1.0 - num::unit_interval(bits[2 * i]);
+        u2[i] = num::unit_interval(bits[2 * i + 1]);
       }
       num::box_muller(std::span(u1).first(m), std::span(u2).first(m), spec_.mean, spec_.std, std::span(c).first(m),
                       std::span(s).first(m));

@@ -4,8 +4,10 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -65,6 +67,41 @@ TEST(CompactJson, KeysInAnyOrderComeOutSortedAndNestedObjectsKeepTheirText) {
   EXPECT_EQ(o.str(), expect.dump());
 }
 
+// The entry as a nlohmann tree (the oracle manifest_line must equal when dumped).
+json entry_tree(const probes::DumpEntry& e) {
+  json j = {{"op", e.op},
+            {"op_id", e.op_id},
+            {"tensor", e.tensor},
+            {"edge", (e.is_input ? "in" : "out") + std::to_string(e.index)},
+            {"step", e.step},
+            {"rank", e.rank},
+            {"dtype", graph::dtype_name(e.dtype)},
+            {"shape", e.shape},
+            {"format", graph::format_name(e.format)},
+            {"source_format", graph::format_name(e.source_format)},
+            {"payload", e.payload},
+            {"trigger", e.trigger}};
+  if (e.stats) j["statistics"] = probes::stats_json(*e.stats);
+  char hex[32];
+  if (e.hash) {
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(*e.hash));
+    j["hash"] = hex;
+  }
+  if (!e.file.empty()) {
+    j["file"] = e.file;
+    j["encoding"] = e.encoding;
+    if (!e.delta_base.empty()) j["delta_base"] = e.delta_base;
+    j["compression"] = e.compressed ? "zstd" : "none";
+    std::snprintf(hex, sizeof hex, "%08x", e.crc32);
+    j["crc32"] = hex;
+    std::snprintf(hex, sizeof hex, "%08x", e.data_crc32);
+    j["data_crc32"] = hex;
+    j["file_bytes"] = e.file_bytes;
+    j["raw_bytes"] = e.raw_bytes;
+  }
+  return j;
+}
+
 TEST(CompactJson, ManifestLineEqualsTheEntrysJsonDump) {
   std::mt19937_64 rng(11);
   const std::vector<double> specials = special_doubles();
@@ -104,7 +141,7 @@ TEST(CompactJson, ManifestLineEqualsTheEntrysJsonDump) {
       e.crc32 = static_cast<std::uint32_t>(rng()), e.data_crc32 = static_cast<std::uint32_t>(rng());
       e.file_bytes = rng() % 100000000, e.raw_bytes = rng();
     }
-    ASSERT_EQ(probes::manifest_line(e), probes::to_json(e).dump()) << i;
+    ASSERT_EQ(probes::manifest_line(e), entry_tree(e).dump()) << i;
   }
 }
 
