@@ -2,6 +2,7 @@
 #include "graph/format.h"
 
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -130,7 +131,7 @@ void convert_layout(std::span<const std::byte> src, Format from, std::span<std::
 Tensor convert_format(const Tensor& t, Format to) {
   TensorDesc d = t.desc();
   d.format = to;
-  Tensor out(d);
+  Tensor out = Tensor::for_overwrite(d);  // convert_layout writes every element and zeroes the padding
   convert_layout(t.bytes(), t.desc().format, out.bytes(), to, d.shape, dtype_size(d.dtype));
   return out;
 }
@@ -141,6 +142,15 @@ Tensor to_logical(const Tensor& t) {
     case Format::NC1HWC0: return convert_format(t, Format::NCHW);
     case Format::FRACTAL_NZ: return convert_format(t, Format::ND);
     default: return t;
+  }
+}
+
+Tensor to_logical(Tensor&& t) {
+  switch (t.desc().format) {
+    case Format::NHWC:
+    case Format::NC1HWC0:
+    case Format::FRACTAL_NZ: return to_logical(std::as_const(t));
+    default: return std::move(t);
   }
 }
 

@@ -53,5 +53,7 @@ void convert_layout(std::span<const std::byte> src, Format from, std::span<std::
 Tensor convert_format(const Tensor& t, Format to);
 /// The plain layout of a tensor: NCHW for NHWC/NC1HWC0 inputs, ND for FRACTAL_NZ, unchanged otherwise.
 Tensor to_logical(const Tensor& t);
+/// As above; a tensor already in its plain layout is moved, not copied.
+Tensor to_logical(Tensor&& t);
 
 }  // namespace probelab::graph

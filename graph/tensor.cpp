@@ -36,12 +36,17 @@ std::vector<To> cast_all(std::span<const From> v) {
 
 }  // namespace
 
-Tensor::Tensor(TensorDesc desc) : desc_(std::move(desc)), bytes_(physical_nbytes(desc_)) {}
+Tensor::Tensor(TensorDesc desc) : desc_(std::move(desc)), bytes_(physical_nbytes(desc_), std::byte{0}) {}
 
-Tensor::Tensor(TensorDesc desc, std::vector<std::byte> bytes) : desc_(std::move(desc)), bytes_(std::move(bytes)) {
+Tensor::Tensor(TensorDesc desc, Uninitialised) : desc_(std::move(desc)), bytes_(physical_nbytes(desc_)) {}
+
+Tensor Tensor::for_overwrite(TensorDesc desc) { return Tensor(std::move(desc), Uninitialised{}); }
+
+Tensor::Tensor(TensorDesc desc, std::span<const std::byte> bytes) : desc_(std::move(desc)) {
   const std::size_t need = physical_nbytes(desc_);
-  if (bytes_.size() != need)
-    throw GraphError(fmt::format("tensor {}: {} bytes given, {} expected", desc_str(desc_), bytes_.size(), need));
+  if (bytes.size() != need)
+    throw GraphError(fmt::format("tensor {}: {} bytes given, {} expected", desc_str(desc_), bytes.size(), need));
+  bytes_.assign(bytes.begin(), bytes.end());
 }
 
 std::int64_t Tensor::numel() const { return graph::numel(desc_.shape); }
@@ -94,7 +99,7 @@ std::vector<double> Tensor::to_f64() const {
 }
 
 Tensor Tensor::from_f32(const Shape& shape, std::span<const float> v, DType t) {
-  Tensor out(TensorDesc{t, shape, Format::ND});
+  Tensor out = for_overwrite(TensorDesc{t, shape, Format::ND});  // every element is set below
   if (static_cast<std::int64_t>(v.size()) != out.numel())
     throw GraphError(fmt::format("Tensor::from_f32: {} values for shape {}", v.size(), shape_str(shape)));
   switch (t) {
@@ -128,7 +133,7 @@ Tensor Tensor::from_f32(const Shape& shape, std::span<const float> v, DType t) {
 }
 
 Tensor Tensor::from_f64(const Shape& shape, std::span<const double> v, DType t) {
-  Tensor out(TensorDesc{t, shape, Format::ND});
+  Tensor out = for_overwrite(TensorDesc{t, shape, Format::ND});  // every element is set below
   if (static_cast<std::int64_t>(v.size()) != out.numel())
     throw GraphError(fmt::format("Tensor::from_f64: {} values for shape {}", v.size(), shape_str(shape)));
   switch (t) {

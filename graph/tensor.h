@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -11,13 +13,30 @@
 
 namespace probelab::graph {
 
+/// std::allocator, except that a value-initialising construct (vector(n), resize(n)) leaves a
+/// trivially constructible element default-initialised: no zero fill the writer overwrites anyway.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
+  DefaultInitAllocator() = default;
+  template <class U> DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... A> void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+
 /// Owns its bytes. Elements are stored in the layout named by desc.format (physical shape for
 /// private formats, see graph/format.h). FP16/BF16 elements are stored as their 16-bit patterns.
 class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(TensorDesc desc);  // zero-filled, physical_nbytes(desc) bytes (graph/format.h)
-  Tensor(TensorDesc desc, std::vector<std::byte> bytes);  // throws GraphError if the size does not match
+  /// Copies `bytes`; throws GraphError if their size is not physical_nbytes(desc).
+  Tensor(TensorDesc desc, std::span<const std::byte> bytes);
+  /// physical_nbytes(desc) bytes left uninitialised, for a writer that sets every one of them
+  /// before the tensor is read (a device read, a whole conversion). Anything else is Tensor(desc).
+  static Tensor for_overwrite(TensorDesc desc);
 
   const TensorDesc& desc() const { return desc_; }
   DType dtype() const { return desc_.dtype; }
@@ -48,8 +67,10 @@ class Tensor {
 
  private:
   void check_type(std::size_t elem_size) const;
+  struct Uninitialised {};
+  Tensor(TensorDesc desc, Uninitialised);
   TensorDesc desc_;
-  std::vector<std::byte> bytes_;
+  std::vector<std::byte, DefaultInitAllocator<std::byte>> bytes_;
 };
 
 template <class T> std::span<T> Tensor::data() {

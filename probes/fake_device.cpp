@@ -169,9 +169,9 @@ graph::Tensor FakeDevice::read_tensor(const TensorRef& ref) {
   d.dtype = static_cast<graph::DType>(ref.dtype);
   d.format = static_cast<graph::Format>(ref.format);
   for (int i = 0; i < ref.rank; ++i) d.shape.push_back(ref.dims[i]);
-  std::vector<std::byte> bytes(graph::physical_nbytes(d));
-  dma_read(ref.addr, bytes);
-  return graph::to_logical(graph::Tensor(d, std::move(bytes)));
+  graph::Tensor t = graph::Tensor::for_overwrite(d);
+  dma_read(ref.addr, t.bytes());
+  return graph::to_logical(std::move(t));
 }
 
 // ---- interrupts --------------------------------------------------------------------------------

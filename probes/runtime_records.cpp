@@ -32,9 +32,9 @@ std::optional<graph::Tensor> RuntimeState::fetch(const std::string& tensor) {
   d.dtype = static_cast<graph::DType>(ref->dtype);
   d.format = static_cast<graph::Format>(ref->format);
   for (int i = 0; i < ref->rank; ++i) d.shape.push_back(ref->dims[i]);
-  std::vector<std::byte> bytes(graph::physical_nbytes(d));
-  if (!bytes.empty()) dev.dma_read(ref->addr, bytes);
-  return graph::to_logical(graph::Tensor(d, std::move(bytes)));  // format conversion on the host
+  graph::Tensor t = graph::Tensor::for_overwrite(d);
+  if (t.nbytes() != 0) dev.dma_read(ref->addr, t.bytes());
+  return graph::to_logical(std::move(t));  // format conversion on the host
 }
 
 void RuntimeState::keep(const EdgeKey& key, const graph::Tensor& t) {

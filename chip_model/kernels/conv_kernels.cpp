@@ -176,7 +176,8 @@ class ConvKernel final : public ConvKernelBase {
       // the image's channels, so the Cube reads them in place (the same values in the same K order).
       const bool identity = g.s.kh == 1 && g.s.kw == 1 && g.s.sh == 1 && g.s.sw == 1 && g.s.ph == 0 && g.s.pw == 0 &&
                             g.s.oh == g.s.h && g.s.ow == g.s.w;
-      Tensor cols = identity ? Tensor() : Tensor(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      // im2col writes every column element (padding taps as zeros).
+      Tensor cols = identity ? Tensor() : Tensor::for_overwrite(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
       auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
       out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
       for (std::int64_t n = 0; n < g.n; ++n)
@@ -196,7 +197,7 @@ class ConvKernel final : public ConvKernelBase {
       m_total = g.m;
       n_img = g.n;
       const std::size_t es = graph::dtype_size(x.dtype());
-      Tensor cols(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      Tensor cols = Tensor::for_overwrite(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});  // as above
       auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
       out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
       for (std::int64_t n = 0; n < g.n; ++n)

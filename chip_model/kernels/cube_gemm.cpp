@@ -92,7 +92,7 @@ graph::Tensor round_tensor(const graph::Tensor& t, graph::DType dtype, const num
   const std::vector<float> v = t.dtype() == graph::DType::F32 ? std::vector<float>(t.data<float>().begin(),
                                                                                      t.data<float>().end())
                                                                 : t.to_f32();
-  graph::Tensor out(graph::TensorDesc{dtype, t.shape(), graph::Format::ND});
+  graph::Tensor out = graph::Tensor::for_overwrite(graph::TensorDesc{dtype, t.shape(), graph::Format::ND});
   if (dtype == graph::DType::F16) {
     auto raw = out.data<std::uint16_t>();
     num::convert(v, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode);
@@ -110,7 +110,7 @@ graph::Tensor round_tensor(const graph::Tensor& t, graph::DType dtype, const num
 
 graph::Tensor scale_tensor(const graph::Tensor& t, double scale, const num::Mode& mode) {
   std::vector<float> v = t.to_f32();
-  graph::Tensor f(graph::TensorDesc{graph::DType::F32, t.shape(), graph::Format::ND});
+  graph::Tensor f = graph::Tensor::for_overwrite(graph::TensorDesc{graph::DType::F32, t.shape(), graph::Format::ND});
   auto dst = f.data<float>();
   for (std::size_t i = 0; i < v.size(); ++i) dst[i] = num::to_f32(static_cast<double>(v[i]) * scale, mode).value;
   return round_tensor(f, t.dtype(), mode);

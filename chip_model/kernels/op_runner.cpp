@@ -74,12 +74,12 @@ graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode) {
   const graph::TensorDesc d{graph::DType::F32, t.shape(), t.desc().format};
   switch (t.dtype()) {
     case graph::DType::F16: {
-      graph::Tensor out(d);
+      graph::Tensor out = graph::Tensor::for_overwrite(d);
       num::convert(as_f16(t), out.data<float>(), mode);
       return out;
     }
     case graph::DType::BF16: {
-      graph::Tensor out(d);
+      graph::Tensor out = graph::Tensor::for_overwrite(d);
       num::convert(as_bf16(t), out.data<float>(), mode);
       return out;
     }
@@ -161,7 +161,8 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
       continue;
     }
     const graph::TensorDesc stored = stored_desc(ref);
-    std::vector<std::byte> bytes(graph::physical_nbytes(stored));
+    graph::Tensor t = graph::Tensor::for_overwrite(stored);
+    const std::span<std::byte> bytes = t.bytes();
     mem.read(ref.addr, bytes);
     if (fault_wanted(hooks, kFaultOpInput)) hooks->on_op_input(site, static_cast<std::uint16_t>(i), stored, bytes);
     if (fault_wanted(hooks, kFaultCoreBuffer)) {
@@ -174,7 +175,6 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
         hooks->on_core_buffer(site, CoreBuffer::UB, bytes);
       }
     }
-    graph::Tensor t(stored, std::move(bytes));
     inputs_.push_back(is_plain_layout(stored.format) ? std::move(t) : graph::to_logical(t));
   }
   input_ptrs_.clear();
@@ -299,7 +299,8 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
     if (d.dtype == graph::DType::F64)
       throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
                                            op_label(args_), o));
-    graph::Tensor out(d);
+    // A plain layout has no padding: the copy or the conversion below writes every byte.
+    graph::Tensor out = is_plain_layout(d.format) ? graph::Tensor::for_overwrite(d) : graph::Tensor(d);
     num::BulkReport conv;
     if (o < computed_.exact.size() && computed_.exact[o].dtype() == d.dtype && computed_.exact[o].nbytes() == out.nbytes() &&
         !graph::is_float(d.dtype))
@@ -428,7 +429,7 @@ void OpRunner::store(KernelMemory& mem) const {
     if (static_cast<std::int64_t>(v.size()) != graph::numel(d.shape) || d.dtype == graph::DType::F64)
       throw std::runtime_error(fmt::format("{}: partial output {} has {} elements, its ref says {} {}", op_label(args_),
                                            i, v.size(), graph::shape_str(d.shape), graph::dtype_name(d.dtype)));
-    graph::Tensor t(d);
+    graph::Tensor t = is_plain_layout(d.format) ? graph::Tensor::for_overwrite(d) : graph::Tensor(d);
     deliver(v, t, mode_);  // the same output conversion as the op's outputs
     mem.write(ref.addr, t.bytes());
   }

@@ -88,9 +88,9 @@ void Executor::write_tensor(const std::string& name, const graph::Tensor& value)
 
 graph::Tensor Executor::read_tensor(const std::string& name) {
   const graph::TensorDesc& d = g_.tensor(name).desc;
-  std::vector<std::byte> bytes(graph::physical_nbytes(d));
-  dev_.dma_read(addr_.at(name), bytes);
-  return graph::to_logical(graph::Tensor(d, std::move(bytes)));
+  graph::Tensor t = graph::Tensor::for_overwrite(d);
+  dev_.dma_read(addr_.at(name), t.bytes());
+  return graph::to_logical(std::move(t));
 }
 
 void Executor::upload_initializers() {
@@ -267,9 +267,9 @@ void Executor::read_partial_dumps(std::uint32_t step) {
       if (ref.dtype == spec::kAbsentTensor) continue;
       graph::TensorDesc d{static_cast<graph::DType>(ref.dtype), {}};
       for (std::uint32_t i = 0; i < ref.rank; ++i) d.shape.push_back(ref.dims[i]);
-      std::vector<std::byte> bytes(graph::physical_nbytes(d));
-      dev_.dma_read(ref.addr, bytes);
-      rt_->add_partial_dump(step, name, graph::Tensor(d, std::move(bytes)));
+      graph::Tensor t = graph::Tensor::for_overwrite(d);
+      dev_.dma_read(ref.addr, t.bytes());
+      rt_->add_partial_dump(step, name, std::move(t));
     }
 }
 

@@ -100,5 +100,21 @@ TEST(Format, PrivateToPrivateGoesThroughLogicalIndices) {
   EXPECT_THROW(convert_layout(x.bytes(), Format::ND, small, Format::NHWC, x.shape(), 2), GraphError);
 }
 
+// to_logical of an rvalue: the same tensor as of an lvalue, every format; a plain one keeps its
+// storage (moved), a private one is converted (and padding never shows).
+TEST(Format, ToLogicalOfRvalueMatchesLvalue) {
+  const Tensor x = random_tensor(DType::F16, {2, 20, 3, 5}, 7);
+  for (Format f : {Format::NCHW, Format::NHWC, Format::NC1HWC0}) {
+    const Tensor stored = convert_format(x, f);
+    Tensor moved = stored;
+    const std::byte* storage = moved.bytes().data();
+    const Tensor logical = to_logical(std::move(moved));
+    EXPECT_EQ(logical, to_logical(stored)) << format_name(f);
+    EXPECT_EQ(logical.bytes().data() == storage, f == Format::NCHW) << format_name(f);
+  }
+  const Tensor m = random_tensor(DType::F32, {3, 40}, 8);
+  EXPECT_EQ(to_logical(convert_format(m, Format::FRACTAL_NZ)), m);
+}
+
 }  // namespace
 }  // namespace probelab::graph

@@ -1,6 +1,7 @@
 // dtypes, tensors, FP16/BF16 conversions and typed attribute access.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -42,6 +43,30 @@ TEST(Tensor, ZeroFilledAndSizeChecked) {
   Tensor p({DType::F16, {1, 3, 2, 2}, Format::NC1HWC0});
   EXPECT_EQ(p.nbytes(), 1u * 1 * 2 * 2 * 16 * 2);
   EXPECT_EQ(p.numel(), 12);
+}
+
+// Tensor(desc) zero-fills even memory a previous tensor left dirty; for_overwrite has the same
+// size and layout; the bytes constructor copies.
+TEST(Tensor, ZeroFillSurvivesReusedStorageAndForOverwriteSizes) {
+  for (const TensorDesc& d : {TensorDesc{DType::F32, {64, 1024}, Format::ND}, TensorDesc{DType::F16, {3, 5}, Format::ND},
+                             TensorDesc{DType::F16, {1, 3, 2, 2}, Format::NC1HWC0}}) {
+    {
+      Tensor dirty = Tensor::for_overwrite(d);
+      EXPECT_EQ(dirty.desc(), d);
+      EXPECT_EQ(dirty.nbytes(), physical_nbytes(d));
+      std::fill(dirty.bytes().begin(), dirty.bytes().end(), std::byte{0xA5});
+    }
+    const Tensor clean(d);
+    EXPECT_EQ(std::count(clean.bytes().begin(), clean.bytes().end(), std::byte{0}),
+              static_cast<std::ptrdiff_t>(physical_nbytes(d)))
+        << desc_str(d);
+  }
+  std::vector<std::byte> src(8);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i + 1);
+  const Tensor t({DType::F32, {2}, Format::ND}, src);
+  src[0] = std::byte{0};
+  EXPECT_EQ(t.bytes()[0], std::byte{1});
+  EXPECT_EQ(t.bytes()[7], std::byte{8});
 }
 
 TEST(Tensor, Fp16RoundTripAndRounding) {
