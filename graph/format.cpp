@@ -146,12 +146,8 @@ Tensor to_logical(const Tensor& t) {
 }
 
 Tensor to_logical(Tensor&& t) {
-  switch (t.desc().format) {
-    case Format::NHWC:
-    case Format::NC1HWC0:
-    case Format::FRACTAL_NZ: return to_logical(std::as_const(t));
-    default: return std::move(t);
-  }
+  const Format f = t.desc().format;
+  return f == Format::ND || f == Format::NCHW ? std::move(t) : to_logical(std::as_const(t));
 }
 
 }  // namespace probelab::graph

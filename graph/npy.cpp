@@ -176,7 +176,7 @@ Tensor decode_npy(const std::vector<std::byte>& data, const std::string& what) {
     throw GraphError(fmt::format("{}: .npy data has {} bytes, {} {} needs {}", what, data.size() - body,
                                  dtype_name(*dtype), shape_str(shape), need));
   std::vector<std::byte> bytes(data.begin() + static_cast<std::ptrdiff_t>(body), data.end());
-  return Tensor(TensorDesc{*dtype, shape, Format::ND}, std::move(bytes));
+  return Tensor(TensorDesc{*dtype, shape, Format::ND}, bytes);
 }
 
 Tensor read_npy(const std::string& path) {

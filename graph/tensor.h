@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "graph/dtype.h"

@@ -116,7 +116,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where, c
       case DType::Bool: copy_field<std::uint8_t>(t.int32_data(), bytes, n, where); break;
     }
   }
-  return Tensor(TensorDesc{*dt, std::move(shape), Format::ND}, std::move(bytes));
+  return Tensor(TensorDesc{*dt, std::move(shape), Format::ND}, bytes);
 }
 
 namespace {
@@ -187,7 +187,7 @@ namespace {
 Tensor int64_tensor(const Shape& s, const std::vector<std::int64_t>& v) {
   std::vector<std::byte> b(v.size() * sizeof(std::int64_t));
   if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return Tensor(TensorDesc{DType::I64, s, Format::ND}, std::move(b));
+  return Tensor(TensorDesc{DType::I64, s, Format::ND}, b);
 }
 
 }  // namespace

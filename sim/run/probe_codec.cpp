@@ -36,7 +36,7 @@ struct adl_serializer<probelab::graph::Tensor> {
     const auto& bin = j.at("bytes").get_binary();
     std::vector<std::byte> bytes(bin.size());
     for (std::size_t i = 0; i < bin.size(); ++i) bytes[i] = static_cast<std::byte>(bin[i]);
-    return probelab::graph::Tensor(std::move(d), std::move(bytes));
+    return probelab::graph::Tensor(std::move(d), bytes);
   }
 };
 }  // namespace nlohmann
