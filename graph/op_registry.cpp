@@ -106,7 +106,7 @@ std::vector<Tensor> run_reference(const Op& op, std::span<const Tensor* const> i
   for (TensorDesc d : out_descs) {
     if (is_float(d.dtype)) d.dtype = float_dtype(p);
     if (d.format != Format::NCHW) d.format = Format::ND;
-    outs.emplace_back(d);
+    outs.push_back(def.reference_overwrites ? Tensor::for_overwrite(d) : Tensor(d));
   }
   def.reference(op, ptrs, outs, p);
   return outs;

@@ -77,6 +77,9 @@ struct OpDef {
   /// with the inferred shapes in the same precision. Integer inputs (indices) keep their dtype.
   /// Omitted optional inputs are nullptr.
   std::function<void(const Op&, std::span<const Tensor* const>, std::span<Tensor>, RefPrecision)> reference;
+  /// True when `reference` writes every element of every output before reading any: the outputs
+  /// are then allocated without a zero fill (Tensor::for_overwrite). False: zero-filled.
+  bool reference_overwrites = false;
   /// Adds the backward ops of `op` to the builder; empty when the op is not differentiable.
   std::function<void(GradBuilder&, const Op&)> gradient;
 

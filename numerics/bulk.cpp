@@ -204,19 +204,58 @@ void store8(T* p, __m128i v) {
 
 }  // namespace
 
+namespace {
+
+// A block of 8 FP32 -> FP16 conversions whose lanes are all zero or of FP16-normal magnitude
+// below 65520 (their results are zero or normal: finite, no flag but Inexact); false otherwise.
+bool f32_to_f16_plain(const float* pi, f16* po, std::size_t i, BulkReport& rep) {
+  const __m256 v = _mm256_loadu_ps(pi);
+  const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-14f, 65520.0f), detail::is_zero_ps(v));
+  if (detail::mask8(ok) != 0xFF) return false;
+  const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  store8(po, h);
+  if (rep.first_index(Flag::Inexact) < 0) {  // once the first inexact element is known, skip the check
+    detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
+                       static_cast<std::int64_t>(i));
+  }
+  return true;
+}
+
+// Adds the scan `s` of a block starting at element `at` to `acc` (blocks come in ascending order).
+void add_scan(ScanReport& acc, const ScanReport& s, std::int64_t at) {
+  auto one = [at](std::int64_t& count, std::int64_t& first, std::int64_t c, std::int64_t f) {
+    count += c;
+    if (first < 0 && f >= 0) first = f + at;
+  };
+  one(acc.nan_count, acc.first_nan, s.nan_count, s.first_nan);
+  one(acc.inf_count, acc.first_inf, s.inf_count, s.first_inf);
+  one(acc.subnormal_count, acc.first_subnormal, s.subnormal_count, s.first_subnormal);
+}
+
+}  // namespace
+
 BulkReport convert(std::span<const float> in, std::span<f16> out, const Mode& mode) {
-  return blocks<detail::F32, detail::F16>("convert(f32->f16)", in, out, mode, [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) {
-    const __m256 v = _mm256_loadu_ps(pi);
-    const __m256 ok = _mm256_or_ps(detail::in_range(detail::abs_ps(v), 0x1p-14f, 65520.0f), detail::is_zero_ps(v));
-    if (detail::mask8(ok) != 0xFF) return false;
-    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    store8(po, h);
-    if (rep.first_index(Flag::Inexact) < 0) {  // once the first inexact element is known, skip the check
-      detail::raise_mask(rep, Flag::Inexact, detail::mask8(_mm256_cmp_ps(_mm256_cvtph_ps(h), v, _CMP_NEQ_OQ)),
-                         static_cast<std::int64_t>(i));
-    }
-    return true;
-  }, [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) { f32_to_f16_special(pi, po, i, mode, rep); });
+  return blocks<detail::F32, detail::F16>("convert(f32->f16)", in, out, mode, f32_to_f16_plain,
+                                          [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) {
+                                            f32_to_f16_special(pi, po, i, mode, rep);
+                                          });
+}
+
+ConvertScan convert_scanned(std::span<const float> in, std::span<f16> out, const Mode& mode) {
+  ConvertScan r;
+  // The last block arrives padded with zeros, which no scan counts.
+  r.flags = blocks<detail::F32, detail::F16>(
+      "convert_scanned(f32->f16)", in, out, mode, f32_to_f16_plain,
+      [&](const float* pi, f16* po, std::size_t i, BulkReport& rep) {
+        f32_to_f16_special(pi, po, i, mode, rep);
+        const auto at = static_cast<std::int64_t>(i);
+        const LimitScan s = scan(std::span<const float>(pi, 8), 65520.0f);
+        add_scan(r.in.scan, s.scan, at);
+        add_scan(r.out, scan(std::span<const f16>(po, 8)), at);
+        r.in.beyond_count += s.beyond_count;
+        if (r.in.first_beyond < 0 && s.first_beyond >= 0) r.in.first_beyond = s.first_beyond + at;
+      });
+  return r;
 }
 
 BulkReport convert(std::span<const f16> in, std::span<float> out, const Mode& mode) {

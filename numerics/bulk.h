@@ -70,4 +70,25 @@ ScanReport scan(std::span<const f16> x);
 ScanReport scan(std::span<const bf16> x);
 ScanReport scan(std::span<const float> x);
 
+/// scan(x) and, in the same pass, the finite elements of magnitude >= `limit` (a positive finite
+/// float): how many and the first (FP32 results a narrower output format cannot hold).
+struct LimitScan {
+  ScanReport scan;
+  std::int64_t beyond_count = 0;
+  std::int64_t first_beyond = -1;
+};
+LimitScan scan(std::span<const float> x, float limit);
+
+/// convert(in, out, mode) to FP16 and, in the same pass, what a detection circuit watching both
+/// sides sees: `in` = scan(in, 65520) (the values' NaNs, infinities, subnormals and the finite
+/// ones FP16 cannot hold) and `out` = scan(out) after the conversion. Identical to the three
+/// separate calls; a block of 8 inputs that are all zero or of FP16-normal magnitude below 65520
+/// holds none of those and is not scanned.
+struct ConvertScan {
+  BulkReport flags;
+  LimitScan in;
+  ScanReport out;
+};
+ConvertScan convert_scanned(std::span<const float> in, std::span<f16> out, const Mode& mode = {});
+
 }  // namespace probelab::num

@@ -61,9 +61,17 @@ ScanReport scan(std::span<const bf16> x) {
   return scan16<detail::BF16>(reinterpret_cast<const std::uint16_t*>(x.data()), x.size());
 }
 
-ScanReport scan(std::span<const float> x) {
-  ScanReport r;
+namespace {
+
+template <bool Limit>
+LimitScan scan32(std::span<const float> x, float limit) {
+  LimitScan out;
+  ScanReport& r = out.scan;
   const std::size_t n = x.size();
+  // Magnitudes compare as the integer patterns of non-negative floats.
+  const std::uint32_t lim_bits = std::bit_cast<std::uint32_t>(limit);
+  const __m256i lim_m1 = _mm256_set1_epi32(static_cast<int>(lim_bits - 1));
+  const __m256i abs_m = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i em = _mm256_set1_epi32(0x7F800000);
   const __m256i fm = _mm256_set1_epi32(0x007FFFFF);
   const __m256i zero = _mm256_setzero_si256();
@@ -78,11 +86,17 @@ ScanReport scan(std::span<const float> x) {
     const unsigned nan = mm(_mm256_andnot_si256(f_zero, e_top));
     const unsigned inf = mm(_mm256_and_si256(f_zero, e_top));
     const unsigned sub = mm(_mm256_andnot_si256(f_zero, e_zero));
-    if ((nan | inf | sub) == 0) continue;
+    unsigned beyond = 0;
+    if constexpr (Limit) {
+      const __m256i a = _mm256_and_si256(v, abs_m);
+      beyond = mm(_mm256_and_si256(_mm256_cmpgt_epi32(a, lim_m1), _mm256_cmpgt_epi32(em, a)));
+    }
+    if ((nan | inf | sub | beyond) == 0) continue;
     const auto base = static_cast<std::int64_t>(i);
     note(r.nan_count, r.first_nan, nan, base, 1);
     note(r.inf_count, r.first_inf, inf, base, 1);
     note(r.subnormal_count, r.first_subnormal, sub, base, 1);
+    if constexpr (Limit) note(out.beyond_count, out.first_beyond, beyond, base, 1);
   }
   for (; i < n; ++i) {
     const std::uint32_t b = std::bit_cast<std::uint32_t>(x[i]);
@@ -90,8 +104,18 @@ ScanReport scan(std::span<const float> x) {
     if (detail::is_nan_bits<detail::F32>(b)) note(r.nan_count, r.first_nan, 1u, idx, 1);
     else if (detail::is_inf_bits<detail::F32>(b)) note(r.inf_count, r.first_inf, 1u, idx, 1);
     else if (detail::is_sub_bits<detail::F32>(b)) note(r.subnormal_count, r.first_subnormal, 1u, idx, 1);
+    if constexpr (Limit) {
+      const std::uint32_t a = b & 0x7FFFFFFFu;
+      if (a >= lim_bits && a < 0x7F800000u) note(out.beyond_count, out.first_beyond, 1u, idx, 1);
+    }
   }
-  return r;
+  return out;
 }
+
+}  // namespace
+
+ScanReport scan(std::span<const float> x) { return scan32<false>(x, 1.0f).scan; }
+
+LimitScan scan(std::span<const float> x, float limit) { return scan32<true>(x, limit); }
 
 }  // namespace probelab::num

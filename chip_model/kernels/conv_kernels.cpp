@@ -5,7 +5,9 @@
 //   Conv            per image n and group g: Y[n, g] = W_g [mg x R] @ cols(X[n], g) [R x P] with
 //                   k = (c, kh, kw) row-major over the group's input channels and the kernel window
 //                   (R = C/group * kH * kW, P = oH * oW); padding contributes zeros that are
-//                   multiplied like any operand; then bias b[m] is added in FP32.
+//                   multiplied like any operand; then bias b[m] is added in FP32. Depthwise
+//                   groups (one input channel) skip the columns where that gives the same bits
+//                   (depthwise_conv.h).
 //   ConvGradWeight  per group: dW_g [mg x R] = dY_g [mg x N*P] @ cols_g^T [N*P x R], one
 //                   accumulation with k = (n, oh, ow) row-major.
 //   ConvTranspose   as ConvGradInput over N-D tap tables, with k = c of the group, then bias.
@@ -18,6 +20,7 @@
 #include <stdexcept>
 
 #include "chip_model/kernels/cube_gemm.h"
+#include "chip_model/kernels/depthwise_conv.h"
 #include "chip_model/kernels/kernel.h"
 #include "chip_model/kernels/op_args_graph.h"
 #include "graph/format.h"
@@ -176,11 +179,15 @@ class ConvKernel final : public ConvKernelBase {
       // the image's channels, so the Cube reads them in place (the same values in the same K order).
       const bool identity = g.s.kh == 1 && g.s.kw == 1 && g.s.sh == 1 && g.s.sw == 1 && g.s.ph == 0 && g.s.pw == 0 &&
                             g.s.oh == g.s.h && g.s.ow == g.s.w;
-      // im2col writes every column element (padding taps as zeros).
-      Tensor cols = identity ? Tensor() : Tensor::for_overwrite(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
-      auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
       out.values.emplace_back(static_cast<std::size_t>(g.n * g.m * P));
-      for (std::int64_t n = 0; n < g.n; ++n)
+      // One input channel per group (depthwise): the same bits without the columns, when the operands allow.
+      const std::optional<num::BulkReport> dw = depthwise_conv(g.s, g.n, g.group, mg, x, w, c.accum, c.mode, out.values[0].data());
+      const bool direct = dw.has_value();
+      if (direct) out.flags[0] = *dw;
+      // im2col writes every column element (padding taps as zeros).
+      Tensor cols = identity || direct ? Tensor() : Tensor::for_overwrite(graph::TensorDesc{x.dtype(), {R, P}, graph::Format::ND});
+      auto* cp = reinterpret_cast<std::byte*>(cols.bytes().data());
+      for (std::int64_t n = 0; n < g.n && !direct; ++n)
         for (std::int64_t grp = 0; grp < g.group; ++grp) {
           const std::int64_t img = n * g.chw() + grp * g.s.c * g.s.h * g.s.w;
           if (!identity) im2col(g.s, bytes_at(x, img), es, cp, P);

@@ -118,6 +118,18 @@ graph::Tensor scale_tensor(const graph::Tensor& t, double scale, const num::Mode
 
 namespace {
 
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> tap_columns(const ConvShape& g, std::int64_t off) {
+  std::int64_t x0 = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+  std::int64_t x1 = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+  x0 = std::min(x0, g.ow);
+  x1 = std::clamp(x1, x0, g.ow);
+  return {x0, x1};
+}
+
+namespace {
+
 // Element copies of one fixed width: a typed load/store, never a library call per element.
 template <class E>
 void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
@@ -125,12 +137,8 @@ void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j) {
         E* row = cols + ((ci * g.kh + i) * g.kw + j) * P;
-        // Output columns x whose input column x*sw - pw + j*dw lies inside the image: [x0, x1).
         const std::int64_t off = j * g.dw - g.pw;
-        std::int64_t x0 = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-        std::int64_t x1 = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
-        x0 = std::min(x0, g.ow);
-        x1 = std::clamp(x1, x0, g.ow);
+        const auto [x0, x1] = tap_columns(g, off);
         for (std::int64_t y = 0; y < g.oh; ++y) {
           const std::int64_t iy = y * g.sh - g.ph + i * g.dh;
           E* dst = row + y * g.ow;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "chip_model/hooks/fault_hooks.h"
@@ -60,6 +61,10 @@ struct ConvShape {
   std::int64_t rows() const { return c * kh * kw; }
   std::int64_t cols() const { return oh * ow; }
 };
+
+/// The output columns x of a window tap whose input column x*sw + off (off = j*dw - pw) lies
+/// inside the image: [first, second), empty when none does.
+std::pair<std::int64_t, std::int64_t> tap_columns(const ConvShape& g, std::int64_t off);
 
 /// cols[(ci * kh + i) * kw + j][y * ow + x] = img[ci][y*sh - ph + i*dh][x*sw - pw + j*dw] (zero
 /// outside the image), for `elem` = 2 (16-bit patterns) or 4 (floats) bytes per element.

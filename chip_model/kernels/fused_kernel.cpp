@@ -134,7 +134,8 @@ class FusedKernel final : public Kernel {
         } else if (static_cast<std::size_t>(t) < a.inputs.size()) {
           ins.push_back(c.inputs[static_cast<std::size_t>(t)]);
         } else {
-          shapes.emplace_back(graph::TensorDesc{descs.at(t).dtype, descs.at(t).shape, graph::Format::ND});
+          // work() reads descs only, never values: no zero fill.
+          shapes.push_back(graph::Tensor::for_overwrite(graph::TensorDesc{descs.at(t).dtype, descs.at(t).shape, graph::Format::ND}));
           ins.push_back(&shapes.back());
         }
       }

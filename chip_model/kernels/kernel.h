@@ -89,18 +89,23 @@ struct KernelCall {
   QuantContext* quant = nullptr;
 };
 
+/// FP32 results of one output. Created without a zero fill (FloatBuffer(n) leaves the elements
+/// indeterminate): a kernel writes every element, or creates the buffer as FloatBuffer(n, 0.0f)
+/// when it accumulates into it.
+using FloatBuffer = std::vector<float, graph::DefaultInitAllocator<float>>;
+
 /// Results before the output conversion: exact FP32 values (an FP16-accumulated GEMM result is
 /// an FP16 number held in FP32) plus the flags the datapath raised computing them (GEMM
 /// accumulation), indices relative to each output's logical row-major order.
 struct Computed {
-  std::vector<std::vector<float>> values;
+  std::vector<FloatBuffer> values;
   std::vector<num::BulkReport> flags;
   /// Integer and bool outputs held exactly (an int64 above 2^24 does not survive FP32): when
   /// exact[o] has output o's dtype, the output conversion copies it instead of converting values[o].
   std::vector<graph::Tensor> exact;
   /// Fused kernels with partial outputs requested: FP32 value of each intermediate (index i is
   /// body tensor n_in + n_out + i), empty where none was requested.
-  std::vector<std::vector<float>> intermediates;
+  std::vector<FloatBuffer> intermediates;
 };
 
 /// One batch of identical GEMMs on the Cube, for the timing model.

@@ -171,7 +171,7 @@ class GemmKernel final : public CubeKernel {
                                   operand_of(b, 0, b.shape()[1], d.tb), out.values[0].data(), d.n, c.accum, c.mode));
     const graph::ops::AttrReader at(c.op);
     const auto alpha = static_cast<float>(at.f("alpha")), beta = static_cast<float>(at.f("beta"));
-    std::vector<float>& y = out.values[0];
+    FloatBuffer& y = out.values[0];
     if (alpha != 1.0f)
       for (float& v : y) v = alpha * v;
     if (c.inputs.size() > 2 && c.inputs[2]) {

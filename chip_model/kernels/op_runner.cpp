@@ -96,7 +96,7 @@ graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode) {
 
 // Writes the FP32 results `pre` into `out` in its dtype through the output conversion of the
 // Mode (rounding, overflow mode, FTZ) and returns the flags the conversion raised.
-static num::BulkReport deliver(const std::vector<float>& pre, graph::Tensor& out, const num::Mode& mode) {
+static num::BulkReport deliver(std::span<const float> pre, graph::Tensor& out, const num::Mode& mode) {
   num::BulkReport conv;
   switch (out.dtype()) {
     case graph::DType::F16: {
@@ -295,51 +295,52 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   const bool lanes = kernel_->vector_output(args_) && fault_wanted(hooks, kFaultVectorLanes);
   for (std::size_t o = 0; o < out_descs_.size(); ++o) {
     const graph::TensorDesc& d = out_descs_[o];
-    const std::vector<float>& pre = computed_.values[o];
+    const FloatBuffer& pre = computed_.values[o];
     if (d.dtype == graph::DType::F64)
       throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
                                            op_label(args_), o));
     // A plain layout has no padding: the copy or the conversion below writes every byte.
     graph::Tensor out = is_plain_layout(d.format) ? graph::Tensor::for_overwrite(d) : graph::Tensor(d);
     num::BulkReport conv;
+    Scans scans;
     if (o < computed_.exact.size() && computed_.exact[o].dtype() == d.dtype && computed_.exact[o].nbytes() == out.nbytes() &&
-        !graph::is_float(d.dtype))
+        !graph::is_float(d.dtype)) {
       std::copy(computed_.exact[o].bytes().begin(), computed_.exact[o].bytes().end(), out.bytes().begin());
-    else
+    } else if (d.dtype == graph::DType::F16) {
+      // The detection circuit's scans of both sides ride along with the conversion.
+      auto raw = out.data<std::uint16_t>();
+      num::ConvertScan cs = num::convert_scanned(pre, std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()), mode_);
+      conv = cs.flags;
+      scans.pre = cs.in;
+      scans.out = cs.out;
+    } else {
       conv = deliver(pre, out, mode_);
+    }
     if (lanes) hooks->on_vector_lanes(site, d, 0, vector_lanes, out.bytes());
     if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
+    if (lanes || fault_wanted(hooks, kFaultOpOutput)) scans.out.reset();  // a fault may have changed the bytes
     outputs_.push_back(std::move(out));
-    detection_.outputs.push_back(detect_output(o, conv, inputs_finite_));
+    detection_.outputs.push_back(detect_output(o, conv, inputs_finite_, scans));
   }
 }
 
-TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite) const {
+TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite, const Scans& scans) const {
   using num::Flag;
-  const std::vector<float>& pre = computed_.values[o];
+  const FloatBuffer& pre = computed_.values[o];
   const num::BulkReport& cf = computed_.flags[o];
-  const num::ScanReport ps = num::scan(std::span<const float>(pre));
-  const num::ScanReport fs = scan_tensor(outputs_[o]);
-  TensorFlags f;
-
-  // Finite results beyond the output format's range (they overflow in the conversion).
-  std::int64_t over_first = -1;
-  std::uint64_t over_count = 0;
+  // Finite results beyond the output format's range (they overflow in the conversion), found in
+  // the same pass as the computed values' NaNs and infinities.
   const graph::DType dt = out_descs_[o].dtype;
-  if (dt == graph::DType::F16 || dt == graph::DType::BF16) {
-    const float limit = dt == graph::DType::F16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u);
-    const float inf = std::numeric_limits<float>::infinity();
-    // Counted branch-free first (NaN compares false both ways); the first index only when there is one.
-    for (const float p : pre) {
-      const float a = std::fabs(p);
-      over_count += static_cast<std::uint64_t>((a >= limit) & (a < inf));
-    }
-    for (std::size_t i = 0; over_count > 0 && i < pre.size(); ++i)
-      if (std::fabs(pre[i]) >= limit && std::fabs(pre[i]) < inf) {
-        over_first = static_cast<std::int64_t>(i);
-        break;
-      }
-  }
+  const bool narrow = dt == graph::DType::F16 || dt == graph::DType::BF16;
+  const num::LimitScan pl =
+      scans.pre ? *scans.pre
+      : narrow  ? num::scan(std::span<const float>(pre), dt == graph::DType::F16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u))
+                : num::LimitScan{num::scan(std::span<const float>(pre)), 0, -1};
+  const num::ScanReport& ps = pl.scan;
+  const std::int64_t over_first = pl.first_beyond;
+  const auto over_count = static_cast<std::uint64_t>(pl.beyond_count);
+  const num::ScanReport fs = scans.out ? *scans.out : scan_tensor(outputs_[o]);
+  TensorFlags f;
 
   const bool cube = kernel_->uses_cube(args_);
   const std::uint32_t acc_detail =
@@ -425,7 +426,7 @@ void OpRunner::store(KernelMemory& mem) const {
     const spec::TensorRef& ref = args_.partial_outputs[i];
     if (ref.dtype == spec::kAbsentTensor || computed_.intermediates[i].empty()) continue;
     const graph::TensorDesc d = stored_desc(ref);
-    const std::vector<float>& v = computed_.intermediates[i];
+    const FloatBuffer& v = computed_.intermediates[i];
     if (static_cast<std::int64_t>(v.size()) != graph::numel(d.shape) || d.dtype == graph::DType::F64)
       throw std::runtime_error(fmt::format("{}: partial output {} has {} elements, its ref says {} {}", op_label(args_),
                                            i, v.size(), graph::shape_str(d.shape), graph::dtype_name(d.dtype)));

@@ -32,6 +32,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -124,7 +125,12 @@ class OpRunner {
   void scan_inputs();
   void load_quant_state(KernelMemory& mem);
   void note_quant_saturation();
-  TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite) const;
+  /// Scans of an output made with its conversion (num::convert_scanned); unset: detect_output scans.
+  struct Scans {
+    std::optional<num::LimitScan> pre;  // the FP32 results, limit = the output format's range
+    std::optional<num::ScanReport> out;  // the delivered tensor
+  };
+  TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite, const Scans& scans) const;
 
   spec::OpArgs args_;
   num::Mode mode_;

@@ -217,7 +217,7 @@ Computed compute_quantized(const Kernel& k, const KernelCall& c, QuantOpRecord* 
   const KernelCall qc{c.args, c.op, ins, c.outputs, c.mode, c.accum, c.hooks, c.site};
   Computed out = k.compute(qc);
 
-  std::vector<float>& y = out.values.at(0);
+  FloatBuffer& y = out.values.at(0);
   const Shape& ys = c.outputs[0].shape;
   // Output channel of element i: Conv Y[N, M, H, W] axis 1; MatMul / Gemm the last axis.
   Channels ych;

@@ -125,7 +125,7 @@ class RecurrentKernel final : public Kernel {
     graph::ops::run_cell(s, p, d);
     Computed out;
     std::vector<float>* res[] = {&d.y, &d.y_h, &d.y_c};
-    for (std::size_t o = 0; o < c.outputs.size() && o < 3; ++o) out.values.push_back(std::move(*res[o]));
+    for (std::size_t o = 0; o < c.outputs.size() && o < 3; ++o) out.values.emplace_back(res[o]->begin(), res[o]->end());
     out.flags.resize(out.values.size());
     if (!out.flags.empty()) out.flags[0] = acc_flags;
     return out;

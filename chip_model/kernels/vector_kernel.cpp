@@ -35,12 +35,13 @@ double vector_passes(const graph::Op& op) {
   return it == kPasses.end() ? 2.0 : it->second;
 }
 
-std::vector<float> f32_values(const graph::Tensor& t) {
+FloatBuffer f32_values(const graph::Tensor& t) {
   if (t.dtype() == graph::DType::F32) {
     auto v = t.data<float>();
     return {v.begin(), v.end()};
   }
-  return t.to_f32();
+  const std::vector<float> v = t.to_f32();
+  return {v.begin(), v.end()};
 }
 
 std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
@@ -68,10 +69,10 @@ std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph
   return graph::run_reference(op, ptrs, graph::RefPrecision::F32);
 }
 
-std::vector<std::vector<float>> run_vector_f32(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
-                                               const num::Mode& mode) {
+std::vector<FloatBuffer> run_vector_f32(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
+                                       const num::Mode& mode) {
   const std::vector<graph::Tensor> outs = run_vector(op, inputs, mode);
-  std::vector<std::vector<float>> values;
+  std::vector<FloatBuffer> values;
   values.reserve(outs.size());
   for (const graph::Tensor& t : outs) values.push_back(f32_values(t));
   return values;

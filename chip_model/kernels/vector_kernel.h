@@ -19,7 +19,7 @@ double vector_passes(const graph::Op& op);
 /// Runs `op` on graph's FP32 reference kernel: inputs converted to FP32 exactly (FTZ reads
 /// subnormals as zero; integer inputs unchanged), outputs as FP32 vectors (integer outputs
 /// converted to float).
-std::vector<std::vector<float>> run_vector_f32(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
+std::vector<FloatBuffer> run_vector_f32(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
                                                const num::Mode& mode);
 
 /// Same, returning the output tensors (FP32 or integer, logical layout).
@@ -30,6 +30,6 @@ std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph
 OpWork vector_work(const KernelCall& call);
 
 /// FP32 values of a tensor result of run_reference (float or integer).
-std::vector<float> f32_values(const graph::Tensor& t);
+FloatBuffer f32_values(const graph::Tensor& t);
 
 }  // namespace probelab::chip::kernels

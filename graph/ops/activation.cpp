@@ -116,6 +116,7 @@ OpDef unary_def(std::string type, std::string doc, decltype(OpDef::reference) re
   d.output_names = {"Y"};
   d.infer = infer_unary;
   d.reference = std::move(ref);
+  d.reference_overwrites = true;  // map1: y[i] for every i
   return d;
 }
 
@@ -129,6 +130,7 @@ OpDef grad_def(std::string type, std::string doc, std::string saved, decltype(Op
   d.backward = true;
   d.infer = infer_unary_grad;
   d.reference = std::move(ref);
+  d.reference_overwrites = true;  // map2: dx[i] for every i
   return d;
 }
 

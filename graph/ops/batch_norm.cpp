@@ -183,6 +183,7 @@ void register_batch_norm_ops(OpRegistry& r) {
   bn.output_names = {"Y", "running_mean?", "running_var?"};
   bn.infer = infer_bn;
   bn.reference = typed(bn_ref<float>, bn_ref<double>);
+  bn.reference_overwrites = true;  // bn_ref: every Y element; the running statistics of every channel
   bn.gradient = bn_grad;
   r.add(std::move(bn));
 

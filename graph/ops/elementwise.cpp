@@ -183,6 +183,7 @@ OpDef binary_def(std::string type, std::string doc, decltype(OpDef::reference) r
   d.output_names = {"C"};
   d.infer = infer_binary;
   d.reference = std::move(ref);
+  d.reference_overwrites = true;  // binary(): y[k] for every k of the broadcast shape
   d.gradient = std::move(grad);
   return d;
 }

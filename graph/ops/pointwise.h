@@ -219,6 +219,7 @@ OpDef pointwise_def(std::string type, std::string doc, std::vector<std::string> 
   d.output_names = {"Y"};
   d.attrs = std::move(attrs);
   d.infer = [](const Op& op, Descs in) { return detail::infer_pointwise(op, in, P::kind); };
+  d.reference_overwrites = true;  // pointwise_kernel writes y[k] for every k of the output
   d.reference = [](const Op& op, Ins in, Outs out, RefPrecision prec) {
     const DType t = in[0]->dtype();
     if constexpr (P::kind == Kind::Logic) {

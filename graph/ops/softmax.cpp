@@ -100,6 +100,7 @@ OpDef softmax_def(std::string type, std::string doc, decltype(OpDef::reference) 
   d.output_names = {"output"};
   d.infer = infer_softmax;
   d.reference = std::move(ref);
+  d.reference_overwrites = true;  // every element of every row
   d.gradient = softmax_grad(std::move(grad_type));
   return d;
 }
@@ -115,6 +116,7 @@ OpDef grad_def(std::string type, std::string doc, decltype(OpDef::reference) ref
   d.backward = true;
   d.infer = infer_softmax_grad;
   d.reference = std::move(ref);
+  d.reference_overwrites = true;  // every element of every row
   return d;
 }
 

@@ -315,6 +315,76 @@ TEST(Bulk, ScanCountsAndFirstIndices) {
   EXPECT_TRUE(scan(std::span<const float>()).clean());
 }
 
+void expect_same_scan(const ScanReport& got, const ScanReport& want, const std::string& what) {
+  EXPECT_EQ(got.nan_count, want.nan_count) << what;
+  EXPECT_EQ(got.inf_count, want.inf_count) << what;
+  EXPECT_EQ(got.subnormal_count, want.subnormal_count) << what;
+  EXPECT_EQ(got.first_nan, want.first_nan) << what;
+  EXPECT_EQ(got.first_inf, want.first_inf) << what;
+  EXPECT_EQ(got.first_subnormal, want.first_subnormal) << what;
+}
+
+// The conversion with its scans is the conversion plus the two scans, in every Mode, at every
+// tail length, on data where blocks are plain, special in the input only (a subnormal FP32, an
+// FP16-subnormal result) or special on both sides (NaN, Inf, overflow).
+TEST(Bulk, ConvertScannedIsConvertPlusScans) {
+  for (const Mode& m : kModes) {
+    for (std::size_t n = 0; n <= 50; ++n) {
+      for (const float scale : {1.0f, 70000.0f, 1e-5f}) {
+        const std::vector<float> x = mixed_f32(n * 7 + 3, 41 + n, scale);
+        std::vector<f16> want(x.size()), got(x.size());
+        const BulkReport want_flags = convert(std::span<const float>(x), std::span<f16>(want), m);
+        const ConvertScan cs = convert_scanned(std::span<const float>(x), std::span<f16>(got), m);
+        const std::string what = mode_name(m) + " n " + std::to_string(x.size()) + " scale " + std::to_string(scale);
+        for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i].bits, want[i].bits) << what << " element " << i;
+        expect_same(cs.flags, want_flags, what);
+        const LimitScan in = scan(std::span<const float>(x), 65520.0f);
+        expect_same_scan(cs.in.scan, in.scan, what + " input");
+        EXPECT_EQ(cs.in.beyond_count, in.beyond_count) << what;
+        EXPECT_EQ(cs.in.first_beyond, in.first_beyond) << what;
+        expect_same_scan(cs.out, scan(std::span<const f16>(want)), what + " output");
+      }
+    }
+  }
+}
+
+// The limit scan: the plain scan's report, plus the finite elements at or beyond the limit,
+// at every tail length and around both limits the output conversion uses (FP16, BF16).
+TEST(Bulk, LimitScanMatchesScanAndScalarCount) {
+  const float f16_limit = 65520.0f, bf16_limit = std::bit_cast<float>(0x7F7F8000u);
+  for (const float limit : {f16_limit, bf16_limit}) {
+    const float below = std::nextafter(limit, 0.0f), above = std::nextafter(limit, 2 * limit);
+    const float specials[] = {limit, -limit, below, -below, above, -std::numeric_limits<float>::max(),
+                              std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                              std::bit_cast<float>(0xFFC00001u), 1e-40f, 0.0f, -0.0f, 3.0f};
+    for (std::size_t n = 0; n <= 40; ++n) {
+      for (std::size_t seed = 0; seed < 6; ++seed) {
+        std::vector<float> x = mixed_f32(n, 31 + seed, 70000.0f);
+        for (std::size_t i = 0; i < n; ++i)
+          if ((i * 7 + seed) % 5 == 0) x[i] = specials[(i + seed) % std::size(specials)];
+        const LimitScan got = scan(std::span<const float>(x), limit);
+        const ScanReport plain = scan(std::span<const float>(x));
+        EXPECT_EQ(got.scan.nan_count, plain.nan_count);
+        EXPECT_EQ(got.scan.inf_count, plain.inf_count);
+        EXPECT_EQ(got.scan.subnormal_count, plain.subnormal_count);
+        EXPECT_EQ(got.scan.first_nan, plain.first_nan);
+        EXPECT_EQ(got.scan.first_inf, plain.first_inf);
+        EXPECT_EQ(got.scan.first_subnormal, plain.first_subnormal);
+        std::int64_t count = 0, first = -1;
+        for (std::size_t i = 0; i < n; ++i) {
+          const float a = std::fabs(x[i]);
+          if (a >= limit && std::isfinite(a)) {
+            ++count;
+            if (first < 0) first = static_cast<std::int64_t>(i);
+          }
+        }
+        ASSERT_EQ(got.beyond_count, count) << "n " << n << " seed " << seed << " limit " << limit;
+        ASSERT_EQ(got.first_beyond, first) << "n " << n << " seed " << seed << " limit " << limit;
+      }
+    }
+  }
+}
+
 TEST(Bulk, BadArgumentsThrow) {
   std::vector<float> x(8);
   std::vector<f16> h(7);
