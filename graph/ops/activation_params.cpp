@@ -33,7 +33,9 @@ struct ClipF {
   template <class T> T f(const T* x, int n) const { return unary<T>(x, n)(x[0]); }
   template <class T> auto unary(const T* x, int n) const {
     const T mn = bound(n > 1 ? x[1] : absent<T>(1), lo, true), mx = bound(n > 2 ? x[2] : absent<T>(2), hi, false);
-    return [mn, mx](T v) { return std::isnan(static_cast<double>(v)) ? v : std::min(std::max(v, mn), mx); };
+    // std::max(v, mn) is (v < mn ? mn : v) and std::min(., mx) is (mx < . ? mx : .): a NaN v compares
+    // false both times and comes through unchanged, with no branch (vectorisable as max/min).
+    return [mn, mx](T v) { return std::min(std::max(v, mn), mx); };
   }
   template <class T> T d(int i, const T* x, int n, T) const {
     const T mn = bound(n > 1 ? x[1] : absent<T>(1), lo, true), mx = bound(n > 2 ? x[2] : absent<T>(2), hi, false);

@@ -2,6 +2,7 @@
 // conformance cases check the ONNX ops broadly; gradients are checked in test_autodiff*.)
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -272,6 +273,31 @@ TEST(Reference, GraphRunIsDeterministicAndReportsMissingFeeds) {
   const auto v64 = run_graph_reference(g, feeds, RefPrecision::F64);
   EXPECT_EQ(v64.at("y").dtype(), DType::F64);
   EXPECT_EQ(v64.at("w").dtype(), DType::F64);
+}
+
+// Clip keeps NaN, the sign of zero and infinities beyond the bounds as the definition says, with
+// bounds from attributes, from inputs (omitted = unbounded) and in both reference precisions.
+TEST(Reference, ClipPassesNanAndSignedZeroThrough) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Tensor x = f32({8}, {nan, -0.0f, 0.0f, -inf, inf, 7.5f, -3.0f, 2.0f});
+  auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  auto check = [&](const Tensor& y, float lo, float hi) {
+    const std::vector<float> got = y.to_f32(), in = x.to_f32();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const float want = std::isnan(in[i]) ? in[i] : in[i] < lo ? lo : hi < in[i] ? hi : in[i];
+      if (std::isnan(want)) EXPECT_TRUE(std::isnan(got[i])) << i;
+      else EXPECT_EQ(bits(got[i]), bits(want)) << i << ": " << got[i] << " vs " << want;
+    }
+  };
+  for (const RefPrecision p : {RefPrecision::F32, RefPrecision::F64}) {
+    check(run(make_op("Clip", 1, {{"min", 0.0}, {"max", 6.0}}), {&x}, p)[0], 0.0f, 6.0f);
+    const Tensor lo = f32({}, {-1.0f}), hi = f32({}, {1.0f});
+    Op bounded = make_op("Clip", 3);
+    check(run(bounded, {&x, &lo, &hi}, p)[0], -1.0f, 1.0f);
+    Op upper = make_op("Clip", 3);
+    upper.inputs[1].clear();  // min omitted: unbounded below
+    check(run(upper, {&x, nullptr, &hi}, p)[0], -inf, 1.0f);
+  }
 }
 
 }  // namespace
