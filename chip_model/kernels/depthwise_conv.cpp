@@ -14,11 +14,6 @@ std::span<const num::f16> bits(const graph::Tensor& t) {
   return {reinterpret_cast<const num::f16*>(raw.data()), raw.size()};
 }
 
-bool finite(const graph::Tensor& t) {
-  const num::ScanReport r = num::scan(bits(t));
-  return r.nan_count == 0 && r.inf_count == 0;
-}
-
 // The values the Cube reads: exact in FP32 (FP16 -> FP32 is exact); subnormals as signed zeros
 // when the Mode flushes.
 std::vector<float> widen(const graph::Tensor& t, bool ftz) {
@@ -31,8 +26,8 @@ std::vector<float> widen(const graph::Tensor& t, bool ftz) {
   return f;
 }
 
-bool any_subnormal(const num::f16* b, std::int64_t n) {
-  return std::any_of(b, b + n, [](num::f16 v) { return num::is_subnormal(v); });
+std::int64_t subnormals(const num::f16* b, std::int64_t n) {
+  return num::scan(std::span<const num::f16>(b, static_cast<std::size_t>(n))).subnormal_count;
 }
 
 // The first output position whose window reads a subnormal of the plane (the first column of the
@@ -88,10 +83,18 @@ std::optional<num::BulkReport> depthwise_conv(const ConvShape& s, std::int64_t i
                                               const AccumulationMode& acc, const num::Mode& mode, float* y) {
   if (s.c != 1 || x.dtype() != graph::DType::F16 || w.dtype() != graph::DType::F16) return std::nullopt;
   if (acc.acc_dtype != graph::DType::F32 || acc.split_k_chunk != 0) return std::nullopt;
-  if (!finite(x) || !finite(w)) return std::nullopt;
+  const num::ScanReport xs = num::scan(bits(x)), ws = num::scan(bits(w));
+  if (xs.nan_count + xs.inf_count + ws.nan_count + ws.inf_count != 0) return std::nullopt;
   const bool ftz = mode.denormal == num::DenormalMode::FlushToZero;
   const std::vector<float> xf = widen(x, ftz), wf = widen(w, ftz);
   const std::int64_t P = s.oh * s.ow, plane = s.h * s.w, taps = s.kh * s.kw;
+  // DenormalIn as the GEMM reports it: at the first row of W_g or column of the group's im2col
+  // matrix that holds a subnormal, whichever comes first in row-major order. The row of each group
+  // is the same for every image.
+  std::vector<std::int64_t> first_row(static_cast<std::size_t>(groups), -1);
+  for (std::int64_t g = 0; g < groups && ws.subnormal_count > 0; ++g)
+    for (std::int64_t j = 0; j < mg && first_row[static_cast<std::size_t>(g)] < 0; ++j)
+      if (subnormals(bits(w).data() + (g * mg + j) * taps, taps) > 0) first_row[static_cast<std::size_t>(g)] = j;
   num::BulkReport rep;
   for (std::int64_t n = 0; n < images; ++n)
     for (std::int64_t g = 0; g < groups; ++g) {
@@ -100,14 +103,13 @@ std::optional<num::BulkReport> depthwise_conv(const ConvShape& s, std::int64_t i
         const std::int64_t m = g * mg + j;
         channel(s, xf.data() + in0, wf.data() + m * taps, y + y0 + j * P);
       }
-      // DenormalIn as the GEMM reports it: at the first row of W_g or column of the group's im2col
-      // matrix that holds a subnormal, whichever comes first in row-major order.
-      std::int64_t row = -1;
-      for (std::int64_t j = 0; j < mg && row < 0; ++j)
-        if (any_subnormal(bits(w).data() + (g * mg + j) * taps, taps)) row = j;
-      const num::f16* px = bits(x).data() + in0;
-      const num::ScanReport sub = num::scan(std::span<const num::f16>(px, static_cast<std::size_t>(plane)));
-      const std::int64_t col = sub.subnormal_count > 0 ? first_subnormal_column(s, px, sub.first_subnormal) : -1;
+      const std::int64_t row = first_row[static_cast<std::size_t>(g)];
+      std::int64_t col = -1;
+      if (xs.subnormal_count > 0) {
+        const num::f16* px = bits(x).data() + in0;
+        const num::ScanReport sub = num::scan(std::span<const num::f16>(px, static_cast<std::size_t>(plane)));
+        if (sub.subnormal_count > 0) col = first_subnormal_column(s, px, sub.first_subnormal);
+      }
       const std::int64_t at = row < 0 ? col : col < 0 ? row * P : std::min(row * P, col);
       if (at >= 0) rep.raise(num::Flags(num::Flag::DenormalIn), y0 + at);
     }
