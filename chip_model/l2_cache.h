@@ -24,9 +24,9 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
-#include <unordered_map>
 #include <vector>
+
+#include "chip_model/line_index.h"
 
 namespace probelab::chip {
 
@@ -49,26 +49,34 @@ class L2Cache {
   Access lookup(std::uint64_t addr, std::uint64_t bytes);
   Access invalidate(std::uint64_t addr, std::uint64_t bytes);
   /// Whether the line holding `addr` is resident (dirty: and modified since it was fetched).
-  bool resident(std::uint64_t addr) const { return lines_.count(addr / kLineBytes) != 0; }
+  bool resident(std::uint64_t addr) const { return index_.find(addr / kLineBytes) != LineIndex::kNone; }
   bool dirty(std::uint64_t addr) const;
   /// Adds the outcome of one call to `acc` (sums the counts, appends the write-backs).
   static void merge(Access& acc, const Access& a);
 
   std::uint64_t capacity_lines() const { return capacity_; }
-  std::uint64_t resident_bytes() const { return lines_.size() * kLineBytes; }
+  std::uint64_t resident_bytes() const { return index_.size() * kLineBytes; }
   std::uint64_t dirty_bytes() const { return dirty_lines_ * kLineBytes; }
 
  private:
-  struct Line {
-    std::list<std::uint64_t>::iterator lru;
+  static constexpr std::uint32_t kNil = LineIndex::kNone;
+  /// A resident line in its slot, linked into the recency order (by slot numbers).
+  struct Slot {
+    std::uint64_t line = 0;
+    std::uint32_t newer = kNil, older = kNil;
     bool dirty = false;
   };
   Access access(std::uint64_t addr, std::uint64_t bytes, bool write);
-  void touch(std::uint64_t line, bool write, Access& a);
+  /// Makes `line` (at `slot`, or kNil when not resident) the most recently used, allocating it.
+  void touch(std::uint64_t line, std::uint32_t slot, bool write, Access& a);
+  void unlink(std::uint32_t s);
+  void link_newest(std::uint32_t s);
 
-  std::uint64_t capacity_;               // lines
-  std::list<std::uint64_t> lru_;         // most recently used first
-  std::unordered_map<std::uint64_t, Line> lines_;  // looked up only, never iterated
+  std::uint64_t capacity_;          // lines
+  std::vector<Slot> slots_;         // grows to at most capacity_ entries
+  std::vector<std::uint32_t> free_;  // slots emptied by invalidate()
+  std::uint32_t newest_ = kNil, oldest_ = kNil;
+  LineIndex index_;                 // line -> slot
   std::uint64_t dirty_lines_ = 0;
 };
 

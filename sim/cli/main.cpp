@@ -12,10 +12,12 @@
 
 #include "sim/scenario/bad_input.h"
 #include "sim/cli/commands.h"
+#include "sim/run/heap_policy.h"
 #include "sim/run/mpi_session.h"
 #include "sim/run/process_pool.h"
 
 int main(int argc, char** argv) {
+  probelab::sim::keep_freed_memory();
   CLI::App app{"probelab: a simulated Da Vinci-style accelerator hosting a precision-probe runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "probelab 0.1.0");
