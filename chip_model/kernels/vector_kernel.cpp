@@ -21,6 +21,7 @@ double vector_passes(const graph::Op& op) {
       {"SigmoidGrad", 3}, {"TanhGrad", 3}, {"GeluGrad", 6}, {"Softmax", 5}, {"LogSoftmax", 5},
       {"SoftmaxGrad", 4}, {"LogSoftmaxGrad", 4}, {"LayerNormalization", 6},
       {"LayerNormalizationGrad", 10}, {"BatchNormalization", 6}, {"BatchNormalizationGrad", 8},
+      {"InstanceNormalization", 6}, {"InstanceNormalizationGrad", 10},
       {"SoftmaxCrossEntropyLoss", 6}, {"SoftmaxCrossEntropyLossGrad", 4}, {"MSELoss", 3},
       {"MSELossGrad", 2}, {"SgdUpdate", 3}, {"AdamUpdate", 12},
   };

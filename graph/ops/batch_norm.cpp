@@ -19,11 +19,6 @@ BnGeom bn_geom(const Op& op, const Shape& x) {
   return {x[0], x[1], prod(x, 2, x.size())};
 }
 
-void expect_channel_param(const Op& op, const TensorDesc& x, const TensorDesc& p, std::int64_t c, const char* what) {
-  expect_same_dtype(op, x, p, what);
-  if (p.shape != Shape{c}) fail(op, "{} must have shape [{}], got {}", what, c, shape_str(p.shape));
-}
-
 bool training(const Op& op) { return AttrReader(op).i("training_mode") != 0; }
 
 std::vector<TensorDesc> infer_bn(const Op& op, Descs in) {

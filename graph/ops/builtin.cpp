@@ -12,6 +12,7 @@ void register_elementwise_ops(OpRegistry& r);
 void register_activation_ops(OpRegistry& r);
 void register_softmax_ops(OpRegistry& r);
 void register_layer_norm_ops(OpRegistry& r);
+void register_instance_norm_ops(OpRegistry& r);
 void register_batch_norm_ops(OpRegistry& r);
 void register_pool_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
@@ -41,6 +42,7 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_activation_ops(r);
   ops::register_softmax_ops(r);
   ops::register_layer_norm_ops(r);
+  ops::register_instance_norm_ops(r);
   ops::register_batch_norm_ops(r);
   ops::register_pool_ops(r);
   ops::register_shape_ops(r);

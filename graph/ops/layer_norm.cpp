@@ -57,18 +57,6 @@ std::vector<T> expand_param(const Tensor* p, const Shape& norm, T fill) {
   return v;
 }
 
-// Mean and 1/sqrt(var + eps) of one row (computed in double).
-template <class T>
-std::pair<double, double> row_stats(const T* x, std::int64_t n, double eps) {
-  double mean = 0;
-  for (std::int64_t j = 0; j < n; ++j) mean += x[j];
-  mean /= static_cast<double>(n);
-  double var = 0;
-  for (std::int64_t j = 0; j < n; ++j) var += (x[j] - mean) * (x[j] - mean);
-  var /= static_cast<double>(n);
-  return {mean, 1.0 / std::sqrt(var + eps)};
-}
-
 template <class T> void ln_ref(const Op& op, Ins in, Outs out) {
   const LnGeom g = ln_geom(op, in[0]->shape());
   const double eps = AttrReader(op).f("epsilon");

@@ -89,6 +89,11 @@ std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t rank) {
   return out;
 }
 
+void expect_channel_param(const Op& op, const TensorDesc& x, const TensorDesc& p, std::int64_t c, const char* what) {
+  expect_same_dtype(op, x, p, what);
+  if (p.shape != Shape{c}) fail(op, "{} must have shape [{}] (one per channel of X), got {}", what, c, shape_str(p.shape));
+}
+
 void check_epsilon(const Op& op) {
   const double eps = AttrReader(op).f("epsilon");
   if (!(eps >= 0) || !std::isfinite(eps)) fail(op, "attribute epsilon is {}; expected a finite number >= 0", eps);

@@ -2,10 +2,12 @@
 // with registry defaults, axis/broadcast arithmetic, typed kernel dispatch, registration entry points.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -67,6 +69,8 @@ void expect_float(const Op& op, const TensorDesc& d, const char* what);
 void expect_rank(const Op& op, const TensorDesc& d, std::int64_t rank, const char* what);
 void expect_int(const Op& op, const TensorDesc& d, const char* what);
 void expect_same_dtype(const Op& op, const TensorDesc& a, const TensorDesc& b, const char* what);
+/// A per-channel parameter of X = [N, C, ...]: X's dtype and shape [c].
+void expect_channel_param(const Op& op, const TensorDesc& x, const TensorDesc& p, std::int64_t c, const char* what);
 /// Whether input i is present (not omitted).
 inline bool has_input(const Op& op, std::size_t i) { return i < op.inputs.size() && !op.inputs[i].empty(); }
 
@@ -104,6 +108,18 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
 }
 
 // --- kernels -----------------------------------------------------------------------------------
+
+/// Mean and 1/sqrt(var + eps) of the n values at x (in double; the variance is the biased one).
+template <class T>
+std::pair<double, double> row_stats(const T* x, std::int64_t n, double eps) {
+  double mean = 0;
+  for (std::int64_t j = 0; j < n; ++j) mean += x[j];
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (std::int64_t j = 0; j < n; ++j) var += (x[j] - mean) * (x[j] - mean);
+  var /= static_cast<double>(n);
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
 
 template <class T> using KernelFn = void (*)(const Op&, Ins, Outs);
 

@@ -128,6 +128,8 @@ const GradCase kCases[] = {
     {"LayerNorm_axis1_broadcast_scale", "LayerNormalization", {{"axis", std::int64_t{1}}, {"epsilon", 1e-3}},
      {{{2, 3, 4}}, {{3, 1}}, {{4}}}},
     {"LayerNorm_no_bias", "LayerNormalization", {}, {{{4, 3}}, {{3}}}},
+    {"InstanceNorm_2d", "InstanceNormalization", {}, {{{2, 3, 2, 3}}, {{3}}, {{3}}}},
+    {"InstanceNorm_1d_epsilon", "InstanceNormalization", {{"epsilon", 1e-2}}, {{{3, 2, 5}}, {{2}}, {{2}}}},
     {"BatchNorm_inference", "BatchNormalization", {},
      {{{2, 3, 2, 2}}, {{3}}, {{3}}, {{3}, In::Const}, {{3}, In::Const, 0.5, 1.5}}},
     {"BatchNorm_training", "BatchNormalization", {{"training_mode", std::int64_t{1}}},

@@ -233,6 +233,37 @@ TEST(Kernels, LossesAndNormalisation) {
   }
 }
 
+TEST(Kernels, InstanceNormalisesEachImageChannelPlaneOnItsOwn) {
+  // Two images x two channels of 2 x 2; every plane is shifted and scaled differently.
+  std::vector<float> xs(16);
+  for (int i = 0; i < 16; ++i) xs[static_cast<std::size_t>(i)] = float((i * 7) % 5) * float(1 + i / 4) - float(i / 4) * 3;
+  const Tensor x = f32({2, 2, 2, 2}, xs), s = f32({2}, {2, -0.5f}), b = f32({2}, {1, 3});
+  const auto y = run(make_op("InstanceNorm", 3, {{"epsilon", 1e-3}}), {&x, &s, &b}, RefPrecision::F64)[0].to_f64();
+  for (int plane = 0; plane < 4; ++plane) {
+    const int c = plane % 2;
+    double m = 0, v = 0;
+    for (int j = 0; j < 4; ++j) m += xs[static_cast<std::size_t>(plane * 4 + j)] / 4.0;
+    for (int j = 0; j < 4; ++j) v += (xs[static_cast<std::size_t>(plane * 4 + j)] - m) * (xs[static_cast<std::size_t>(plane * 4 + j)] - m) / 4;
+    for (int j = 0; j < 4; ++j) {
+      const double want = (xs[static_cast<std::size_t>(plane * 4 + j)] - m) / std::sqrt(v + 1e-3) * (c ? -0.5 : 2.0) + (c ? 3 : 1);
+      EXPECT_NEAR(y[static_cast<std::size_t>(plane * 4 + j)], want, 1e-6) << "plane " << plane << " element " << j;
+    }
+  }
+  // A constant plane normalises to B (variance 0, epsilon keeps it finite).
+  const Tensor flat = f32({1, 2, 3}, {5, 5, 5, 1, 2, 3});
+  const auto z = run(make_op("InstanceNormalization", 3), {&flat, &s, &b})[0].to_f32();
+  EXPECT_EQ(z[0], 1.0f);
+  EXPECT_EQ(z[2], 1.0f);
+  // Bad input names the op and what was expected.
+  const Tensor s3 = f32({3}, {1, 1, 1}), x2 = f32({2, 2}, {1, 2, 3, 4});
+  std::string e = error_of(make_op("InstanceNormalization", 3), {&x, &s3, &b});
+  EXPECT_NE(e.find("scale must have shape [2] (one per channel of X), got [3]"), std::string::npos) << e;
+  e = error_of(make_op("InstanceNormalization", 3), {&x2, &s, &b});
+  EXPECT_NE(e.find("at least one spatial dim"), std::string::npos) << e;
+  e = error_of(make_op("InstanceNormalization", 3, {{"epsilon", -1.0}}), {&x, &s, &b});
+  EXPECT_NE(e.find("epsilon"), std::string::npos) << e;
+}
+
 TEST(Kernels, SumToShapeAndExpandAreAdjoint) {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   const auto s = run(make_op("SumToShape", 1, {{"shape", std::vector<std::int64_t>{1, 3}}}), {&x})[0];

@@ -3,6 +3,7 @@
 // steps and ranks, per-kind latches, causes from evidence, user conditions, non-finite-aware
 // statistics, edge integrity). Each runs through the probelab executable: every expectation holds
 // (exit code 0), and the fact the scenario exists for is checked on report.json independently.
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -74,6 +75,21 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     EXPECT_EQ(top["cause"], "data_corruption");
     EXPECT_NE(top["evidence"][0].get<std::string>().find("the most its inputs allow"), std::string::npos) << top.dump();
     for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "output_range_overflow") << c.dump();
+  } else if (name == "instance_norm_nan_one_plane") {
+    // InstanceNorm spreads the NaN over its own (image, channel) plane and no further: 64 of norm2's
+    // 1,536 outputs and one of the 24 pooled values at step 1; backward, all of image 0's gradient.
+    const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
+    std::map<std::string, std::int64_t> nans;
+    for (const auto& e : d["entries"])
+      if (e["step"] == 1 && e["edge"] == "out0") nans[e["op"].get<std::string>()] = e["statistics"]["nan_count"];
+    EXPECT_EQ(nans["conv2"], 1);
+    EXPECT_EQ(nans["norm2"], 64);
+    EXPECT_EQ(nans["pool"], 1);
+    EXPECT_EQ(nans["norm2/grad"], 8 * 64);
+    for (const auto& c : r["diagnosis"])
+      if (c["op"] == "norm2" || c["op"].get<std::string>().find("allreduce") != std::string::npos) {
+        EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      }
   } else if (name == "user_condition_gradient") {
     ASSERT_FALSE(top["evidence"].empty());
     EXPECT_NE(top["evidence"][0].get<std::string>().find("(threshold < 0.5)"), std::string::npos) << top.dump();
