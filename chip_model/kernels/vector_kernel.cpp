@@ -27,6 +27,10 @@ double vector_passes(const graph::Op& op) {
   };
   const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
   const std::string type = def ? def->type : op.type;
+  if (type == "GridSample" || type == "GridSampleGrad") {  // 1, 4 or 16 gathered taps per output (backward: twice)
+    const std::string mode = op.attr_str("mode", "bilinear");
+    return (mode == "nearest" ? 2.0 : mode == "bicubic" ? 32.0 : 8.0) * (type == "GridSampleGrad" ? 2 : 1);
+  }
   if (type == "MaxPool" || type == "AveragePool" || type == "MaxPoolGrad" || type == "AveragePoolGrad") {
     double k = 1;
     for (std::int64_t d : op.attr_ints("kernel_shape", {})) k *= static_cast<double>(d);

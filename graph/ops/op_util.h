@@ -2,6 +2,7 @@
 // with registry defaults, axis/broadcast arithmetic, typed kernel dispatch, registration entry points.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -108,6 +109,14 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
 }
 
 // --- kernels -----------------------------------------------------------------------------------
+
+/// Weights of the four taps at offsets -1, 0, 1, 2 from floor(x) of cubic convolution with parameter
+/// A (Keys; -0.75 as PyTorch, -0.5 as TensorFlow), t = x - floor(x) in [0, 1).
+inline std::array<double, 4> cubic_weights(double t, double A) {
+  const double r = t, q = 1 - t;
+  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
+          ((A + 2) * q - (A + 3)) * q * q + 1, ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A};
+}
 
 /// Mean and 1/sqrt(var + eps) of the n values at x (in double; the variance is the biased one).
 template <class T>

@@ -6,6 +6,7 @@
 // positions by a few weighted taps (ONNX's reference interpolates recursively in the same order,
 // so extrapolated values take part in the outer dimensions' interpolation exactly as there).
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "graph/autodiff.h"
@@ -84,9 +85,8 @@ std::vector<double> coeffs(const Params& p, double ratio, bool integer) {
     if (p.nearest == "ceil") return {0, 1};
     return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};  // round_prefer_floor
   }
-  const double A = p.cubic_a, r = ratio, q = 1 - ratio;
-  return {((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A, ((A + 2) * r - (A + 3)) * r * r + 1,
-          ((A + 2) * q - (A + 3)) * q * q + 1, ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A};
+  const std::array<double, 4> w = cubic_weights(ratio, p.cubic_a);
+  return {w.begin(), w.end()};
 }
 
 // Taps of every output position of dimension d (roi_lo/hi: tf_crop_and_resize's region).

@@ -264,6 +264,65 @@ TEST(Kernels, InstanceNormalisesEachImageChannelPlaneOnItsOwn) {
   EXPECT_NE(e.find("epsilon"), std::string::npos) << e;
 }
 
+TEST(Kernels, GridSampleInterpolatesPadsAndKeepsNonFiniteVisible) {
+  // X is a plane a*w + b*h + c (two channels): bilinear sampling inside the image reproduces it exactly.
+  constexpr std::int64_t H = 4, W = 5;
+  std::vector<float> xs;
+  for (int c = 0; c < 2; ++c)
+    for (int h = 0; h < H; ++h)
+      for (int w = 0; w < W; ++w) xs.push_back(float(c == 0 ? 0.5 * w - 2.0 * h + 1 : 3.0 * h - w));
+  const Tensor x = f32({1, 2, H, W}, xs);
+  const std::vector<float> gs{-0.6f, 0.3f, 0.2f, -0.45f, 0.9f, 0.7f, -0.95f, -0.9f};  // four (x, y) locations
+  const Tensor grid = f32({1, 2, 2, 2}, gs);
+  for (const std::int64_t align : {0, 1}) {
+    const auto y = run(make_op("GridSample", 2, {{"align_corners", align}}), {&x, &grid}, RefPrecision::F64)[0];
+    ASSERT_EQ(y.shape(), (Shape{1, 2, 2, 2}));
+    const auto v = y.to_f64();
+    for (int k = 0; k < 4; ++k) {
+      const double gx = gs[static_cast<std::size_t>(2 * k)], gy = gs[static_cast<std::size_t>(2 * k + 1)];
+      const double px = align ? (gx + 1) / 2 * (W - 1) : ((gx + 1) * W - 1) / 2;
+      const double py = align ? (gy + 1) / 2 * (H - 1) : ((gy + 1) * H - 1) / 2;
+      if (px < 0 || py < 0 || px > W - 1 || py > H - 1) continue;  // near the edge with align 0: zeros mix in
+      EXPECT_NEAR(v[static_cast<std::size_t>(k)], 0.5 * px - 2.0 * py + 1, 1e-12) << "align " << align << " k " << k;
+      EXPECT_NEAR(v[static_cast<std::size_t>(4 + k)], 3.0 * py - px, 1e-12) << "align " << align << " k " << k;
+    }
+  }
+  // Far outside: zeros reads 0, border the nearest corner, reflection mirrors back inside.
+  const Tensor far = f32({1, 1, 1, 2}, {3.0f, -3.0f});  // x = 3 (right), y = -3 (top), align_corners 1
+  const Attrs a1{{"align_corners", std::int64_t{1}}};
+  auto with = [&](std::string pad, std::string mode) {
+    Attrs a = a1;
+    a["padding_mode"] = pad;
+    a["mode"] = mode;
+    return run(make_op("GridSample", 2, a), {&x, &far}, RefPrecision::F64)[0].to_f64()[0];
+  };
+  EXPECT_EQ(with("zeros", "bilinear"), 0.0);
+  EXPECT_EQ(with("border", "bilinear"), xs[W - 1]);  // (h 0, w 4)
+  // Reflection with align 1 mirrors at the corner pixels' centres: x = 3 is pixel 8, two spans of 4
+  // beyond 0 (an even number of flips) -> 0; y = -3 is pixel -3, one span of 3 (odd) -> 3 - 0 = 3.
+  EXPECT_EQ(with("reflection", "nearest"), xs[3 * W]);
+  EXPECT_EQ(with("reflection", "bilinear"), xs[3 * W]);
+  // A NaN coordinate reads NaN in every channel; a NaN pixel reaches the locations whose taps touch it.
+  const Tensor nan_grid = f32({1, 1, 2, 2}, {std::nanf(""), 0.0f, 0.0f, 0.0f});
+  const auto yn = run(make_op("GridSample", 2), {&x, &nan_grid})[0].to_f32();
+  EXPECT_TRUE(std::isnan(yn[0]) && std::isnan(yn[2])) << "both channels at location 0";
+  EXPECT_FALSE(std::isnan(yn[1]) || std::isnan(yn[3]));
+  std::vector<float> xn = xs;
+  // The centre (0, 0) with align 0 is pixel (x 2, y 1.5): its taps are x 2 and 3 (weight 0), y 1 and 2.
+  // A NaN in a tap of weight 0 still reads NaN (NaN * 0), as PyTorch's grid_sample computes.
+  xn[2 * W + 3] = std::nanf("");
+  const Tensor xnan = f32({1, 2, H, W}, xn);
+  const auto yc = run(make_op("GridSample", 2), {&xnan, &nan_grid})[0].to_f32();
+  EXPECT_TRUE(std::isnan(yc[1]));
+  EXPECT_FALSE(std::isnan(yc[3])) << "channel 1 is clean";
+  // Bad input names the op and what was expected.
+  const Tensor bad_grid = f32({1, 2, 2, 3}, std::vector<float>(12, 0.0f));
+  std::string e = error_of(make_op("GridSample", 2), {&x, &bad_grid});
+  EXPECT_NE(e.find("grid must be [N, H_out, W_out, 2] with N = 1 (X's), got [1, 2, 2, 3]"), std::string::npos) << e;
+  e = error_of(make_op("GridSample", 2, {{"mode", std::string("cubic")}}), {&x, &grid});
+  EXPECT_NE(e.find("mode must be bilinear, nearest or bicubic, got \"cubic\""), std::string::npos) << e;
+}
+
 TEST(Kernels, SumToShapeAndExpandAreAdjoint) {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   const auto s = run(make_op("SumToShape", 1, {{"shape", std::vector<std::int64_t>{1, 3}}}), {&x})[0];

@@ -90,6 +90,22 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
       if (c["op"] == "norm2" || c["op"].get<std::string>().find("allreduce") != std::string::npos) {
         EXPECT_NE(c["cause"], "nan_source") << c.dump();
       }
+  } else if (name == "grid_sample_nan_coordinate") {
+    // One NaN coordinate is one pixel of every channel after GridSample (4 of 512 values), conv2's
+    // 3 x 3 neighbourhood of it after the next conv, and only image 1's logits; backward, dgrid
+    // (GridSampleGrad's second output) is NaN over image 1's grid and reaches loc's weight.
+    const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
+    std::map<std::string, std::int64_t> nans;
+    for (const auto& e : d["entries"])
+      if (e["step"] == 1) nans[e["op"].get<std::string>() + ":" + e["edge"].get<std::string>()] = e["statistics"]["nan_count"];
+    EXPECT_EQ(nans["grid:out0"], 1);
+    EXPECT_EQ(nans["warp:out0"], 4);
+    EXPECT_EQ(nans["conv2:out0"], 4 * 9);
+    EXPECT_EQ(nans["fc:out0"], 5);
+    EXPECT_EQ(nans["warp/grad:out1"], 8 * 8 * 2);
+    EXPECT_GT(nans["loc/weight/update:out0"], 0);
+    for (const auto& c : r["diagnosis"])
+      if (c["op"] == "warp") EXPECT_NE(c["cause"], "nan_source") << c.dump();
   } else if (name == "user_condition_gradient") {
     ASSERT_FALSE(top["evidence"].empty());
     EXPECT_NE(top["evidence"][0].get<std::string>().find("(threshold < 0.5)"), std::string::npos) << top.dump();
