@@ -28,6 +28,7 @@ void register_shape_edit_ops(OpRegistry& r);
 void register_conv_transpose_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_grid_sample_ops(OpRegistry& r);
+void register_scatter_ops(OpRegistry& r);
 void register_axis_scan_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_pointwise_grad_op(OpRegistry& r);
@@ -59,6 +60,7 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_conv_transpose_ops(r);
   ops::register_resize_ops(r);
   ops::register_grid_sample_ops(r);
+  ops::register_scatter_ops(r);
   ops::register_axis_scan_ops(r);
   ops::register_recurrent_ops(r);
   ops::register_pointwise_grad_op(r);  // after every family with pointwise gradients

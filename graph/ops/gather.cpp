@@ -85,29 +85,6 @@ void gather_grad(GradBuilder& b, const Op& op) {
 
 // --- GatherElements --------------------------------------------------------------------------------
 
-// Output element at coordinate i (the indices' shape) reads data at i with coordinate `axis`
-// replaced by indices[i]. Calls f(output offset, data offset).
-template <class F>
-void for_each_gather_element(const Op& op, const Shape& data, const Tensor& indices, F f) {
-  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(data.size())));
-  const Shape& is = indices.shape();
-  const std::vector<std::int64_t> idx = read_indices(indices);
-  const auto ds = strides_of(data);
-  std::vector<std::int64_t> c(is.size(), 0);
-  for (std::size_t k = 0; k < idx.size(); ++k) {
-    std::int64_t j = idx[k];
-    if (j < -data[axis] || j >= data[axis]) fail(op, "index {} is out of range for a dimension of size {}", j, data[axis]);
-    if (j < 0) j += data[axis];
-    std::int64_t off = 0;
-    for (std::size_t d = 0; d < is.size(); ++d) off += (d == axis ? j : c[d]) * ds[d];
-    f(static_cast<std::int64_t>(k), off);
-    for (std::size_t d = is.size(); d-- > 0;) {
-      if (++c[d] < is[d]) break;
-      c[d] = 0;
-    }
-  }
-}
-
 std::vector<TensorDesc> infer_gather_elements(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 2);
   expect_int(op, in[1], "indices");

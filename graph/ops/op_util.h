@@ -108,6 +108,30 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
   }
 }
 
+/// GatherElements' and ScatterElements' addressing: element k of `indices` (row-major) stands for
+/// data at k's coordinate with coordinate `axis` (the op's attribute) replaced by indices[k]
+/// (negative counts from the end; out of range fails naming the op). Calls f(k, data offset).
+template <class F>
+void for_each_gather_element(const Op& op, const Shape& data, const Tensor& indices, F f) {
+  const auto axis = static_cast<std::size_t>(norm_axis(op, AttrReader(op).i("axis"), static_cast<std::int64_t>(data.size())));
+  const Shape& is = indices.shape();
+  const std::vector<std::int64_t> idx = read_indices(indices);
+  const auto ds = strides_of(data);
+  std::vector<std::int64_t> c(is.size(), 0);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    std::int64_t j = idx[k];
+    if (j < -data[axis] || j >= data[axis]) fail(op, "index {} is out of range for a dimension of size {}", j, data[axis]);
+    if (j < 0) j += data[axis];
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < is.size(); ++d) off += (d == axis ? j : c[d]) * ds[d];
+    f(static_cast<std::int64_t>(k), off);
+    for (std::size_t d = is.size(); d-- > 0;) {
+      if (++c[d] < is[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
 // --- kernels -----------------------------------------------------------------------------------
 
 /// Weights of the four taps at offsets -1, 0, 1, 2 from floor(x) of cubic convolution with parameter

@@ -323,6 +323,31 @@ TEST(Kernels, GridSampleInterpolatesPadsAndKeepsNonFiniteVisible) {
   EXPECT_NE(e.find("mode must be bilinear, nearest or bicubic, got \"cubic\""), std::string::npos) << e;
 }
 
+TEST(Kernels, ScatterReducesInIndexOrderAndNamesBadInput) {
+  const Tensor data = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor idx = int64_tensor({1, 3}, {1, 0, 1});
+  const Tensor upd = f32({1, 3}, {10, 20, 30});
+  auto scatter = [&](const char* red) {
+    return run(make_op("ScatterElements", 3, {{"reduction", std::string(red)}}), {&data, &idx, &upd})[0].to_f32();
+  };
+  EXPECT_EQ(scatter("none"), (std::vector<float>{1, 20, 3, 10, 5, 30}));
+  EXPECT_EQ(scatter("mul"), (std::vector<float>{1, 40, 3, 40, 5, 180}));
+  EXPECT_EQ(scatter("max"), (std::vector<float>{1, 20, 3, 10, 5, 30}));
+  EXPECT_EQ(scatter("min"), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // ScatterND: a repeated index tuple with reduction none, the last write wins.
+  const Tensor rows = int64_tensor({3, 1}, {1, 0, 1});
+  const Tensor slices = f32({3, 3}, {7, 7, 7, 8, 8, 8, 9, 9, 9});
+  EXPECT_EQ(run(make_op("ScatterND", 3), {&data, &rows, &slices})[0].to_f32(), (std::vector<float>{8, 8, 8, 9, 9, 9}));
+  const Tensor far = int64_tensor({1, 3}, {1, 2, 0});
+  std::string e = error_of(make_op("ScatterElements", 3), {&data, &far, &upd});
+  EXPECT_NE(e.find("index 2 is out of range for a dimension of size 2"), std::string::npos) << e;
+  const Tensor short_upd = f32({1, 2}, {1, 2});
+  e = error_of(make_op("ScatterND", 3), {&data, &rows, &short_upd});
+  EXPECT_NE(e.find("updates must have shape [3, 3], got [1, 2]"), std::string::npos) << e;
+  e = error_of(make_op("ScatterElements", 3, {{"reduction", std::string("sum")}}), {&data, &idx, &upd});
+  EXPECT_NE(e.find("reduction must be none, add, mul, max or min, got \"sum\""), std::string::npos) << e;
+}
+
 TEST(Kernels, SumToShapeAndExpandAreAdjoint) {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   const auto s = run(make_op("SumToShape", 1, {{"shape", std::vector<std::int64_t>{1, 3}}}), {&x})[0];

@@ -21,6 +21,15 @@ json run_scenario(const std::string& file, const TempDir& dir) {
   return test::run_scenario_report(test::source_root() / "scenarios" / "diagnosis" / (file + ".yaml"), dir);
 }
 
+// NaN count of every dumped output at `step` on rank 0, keyed "op:edge" (the statistics dump).
+std::map<std::string, std::int64_t> nan_counts(const TempDir& dir, const std::string& name, int step) {
+  const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
+  std::map<std::string, std::int64_t> nans;
+  for (const auto& e : d["entries"])
+    if (e["step"] == step) nans[e["op"].get<std::string>() + ":" + e["edge"].get<std::string>()] = e["statistics"]["nan_count"];
+  return nans;
+}
+
 class DiagnosisScenario : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
@@ -78,14 +87,11 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
   } else if (name == "instance_norm_nan_one_plane") {
     // InstanceNorm spreads the NaN over its own (image, channel) plane and no further: 64 of norm2's
     // 1,536 outputs and one of the 24 pooled values at step 1; backward, all of image 0's gradient.
-    const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
-    std::map<std::string, std::int64_t> nans;
-    for (const auto& e : d["entries"])
-      if (e["step"] == 1 && e["edge"] == "out0") nans[e["op"].get<std::string>()] = e["statistics"]["nan_count"];
-    EXPECT_EQ(nans["conv2"], 1);
-    EXPECT_EQ(nans["norm2"], 64);
-    EXPECT_EQ(nans["pool"], 1);
-    EXPECT_EQ(nans["norm2/grad"], 8 * 64);
+    auto nans = nan_counts(dir, name, 1);
+    EXPECT_EQ(nans["conv2:out0"], 1);
+    EXPECT_EQ(nans["norm2:out0"], 64);
+    EXPECT_EQ(nans["pool:out0"], 1);
+    EXPECT_EQ(nans["norm2/grad:out0"], 8 * 64);
     for (const auto& c : r["diagnosis"])
       if (c["op"] == "norm2" || c["op"].get<std::string>().find("allreduce") != std::string::npos) {
         EXPECT_NE(c["cause"], "nan_source") << c.dump();
@@ -94,10 +100,7 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     // One NaN coordinate is one pixel of every channel after GridSample (4 of 512 values), conv2's
     // 3 x 3 neighbourhood of it after the next conv, and only image 1's logits; backward, dgrid
     // (GridSampleGrad's second output) is NaN over image 1's grid and reaches loc's weight.
-    const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
-    std::map<std::string, std::int64_t> nans;
-    for (const auto& e : d["entries"])
-      if (e["step"] == 1) nans[e["op"].get<std::string>() + ":" + e["edge"].get<std::string>()] = e["statistics"]["nan_count"];
+    auto nans = nan_counts(dir, name, 1);
     EXPECT_EQ(nans["grid:out0"], 1);
     EXPECT_EQ(nans["warp:out0"], 4);
     EXPECT_EQ(nans["conv2:out0"], 4 * 9);
@@ -105,7 +108,20 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     EXPECT_EQ(nans["warp/grad:out1"], 8 * 8 * 2);
     EXPECT_GT(nans["loc/weight/update:out0"], 0);
     for (const auto& c : r["diagnosis"])
-      if (c["op"] == "warp") EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      if (c["op"] == "warp") {
+        EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      }
+  } else if (name == "scatter_nd_cache_nan") {
+    // ScatterND writes the NaN key into one cache slot (1 of 48 values); 3 of 18 scores read it and
+    // Softmax spreads it over all three rows.
+    auto nans = nan_counts(dir, name, 1);
+    EXPECT_EQ(nans["cache_write:out0"], 1);
+    EXPECT_EQ(nans["scores:out0"], 3);
+    EXPECT_EQ(nans["softmax:out0"], 18);
+    for (const auto& c : r["diagnosis"])
+      if (c["op"] == "cache_write" || c["op"] == "softmax") {
+        EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      }
   } else if (name == "user_condition_gradient") {
     ASSERT_FALSE(top["evidence"].empty());
     EXPECT_NE(top["evidence"][0].get<std::string>().find("(threshold < 0.5)"), std::string::npos) << top.dump();
