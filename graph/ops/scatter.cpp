@@ -140,11 +140,13 @@ template <class T> void scatter_grad_ref(const Op& op, Ins in, Outs out) {
   std::map<std::int64_t, std::size_t> last;
   if (overwrite)
     for (std::size_t b = 0; b < p.at.size(); ++b) last[p.at[b]] = b;
-  for (std::size_t b = 0; b < p.at.size(); ++b)
+  for (std::size_t b = 0; b < p.at.size(); ++b) {
+    const bool reaches = !overwrite || last[p.at[b]] == b;
     for (std::int64_t e = 0; e < p.slice; ++e) {
       const auto d = static_cast<std::size_t>(p.at[b] + e), k = b * static_cast<std::size_t>(p.slice) + static_cast<std::size_t>(e);
-      du[k] = !overwrite || last[p.at[b]] == b ? dy[d] : T(0);
+      du[k] = reaches ? dy[d] : T(0);
     }
+  }
   if (overwrite)
     for (std::int64_t a : p.at)
       for (std::int64_t e = 0; e < p.slice; ++e) dd[static_cast<std::size_t>(a + e)] = T(0);
@@ -159,7 +161,8 @@ void scatter_grad(GradBuilder& b, const Op& op) {
                                       b.needs(op, 2) ? b.dx(op, 2) : GradBuilder::temp(op, "dupdates")};
   Attrs attrs{{"reduction", AttrReader(op).s("reduction")}};
   if (!nd(op)) attrs["axis"] = AttrReader(op).i("axis");
-  b.emit(op, "", op.type + "Grad", {b.dy(op), op.inputs[1]}, outs, attrs);
+  // The canonical type: an op may carry an alias (ONNX's Scatter before opset 11).
+  b.emit(op, "", OpRegistry::instance().get(op.type).type + "Grad", {b.dy(op), op.inputs[1]}, outs, attrs);
 }
 
 OpDef scatter_def(std::string type, std::string doc, bool elements) {

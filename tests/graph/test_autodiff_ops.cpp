@@ -144,6 +144,7 @@ const GradCase kCases[] = {
     // Repeated indices: with reduction none only the last write reaches the output (and its gradient).
     {"ScatterElements_none_repeated", "ScatterElements", {},
      {{{3, 4}}, {{2, 4}, In::Labels, 0, 0, 0, {0, 2, 1, 0, 0, 1, 1, 2}}, {{2, 4}}}},
+    {"Scatter_alias_none", "Scatter", {}, {{{3, 2}}, {{1, 2}, In::Labels, 0, 0, 0, {2, 0}}, {{1, 2}}}},
     {"ScatterElements_add_axis1", "ScatterElements",
      {{"axis", std::int64_t{1}}, {"reduction", std::string("add")}},
      {{{2, 5}}, {{2, 3}, In::Labels, 0, 0, 0, {-1, 0, 4, 2, 2, 0}}, {{2, 3}}}},
