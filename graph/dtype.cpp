@@ -20,6 +20,8 @@ std::size_t dtype_size(DType t) {
     case DType::I64: return 8;
     case DType::Bool: return 1;
     case DType::F64: return 8;
+    case DType::I8: return 1;
+    case DType::U8: return 1;
   }
   throw std::invalid_argument("dtype_size: invalid DType value");
 }
@@ -33,12 +35,14 @@ std::string_view dtype_name(DType t) {
     case DType::I64: return "int64";
     case DType::Bool: return "bool";
     case DType::F64: return "float64";
+    case DType::I8: return "int8";
+    case DType::U8: return "uint8";
   }
   return "invalid";
 }
 
 std::optional<DType> parse_dtype(std::string_view s) {
-  static constexpr std::array<std::pair<std::string_view, DType>, 17> kNames{{
+  static constexpr std::array<std::pair<std::string_view, DType>, 21> kNames{{
       {"float32", DType::F32}, {"fp32", DType::F32},   {"f32", DType::F32},
       {"float16", DType::F16}, {"fp16", DType::F16},   {"f16", DType::F16},
       {"bfloat16", DType::BF16}, {"bf16", DType::BF16},
@@ -47,6 +51,8 @@ std::optional<DType> parse_dtype(std::string_view s) {
       {"bool", DType::Bool},
       {"float64", DType::F64}, {"fp64", DType::F64},   {"f64", DType::F64},
       {"double", DType::F64},
+      {"int8", DType::I8},     {"i8", DType::I8},
+      {"uint8", DType::U8},    {"u8", DType::U8},
   }};
   for (const auto& [name, t] : kNames)
     if (name == s) return t;
@@ -55,6 +61,10 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 bool is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+}
+
+bool is_integer(DType t) {
+  return t == DType::I32 || t == DType::I64 || t == DType::I8 || t == DType::U8;
 }
 
 std::string_view format_name(Format f) {
@@ -105,6 +115,8 @@ std::optional<DType> dtype_from_onnx_code(std::int64_t code) {
     case 7: return DType::I64;
     case 9: return DType::Bool;
     case 11: return DType::F64;
+    case 3: return DType::I8;
+    case 2: return DType::U8;
     default: return std::nullopt;
   }
 }
@@ -118,6 +130,8 @@ std::int64_t onnx_code(DType t) {
     case DType::I64: return 7;
     case DType::Bool: return 9;
     case DType::F64: return 11;
+    case DType::I8: return 3;
+    case DType::U8: return 2;
   }
   return 0;
 }

@@ -11,18 +11,21 @@
 namespace probelab::graph {
 
 /// Element type of a tensor. F64 exists for CPU reference computations only.
-enum class DType : std::uint8_t { F32, F16, BF16, I32, I64, Bool, F64 };
+enum class DType : std::uint8_t { F32, F16, BF16, I32, I64, Bool, F64, I8, U8 };
 
 /// Size of one element in bytes.
 std::size_t dtype_size(DType t);
-/// Lower-case name as used in files: "float32", "float16", "bfloat16", "int32", "int64", "bool", "float64".
+/// Lower-case name as used in files: "float32", "float16", "bfloat16", "int32", "int64", "bool", "float64",
+/// "int8", "uint8" (the quantized integers of ONNX's QuantizeLinear and its kin).
 std::string_view dtype_name(DType t);
 /// Parses the names above plus the short forms "fp32", "fp16", "bf16", "f32", "f16", "f64", "fp64",
-/// "i32", "i64", "double".
+/// "i32", "i64", "i8", "u8", "double".
 std::optional<DType> parse_dtype(std::string_view s);
 bool is_float(DType t);
+/// int32, int64, int8 or uint8 (not bool).
+bool is_integer(DType t);
 /// The dtype of an ONNX TensorProto element type code (1 float, 10 float16, 16 bfloat16, 6 int32,
-/// 7 int64, 9 bool, 11 double); nullopt for the others. Attributes naming an element type (Cast's
+/// 7 int64, 9 bool, 11 double, 3 int8, 2 uint8); nullopt for the others. Attributes naming an element type (Cast's
 /// `to`, ConstantOfShape's `dtype`) hold these codes.
 std::optional<DType> dtype_from_onnx_code(std::int64_t code);
 /// The ONNX element type code of a dtype.

@@ -24,6 +24,8 @@ std::string_view descr_of(DType t) {
     case DType::I32: return "<i4";
     case DType::I64: return "<i8";
     case DType::Bool: return "|b1";
+    case DType::I8: return "|i1";
+    case DType::U8: return "|u1";
     case DType::BF16: break;
   }
   throw GraphError("npy: no NumPy dtype for bfloat16");
@@ -32,7 +34,7 @@ std::string_view descr_of(DType t) {
 std::optional<DType> dtype_of(const std::string& descr) {
   // '<' little-endian, '=' native (little-endian here), '|' not applicable (one-byte types)
   if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '=' && descr[0] != '|')) return std::nullopt;
-  for (DType t : {DType::F16, DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
+  for (DType t : {DType::F16, DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool, DType::I8, DType::U8})
     if (descr_of(t).substr(1) == std::string_view(descr).substr(1)) return t;
   return std::nullopt;
 }

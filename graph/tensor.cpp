@@ -78,6 +78,8 @@ std::vector<float> Tensor::to_f32() const {
     case DType::I64: return cast_all<float>(data<std::int64_t>());
     case DType::Bool: return cast_all<float>(data<std::uint8_t>());
     case DType::F64: return cast_all<float>(data<double>());
+    case DType::I8: return cast_all<float>(data<std::int8_t>());
+    case DType::U8: return cast_all<float>(data<std::uint8_t>());
   }
   throw GraphError("Tensor::to_f32: invalid dtype");
 }
@@ -92,11 +94,20 @@ std::vector<double> Tensor::to_f64() const {
     case DType::I32: return cast_all<double>(data<std::int32_t>());
     case DType::I64: return cast_all<double>(data<std::int64_t>());
     default: {
-      const auto f = to_f32();  // FP32/FP16/BF16/Bool are exact in FP32
+      const auto f = to_f32();  // FP32/FP16/BF16/Bool/int8/uint8 are exact in FP32
       return {f.begin(), f.end()};
     }
   }
 }
+
+namespace {
+
+// Truncates toward zero through int64; an out-of-range value wraps modulo 2^8.
+template <class V, class T> void narrow_into(std::span<const V> v, std::span<T> d) {
+  for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<T>(static_cast<std::int64_t>(v[i]));
+}
+
+}  // namespace
 
 Tensor Tensor::from_f32(const Shape& shape, std::span<const float> v, DType t) {
   Tensor out = for_overwrite(TensorDesc{t, shape, Format::ND});  // every element is set below
@@ -123,6 +134,8 @@ Tensor Tensor::from_f32(const Shape& shape, std::span<const float> v, DType t) {
       for (std::size_t i = 0; i < v.size(); ++i) d[i] = v[i] != 0.0f ? 1 : 0;
       break;
     }
+    case DType::I8: narrow_into(v, out.data<std::int8_t>()); break;
+    case DType::U8: narrow_into(v, out.data<std::uint8_t>()); break;
     case DType::F64: {
       auto d = out.data<double>();
       for (std::size_t i = 0; i < v.size(); ++i) d[i] = v[i];
@@ -170,6 +183,8 @@ Tensor Tensor::from_f64(const Shape& shape, std::span<const double> v, DType t) 
       for (std::size_t i = 0; i < v.size(); ++i) d[i] = v[i] != 0.0 ? 1 : 0;
       break;
     }
+    case DType::I8: narrow_into(v, out.data<std::int8_t>()); break;
+    case DType::U8: narrow_into(v, out.data<std::uint8_t>()); break;
   }
   return out;
 }

@@ -48,7 +48,8 @@ class Tensor {
   std::span<const std::byte> bytes() const { return bytes_; }
 
   /// Typed view of the storage; T must match the dtype's storage type
-  /// (float, std::uint16_t for F16/BF16, std::int32_t, std::int64_t, std::uint8_t for Bool, double).
+  /// (float, std::uint16_t for F16/BF16, std::int32_t, std::int64_t, std::uint8_t for Bool and U8,
+  /// double, std::int8_t for I8).
   template <class T> std::span<T> data();
   template <class T> std::span<const T> data() const;
 

@@ -119,6 +119,10 @@ std::uint64_t encode_value(double v, graph::DType t) {
       return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
     case DType::Bool:
       return v != 0 ? 1 : 0;
+    case DType::I8:
+      return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+    case DType::U8:
+      return static_cast<std::uint8_t>(v);
   }
   return 0;
 }

@@ -16,6 +16,16 @@ with min/max inputs, BatchNormalization in eval mode):
                           128) -> GRU (hidden 128) -> per-frame 32-way classifier; the zero initial
                           states are built from the input's shape (Shape -> Gather -> Concat ->
                           Expand) and fold at import
+  qdq_cnn.onnx            a quantized CNN in the QDQ form ONNX Runtime's static quantization and
+                          PyTorch's quantized export write: uint8 activations through
+                          QuantizeLinear -> DequantizeLinear pairs, int8 weights with per-channel
+                          scales read through DequantizeLinear; four convs (one depthwise) with
+                          Relu, pooling and a 10-way classifier on [batch, 3, 32, 32]
+  qlinear_cnn.onnx        the operator form ONNX Runtime's quantizer writes: QuantizeLinear, three
+                          QLinearConv (int8 per-channel weights, int32 bias, a uint8 output range
+                          from 0 that is the ReLU; one depthwise), DequantizeLinear, pooling, a
+                          QLinearMatMul layer, and a classifier as dynamic quantization writes it
+                          (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul) on [batch, 3, 16, 16]
 
 It also writes the small models of the importer's bad-input tests to tests/graph/data/onnx_import/
 (opset too new, unsupported ops, an initializer whose graph-input shape disagrees, external data
@@ -265,6 +275,128 @@ def resnet50_stage():
     return b.model("resnet50_stage", inputs, outputs)
 
 
+# --- quantized CNN in the QDQ form (ONNX Runtime's static quantization, PyTorch's QDQ export) ----------
+
+def qdq(b, x, scope, scale, zero_point):
+    """QuantizeLinear -> DequantizeLinear of an activation (uint8, per tensor)."""
+    s = b.fixed(f"{scope}.scale", scale)
+    zp = f"{scope}.zero_point"
+    b.inits.append(numpy_helper.from_array(np.asarray(zero_point, dtype=np.uint8), zp))
+    q = b.node("QuantizeLinear", [x, s, zp], scope)
+    return b.node("DequantizeLinear", [q, s, zp], scope)
+
+
+def int8_weight(b, name, w, axis):
+    """An int8 initializer with per-channel scales along `axis` (symmetric, zero points 0), read
+    through DequantizeLinear as the exporters write weights."""
+    red = tuple(i for i in range(w.ndim) if i != axis)
+    scale = (np.abs(w).max(axis=red) / 127.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    b.inits += [numpy_helper.from_array(q, f"{name}_quantized"), numpy_helper.from_array(scale, f"{name}_scale"),
+                numpy_helper.from_array(np.zeros(scale.shape, dtype=np.int8), f"{name}_zero_point")]
+    return b.node("DequantizeLinear", [f"{name}_quantized", f"{name}_scale", f"{name}_zero_point"], name, axis=axis)
+
+
+def qconv(b, x, scope, c_in, c_out, k, stride=1, group=1):
+    fan_in = c_in // group * k * k
+    w = (b.rng.standard_normal([c_out, c_in // group, k, k]) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+    bias = b.weight(f"{scope}.bias", [c_out], std=0.01)
+    p = k // 2
+    h = b.node("Conv", [x, int8_weight(b, f"{scope}.weight", w, 0), bias], scope, kernel_shape=[k, k],
+               strides=[stride, stride], pads=[p, p, p, p], group=group, dilations=[1, 1])
+    return qdq(b, b.node("Relu", [h], scope), f"{scope}/act", 4.0 / 255, 0)
+
+
+def qdq_cnn():
+    b = Builder(seed=5)
+    x = qdq(b, "input", "/quant_in", 8.0 / 255, 128)
+    x = qconv(b, x, "/conv1", 3, 16, 3)
+    x = qconv(b, x, "/conv2", 16, 32, 3, stride=2)
+    x = qconv(b, x, "/conv3", 32, 32, 3, group=32)
+    x = qconv(b, x, "/conv4", 32, 64, 1)
+    pooled = qdq(b, b.node("GlobalAveragePool", [x], "/pool"), "/pool/act", 2.0 / 255, 0)
+    flat = b.node("Flatten", [pooled], "/pool", axis=1)
+    w = (b.rng.standard_normal([64, 10]) * 0.1).astype(np.float32)
+    bias = b.weight("fc.bias", [10], std=0.01)
+    mm = b.node("MatMul", [flat, int8_weight(b, "fc.weight", w, 1)], "/fc")
+    b.nodes.append(helper.make_node("Add", [mm, bias], ["logits"], name="/fc/Add"))
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 32, 32])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])]
+    return b.model("qdq_cnn", inputs, outputs)
+
+
+# --- quantized CNN in the operator form (ONNX Runtime's QOperator format, dynamic quantization) ---------
+
+def qlinear_conv(b, x, x_scale, x_zp, scope, c_in, c_out, k, stride=1, group=1):
+    """QLinearConv with int8 per-channel weights and an int32 bias; its uint8 output range starts at 0
+    (zero point 0), so the requantization's saturation is the ReLU, as ONNX Runtime fuses it."""
+    fan_in = c_in // group * k * k
+    w = (b.rng.standard_normal([c_out, c_in // group, k, k]) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+    w_scale = (np.abs(w).max(axis=(1, 2, 3)) / 127.0).astype(np.float32)
+    wq = np.clip(np.rint(w / w_scale.reshape(-1, 1, 1, 1)), -127, 127).astype(np.int8)
+    bias = (b.rng.standard_normal(c_out) * 0.01).astype(np.float32)
+    bq = np.rint(bias / (np.float32(x_scale) * w_scale)).astype(np.int32)
+    y_scale, y_zp = f"{scope}.y_scale", f"{scope}.y_zero_point"
+    b.fixed(y_scale, 4.0 / 255)
+    b.inits += [numpy_helper.from_array(wq, f"{scope}.weight_quantized"),
+                numpy_helper.from_array(w_scale, f"{scope}.weight_scale"),
+                numpy_helper.from_array(np.zeros(c_out, dtype=np.int8), f"{scope}.weight_zero_point"),
+                numpy_helper.from_array(bq, f"{scope}.bias_quantized"),
+                numpy_helper.from_array(np.asarray(0, dtype=np.uint8), y_zp)]
+    p = k // 2
+    ins = [x, f"{scope}.x_scale", f"{scope}.x_zero_point", f"{scope}.weight_quantized", f"{scope}.weight_scale",
+           f"{scope}.weight_zero_point", y_scale, y_zp, f"{scope}.bias_quantized"]
+    b.fixed(ins[1], x_scale)
+    b.inits.append(numpy_helper.from_array(np.asarray(x_zp, dtype=np.uint8), ins[2]))
+    out = b.node("QLinearConv", ins, scope, kernel_shape=[k, k], strides=[stride, stride], pads=[p, p, p, p],
+                 group=group, dilations=[1, 1])
+    return out, 4.0 / 255, 0
+
+
+def qlinear_cnn():
+    b = Builder(seed=6)
+    s_in, zp_in = 8.0 / 255, 128
+    b.fixed("input_scale", s_in)
+    b.inits.append(numpy_helper.from_array(np.asarray(zp_in, dtype=np.uint8), "input_zero_point"))
+    x = b.node("QuantizeLinear", ["input", "input_scale", "input_zero_point"], "/quant_in")
+    x, s, zp = qlinear_conv(b, x, s_in, zp_in, "/conv1", 3, 16, 3)
+    x, s, zp = qlinear_conv(b, x, s, zp, "/conv2", 16, 16, 3, stride=2, group=16)
+    x, s, zp = qlinear_conv(b, x, s, zp, "/conv3", 16, 32, 1)
+    h = b.node("DequantizeLinear", [x, "/conv3.y_scale", "/conv3.y_zero_point"], "/dequant")
+    flat = b.node("Flatten", [b.node("GlobalAveragePool", [h], "/pool")], "/pool", axis=1)
+    # fc1: QuantizeLinear -> QLinearMatMul (per-tensor int8 weight) -> DequantizeLinear -> Relu
+    w1 = (b.rng.standard_normal([32, 32]) * 0.2).astype(np.float32)
+    w1_scale = np.float32(np.abs(w1).max() / 127.0)
+    b.fixed("fc1.x_scale", 2.0 / 255)
+    b.fixed("fc1.weight_scale", w1_scale)
+    b.fixed("fc1.y_scale", 4.0 / 255)
+    b.inits += [numpy_helper.from_array(np.asarray(0, dtype=np.uint8), "fc1.x_zero_point"),
+                numpy_helper.from_array(np.clip(np.rint(w1 / w1_scale), -127, 127).astype(np.int8), "fc1.weight_quantized"),
+                numpy_helper.from_array(np.asarray(0, dtype=np.int8), "fc1.weight_zero_point"),
+                numpy_helper.from_array(np.asarray(128, dtype=np.uint8), "fc1.y_zero_point")]
+    q = b.node("QuantizeLinear", [flat, "fc1.x_scale", "fc1.x_zero_point"], "/fc1")
+    mm = b.node("QLinearMatMul", [q, "fc1.x_scale", "fc1.x_zero_point", "fc1.weight_quantized", "fc1.weight_scale",
+                                  "fc1.weight_zero_point", "fc1.y_scale", "fc1.y_zero_point"], "/fc1")
+    h = b.node("Relu", [b.node("DequantizeLinear", [mm, "fc1.y_scale", "fc1.y_zero_point"], "/fc1")], "/fc1")
+    # fc2 as dynamic quantization writes it: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add
+    w2 = (b.rng.standard_normal([32, 10]) * 0.2).astype(np.float32)
+    w2_scale = np.float32(np.abs(w2).max() / 127.0)
+    b.inits += [numpy_helper.from_array(np.clip(np.rint(w2 / w2_scale), -127, 127).astype(np.int8), "fc2.weight_quantized"),
+                numpy_helper.from_array(np.asarray(0, dtype=np.int8), "fc2.weight_zero_point")]
+    b.fixed("fc2.weight_scale", w2_scale)
+    hq, hs, hzp = b.node("DynamicQuantizeLinear", [h], "/fc2", n_out=3)
+    acc = b.node("MatMulInteger", [hq, "fc2.weight_quantized", hzp, "fc2.weight_zero_point"], "/fc2")
+    scale = b.node("Mul", [hs, "fc2.weight_scale"], "/fc2")
+    y = b.node("Mul", [b.node("Cast", [acc], "/fc2", to=TensorProto.FLOAT), scale], "/fc2")
+    bias = b.weight("fc2.bias", [10], std=0.01)
+    b.nodes.append(helper.make_node("Add", [y, bias], ["logits"], name="/fc2/Add"))
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 16, 16])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])]
+    return b.model("qlinear_cnn", inputs, outputs)
+
+
 # --- small models for the importer's bad-input tests (tests/graph/data/onnx_import/) ------------------
 
 def tiny_model(nodes, inputs, outputs, inits=(), opset=OPSET):
@@ -314,7 +446,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "scenarios", "models")
     for name, make in [("gpt2_block", gpt2_block), ("mobilenetv2_stack", mobilenetv2_stack),
-                       ("resnet50_stage", resnet50_stage), ("rnn_encoder", rnn_encoder)]:
+                       ("resnet50_stage", resnet50_stage), ("rnn_encoder", rnn_encoder), ("qdq_cnn", qdq_cnn),
+                       ("qlinear_cnn", qlinear_cnn)]:
         path = os.path.join(out, f"{name}.onnx")
         onnx.save(make(), path)
         print(f"wrote {path} ({os.path.getsize(path)} bytes)")

@@ -282,6 +282,7 @@ class MatMulGradKernel final : public CubeKernel {
 
 void register_conv_kernels(KernelRegistry& r);
 void register_recurrent_kernels(KernelRegistry& r);
+void register_integer_kernels(KernelRegistry& r);
 
 void register_cube_kernels(KernelRegistry& r) {
   r.add("MatMul", std::make_unique<MatMulKernel>());
@@ -290,6 +291,7 @@ void register_cube_kernels(KernelRegistry& r) {
   r.add("MatMulGradB", std::make_unique<MatMulGradKernel>(false));
   register_conv_kernels(r);
   register_recurrent_kernels(r);
+  register_integer_kernels(r);
 }
 
 }  // namespace probelab::chip::kernels

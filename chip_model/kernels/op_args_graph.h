@@ -13,7 +13,7 @@ namespace probelab::chip::kernels {
 
 static_assert(std::is_same_v<spec::OpAttrValue, graph::AttrValue>,
               "spec::OpAttrValue must be the same type as graph::AttrValue");
-static_assert(static_cast<int>(graph::DType::F64) + 1 == spec::kNumDTypeValues);
+static_assert(static_cast<int>(graph::DType::U8) + 1 == spec::kNumDTypeValues);
 static_assert(static_cast<int>(graph::Format::FRACTAL_NZ) + 1 == spec::kNumFormatValues);
 
 /// Name of body tensor `index` of a rebuilt op: inputs "in<i>", outputs "out<i>", intermediates "t<i>".

@@ -133,6 +133,16 @@ static num::BulkReport deliver(std::span<const float> pre, graph::Tensor& out, c
       for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = pre[i] != 0.0f ? 1 : 0;
       break;
     }
+    case graph::DType::I8: {
+      auto dst = out.data<std::int8_t>();
+      for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::int8_t>(static_cast<std::int32_t>(pre[i]));
+      break;
+    }
+    case graph::DType::U8: {
+      auto dst = out.data<std::uint8_t>();
+      for (std::size_t i = 0; i < pre.size(); ++i) dst[i] = static_cast<std::uint8_t>(static_cast<std::int32_t>(pre[i]));
+      break;
+    }
     case graph::DType::F64:
       break;  // not a device dtype; callers reject it
   }

@@ -105,20 +105,22 @@ OpWork vector_work(const KernelCall& call) {
   return w;
 }
 
+Computed compute_vector(const KernelCall& call) {
+  Computed c;
+  std::vector<graph::Tensor> outs = run_vector(call.op, call.inputs, call.mode);
+  c.exact.resize(outs.size());
+  for (std::size_t o = 0; o < outs.size(); ++o) {
+    c.values.push_back(f32_values(outs[o]));
+    if (!graph::is_float(outs[o].dtype())) c.exact[o] = std::move(outs[o]);
+  }
+  return c;
+}
+
 namespace {
 
 class VectorKernel final : public Kernel {
  public:
-  Computed compute(const KernelCall& call) const override {
-    Computed c;
-    std::vector<graph::Tensor> outs = run_vector(call.op, call.inputs, call.mode);
-    c.exact.resize(outs.size());
-    for (std::size_t o = 0; o < outs.size(); ++o) {
-      c.values.push_back(f32_values(outs[o]));
-      if (!graph::is_float(outs[o].dtype())) c.exact[o] = std::move(outs[o]);
-    }
-    return c;
-  }
+  Computed compute(const KernelCall& call) const override { return compute_vector(call); }
   OpWork work(const KernelCall& call) const override { return vector_work(call); }
 };
 

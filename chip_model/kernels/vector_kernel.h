@@ -26,6 +26,10 @@ std::vector<FloatBuffer> run_vector_f32(const graph::Op& op, std::span<const gra
 std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
                                       const num::Mode& mode);
 
+/// The generic kernel's result: run_vector's outputs as FP32 values, integer and bool outputs
+/// also held exactly (Computed::exact).
+Computed compute_vector(const KernelCall& call);
+
 /// Streaming Vector cost of an op given its loaded inputs and output descs.
 OpWork vector_work(const KernelCall& call);
 

@@ -66,7 +66,7 @@ inline std::size_t element_bytes(std::uint8_t dtype) {
     case graph::DType::F32: case graph::DType::I32: return 4;
     case graph::DType::F16: case graph::DType::BF16: return 2;
     case graph::DType::I64: case graph::DType::F64: return 8;
-    case graph::DType::Bool: return 1;
+    case graph::DType::Bool: case graph::DType::I8: case graph::DType::U8: return 1;
   }
   return 0;
 }
@@ -82,6 +82,8 @@ inline double element_value(std::span<const std::byte> bytes, std::uint8_t dtype
     case graph::DType::I64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case graph::DType::Bool: return std::to_integer<int>(*p) != 0 ? 1.0 : 0.0;
     case graph::DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
+    case graph::DType::I8: return static_cast<std::int8_t>(std::to_integer<std::uint8_t>(*p));
+    case graph::DType::U8: return std::to_integer<std::uint8_t>(*p);
   }
   return 0.0;
 }

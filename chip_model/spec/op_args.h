@@ -45,7 +45,7 @@ inline constexpr std::uint32_t kKernelOpArgs = 0;
 inline constexpr std::uint32_t kOpArgsMagic = 0x3141504F;  // "OPA1"
 inline constexpr std::uint16_t kOpArgsVersion = 1;
 /// Number of graph::DType / graph::Format enumerators (values are checked against these).
-inline constexpr std::uint8_t kNumDTypeValues = 7;
+inline constexpr std::uint8_t kNumDTypeValues = 9;
 inline constexpr std::uint8_t kNumFormatValues = 5;
 /// TensorRef::dtype of an omitted optional input.
 inline constexpr std::uint8_t kAbsentTensor = 0xFF;

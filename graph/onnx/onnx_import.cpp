@@ -201,10 +201,17 @@ class Importer {
                                    shape_str(t.shape()), shape_str(s)));
   }
 
+  // Initializers that are statistics or quantization parameters, never trainable weights (so a
+  // node reading only them and constants folds: DequantizeLinear of an int8 weight).
   void scan_frozen(const onnx::GraphProto& g) {
-    for (const auto& n : g.node())
-      if (n.op_type() == "BatchNormalization")
-        for (int i = 3; i < std::min(5, n.input_size()); ++i) frozen_.insert(n.input(i));
+    for (const auto& n : g.node()) {
+      std::vector<int> pos;
+      if (n.op_type() == "BatchNormalization") pos = {3, 4};
+      if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") pos = {1, 2};
+      if (n.op_type() == "QLinearConv" || n.op_type() == "QLinearMatMul") pos = {1, 2, 4, 5, 6, 7};
+      for (int i : pos)
+        if (i < n.input_size()) frozen_.insert(n.input(i));
+    }
   }
 
   bool is_weight(const std::string& name) const {

@@ -10,7 +10,8 @@
 // split, Tile's repeats, Pad's pads and value, Resize's roi/scales/sizes, Expand's shape, Range's
 // inputs, ConstantOfShape's shape, Trilu's k, ...; onnx_fold.cpp has the table) must be known at
 // import and become attributes. A node is evaluated at import - and never becomes device work -
-// when all its inputs are known: initializers that are not trainable weights, Constant nodes,
+// when all its inputs are known: initializers that are not trainable weights (statistics and
+// quantization scales and zero points never are), Constant nodes,
 // bound inputs and results of folded nodes; shape-only ops (Shape, Size, EyeLike) need just the
 // input shapes. So shape subgraphs (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) and constant
 // masks fold away; Graph::import_folded() lists the folded nodes (the optimized snapshot shows

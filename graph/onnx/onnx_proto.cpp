@@ -22,6 +22,8 @@ std::optional<DType> dtype_of(int t) {
     case onnx::TensorProto_DataType_INT64: return DType::I64;
     case onnx::TensorProto_DataType_BOOL: return DType::Bool;
     case onnx::TensorProto_DataType_DOUBLE: return DType::F64;
+    case onnx::TensorProto_DataType_INT8: return DType::I8;
+    case onnx::TensorProto_DataType_UINT8: return DType::U8;
     default: return std::nullopt;
   }
 }
@@ -113,7 +115,9 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& where, c
       case DType::I32: copy_field<std::int32_t>(t.int32_data(), bytes, n, where); break;
       case DType::F16:
       case DType::BF16: copy_field<std::uint16_t>(t.int32_data(), bytes, n, where); break;
-      case DType::Bool: copy_field<std::uint8_t>(t.int32_data(), bytes, n, where); break;
+      case DType::Bool:
+      case DType::U8: copy_field<std::uint8_t>(t.int32_data(), bytes, n, where); break;
+      case DType::I8: copy_field<std::int8_t>(t.int32_data(), bytes, n, where); break;
     }
   }
   return Tensor(TensorDesc{*dt, std::move(shape), Format::ND}, bytes);

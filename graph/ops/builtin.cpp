@@ -29,6 +29,8 @@ void register_conv_transpose_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_grid_sample_ops(OpRegistry& r);
 void register_scatter_ops(OpRegistry& r);
+void register_quantize_ops(OpRegistry& r);
+void register_integer_gemm_ops(OpRegistry& r);
 void register_axis_scan_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_pointwise_grad_op(OpRegistry& r);
@@ -60,6 +62,8 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_conv_transpose_ops(r);
   ops::register_resize_ops(r);
   ops::register_grid_sample_ops(r);
+  ops::register_quantize_ops(r);
+  ops::register_integer_gemm_ops(r);
   ops::register_scatter_ops(r);
   ops::register_axis_scan_ops(r);
   ops::register_recurrent_ops(r);

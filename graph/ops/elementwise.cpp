@@ -13,8 +13,8 @@ namespace {
 
 std::vector<TensorDesc> infer_binary(const Op& op, Descs in) {
   expect_inputs(op, in, 2, 2);
-  if (!is_float(in[0].dtype) && in[0].dtype != DType::I64 && in[0].dtype != DType::I32)
-    fail(op, "input A must be a float, int32 or int64 tensor, got {}", dtype_name(in[0].dtype));
+  if (!is_float(in[0].dtype) && !is_integer(in[0].dtype))
+    fail(op, "input A must be a float or integer tensor, got {}", dtype_name(in[0].dtype));
   expect_same_dtype(op, in[0], in[1], "inputs A and B");
   Shape s = broadcast_shapes(op, in[0].shape, in[1].shape);
   const Format f = s == in[0].shape ? in[0].format : Format::ND;
@@ -53,11 +53,12 @@ void binary(Ins in, Outs out, F f) {
   auto a = cdata<T>(in[0]), b = cdata<T>(in[1]);
   auto y = mdata<T>(out[0]);
   if (in[0]->shape() == in[1]->shape()) {
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = f(a[i], b[i]);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<T>(f(a[i], b[i]));
     return;
   }
+  // Narrow integers promote to int in f; the result wraps modulo 2^8 as ONNX's uint8 / int8 do.
   for_each_broadcast(out[0].shape(), in[0]->shape(), in[1]->shape(),
-                     [&](std::int64_t oa, std::int64_t ob, std::int64_t k) { y[k] = f(a[oa], b[ob]); });
+                     [&](std::int64_t oa, std::int64_t ob, std::int64_t k) { y[k] = static_cast<T>(f(a[oa], b[ob])); });
 }
 
 // Integer division truncates toward zero (C semantics); a zero divisor is an error.
@@ -79,6 +80,8 @@ auto binary_ref(F f) {
     switch (in[0]->dtype()) {
       case DType::I64: binary<std::int64_t>(in, out, fn); break;
       case DType::I32: binary<std::int32_t>(in, out, fn); break;
+      case DType::I8: binary<std::int8_t>(in, out, fn); break;
+      case DType::U8: binary<std::uint8_t>(in, out, fn); break;
       default:
         if (p == RefPrecision::F32) binary<float>(in, out, fn);
         else binary<double>(in, out, fn);

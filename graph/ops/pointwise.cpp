@@ -30,8 +30,6 @@ GradRegistry& grad_registry() {
   return r;
 }
 
-bool is_integer(DType t) { return t == DType::I32 || t == DType::I64; }
-
 }  // namespace
 
 void add_pointwise_grad_kernel(const std::string& type, GradKernel k) { grad_registry().kernels[type] = k; }

@@ -65,7 +65,9 @@ template <class T> std::vector<T> values_as(const Tensor& t) {
     case DType::F64: { auto d = t.data<double>(); return {d.begin(), d.end()}; }
     case DType::I64: { auto d = t.data<std::int64_t>(); return {d.begin(), d.end()}; }
     case DType::I32: { auto d = t.data<std::int32_t>(); return {d.begin(), d.end()}; }
-    case DType::Bool: { auto d = t.data<std::uint8_t>(); return {d.begin(), d.end()}; }
+    case DType::Bool:
+    case DType::U8: { auto d = t.data<std::uint8_t>(); return {d.begin(), d.end()}; }
+    case DType::I8: { auto d = t.data<std::int8_t>(); return {d.begin(), d.end()}; }
     default: {
       const std::vector<double> v = t.to_f64();
       return {v.begin(), v.end()};
@@ -91,7 +93,9 @@ template <class T> const T* stored_as(const Tensor& t) {
   else if constexpr (std::is_same_v<T, double>) return d == DType::F64 ? t.data<double>().data() : nullptr;
   else if constexpr (std::is_same_v<T, std::int64_t>) return d == DType::I64 ? t.data<std::int64_t>().data() : nullptr;
   else if constexpr (std::is_same_v<T, std::int32_t>) return d == DType::I32 ? t.data<std::int32_t>().data() : nullptr;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return d == DType::Bool ? t.data<std::uint8_t>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, std::uint8_t>)
+    return d == DType::Bool || d == DType::U8 ? t.data<std::uint8_t>().data() : nullptr;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return d == DType::I8 ? t.data<std::int8_t>().data() : nullptr;
   else return nullptr;
 }
 
@@ -227,7 +231,8 @@ OpDef pointwise_def(std::string type, std::string doc, std::vector<std::string> 
     } else if constexpr (P::kind == Kind::Compare) {
       if (t == DType::I64) detail::pointwise_kernel<P, std::int64_t, std::uint8_t>(op, in, out);
       else if (t == DType::I32) detail::pointwise_kernel<P, std::int32_t, std::uint8_t>(op, in, out);
-      else if (t == DType::Bool) detail::pointwise_kernel<P, std::uint8_t, std::uint8_t>(op, in, out);
+      else if (t == DType::I8) detail::pointwise_kernel<P, std::int8_t, std::uint8_t>(op, in, out);
+      else if (t == DType::Bool || t == DType::U8) detail::pointwise_kernel<P, std::uint8_t, std::uint8_t>(op, in, out);
       else if (prec == RefPrecision::F32) detail::pointwise_kernel<P, float, std::uint8_t>(op, in, out);
       else detail::pointwise_kernel<P, double, std::uint8_t>(op, in, out);
     } else if constexpr (P::kind == Kind::FloatTest) {
@@ -237,6 +242,8 @@ OpDef pointwise_def(std::string type, std::string doc, std::vector<std::string> 
       if constexpr (P::kind == Kind::Numeric) {
         if (t == DType::I64) return detail::pointwise_kernel<P, std::int64_t, std::int64_t>(op, in, out);
         if (t == DType::I32) return detail::pointwise_kernel<P, std::int32_t, std::int32_t>(op, in, out);
+        if (t == DType::I8) return detail::pointwise_kernel<P, std::int8_t, std::int8_t>(op, in, out);
+        if (t == DType::U8) return detail::pointwise_kernel<P, std::uint8_t, std::uint8_t>(op, in, out);
       }
       if (prec == RefPrecision::F32) detail::pointwise_kernel<P, float, float>(op, in, out);
       else detail::pointwise_kernel<P, double, double>(op, in, out);

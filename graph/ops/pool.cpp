@@ -2,6 +2,7 @@
 // GlobalAveragePool) and the backward ops MaxPoolGrad / AveragePoolGrad.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
@@ -72,7 +73,7 @@ void for_each_window(const Window& w, F&& f) {
 std::vector<TensorDesc> infer_maxpool(const Op& op, Descs in) {
   expect_inputs(op, in, 1, 1);
   expect_outputs(op, 1, 2);
-  expect_float(op, in[0], "input X");
+  if (in[0].dtype != DType::I8 && in[0].dtype != DType::U8) expect_float(op, in[0], "input X");
   const PoolGeom g = pool_geom(op, in[0].shape);
   std::vector<TensorDesc> out{with_shape(in[0], pool_out_shape(in[0].shape, g.win))};
   if (op.outputs.size() == 2) out.push_back(TensorDesc{DType::I64, out[0].shape, Format::ND});
@@ -80,7 +81,10 @@ std::vector<TensorDesc> infer_maxpool(const Op& op, Descs in) {
 }
 
 // Max with NaN propagation: the first NaN of a window wins, as numpy.max does.
-template <class T> bool beats(T v, T best) { return (std::isnan(v) && !std::isnan(best)) || v > best; }
+template <class T> bool beats(T v, T best) {
+  if constexpr (std::is_integral_v<T>) return v > best;
+  else return (std::isnan(v) && !std::isnan(best)) || v > best;
+}
 
 // Offset of spatial offset `off` (row-major) under storage_order 1 (column-major spatial layout).
 std::int64_t column_major(const Window& w, std::int64_t off) {
@@ -102,7 +106,7 @@ template <class T> void maxpool_ref(const Op& op, Ins in, Outs out) {
   std::int64_t* idx = out.size() > 1 ? mdata<std::int64_t>(out[1]).data() : nullptr;
   for (std::int64_t p = 0; p < g.planes; ++p)
     for_each_window(g.win, [&](std::int64_t oi, const std::vector<std::int64_t>& valid, std::int64_t) {
-      T best = -std::numeric_limits<T>::infinity();
+      T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
       std::int64_t arg = valid.empty() ? 0 : valid[0];
       for (std::int64_t off : valid)
         if (beats(x[p * plane_in + off], best)) {
@@ -270,7 +274,11 @@ void register_pool_ops(OpRegistry& r) {
   mp.max_outputs = 2;
   mp.output_names = {"Y", "Indices?"};
   mp.infer = infer_maxpool;
-  mp.reference = typed(maxpool_ref<float>, maxpool_ref<double>);
+  mp.reference = [](const Op& op, Ins in, Outs out, RefPrecision p) {
+    if (in[0]->dtype() == DType::U8) maxpool_ref<std::uint8_t>(op, in, out);  // quantized activations
+    else if (in[0]->dtype() == DType::I8) maxpool_ref<std::int8_t>(op, in, out);
+    else typed(maxpool_ref<float>, maxpool_ref<double>)(op, in, out, p);
+  };
   mp.gradient = maxpool_grad;
   r.add(std::move(mp));
 

@@ -30,6 +30,8 @@ const char* numpy_dtype(graph::DType t) {
     case graph::DType::I32: return "int32";
     case graph::DType::I64: return "int64";
     case graph::DType::Bool: return "bool";
+    case graph::DType::I8: return "int8";
+    case graph::DType::U8: return "uint8";
     case graph::DType::BF16: return "float32";  // numpy has no bfloat16: widened exactly
   }
   return "float32";

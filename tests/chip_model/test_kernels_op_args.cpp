@@ -123,6 +123,6 @@ TEST(OpArgs, FusedBodyDataflowIsValidated) {
   a.inputs[0].rank = 9;
   EXPECT_THROW(ps::encode_op_args(a), ps::OpArgsError);
   a = fused_example();
-  a.inputs[0].dtype = 7;
+  a.inputs[0].dtype = 9;  // one past uint8
   EXPECT_THROW(ps::encode_op_args(a), ps::OpArgsError);
 }

@@ -52,7 +52,7 @@ Tensor random_tensor(DType t, const Shape& s, std::uint64_t seed) {
 
 TEST_F(Npy, RoundTripEveryDtypeAndRank) {
   std::uint64_t seed = 7;
-  for (DType t : {DType::F32, DType::F16, DType::F64, DType::I32, DType::I64, DType::Bool})
+  for (DType t : {DType::F32, DType::F16, DType::F64, DType::I32, DType::I64, DType::Bool, DType::I8, DType::U8})
     for (const Shape& s : {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 1, 3, 4}, Shape{0, 3}}) {
       const Tensor x = random_tensor(t, s, seed++);
       write_npy(path("x.npy"), x);
@@ -130,8 +130,10 @@ TEST_F(Npy, ErrorsNameTheFile) {
   EXPECT_NE(error_reading(path("junk.npy")).find("junk.npy: not a .npy file"), std::string::npos);
   write_raw("big.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8);
   EXPECT_NE(error_reading(path("big.npy")).find("big.npy: unsupported .npy dtype '>f4'"), std::string::npos);
-  write_raw("u8.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", 2);
-  EXPECT_NE(error_reading(path("u8.npy")).find("u8.npy: unsupported .npy dtype '|u1'"), std::string::npos);
+  write_raw("u16.npy", "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", 4);
+  EXPECT_NE(error_reading(path("u16.npy")).find("u16.npy: unsupported .npy dtype '<u2'"), std::string::npos);
+  write_raw("u8.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", 2);  // uint8 reads
+  EXPECT_EQ(read_npy(path("u8.npy")).dtype(), DType::U8);
   write_raw("fort.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16);
   EXPECT_NE(error_reading(path("fort.npy")).find("fort.npy: Fortran-ordered"), std::string::npos);
   write_raw("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 12);

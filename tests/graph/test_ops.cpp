@@ -9,36 +9,17 @@
 #include "graph/format.h"
 #include "graph/op_registry.h"
 #include "tests/graph/grad_check.h"
+#include "tests/graph/op_test_util.h"
 
 namespace probelab::graph {
 namespace {
 
+using testing::error_of;
 using testing::int64_tensor;
-
-Op make_op(std::string type, std::size_t n_in, Attrs attrs = {}, std::size_t n_out = 1) {
-  Op op;
-  op.name = "t";
-  op.type = std::move(type);
-  for (std::size_t i = 0; i < n_in; ++i) op.inputs.push_back("in" + std::to_string(i));
-  for (std::size_t i = 0; i < n_out; ++i) op.outputs.push_back("out" + std::to_string(i));
-  op.attrs = std::move(attrs);
-  return op;
-}
+using testing::make_op;
+using testing::run;
 
 Tensor f32(const Shape& s, std::vector<float> v) { return Tensor::from_f32(s, v); }
-
-std::vector<Tensor> run(const Op& op, const std::vector<const Tensor*>& in, RefPrecision p = RefPrecision::F32) {
-  return run_reference(op, in, p);
-}
-
-std::string error_of(const Op& op, const std::vector<const Tensor*>& in) {
-  try {
-    run(op, in);
-  } catch (const GraphError& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(OpRegistry, AliasesResolveToCanonicalOnnxNames) {
   const OpRegistry& r = OpRegistry::instance();

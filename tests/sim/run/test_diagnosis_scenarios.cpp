@@ -122,6 +122,29 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
       if (c["op"] == "cache_write" || c["op"] == "softmax") {
         EXPECT_NE(c["cause"], "nan_source") << c.dump();
       }
+  } else if (name == "qdq_cnn_nan_masked") {
+    // The quantizer after conv2's Relu turns the NaN into its zero point: conv2 and the Relu hold
+    // it, nothing after them does (the logits are finite), and the diagnosis still blames conv2.
+    auto nans = nan_counts(dir, name, 1);
+    EXPECT_EQ(nans["/conv2/Conv:out0"], 1);
+    EXPECT_EQ(nans["/conv2/Relu:out0"], 1);
+    std::int64_t after = 0;
+    for (const auto& [edge, n] : nans)
+      if (edge.find("/conv2/") != 0) after += n;
+    EXPECT_EQ(after, 0);
+    EXPECT_EQ(nans.count("/conv2/act/QuantizeLinear:out0"), 1u);
+    EXPECT_EQ(nans.count("/fc/Add:out0"), 1u);
+    for (const auto& c : r["diagnosis"])
+      if (c["op"] != "/conv2/Conv") {
+        EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      }
+  } else if (name == "qlinear_int8_weight_flip") {
+    // The sign bit of an int8 weight: 114 becomes -14, a change no latch sees; the hashes name it.
+    const json& proof = r["injections"][0]["proof"][0];
+    EXPECT_EQ(proof["before"], "0x72");
+    EXPECT_EQ(proof["after"], "0xf2");
+    EXPECT_EQ(top["cause"], "data_corruption");
+    for (const auto& a : r["anomalies"]) EXPECT_EQ(a["kind"], "integrity") << a.dump();
   } else if (name == "user_condition_gradient") {
     ASSERT_FALSE(top["evidence"].empty());
     EXPECT_NE(top["evidence"][0].get<std::string>().find("(threshold < 0.5)"), std::string::npos) << top.dump();
