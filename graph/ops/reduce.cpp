@@ -220,6 +220,32 @@ template <bool Mean> void reduce_grad(GradBuilder& b, const Op& op) {
   b.emit(op, "", "Expand", {g}, {b.dx(op, 0)}, {{"shape", xs}});
 }
 
+// --- GlobalMaxPool: ReduceMax over the spatial axes of [N, C, D...], kept as size 1 ---------------
+
+Op as_reduce_max(const Op& op, std::size_t rank) {
+  if (rank < 3) fail(op, "input X must be [N, C, D...] with at least one spatial dimension, got rank {}", rank);
+  Op r = op;
+  r.type = "ReduceMax";
+  std::vector<std::int64_t> axes;
+  for (std::size_t d = 2; d < rank; ++d) axes.push_back(static_cast<std::int64_t>(d));
+  r.attrs = {{"axes", axes}, {"keepdims", std::int64_t{1}}};
+  return r;
+}
+
+std::vector<TensorDesc> infer_global_max_pool(const Op& op, Descs in) {
+  expect_inputs(op, in, 1, 1);
+  expect_float(op, in[0], "input X");
+  return infer_reduce(as_reduce_max(op, in[0].shape.size()), in);
+}
+
+template <class T> void global_max_pool_ref(const Op& op, Ins in, Outs out) {
+  reduce_ref<T>(as_reduce_max(op, in[0]->shape().size()), in, out);
+}
+
+void global_max_pool_grad(GradBuilder& b, const Op& op) {
+  reduce_grad_generic(b, as_reduce_max(op, b.desc(op.inputs[0]).shape.size()));
+}
+
 OpDef reduce_def(std::string type, std::string doc, decltype(OpDef::reference) ref, decltype(OpDef::gradient) grad) {
   OpDef d;
   d.type = std::move(type);
@@ -249,6 +275,16 @@ void register_reduce_ops(OpRegistry& r) {
   r.add(reduce_def("ReduceL2", "square root of the sum of squares over `axes`", ref, reduce_grad_generic));
   r.add(reduce_def("ReduceLogSum", "ln of the sum over `axes`", ref, reduce_grad_generic));
   r.add(reduce_def("ReduceLogSumExp", "ln of the sum of exp over `axes` (max-shifted)", ref, reduce_grad_generic));
+
+  OpDef gmp;
+  gmp.type = "GlobalMaxPool";
+  gmp.doc = "maximum over the spatial dimensions of [N, C, D...] (ONNX GlobalMaxPool; NaN propagates)";
+  gmp.input_names = {"X"};
+  gmp.output_names = {"Y"};
+  gmp.infer = infer_global_max_pool;
+  gmp.reference = typed(global_max_pool_ref<float>, global_max_pool_ref<double>);
+  gmp.gradient = global_max_pool_grad;
+  r.add(std::move(gmp));
 
   OpDef g = reduce_def("ReduceGrad", "dX of a reduction `of`: dY broadcast back times dReduce/dX", typed(reduce_grad_ref<float>, reduce_grad_ref<double>), {});
   g.attrs.push_back(attr_nodefault("of", true, "forward reduction type"));

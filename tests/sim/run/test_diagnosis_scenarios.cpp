@@ -145,6 +145,21 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     EXPECT_EQ(proof["after"], "0xf2");
     EXPECT_EQ(top["cause"], "data_corruption");
     for (const auto& a : r["anomalies"]) EXPECT_EQ(a["kind"], "integrity") << a.dump();
+  } else if (name == "moe_topk_nan_routing") {
+    // TopK keeps the NaN logit (it ranks highest): token 4's two gate weights, its mixed row (8
+    // values) and its logits (5) turn NaN; the experts' outputs and GatherND's selection do not.
+    auto nans = nan_counts(dir, name, 1);
+    EXPECT_EQ(nans["router:out0"], 1);
+    EXPECT_EQ(nans["route:out0"], 1);
+    EXPECT_EQ(nans["gate:out0"], 2);
+    EXPECT_EQ(nans["expert_out:out0"], 0);
+    EXPECT_EQ(nans["chosen:out0"], 0);
+    EXPECT_EQ(nans["mix:out0"], 8);
+    EXPECT_EQ(nans["fc:out0"], 5);
+    for (const auto& c : r["diagnosis"])
+      if (c["op"] == "route" || c["op"] == "gate" || c["op"] == "mix") {
+        EXPECT_NE(c["cause"], "nan_source") << c.dump();
+      }
   } else if (name == "user_condition_gradient") {
     ASSERT_FALSE(top["evidence"].empty());
     EXPECT_NE(top["evidence"][0].get<std::string>().find("(threshold < 0.5)"), std::string::npos) << top.dump();
