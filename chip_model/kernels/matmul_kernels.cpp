@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "chip_model/kernels/cube_gemm.h"
+#include "chip_model/kernels/cube_work.h"
 #include "chip_model/kernels/kernel.h"
 #include "chip_model/kernels/op_args_graph.h"
 #include "graph/format.h"
@@ -72,6 +73,8 @@ const Tensor& scaled_first(const KernelCall& c, Tensor& storage) {
   return storage;
 }
 
+}  // namespace
+
 GemmWork gemm_work(const KernelCall& c, std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k,
                    std::int64_t a_distinct, std::int64_t b_distinct, std::size_t ia, std::size_t ib) {
   GemmWork g;
@@ -102,6 +105,8 @@ OpWork cube_work(const KernelCall& c, GemmWork g, std::uint64_t epilogue_elems) 
   w.out_elem_bytes = static_cast<std::uint32_t>(graph::dtype_size(c.outputs[0].dtype));
   return w;
 }
+
+namespace {
 
 class CubeKernel : public Kernel {
  public:
@@ -283,6 +288,7 @@ class MatMulGradKernel final : public CubeKernel {
 void register_conv_kernels(KernelRegistry& r);
 void register_recurrent_kernels(KernelRegistry& r);
 void register_integer_kernels(KernelRegistry& r);
+void register_einsum_kernel(KernelRegistry& r);
 
 void register_cube_kernels(KernelRegistry& r) {
   r.add("MatMul", std::make_unique<MatMulKernel>());
@@ -292,6 +298,7 @@ void register_cube_kernels(KernelRegistry& r) {
   register_conv_kernels(r);
   register_recurrent_kernels(r);
   register_integer_kernels(r);
+  register_einsum_kernel(r);
 }
 
 }  // namespace probelab::chip::kernels

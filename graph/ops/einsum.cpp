@@ -3,7 +3,10 @@
 // the output lacks. Every output element accumulates its products in one fixed order: the summed
 // labels' index tuples row-major. Its gradient with respect to operand i is again an Einsum of dY
 // and the other operands, for equations without "..." whose terms repeat no label.
+#include "graph/ops/einsum.h"
+
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "graph/autodiff.h"
@@ -191,6 +194,71 @@ void einsum_grad(GradBuilder& b, const Op& op) {
 }
 
 }  // namespace
+
+std::optional<EinsumGemm> einsum_as_gemm(const Op& op, const std::vector<Shape>& shapes) {
+  if (shapes.size() != 2) return std::nullopt;
+  const Equation e = parse(op, shapes);
+  const Term &a = e.in[0], &b = e.in[1];
+  auto has = [](const Term& t, int l) { return std::find(t.begin(), t.end(), l) != t.end(); };
+  for (const Term* t : {&a, &b})
+    for (int l : *t)
+      if (std::count(t->begin(), t->end(), l) != 1) return std::nullopt;
+  // Broadcast "..." (a size-1 dimension against a larger one) is not a plain product.
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t d = 0; d < e.in[i].size(); ++d)
+      if (shapes[i][d] != e.size.at(e.in[i][d])) return std::nullopt;
+  std::vector<int> batch, m, n, k;
+  for (int l : e.out) (has(a, l) && has(b, l) ? batch : has(a, l) ? m : n).push_back(l);
+  for (int l : a)
+    if (!has(e.out, l)) {
+      if (!has(b, l)) return std::nullopt;  // summed in A alone
+      k.push_back(l);
+    }
+  for (int l : b)
+    if (!has(e.out, l) && !has(a, l)) return std::nullopt;
+  Term order = batch;
+  order.insert(order.end(), m.begin(), m.end());
+  order.insert(order.end(), n.begin(), n.end());
+  if (order != e.out) return std::nullopt;
+  EinsumGemm g;
+  auto place = [](const Term& t, const std::vector<std::vector<int>*>& groups) {
+    std::vector<std::size_t> perm;
+    for (const auto* grp : groups)
+      for (int l : *grp) perm.push_back(static_cast<std::size_t>(std::find(t.begin(), t.end(), l) - t.begin()));
+    return perm;
+  };
+  g.perm_a = place(a, {&batch, &m, &k});
+  g.perm_b = place(b, {&batch, &k, &n});
+  for (int l : batch) g.batch *= e.size.at(l);
+  for (int l : m) g.m *= e.size.at(l);
+  for (int l : n) g.n *= e.size.at(l);
+  for (int l : k) g.k *= e.size.at(l);
+  return g;
+}
+
+Tensor permuted(const Tensor& t, const std::vector<std::size_t>& perm) {
+  const Shape& s = t.shape();
+  Shape ps;
+  for (std::size_t p : perm) ps.push_back(s[p]);
+  Tensor out = Tensor::for_overwrite(TensorDesc{t.dtype(), ps, Format::ND});
+  const auto st = strides_of(s);
+  const std::size_t es = dtype_size(t.dtype());
+  const std::byte* src = t.bytes().data();
+  std::byte* dst = out.bytes().data();
+  std::vector<std::int64_t> idx(perm.size(), 0);
+  std::int64_t off = 0;
+  const std::int64_t total = numel(ps);
+  for (std::int64_t i = 0; i < total; ++i) {
+    std::memcpy(dst + static_cast<std::size_t>(i) * es, src + static_cast<std::size_t>(off) * es, es);
+    for (std::size_t d = perm.size(); d-- > 0;) {
+      off += st[perm[d]];
+      if (++idx[d] < ps[d]) break;
+      off -= st[perm[d]] * ps[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
 
 void register_einsum_ops(OpRegistry& r) {
   OpDef d;

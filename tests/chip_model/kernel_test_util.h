@@ -81,6 +81,9 @@ inline graph::Tensor random_f16(const graph::Shape& shape, std::uint64_t seed, f
   return graph::Tensor::from_f32(shape, v, dtype);
 }
 
+/// The FP16 elements of an F16 tensor.
+inline const num::f16* f16p(const graph::Tensor& t) { return reinterpret_cast<const num::f16*>(t.data<std::uint16_t>().data()); }
+
 inline std::uint16_t bits_at(const graph::Tensor& t, std::size_t i) { return t.data<std::uint16_t>()[i]; }
 inline void set_bits(graph::Tensor& t, std::size_t i, std::uint16_t b) { t.data<std::uint16_t>()[i] = b; }
 

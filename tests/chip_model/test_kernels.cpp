@@ -32,7 +32,7 @@ std::vector<std::uint16_t> bits(const pg::Tensor& t) {
   return {v.begin(), v.end()};
 }
 
-const num::f16* f16p(const pg::Tensor& t) { return reinterpret_cast<const num::f16*>(t.data<std::uint16_t>().data()); }
+using pc::testing::f16p;
 
 /// FP32 reference of an op on the exactly widened inputs.
 std::vector<float> reference(const pg::Op& op, const std::vector<const pg::Tensor*>& in) {
