@@ -64,6 +64,12 @@ graph::Tensor DataGenerator::make_input(const std::string& name, const graph::Te
   if (spec_.batches > 0) step %= spec_.batches;  // a data set of `batches` batches, seen in turn
   if (init) return graph::make_init(*init, nd, stream_seed(spec_.seed, name, step, rank));
   if (graph::is_float(desc.dtype)) return make_float(name, nd, step, rank);
+  // 8-bit inputs are raw bytes (an image a quantized or preprocessing model reads): every value.
+  if (desc.dtype == graph::DType::U8 || desc.dtype == graph::DType::I8) {
+    const double lo = desc.dtype == graph::DType::U8 ? 0.0 : -128.0;
+    return graph::make_init(graph::InitSpec{graph::InitSpec::Kind::RandInt, lo, lo + 256.0}, nd,
+                            stream_seed(spec_.seed, name, step, rank));
+  }
   return graph::Tensor(nd);
 }
 

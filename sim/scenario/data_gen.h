@@ -31,7 +31,9 @@ class DataGenerator {
   /// FP32 values (logical layout) of `desc` for a float input, converted to desc.dtype.
   graph::Tensor make_float(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
                            std::uint32_t rank) const;
-  /// The value of input `name` at (step, rank); `init` may be null.
+  /// The value of input `name` at (step, rank); `init` may be null. Without one: float inputs from
+  /// the data spec, int8 / uint8 inputs uniform over all 256 values (raw bytes such as an image),
+  /// other integer inputs zero.
   graph::Tensor make_input(const std::string& name, const graph::TensorDesc& desc, std::uint32_t step,
                            std::uint32_t rank, const graph::InitSpec* init) const;
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -52,6 +53,25 @@ TEST(DataGen, NormalAndKaimingInitialisersEqualTheCLibrarysBoxMuller) {
     }
     EXPECT_EQ(differ, 0u) << text;
   }
+}
+
+// 8-bit inputs are raw bytes: every value of the dtype appears, seeded per input, step and rank;
+// other integer inputs without an initialiser stay zero.
+TEST(DataGen, ByteInputsCoverTheirRangeAndIntegerInputsStayZero) {
+  DataSpec spec;
+  spec.seed = 5;
+  const DataGenerator gen(spec);
+  for (const auto& [t, lo] : {std::pair{graph::DType::U8, 0.0}, std::pair{graph::DType::I8, -128.0}}) {
+    const graph::TensorDesc desc{t, {4, 3, 32, 32}, graph::Format::ND};
+    const std::vector<double> v = gen.make_input("image", desc, 1, 0, nullptr).to_f64();
+    std::vector<int> seen(256, 0);
+    for (double x : v) ++seen.at(static_cast<std::size_t>(x - lo));
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 0), 0) << graph::dtype_name(t);
+    EXPECT_NE(gen.make_input("image", desc, 2, 0, nullptr), gen.make_input("image", desc, 1, 0, nullptr));
+    EXPECT_EQ(gen.make_input("image", desc, 1, 0, nullptr), gen.make_input("image", desc, 1, 0, nullptr));
+  }
+  const graph::TensorDesc ids{graph::DType::I64, {2, 8}, graph::Format::ND};
+  EXPECT_EQ(gen.make_input("ids", ids, 0, 0, nullptr), graph::Tensor(ids));
 }
 
 }  // namespace
