@@ -31,6 +31,8 @@ double vector_passes(const graph::Op& op) {
     const std::string mode = op.attr_str("mode", "bilinear");
     return (mode == "nearest" ? 2.0 : mode == "bicubic" ? 32.0 : 8.0) * (type == "GridSampleGrad" ? 2 : 1);
   }
+  if (type == "LRN" || type == "LRNGrad")  // a square per window channel, then a power (backward: two)
+    return static_cast<double>(std::max<std::int64_t>(op.attr_int("size", 1), 1)) + (type == "LRNGrad" ? 8.0 : 4.0);
   if (type == "MaxPool" || type == "AveragePool" || type == "MaxPoolGrad" || type == "AveragePoolGrad") {
     double k = 1;
     for (std::int64_t d : op.attr_ints("kernel_shape", {})) k *= static_cast<double>(d);

@@ -34,6 +34,7 @@ void register_integer_gemm_ops(OpRegistry& r);
 void register_topk_ops(OpRegistry& r);
 void register_einsum_ops(OpRegistry& r);
 void register_gather_nd_ops(OpRegistry& r);
+void register_lrn_ops(OpRegistry& r);
 void register_axis_scan_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_pointwise_grad_op(OpRegistry& r);
@@ -70,6 +71,7 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_topk_ops(r);
   ops::register_einsum_ops(r);
   ops::register_gather_nd_ops(r);
+  ops::register_lrn_ops(r);
   ops::register_scatter_ops(r);
   ops::register_axis_scan_ops(r);
   ops::register_recurrent_ops(r);

@@ -169,6 +169,8 @@ const GradCase kCases[] = {
      {{{1, 1, 4, 5}}}},
     {"GlobalAveragePool", "GlobalAveragePool", {}, {{{2, 3, 3, 2}}}},
     {"GlobalMaxPool", "GlobalMaxPool", {}, {{{2, 3, 3, 2}}}},
+    {"LRN_size3", "LRN", {{"size", std::int64_t{3}}, {"alpha", 0.5}, {"beta", 0.75}, {"bias", 1.5}}, {{{2, 5, 2, 2}}}},
+    {"LRN_size4_1d", "LRN", {{"size", std::int64_t{4}}, {"alpha", 1.0}}, {{{1, 6, 3}}}},
     {"TopK_largest_axis0", "TopK", {{"k", std::int64_t{2}}, {"axis", std::int64_t{0}}}, {{{4, 3}}}, 2},
     {"TopK_smallest", "TopK", {{"k", std::int64_t{3}}, {"largest", std::int64_t{0}}}, {{{2, 5}}}, 2},
     {"Einsum_batch_matmul", "Einsum", {{"equation", std::string("bij,bjk->bik")}}, {{{2, 3, 4}}, {{2, 4, 2}}}},
