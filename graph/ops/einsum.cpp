@@ -6,7 +6,6 @@
 #include "graph/ops/einsum.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "graph/autodiff.h"
@@ -132,27 +131,25 @@ template <class T> void einsum_ref(const Op& op, Ins in, Outs out) {
   for (const Tensor* t : in) x.push_back(cdata<T>(t));
   auto y = mdata<T>(out[0]);
   std::vector<std::int64_t> idx(loop.size(), 0), off(in.size(), 0);
+  // Odometer over loop labels [0, end): the last one fastest, every input's offset alongside.
+  auto step = [&](std::size_t end) {
+    for (std::size_t d = end; d-- > 0;) {
+      for (std::size_t i = 0; i < in.size(); ++i) off[i] += stride[i][d];
+      if (++idx[d] < dims[d]) break;
+      for (std::size_t i = 0; i < in.size(); ++i) off[i] -= stride[i][d] * dims[d];
+      idx[d] = 0;
+    }
+  };
   for (std::size_t o = 0; o < y.size(); ++o) {
     T acc = 0;
     for (std::int64_t s = 0; s < summed; ++s) {
       T p = 1;
       for (std::size_t i = 0; i < in.size(); ++i) p *= x[i][static_cast<std::size_t>(off[i])];
       acc += p;
-      for (std::size_t d = loop.size(); d-- > 0;) {  // odometer over all loop labels
-        for (std::size_t i = 0; i < in.size(); ++i) off[i] += stride[i][d];
-        if (++idx[d] < dims[d]) break;
-        for (std::size_t i = 0; i < in.size(); ++i) off[i] -= stride[i][d] * dims[d];
-        idx[d] = 0;
-      }
+      step(loop.size());  // past the last summed tuple it carries into the output labels
     }
     y[o] = acc;
-    if (summed == 0)  // nothing summed: still step the output labels
-      for (std::size_t d = e.out.size(); d-- > 0;) {
-        for (std::size_t i = 0; i < in.size(); ++i) off[i] += stride[i][d];
-        if (++idx[d] < dims[d]) break;
-        for (std::size_t i = 0; i < in.size(); ++i) off[i] -= stride[i][d] * dims[d];
-        idx[d] = 0;
-      }
+    if (summed == 0) step(e.out.size());  // nothing summed: step the output labels alone
   }
 }
 
@@ -237,26 +234,15 @@ std::optional<EinsumGemm> einsum_as_gemm(const Op& op, const std::vector<Shape>&
 }
 
 Tensor permuted(const Tensor& t, const std::vector<std::size_t>& perm) {
-  const Shape& s = t.shape();
+  const auto st = strides_of(t.shape());
   Shape ps;
-  for (std::size_t p : perm) ps.push_back(s[p]);
-  Tensor out = Tensor::for_overwrite(TensorDesc{t.dtype(), ps, Format::ND});
-  const auto st = strides_of(s);
-  const std::size_t es = dtype_size(t.dtype());
-  const std::byte* src = t.bytes().data();
-  std::byte* dst = out.bytes().data();
-  std::vector<std::int64_t> idx(perm.size(), 0);
-  std::int64_t off = 0;
-  const std::int64_t total = numel(ps);
-  for (std::int64_t i = 0; i < total; ++i) {
-    std::memcpy(dst + static_cast<std::size_t>(i) * es, src + static_cast<std::size_t>(off) * es, es);
-    for (std::size_t d = perm.size(); d-- > 0;) {
-      off += st[perm[d]];
-      if (++idx[d] < ps[d]) break;
-      off -= st[perm[d]] * ps[d];
-      idx[d] = 0;
-    }
+  std::vector<std::int64_t> pst;
+  for (std::size_t p : perm) {
+    ps.push_back(t.shape()[p]);
+    pst.push_back(st[p]);
   }
+  Tensor out = Tensor::for_overwrite(TensorDesc{t.dtype(), ps, Format::ND});
+  gather_strided(t.bytes(), out.bytes(), ps, pst, 0, dtype_size(t.dtype()));
   return out;
 }
 

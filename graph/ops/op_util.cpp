@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace probelab::graph::ops {
 
@@ -140,6 +141,25 @@ void expect_int(const Op& op, const TensorDesc& d, const char* what) {
 void expect_same_dtype(const Op& op, const TensorDesc& a, const TensorDesc& b, const char* what) {
   if (a.dtype != b.dtype)
     fail(op, "{} must have the same dtype, got {} and {}", what, dtype_name(a.dtype), dtype_name(b.dtype));
+}
+
+void gather_strided(std::span<const std::byte> src, std::span<std::byte> dst, const Shape& out_shape,
+                    const std::vector<std::int64_t>& st, std::int64_t base, std::size_t es) {
+  const std::size_t r = out_shape.size();
+  const std::int64_t n = numel(out_shape);
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t off = base;
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::memcpy(dst.data() + k * static_cast<std::int64_t>(es), src.data() + off * static_cast<std::int64_t>(es), es);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < out_shape[d]) {
+        off += st[d];
+        break;
+      }
+      off -= st[d] * (out_shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
 }
 
 std::vector<std::int64_t> read_indices(const Tensor& t) {

@@ -78,6 +78,11 @@ inline bool has_input(const Op& op, std::size_t i) { return i < op.inputs.size()
 /// Same dtype/format as `like` with another shape.
 inline TensorDesc with_shape(const TensorDesc& like, Shape s) { return {like.dtype, std::move(s), like.format}; }
 
+/// Copies the elements of `dst` (shape `out_shape`, `es` bytes each) from `src`, read from element
+/// `base` with per-output-dimension element strides `st` (a transpose, a slice, a broadcast).
+void gather_strided(std::span<const std::byte> src, std::span<std::byte> dst, const Shape& out_shape,
+                    const std::vector<std::int64_t>& st, std::int64_t base, std::size_t es);
+
 /// Integer or float values of a small tensor as an attribute list: int64 list for integer and bool
 /// tensors, float list for float tensors.
 AttrValue tensor_to_attr(const Tensor& t);

@@ -95,26 +95,6 @@ std::vector<TensorDesc> infer_transpose(const Op& op, Descs in) {
   return {TensorDesc{in[0].dtype, s, Format::ND}};
 }
 
-// Copies elements of `src` (shape `in_shape`) read with per-output-dim strides `st` starting at `base`.
-void gather_strided(std::span<const std::byte> src, std::span<std::byte> dst, const Shape& out_shape,
-                    const std::vector<std::int64_t>& st, std::int64_t base, std::size_t es) {
-  const std::size_t r = out_shape.size();
-  const std::int64_t n = numel(out_shape);
-  std::vector<std::int64_t> idx(r, 0);
-  std::int64_t off = base;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::memcpy(dst.data() + k * static_cast<std::int64_t>(es), src.data() + off * static_cast<std::int64_t>(es), es);
-    for (std::size_t d = r; d-- > 0;) {
-      if (++idx[d] < out_shape[d]) {
-        off += st[d];
-        break;
-      }
-      off -= st[d] * (out_shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
 void transpose_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   const Shape& xs = in[0]->shape();
   const auto p = perm_of(op, xs.size());

@@ -4,6 +4,7 @@
 // values are X gathered at the indices).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "graph/autodiff.h"
@@ -45,21 +46,24 @@ void topk_ref(const Op& op, Ins in, Outs out, RefPrecision) {
     if (std::isnan(a) || std::isnan(b)) return largest ? std::isnan(a) && !std::isnan(b) : std::isnan(b) && !std::isnan(a);
     return largest ? a > b : a < b;
   };
-  std::vector<double> vals(static_cast<std::size_t>(g.outer * g.k * g.inner));
+  // The kept values are copied as stored (exact for every dtype); the ranking reads them as double.
+  const std::size_t es = dtype_size(in[0]->dtype());
+  const std::byte* src = in[0]->bytes().data();
+  std::byte* dst_vals = out[0].bytes().data();
   auto idx = out[1].data<std::int64_t>();
   std::vector<std::int64_t> order(static_cast<std::size_t>(g.n));
   for (std::int64_t o = 0; o < g.outer; ++o)
     for (std::int64_t i = 0; i < g.inner; ++i) {
-      auto at = [&](std::int64_t j) { return x[static_cast<std::size_t>((o * g.n + j) * g.inner + i)]; };
+      auto pos = [&](std::int64_t j) { return static_cast<std::size_t>((o * g.n + j) * g.inner + i); };
+      auto at = [&](std::int64_t j) { return x[pos(j)]; };
       std::iota(order.begin(), order.end(), std::int64_t{0});
       std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return before(at(a), at(b)); });
       for (std::int64_t j = 0; j < g.k; ++j) {
         const auto dst = static_cast<std::size_t>((o * g.k + j) * g.inner + i);
         idx[dst] = order[static_cast<std::size_t>(j)];
-        vals[dst] = at(order[static_cast<std::size_t>(j)]);
+        std::memcpy(dst_vals + dst * es, src + pos(order[static_cast<std::size_t>(j)]) * es, es);
       }
     }
-  out[0] = Tensor::from_f64(out[0].shape(), vals, out[0].dtype());
 }
 
 void topk_grad(GradBuilder& b, const Op& op) {
