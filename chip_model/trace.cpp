@@ -14,62 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "chip_model/detail/trace_layout.h"
+#include "chip_model/innermost_slices.h"
 
 namespace probelab::chip {
 namespace {
 
 __extension__ typedef unsigned __int128 U128;
-
-// Microseconds with nanosecond precision, as an exact decimal.
-std::string us_text(std::uint64_t ns) { return fmt::format("{}.{:03d}", ns / 1000, ns % 1000); }
-
-double parse(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
-
-// A "dur" text whose double, added to the double of ts_text, gives exactly the double of the end
-// (what a viewer computes as the end), and never more — nor more than `cap`, the end a viewer
-// computes for the enclosing slice (which, ending in the same nanosecond, may fall just short).
-std::string dur_text(const std::string& ts_text, std::uint64_t start_ns, std::uint64_t end_ns, double cap) {
-  std::string d = us_text(end_ns - start_ns);
-  const double t = parse(ts_text), e = std::min(parse(us_text(end_ns)), cap);
-  double c = parse(d);
-  if (t + c == e) return d;
-  c = e - t;
-  double below = 0;  // the largest candidate seen whose sum stays <= e
-  for (int k = 0; k < 200; ++k) {
-    const double sum = t + c;
-    if (sum == e) return fmt::format("{}", c);
-    if (sum < e) {
-      below = std::max(below, c);
-      c = std::nextafter(c, HUGE_VAL);
-    } else {
-      c = std::nextafter(c, 0.0);
-    }
-  }
-  return fmt::format("{}", below);
-}
-
-nlohmann::json args_json(const Trace::Args& args) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& kv : args) std::visit([&](const auto& x) { j[kv.first] = x; }, kv.second);
-  return j;
-}
-
-// Appends "ts" (and "dur") as exact decimals before the closing brace of a dumped object; with
-// `end_ns`, `*end` is the end a viewer computes (ts + dur in doubles), capped at `cap`.
-std::string with_time(nlohmann::json j, std::uint64_t start_ns, const std::uint64_t* end_ns = nullptr,
-                      double cap = HUGE_VAL, double* end = nullptr) {
-  std::string text = j.dump();
-  text.pop_back();
-  const std::string ts = us_text(start_ns);
-  text += ",\"ts\":" + ts;
-  if (end_ns) {
-    const std::string dur = dur_text(ts, start_ns, *end_ns, cap);
-    text += ",\"dur\":" + dur;
-    if (end) *end = parse(ts) + parse(dur);
-  }
-  text += '}';
-  return text;
-}
 
 }  // namespace
 
@@ -125,14 +75,34 @@ void Trace::set_track_order(std::uint32_t pid, std::string_view track, int order
   track_order_[{pid, std::string(track)}] = order;
 }
 
-std::optional<Trace::Event> Trace::slice_at(std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) const {
-  const Event* best = nullptr;
-  for (const Event& e : events_) {
-    if (e.phase != 'X' || e.pid != pid || e.track != track || e.ts_ps > ts_ps || ts_ps > e.ts_ps + e.dur_ps) continue;
-    if (!best || e.ts_ps > best->ts_ps || (e.ts_ps == best->ts_ps && e.dur_ps < best->dur_ps)) best = &e;
+std::vector<std::optional<Trace::Event>> Trace::slices_at(
+    std::string_view track, const std::vector<std::pair<std::uint32_t, std::uint64_t>>& queries) const {
+  struct PerPid {
+    std::vector<const Event*> events;
+    std::vector<SliceSpan> spans;
+    std::vector<std::size_t> query;
+    std::vector<std::uint64_t> ts;
+  };
+  std::map<std::uint32_t, PerPid> by_pid;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    PerPid& p = by_pid[queries[i].first];
+    p.query.push_back(i);
+    p.ts.push_back(queries[i].second);
   }
-  if (!best) return std::nullopt;
-  return *best;
+  for (const Event& e : events_) {
+    if (e.phase != 'X' || e.track != track) continue;
+    const auto it = by_pid.find(e.pid);
+    if (it == by_pid.end()) continue;
+    it->second.events.push_back(&e);
+    it->second.spans.push_back({e.ts_ps, e.dur_ps});
+  }
+  std::vector<std::optional<Event>> out(queries.size());
+  for (const auto& [pid, p] : by_pid) {
+    const std::vector<std::size_t> found = innermost_slices(p.spans, p.ts);
+    for (std::size_t k = 0; k < found.size(); ++k)
+      if (found[k] != kNoSlice) out[p.query[k]] = *p.events[found[k]];
+  }
+  return out;
 }
 
 void Trace::clear() {
@@ -319,6 +289,16 @@ void Trace::append(Trace&& other) {
   if (other.rate_bin_ps_ != rate_bin_ps_)
     throw std::runtime_error(
         fmt::format("trace: appended trace has rate bin {} ps, this trace {} ps", other.rate_bin_ps_, rate_bin_ps_));
+  if (events_.empty() && flows_.empty() && rates_.empty() && process_names_.empty() && track_order_.empty()) {
+    // Nothing here yet (the first partition): take everything as it is.
+    std::swap(events_, other.events_);
+    std::swap(flows_, other.flows_);
+    std::swap(rates_, other.rates_);
+    std::swap(process_names_, other.process_names_);
+    std::swap(track_order_, other.track_order_);
+    other.clear();
+    return;
+  }
   for (auto& [pid, n] : other.process_names_) process_names_[pid] = std::move(n);
   for (auto& [key, o] : other.track_order_) track_order_[key] = o;
   events_.insert(events_.end(), std::make_move_iterator(other.events_.begin()),
@@ -330,63 +310,6 @@ void Trace::append(Trace&& other) {
     for (const auto& [bin, amount] : r.bins) mine.bins[bin] += amount;
   }
   other.clear();
-}
-
-void Trace::write_json(std::ostream& out) const {
-  const detail::Layout L = detail::lay_out(*this);
-  using nlohmann::json;
-  out << "{\"traceEvents\":[";
-  bool first = true;
-  auto put = [&](const std::string& s) {
-    if (!first) out << ",\n";
-    first = false;
-    out << s;
-  };
-  for (const auto& [pid, name] : process_names_)
-    put(json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}}.dump());
-  for (const auto& tr : L.tracks) {
-    put(json{{"ph", "M"}, {"name", "thread_name"}, {"pid", tr.pid}, {"tid", tr.tid}, {"args", {{"name", tr.name}}}}
-            .dump());
-    put(json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", tr.pid}, {"tid", tr.tid},
-             {"args", {{"sort_index", tr.tid}}}}
-            .dump());
-  }
-  for (const auto& tr : L.tracks) {
-    // The slices enclosing the current one (items come by start, longest first): their end in
-    // nanoseconds and as a viewer computes it, so a child never ends after its parent there.
-    std::vector<std::pair<std::uint64_t, double>> open;
-    for (const auto& it : tr.items) {
-      const Event& e = *it.event;
-      json j{{"ph", std::string(1, e.phase)}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", e.name}};
-      if (!e.category.empty()) j["cat"] = e.category;
-      if (!e.args.empty()) j["args"] = args_json(e.args);
-      if (e.phase == 'i') j["s"] = "t";
-      if (e.phase != 'X') {
-        put(with_time(std::move(j), it.start_ns));
-        continue;
-      }
-      while (!open.empty() && open.back().first <= it.start_ns) open.pop_back();
-      double end = 0;
-      put(with_time(std::move(j), it.start_ns, &it.end_ns, open.empty() ? HUGE_VAL : open.back().second, &end));
-      open.emplace_back(it.end_ns, end);
-    }
-  }
-  for (const auto& c : L.counters)
-    for (const auto& [ns, v] : c.samples)
-      put(with_time(json{{"ph", "C"}, {"pid", c.pid}, {"tid", 0}, {"name", c.name}, {"args", {{c.unit, v}}}}, ns));
-  // Flows (v1): one event per bound slice, at the slice's own start, pid, tid and category (the
-  // binding key of Chrome's trace model; Perfetto binds to the enclosing slice).
-  for (const auto& f : L.flows) {
-    for (std::size_t i = 0; i < f.points.size(); ++i) {
-      const detail::LaidTrack& tr = L.tracks[f.points[i].track];
-      const detail::LaidItem& it = tr.items[f.points[i].item];
-      const char* ph = i == 0 ? "s" : i + 1 == f.points.size() ? "f" : "t";
-      json j{{"ph", ph}, {"id", f.id}, {"pid", tr.pid}, {"tid", tr.tid}, {"name", "flow"}, {"cat", f.category}};
-      if (i > 0) j["bp"] = "e";
-      put(with_time(std::move(j), it.start_ns));
-    }
-  }
-  out << "]}\n";
 }
 
 std::string Trace::to_json_string() const {

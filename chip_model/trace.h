@@ -102,8 +102,11 @@ class Trace {
   const std::map<std::pair<std::uint32_t, std::string>, Rate>& rates() const { return rates_; }
   const std::map<std::uint32_t, std::string>& process_names() const { return process_names_; }
   const std::map<std::pair<std::uint32_t, std::string>, int>& track_orders() const { return track_order_; }
-  /// The innermost slice of (pid, track) enclosing ts_ps, as recorded (before lane assignment).
-  std::optional<Event> slice_at(std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) const;
+  /// For each (pid, ts_ps) query, the innermost slice of (pid, track) enclosing ts_ps, as recorded
+  /// (before lane assignment): the latest start, then the shortest, then the first recorded. One
+  /// pass over the events for all queries.
+  std::vector<std::optional<Event>> slices_at(std::string_view track,
+                                              const std::vector<std::pair<std::uint32_t, std::uint64_t>>& queries) const;
   std::size_t size() const { return events_.size(); }
   void clear();
 

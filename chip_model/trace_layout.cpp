@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
+
+#include "chip_model/innermost_slices.h"
 
 namespace probelab::chip::detail {
 namespace {
@@ -133,31 +136,39 @@ Layout lay_out(const Trace& t) {
   }
   L.counters = counters_of(t);
 
-  // Flows: each point binds to the innermost enclosing slice (recorded picoseconds).
-  std::map<std::string, std::vector<LaidFlow::Point>> by_key;
-  for (const Trace::FlowPoint& fp : t.flow_points()) {
-    auto it = lanes_of.find({fp.pid, fp.track});
-    std::optional<LaidFlow::Point> best;
-    std::uint64_t best_start = 0, best_dur = 0;
-    if (it != lanes_of.end()) {
-      for (const std::size_t ti : it->second) {
-        const auto& items = L.tracks[ti].items;
-        for (std::size_t k = 0; k < items.size(); ++k) {
-          const Trace::Event& e = *items[k].event;
-          if (e.phase != 'X' || e.ts_ps > fp.ts_ps || fp.ts_ps > e.ts_ps + e.dur_ps) continue;
-          if (!best || e.ts_ps > best_start || (e.ts_ps == best_start && e.dur_ps < best_dur)) {
-            best = LaidFlow::Point{ti, k};
-            best_start = e.ts_ps;
-            best_dur = e.dur_ps;
-          }
-        }
+  // Flows: each point binds to the innermost enclosing slice (recorded picoseconds; ties to the
+  // first lane, then the first item), found for all points of a track in one sweep.
+  const auto& fps = t.flow_points();
+  std::map<std::pair<std::uint32_t, std::string>, std::vector<std::size_t>> points_of;  // -> flow point indices
+  for (std::size_t i = 0; i < fps.size(); ++i) points_of[{fps[i].pid, fps[i].track}].push_back(i);
+  std::vector<std::optional<LaidFlow::Point>> bound(fps.size());
+  for (const auto& [key, idx] : points_of) {
+    const auto it = lanes_of.find(key);
+    if (it == lanes_of.end()) continue;
+    std::vector<SliceSpan> spans;
+    std::vector<LaidFlow::Point> where;
+    for (const std::size_t ti : it->second) {
+      const auto& items = L.tracks[ti].items;
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        const Trace::Event& e = *items[k].event;
+        if (e.phase != 'X') continue;
+        spans.push_back({e.ts_ps, e.dur_ps});
+        where.push_back({ti, k});
       }
     }
-    if (!best) {
+    std::vector<std::uint64_t> ts;
+    for (const std::size_t i : idx) ts.push_back(fps[i].ts_ps);
+    const std::vector<std::size_t> found = innermost_slices(spans, ts);
+    for (std::size_t q = 0; q < idx.size(); ++q)
+      if (found[q] != kNoSlice) bound[idx[q]] = where[found[q]];
+  }
+  std::map<std::string, std::vector<LaidFlow::Point>> by_key;
+  for (std::size_t i = 0; i < fps.size(); ++i) {
+    if (!bound[i]) {
       ++L.stats.unbound_flow_points;
       continue;
     }
-    by_key[fp.key].push_back(*best);
+    by_key[fps[i].key].push_back(*bound[i]);
   }
   std::uint64_t next_id = 1;
   for (auto& [key, pts] : by_key) {

@@ -63,9 +63,10 @@ struct ChildRun {
   double rss_mb = 0;          // the child's peak RSS
 };
 
-/// Simulates `run` in a forked child. Throws std::runtime_error when the child fails or the
+/// Simulates `run` in a forked child (with `trace`: recording the trace and writing trace.json,
+/// as `probelab run` does by default). Throws std::runtime_error when the child fails or the
 /// simulation's status is not "ok".
-inline ChildRun simulate_in_child(const sim::PreparedRun& run, bool probes) {
+inline ChildRun simulate_in_child(const sim::PreparedRun& run, bool probes, bool trace = false) {
   using nlohmann::json;
   const std::filesystem::path out = scratch("run");
   const std::filesystem::path result = out / "result.json";
@@ -78,6 +79,7 @@ inline ChildRun simulate_in_child(const sim::PreparedRun& run, bool probes) {
     req.run = &run;
     req.probes = probes;
     req.out_dir = out;
+    req.trace = trace;
     const json r = sim::simulate(req);
     const double t1 = cpu_seconds();
     std::uint64_t steps = 0;

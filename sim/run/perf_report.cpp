@@ -248,27 +248,39 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
     }
     for (const auto& [step, rec] : kernels)
       iv.push_back({rec->start_cycle, rec->end_cycle, bound_of[rec->op_id] == "memory" ? 1 : 0});
+    // Per step, only the intervals that can meet it: by start, within the longest one's length.
+    std::stable_sort(iv.begin(), iv.end(), [](const Interval& x, const Interval& y) { return x.b < y.b; });
+    std::uint64_t longest = 0;
+    for (const Interval& i : iv) longest = std::max(longest, i.e - i.b);
+    std::map<std::uint32_t, const chip::OpRecord*> top_of;  // step -> its longest kernel (first of equals)
+    for (const auto& [s, rec] : kernels) {
+      const chip::OpRecord*& top = top_of[s];
+      if (!top || rec->cycles > top->cycles) top = rec;
+    }
+    std::map<std::uint32_t, const probes::PerfProfiler::StepCounters*> counters_of;  // step -> its counters (the last recorded)
+    if (pr.profiler)
+      for (const auto& sc : pr.profiler->steps()) counters_of[sc.step] = &sc;
 
     for (std::size_t k = 0; k < pr.steps.size(); ++k) {
       const auto [b, e] = pr.steps[k];
       const std::uint32_t step = pr.first_step + static_cast<std::uint32_t>(k);
-      const PathSplit sp = split_step(b, e, iv);
+      const auto from = std::lower_bound(iv.begin(), iv.end(), b > longest ? b - longest : 0,
+                                         [](const Interval& i, std::uint64_t v) { return i.b < v; });
+      const auto to = std::lower_bound(from, iv.end(), e, [](const Interval& i, std::uint64_t v) { return i.b < v; });
+      const PathSplit sp = split_step(b, e, std::vector<Interval>(from, to));
       json path = json::object();
       std::size_t best = 0;
       for (std::size_t c = 0; c < kPathNames.size(); ++c) {
         path[kPathNames[c]] = sp.path[c];
         if (sp.path[c] > sp.path[best]) best = c;
       }
-      const chip::OpRecord* top = nullptr;
-      for (const auto& [s, rec] : kernels)
-        if (s == step && (!top || rec->cycles > top->cycles)) top = rec;
+      const auto top_it = top_of.find(step);
+      const chip::OpRecord* top = top_it == top_of.end() ? nullptr : top_it->second;
       json counters = nullptr, der = nullptr;
-      if (pr.profiler)
-        for (const auto& sc : pr.profiler->steps())
-          if (sc.step == step) {
-            counters = probes::pmu_json(sc.delta);
-            der = derived(sc.delta.counters, r);
-          }
+      if (const auto c = counters_of.find(step); c != counters_of.end()) {
+        counters = probes::pmu_json(c->second->delta);
+        der = derived(c->second->delta.counters, r);
+      }
       steps.push_back({{"rank", rank},
                        {"step", step},
                        {"cycles", e - b},

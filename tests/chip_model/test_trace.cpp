@@ -352,3 +352,45 @@ TEST(Trace, PartitionTracesMergeIntoTheOneProcessBytes) {
   other_bin.set_rate_bin_ps(1000);
   EXPECT_THROW(other_bin.append_serialized(c.serialize()), std::runtime_error);
 }
+
+// Every event line is what the JSON library writes for the same object (keys sorted, strings
+// escaped, a repeated argument keeping its last value, numbers as it prints them), followed by
+// "ts" (and "dur") as exact decimals: strings that need escaping, UTF-8, doubles of every form.
+TEST(Trace, EventTextIsTheLibrarysDumpOfTheSameObject) {
+  Trace t(true);
+  t.set_process_name(0, "chip \"0\"");
+  t.complete(0, "cube\tpipe", "mat\"mul\\1\n", "kernel", 1'234'567, 89'000,
+             {{"zeta", std::int64_t{-5}}, {"alpha", std::uint64_t{18'446'744'073'709'551'615u}}, {"mid", 0.1},
+              {"alpha", std::string("last wins")}, {"ctl", std::string("a\x01z\x7f")}, {"utf", std::string("\xc3\xa9t\xc3\xa9")}});
+  t.complete(0, "cube\tpipe", "inner", "", 1'240'000, 1'000, {{"d", 1e-7}, {"e", -0.0}, {"f", 1e21}, {"g", 123456789.0}});
+  t.instant(0, "irq", "raise \xe2\x86\x92", "irq", 3'000, {{"n", std::numeric_limits<double>::quiet_NaN()}});
+  t.complete(0, "irq", "isr", "irq", 2'500, 1'000);
+  t.counter(0, "fill", "bytes", 4'000, 2.5e-5);
+  t.flow("k", 0, "cube\tpipe", 1'240'500);
+  t.flow("k", 0, "irq", 3'000);
+  std::istringstream lines(t.to_json_string());
+  std::string line;
+  int events = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("{\"traceEvents\":[", 0) == 0) line.erase(0, 16);
+    if (line.size() >= 3 && line.compare(line.size() - 3, 3, "]}\n") == 0) line.resize(line.size() - 3);
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, "]}") == 0) line.resize(line.size() - 2);
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    if (line.empty()) continue;
+    const std::size_t ts = line.find(",\"ts\":");
+    if (ts == std::string::npos) continue;  // metadata events
+    json j = json::parse(line);
+    j.erase("ts");
+    j.erase("dur");
+    EXPECT_EQ(line.substr(0, ts) + "}", j.dump()) << line;
+    ++events;
+  }
+  EXPECT_EQ(events, 3 + 1 + 1 + 2);  // three slices, the instant, the counter, two flow steps
+  const json all = parse(t);
+  for (const auto& e : all["traceEvents"])
+    if (e["name"] == "mat\"mul\\1\n") {
+      EXPECT_EQ(e["args"]["alpha"], "last wins");
+      EXPECT_EQ(e["args"]["utf"], "\xc3\xa9t\xc3\xa9");
+      EXPECT_EQ(e["ts"].get<double>(), 1.235);  // ns-rounded microseconds
+    }
+}
