@@ -53,6 +53,7 @@ std::vector<TensorDesc> infer_conv(const Op& op, Descs in) {
   expect_float(op, in[0], "input X");
   expect_same_dtype(op, in[0], in[1], "inputs X and W");
   const ConvGeom g = conv_geom(op, in[0].shape, in[1].shape, false);
+  if (has_input(op, 2)) expect_same_dtype(op, in[0], in[2], "inputs X and B");
   if (has_input(op, 2) && in[2].shape != Shape{g.m})
     fail(op, "bias B must have shape [{}], got {}", g.m, shape_str(in[2].shape));
   return {TensorDesc{in[0].dtype, g.y_shape(), in[0].format == Format::NCHW ? Format::NCHW : Format::ND}};

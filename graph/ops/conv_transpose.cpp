@@ -86,6 +86,7 @@ std::vector<TensorDesc> infer_conv_transpose(const Op& op, Descs in) {
   expect_float(op, in[0], "input X");
   expect_same_dtype(op, in[0], in[1], "inputs X and W");
   const ConvTransposeGeom g = conv_transpose_geom(op, in[0].shape, in[1].shape);
+  if (has_input(op, 2)) expect_same_dtype(op, in[0], in[2], "inputs X and B");
   if (has_input(op, 2) && in[2].shape != Shape{g.m})
     fail(op, "bias B must have shape [{}], got {}", g.m, shape_str(in[2].shape));
   return {TensorDesc{in[0].dtype, g.y_shape(), Format::ND}};

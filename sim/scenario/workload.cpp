@@ -246,7 +246,12 @@ struct TrainingParams {
 // Backward and gradient all-reduce (ranks > 1), or ZeRO-1's reduce-scatter of the gradients;
 // tensor-parallel shards (`tp_shards`) get their gradient divided by the ranks instead.
 TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
-  std::map<std::string, std::string> grads = graph::append_backward(g, w.loss);
+  std::map<std::string, std::string> grads;
+  try {
+    grads = graph::append_backward(g, w.loss);
+  } catch (const graph::GraphError& e) {  // named at the scenario's mode, which asked for training
+    fail_at(s, "mode", "a model whose backward pass can be built (training)", e.what());
+  }
   TrainingParams tp;
   const bool zero = s.ranks > 1 && s.training.sharding == "zero1";
   if (zero && s.training.allreduce.algorithm == "hierarchical")

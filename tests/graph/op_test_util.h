@@ -11,7 +11,7 @@ namespace probelab::graph::testing {
 /// An op named "t" of `type` reading "in0".."in<n_in-1>" and writing "out0".."out<n_out-1>".
 inline Op make_op(std::string type, std::size_t n_in, Attrs attrs = {}, std::size_t n_out = 1) {
   Op op;
-  op.name = "t";
+  op.name = std::string(1, 't');  // (not from a literal: GCC 12 reports a false -Wrestrict there)
   op.type = std::move(type);
   for (std::size_t i = 0; i < n_in; ++i) op.inputs.push_back("in" + std::to_string(i));
   for (std::size_t i = 0; i < n_out; ++i) op.outputs.push_back("out" + std::to_string(i));

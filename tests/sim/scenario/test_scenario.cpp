@@ -299,3 +299,37 @@ TEST(Scenario, ChipOverridesReachThePreparedChip) {
 
 }  // namespace
 }  // namespace probelab::sim
+
+namespace probelab::sim {
+namespace {
+
+// Training a model whose backward pass cannot be built (an inference-only op on a trainable
+// weight's path) is bad input at the scenario's mode, with the op and the reason.
+TEST(Scenario, TrainingAModelWithoutAGradientNamesTheModeAndTheOp) {
+  TempDir dir;
+  dir.write("m.yaml", R"(name: m
+inputs:
+  - {name: x, shape: [2, 4]}
+ops:
+  - {name: wrap, type: Mod, inputs: [x], weights: {d: [4]}, attrs: {fmod: 1}}
+  - {name: fc, type: MatMul, weights: {w: [4, 3]}}
+outputs: [fc]
+)");
+  const std::filesystem::path file = dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: training\n");
+  try {
+    prepare_run(load_scenario(file, opts()));
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key(), "mode");
+    EXPECT_EQ(e.line(), 3);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("s.yaml:3:7: key 'mode': expected a model whose backward pass can be built"), std::string::npos) << m;
+    EXPECT_NE(m.find("op 'wrap' (Mod) is inference only (it has no gradient) but reads the trainable weight"),
+              std::string::npos) << m;
+  }
+  // The same model runs in inference.
+  EXPECT_NO_THROW(prepare_run(load_scenario(dir.write("i.yaml", "name: i\nmodel: m.yaml\nmode: inference\n"), opts())));
+}
+
+}  // namespace
+}  // namespace probelab::sim
