@@ -12,6 +12,8 @@ namespace probelab::graph {
 
 /// Element type of a tensor. F64 exists for CPU reference computations only.
 enum class DType : std::uint8_t { F32, F16, BF16, I32, I64, Bool, F64, I8, U8 };
+/// Number of DType enumerators: values 0 .. kNumDTypes - 1 (the last one is U8).
+inline constexpr std::uint8_t kNumDTypes = static_cast<std::uint8_t>(DType::U8) + 1;
 
 /// Size of one element in bytes.
 std::size_t dtype_size(DType t);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "graph/format.h"
 #include "graph/npy.h"
@@ -94,8 +95,11 @@ class Reader {
 
   DType dtype(const YAML::Node& n, std::string_view key) const {
     const auto t = parse_dtype(str(n, key));
-    if (!t) fail(n, key, fmt::format("unknown dtype '{}' (expected float32, float16, bfloat16, int32, int64, bool, "
-                                     "float64)", n.Scalar()));
+    if (!t) {
+      std::vector<std::string_view> names;
+      for (std::uint8_t v = 0; v < kNumDTypes; ++v) names.push_back(dtype_name(static_cast<DType>(v)));
+      fail(n, key, fmt::format("unknown dtype '{}' (expected {})", n.Scalar(), fmt::join(names, ", ")));
+    }
     return *t;
   }
 

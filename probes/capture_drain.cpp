@@ -67,7 +67,7 @@ std::string payload_problem(const spec::CaptureRecordHeader& h, std::span<const 
       if (h.payload_bytes != 8) return fmt::format("hash payload of {} bytes", h.payload_bytes);
       break;
     case spec::CapturePayload::FullTensor: {
-      if (h.dtype > static_cast<std::uint8_t>(graph::DType::F64)) return fmt::format("unknown dtype {}", h.dtype);
+      if (h.dtype >= graph::kNumDTypes) return fmt::format("unknown dtype {}", h.dtype);
       if (h.rank_dims > 6) return fmt::format("rank {} > 6", h.rank_dims);
       std::int64_t n = 1;
       for (int i = 0; i < h.rank_dims; ++i) {

@@ -146,7 +146,7 @@ TEST_F(ModelYaml, BadFilesNameFileLineAndKey) {
       {"name: m\ninputs: [{name: x, shape: [2]}]\nops:\n  - {type: Frob}\n", "bad.yaml:4:",
        "type: unknown op type 'Frob'"},
       {"name: m\ninputs: [{name: x, shape: [2], dtype: float128}]\nops: [{type: Relu}]\n", "bad.yaml:2:",
-       "dtype: unknown dtype 'float128'"},
+       "dtype: unknown dtype 'float128' (expected float32, float16, bfloat16, int32, int64, bool, float64, int8, uint8)"},
       {"name: m\ninputs: [{name: x}]\nops: [{type: Relu}]\n", "bad.yaml:2:", "input: needs a shape"},
       {"name: m\ninputs: [{name: x, shape: [2, -1]}]\nops: [{type: Relu}]\n", "bad.yaml:2:",
        "shape: dimensions must be >= 0"},

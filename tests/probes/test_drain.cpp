@@ -212,3 +212,28 @@ TEST(Drain, CorruptRecordsFromTheDeviceAreReported) {
   EXPECT_EQ(acc.seq_gaps, 2u);
   EXPECT_FALSE(acc.errors.empty());
 }
+
+// A full-tensor record of every dtype the graph has (int8 / uint8 of quantized models included)
+// parses; a dtype value past them is corruption.
+TEST(RecordParser, FullRecordsOfEveryDtypeParse) {
+  for (std::uint8_t t = 0; t < graph::kNumDTypes; ++t) {
+    auto h = header(10 + t, spec::CapturePayload::FullTensor);
+    h.dtype = t;
+    h.rank_dims = 1;
+    h.dims[0] = 6;
+    const std::vector<std::byte> p(6 * graph::dtype_size(static_cast<graph::DType>(t)), std::byte{0x5a});
+    const auto r = probes::parse_capture_buffer(probes::encode_record(h, p));
+    EXPECT_EQ(r.corrupt, 0u) << graph::dtype_name(static_cast<graph::DType>(t)) << ": " << (r.errors.empty() ? "" : r.errors[0]);
+    ASSERT_EQ(r.records.size(), 1u);
+    EXPECT_EQ(r.records[0].payload, p);
+  }
+  auto h = header(99, spec::CapturePayload::FullTensor);
+  h.dtype = graph::kNumDTypes;
+  h.rank_dims = 1;
+  h.dims[0] = 4;
+  const auto r = probes::parse_capture_buffer(probes::encode_record(h, std::vector<std::byte>(4)));
+  EXPECT_EQ(r.records.size(), 0u);
+  EXPECT_EQ(r.corrupt, 1u);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors[0].find("unknown dtype 9"), std::string::npos) << r.errors[0];
+}

@@ -138,6 +138,23 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
       if (c["op"] != "/conv2/Conv") {
         EXPECT_NE(c["cause"], "nan_source") << c.dump();
       }
+  } else if (name == "qdq_cnn_full_capture") {
+    // Every quantizer's uint8 output is dumped in full ('|u1'), none rejected as corrupt, and no
+    // candidate blames corruption.
+    const json d = json::parse(test::slurp(dir.path() / "out" / name / "dump" / "rank0" / "dump.json"));
+    std::size_t bytes_entries = 0;
+    for (const auto& e : d["entries"]) {
+      if (e["op"].get<std::string>().find("QuantizeLinear") == std::string::npos ||
+          e["op"].get<std::string>().find("DequantizeLinear") != std::string::npos)
+        continue;
+      EXPECT_EQ(e["dtype"], "uint8") << e.dump();
+      const std::string npy = test::slurp(dir.path() / "out" / name / "dump" / "rank0" / e["file"].get<std::string>());
+      EXPECT_NE(npy.substr(0, 128).find("'descr': '|u1'"), std::string::npos) << e["file"];
+      ++bytes_entries;
+    }
+    EXPECT_EQ(bytes_entries, 6u * 3u);  // the input's and five activations' quantizers, three steps
+    EXPECT_EQ(r["capture"]["corrupt"], 0);
+    for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "data_corruption") << c.dump();
   } else if (name == "qlinear_int8_weight_flip") {
     // The sign bit of an int8 weight: 114 becomes -14, a change no latch sees; the hashes name it.
     const json& proof = r["injections"][0]["proof"][0];
