@@ -296,7 +296,8 @@ GemmReport gemm(std::int64_t M, std::int64_t N, std::int64_t K, const GemmOperan
   const DefaultMxcsr mxcsr;
   Workspace& ws = workspace();
   const detail::Packed A = detail::pack_a(a, M, K, o.mode, ws.a, ws.cap_a);
-  const detail::Packed B = detail::pack_b(b, K, N, o.mode, ws.b, ws.cap_b);
+  detail::Packed fresh;
+  const detail::Packed& B = detail::packed_b(b, K, N, o.mode, ws.b, ws.cap_b, fresh);
   rep.first_nan_a = A.first_nan;
   rep.first_nan_b = B.first_nan;
 

@@ -42,6 +42,12 @@ Packed pack_a(const GemmOperand& a, std::int64_t M, std::int64_t K, const Mode& 
 Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
               std::int64_t& capacity);
 
+// pack_b, or the same operand packed by an earlier call of this thread when its patterns, shape,
+// type and Mode are equal to that call's (gemm_b_cache.cpp); `scratch` holds the result
+// otherwise. The reference is valid until the thread's next call.
+const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
+                       std::int64_t& capacity, Packed& scratch);
+
 // C = A * B over k in [k0, k1) (k1 > k0), FP32 accumulation in the documented order (k sequential
 // per element from +0).
 void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,

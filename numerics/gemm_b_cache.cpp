@@ -1,0 +1,122 @@
+// The packed B operand kept between GEMMs of one thread (detail/gemm_internal.h: packed_b). A
+// product by the same weights again - a recurrent cell multiplies its hidden state by R at every
+// step, 32 to 128 times per op - finds B already packed: the cache holds the source patterns it
+// was packed from and is used only when the operand's patterns are equal to them (and its shape,
+// type and Mode are the same), so the result is the one packing again would give, bit for bit.
+// Only an operand seen again among the last few calls (same address and shape) is cached, in one
+// of a few entries (a GRU's gate blocks, both directions), so a GEMM that never repeats pays a few
+// comparisons of addresses; a buffer whose values change at every call (an im2col scratch) is
+// not cached again once its entry has missed without ever being used.
+#include <cstring>
+#include <vector>
+
+#include "numerics/detail/gemm_internal.h"
+
+namespace probelab::num::detail {
+namespace {
+
+struct Key {
+  const std::uint16_t* data = nullptr;
+  InType type = InType::F16;
+  std::int64_t ld = 0, K = 0, N = 0;
+  bool trans = false;
+  Mode mode{};
+  bool operator==(const Key&) const = default;
+};
+
+struct Entry {
+  bool valid = false;  // `packed` was packed from `source` under `key`
+  Key key;
+  std::vector<std::uint16_t> source;  // the operand's patterns, its stored rows end to end
+  FloatBuffer buf;
+  std::int64_t cap = 0;
+  Packed packed;
+  std::uint64_t used = 0;  // call count at its last use (least recently used goes first)
+  std::uint64_t hits = 0;  // uses since it was packed
+};
+
+constexpr std::size_t kEntries = 4, kHistory = 8;
+
+struct Cache {
+  Entry entries[kEntries];
+  Key recent[kHistory];  // the operands of the last calls, cached or not
+  std::size_t next = 0;
+  Key volatile_keys[kHistory];  // operands whose values changed before their entry was used
+  std::size_t next_volatile = 0;
+  std::uint64_t calls = 0;
+};
+
+Cache& cache() {
+  thread_local Cache c;
+  return c;
+}
+
+// Rows of the stored operand: K rows of N (row-major) or N rows of K (stored transposed).
+template <class F>
+void for_rows(const GemmOperand& b, std::int64_t K, std::int64_t N, F&& f) {
+  const std::int64_t rows = b.trans ? N : K, len = b.trans ? K : N;
+  for (std::int64_t r = 0; r < rows; ++r) f(b.data + r * b.ld, len, r * len);
+}
+
+bool same_source(const Entry& e, const GemmOperand& b, std::int64_t K, std::int64_t N) {
+  bool same = true;
+  for_rows(b, K, N, [&](const std::uint16_t* row, std::int64_t len, std::int64_t at) {
+    same = same && std::memcmp(row, e.source.data() + at, static_cast<std::size_t>(len) * 2) == 0;
+  });
+  return same;
+}
+
+}  // namespace
+
+const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
+                       std::int64_t& capacity, Packed& scratch) {
+  Cache& c = cache();
+  ++c.calls;
+  const Key key{b.data, b.type, b.ld, K, N, b.trans, mode};
+  for (Entry& e : c.entries)
+    if (e.valid && e.key == key) {
+      if (same_source(e, b, K, N)) {
+        e.used = c.calls;
+        ++e.hits;
+        return e.packed;
+      }
+      // New values at the same place: packed again below (updated weights), unless the entry was
+      // never used (a scratch buffer), which is then left uncached.
+      if (e.hits == 0) {
+        e.valid = false;
+        c.volatile_keys[c.next_volatile] = key;
+        c.next_volatile = (c.next_volatile + 1) % kHistory;
+      }
+      break;
+    }
+  bool seen = false;
+  for (const Key& k : c.recent) seen = seen || k == key;
+  for (const Key& k : c.volatile_keys) seen = seen && !(k == key);
+  c.recent[c.next] = key;
+  c.next = (c.next + 1) % kHistory;
+  if (!seen) {
+    scratch = pack_b(b, K, N, mode, storage, capacity);
+    return scratch;
+  }
+  Entry* e = &c.entries[0];
+  for (Entry& x : c.entries) {
+    if (x.valid && x.key == key) {  // the stale entry of this operand
+      e = &x;
+      break;
+    }
+    if (!x.valid || x.used < e->used) e = &x;
+  }
+  e->valid = false;
+  e->source.resize(static_cast<std::size_t>(K * N));
+  for_rows(b, K, N, [&](const std::uint16_t* row, std::int64_t len, std::int64_t at) {
+    std::memcpy(e->source.data() + at, row, static_cast<std::size_t>(len) * 2);
+  });
+  e->packed = pack_b(b, K, N, mode, e->buf, e->cap);
+  e->key = key;
+  e->used = c.calls;
+  e->hits = 0;
+  e->valid = true;
+  return e->packed;
+}
+
+}  // namespace probelab::num::detail

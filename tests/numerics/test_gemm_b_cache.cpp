@@ -1,0 +1,73 @@
+// The packed-B cache (numerics/gemm_b_cache.cpp) never changes a result: GEMMs that repeat an
+// operand (a recurrent cell's weights at every step) give the bits and flags of the same product
+// by a fresh copy of it, also when its values change in place between calls (a NaN, a subnormal,
+// one ulp), when the Mode changes, and when more operands rotate than the cache holds.
+#include <gtest/gtest.h>
+
+#include "tests/numerics/gemm_util.h"
+
+namespace probelab::num::testing {
+namespace {
+
+// The product by a copy of B at another address (its own key: packed afresh).
+GemmRun fresh(const Mat& A, const Mat& B, const GemmOptions& o) {
+  const Mat copy = B;
+  return run(A, copy, OutType::F32, o);
+}
+
+void expect_same(const GemmRun& got, const GemmRun& want, const std::string& what) {
+  EXPECT_EQ(got.out, want.out) << what;
+  expect_report(got.rep, want.rep, what);
+}
+
+TEST(GemmBCache, RepeatedOperandsGiveTheFreshResult) {
+  for (const bool trans : {false, true}) {
+    for (const Accum acc : {Accum::Fp32, Accum::Fp16Rn}) {
+      const Mat A = random_mat(5, 40, InType::F16, false, 11);
+      Mat B = random_mat(40, 37, InType::F16, trans, 12);
+      GemmOptions o;
+      o.accum = acc;
+      const std::string what = std::string(trans ? "B^T " : "B ") + (acc == Accum::Fp32 ? "fp32" : "fp16rn");
+      const GemmRun want = fresh(A, B, o);
+      for (int i = 0; i < 4; ++i) expect_same(run(A, B, OutType::F32, o), want, what + " repeat " + std::to_string(i));
+      // Values changed in place, at the same address: one ulp, then a NaN, then a subnormal.
+      B.at(17, 3) = static_cast<std::uint16_t>(B.at(17, 3) + 1);
+      expect_same(run(A, B, OutType::F32, o), fresh(A, B, o), what + " one ulp");
+      B.at(39, 36) = 0x7E00;
+      expect_same(run(A, B, OutType::F32, o), fresh(A, B, o), what + " NaN");
+      B.at(39, 36) = 0x0003;
+      const GemmRun sub = run(A, B, OutType::F32, o);
+      expect_same(sub, fresh(A, B, o), what + " subnormal");
+      EXPECT_TRUE(sub.rep.flags.has(Flag::DenormalIn)) << what;
+      // The same bytes read under another Mode: subnormal inputs flushed.
+      GemmOptions ftz = o;
+      ftz.mode.denormal = DenormalMode::FlushToZero;
+      expect_same(run(A, B, OutType::F32, ftz), fresh(A, B, ftz), what + " flush to zero");
+      expect_same(run(A, B, OutType::F32, ftz), fresh(A, B, ftz), what + " flush to zero again");
+      expect_same(run(A, B, OutType::F32, o), sub, what + " back to preserve");
+    }
+  }
+}
+
+TEST(GemmBCache, MoreOperandsThanEntriesRotate) {
+  const Mat A = random_mat(4, 24, InType::F16, false, 21);
+  std::vector<Mat> Bs;
+  std::vector<GemmRun> want;
+  for (int i = 0; i < 7; ++i) {
+    Bs.push_back(random_mat(24, 18 + i, InType::F16, i % 2 == 1, 30 + static_cast<std::uint64_t>(i)));
+    want.push_back(fresh(A, Bs.back(), {}));
+  }
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t i = 0; i < Bs.size(); ++i)
+      expect_same(run(A, Bs[i], OutType::F32, {}), want[i], "operand " + std::to_string(i) + " round " + std::to_string(round));
+  // Two operands alternating (a GRU's gate blocks), one of them changing every time.
+  Mat changing = Bs[0];
+  for (int step = 0; step < 6; ++step) {
+    changing.at(step, step) = static_cast<std::uint16_t>(changing.at(step, step) ^ 0x0400);
+    expect_same(run(A, changing, OutType::F32, {}), fresh(A, changing, {}), "changing step " + std::to_string(step));
+    expect_same(run(A, Bs[1], OutType::F32, {}), want[1], "steady step " + std::to_string(step));
+  }
+}
+
+}  // namespace
+}  // namespace probelab::num::testing
