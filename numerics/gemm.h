@@ -42,7 +42,9 @@
 // for FP16 inputs (gemm_special.cpp) and by the scalar definition for BF16 inputs (and BF16
 // exponents outside [-56, 62]); FP16 accumulation of BF16 inputs is scalar. The kernels run with
 // the default MXCSR whatever the caller's. Scratch memory is kept per thread between calls;
-// concurrent calls from different threads are safe.
+// concurrent calls from different threads are safe. So is the packed B of up to four operands a
+// thread multiplied by again within its last eight calls (gemm_b_cache.cpp: a recurrent cell's
+// weights), reused only while its bytes, shape, type and Mode are unchanged.
 #pragma once
 
 #include <array>
