@@ -297,12 +297,6 @@ TEST(Scenario, ChipOverridesReachThePreparedChip) {
   }
 }
 
-}  // namespace
-}  // namespace probelab::sim
-
-namespace probelab::sim {
-namespace {
-
 // Training a model whose backward pass cannot be built (an inference-only op on a trainable
 // weight's path) is bad input at the scenario's mode, with the op and the reason.
 TEST(Scenario, TrainingAModelWithoutAGradientNamesTheModeAndTheOp) {
