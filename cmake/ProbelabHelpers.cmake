@@ -1,6 +1,16 @@
 # Helpers shared by every layer: one creates every GoogleTest test, one every Google Benchmark binary.
 include(GoogleTest)
 
+# Precompiled headers: the third-party headers most translation units parse (GoogleTest, the JSON,
+# YAML and format libraries, SystemC), compiled once per layer and once for all test binaries
+# instead of once per file. -Winvalid-pch makes a header GCC had to parse after all a warning. Off
+# in the libFuzzer build (clang) and with -DPROBELAB_PCH=OFF; README, "Build time".
+option(PROBELAB_PCH "Precompile the third-party headers of each layer and of the tests" ON)
+if(PROBELAB_FUZZ)
+  set(PROBELAB_PCH OFF)
+endif()
+set(PROBELAB_TEST_PCH <gtest/gtest.h> <gmock/gmock.h> <fmt/format.h> <nlohmann/json.hpp> <yaml-cpp/yaml.h>)
+
 set(PROBELAB_TEST_ENV "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1;PROBELAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 
 # probelab_add_test(<name> SOURCES <src...> LIBS <targets...> [TIMEOUT <s>])
@@ -19,6 +29,18 @@ function(probelab_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:probelab_test_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock Threads::Threads)
+  if(PROBELAB_PCH)
+    # One precompiled header for every test binary, owned by an executable that is never run
+    # (the same -fPIE as the tests; GCC rejects a header compiled with other code-model flags).
+    if(NOT TARGET probelab_test_pch)
+      add_executable(probelab_test_pch ${PROJECT_SOURCE_DIR}/tests/support/pch_owner.cpp)
+      target_link_libraries(probelab_test_pch PRIVATE GTest::gtest GTest::gmock fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
+      target_precompile_headers(probelab_test_pch PRIVATE ${PROBELAB_TEST_PCH})
+    endif()
+    target_precompile_headers(${name} REUSE_FROM probelab_test_pch)
+    target_link_libraries(${name} PRIVATE fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
+    target_compile_options(${name} PRIVATE -Winvalid-pch)
+  endif()
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(${name} PRIVATE PROBELAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   # TEST_PREFIX: CTest names start with the binary name (e.g. numerics_test_gemm.Gemm.X), so that
@@ -58,10 +80,11 @@ function(probelab_add_bench name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 endfunction()
 
-# probelab_layer(<target> [SYSTEMC] DEPS <targets...>): a library of every .cpp in the calling
-# directory (not recursive). SYSTEMC marks a layer whose translation units include SystemC headers.
+# probelab_layer(<target> [SYSTEMC] DEPS <targets...> [PCH <headers...>]): a library of every .cpp
+# in the calling directory (not recursive). SYSTEMC marks a layer whose translation units include
+# SystemC headers; PCH lists the third-party headers to precompile for it (PROBELAB_PCH).
 function(probelab_layer target)
-  cmake_parse_arguments(ARG "SYSTEMC" "" "DEPS;PRIVATE_DEPS;GLOB" ${ARGN})
+  cmake_parse_arguments(ARG "SYSTEMC" "" "DEPS;PRIVATE_DEPS;GLOB;PCH" ${ARGN})
   if(NOT ARG_GLOB)
     set(ARG_GLOB *.cpp)
   endif()
@@ -83,6 +106,10 @@ function(probelab_layer target)
     # Debian's SystemC was built as C++17; its API-version symbol must match (see NOTES).
     target_compile_definitions(${target} PUBLIC SC_CPLUSPLUS=201703L SC_INCLUDE_DYNAMIC_PROCESSES)
     target_link_libraries(${target} PUBLIC PkgConfig::SYSTEMC probelab_sc_main_stub)
+  endif()
+  if(PROBELAB_PCH AND ARG_PCH)
+    target_precompile_headers(${target} PRIVATE ${ARG_PCH})
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
   endif()
 endfunction()
 

@@ -47,7 +47,7 @@ struct Capture : ExpectationCheck {
         act.push_back(fmt::format("overhead {:.3f}%", o.get<double>()));
         ok = ok && o.get<double>() < *overhead_below_percent;
       } else {
-        act.push_back("overhead unknown");
+        act.push_back(fmt::format("overhead unknown"));
         ok = false;
       }
     }
