@@ -3,7 +3,6 @@
 // object (keys in order, strings escaped, numbers as it prints them), without building one.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <ostream>
 #include <string>
 #include <string_view>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -153,7 +154,7 @@ struct PathSplit {
   std::uint64_t kernel = 0, collective = 0, overlapped = 0;
 };
 
-PathSplit split_step(std::uint64_t b, std::uint64_t e, const std::vector<Interval>& iv) {
+PathSplit split_step(std::uint64_t b, std::uint64_t e, std::span<const Interval> iv) {
   std::vector<std::pair<std::uint64_t, int>> ev;  // (time, +cat+1 or -(cat+1))
   for (const Interval& i : iv) {
     const std::uint64_t s = std::max(i.b, b), t = std::min(i.e, e);
@@ -267,7 +268,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
       const auto from = std::lower_bound(iv.begin(), iv.end(), b > longest ? b - longest : 0,
                                          [](const Interval& i, std::uint64_t v) { return i.b < v; });
       const auto to = std::lower_bound(from, iv.end(), e, [](const Interval& i, std::uint64_t v) { return i.b < v; });
-      const PathSplit sp = split_step(b, e, std::vector<Interval>(from, to));
+      const PathSplit sp = split_step(b, e, std::span<const Interval>(from, to));
       json path = json::object();
       std::size_t best = 0;
       for (std::size_t c = 0; c < kPathNames.size(); ++c) {
