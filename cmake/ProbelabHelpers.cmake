@@ -11,6 +11,14 @@ if(PROBELAB_FUZZ)
 endif()
 set(PROBELAB_TEST_PCH <gtest/gtest.h> <gmock/gmock.h> <fmt/format.h> <nlohmann/json.hpp> <yaml-cpp/yaml.h>)
 
+# probelab_precompile(<target> <headers...>): precompiles <headers> for <target> when PROBELAB_PCH.
+function(probelab_precompile target)
+  if(PROBELAB_PCH)
+    target_precompile_headers(${target} PRIVATE ${ARGN})
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
+  endif()
+endfunction()
+
 set(PROBELAB_TEST_ENV "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1;PROBELAB_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 
 # probelab_add_test(<name> SOURCES <src...> LIBS <targets...> [TIMEOUT <s>])
@@ -107,9 +115,8 @@ function(probelab_layer target)
     target_compile_definitions(${target} PUBLIC SC_CPLUSPLUS=201703L SC_INCLUDE_DYNAMIC_PROCESSES)
     target_link_libraries(${target} PUBLIC PkgConfig::SYSTEMC probelab_sc_main_stub)
   endif()
-  if(PROBELAB_PCH AND ARG_PCH)
-    target_precompile_headers(${target} PRIVATE ${ARG_PCH})
-    target_compile_options(${target} PRIVATE -Winvalid-pch)
+  if(ARG_PCH)
+    probelab_precompile(${target} ${ARG_PCH})
   endif()
 endfunction()
 
