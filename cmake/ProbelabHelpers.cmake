@@ -4,11 +4,17 @@ include(GoogleTest)
 # Precompiled headers: the third-party headers most translation units parse (GoogleTest, the JSON,
 # YAML and format libraries, SystemC), compiled once per layer and once for all test binaries
 # instead of once per file. -Winvalid-pch makes a header GCC had to parse after all a warning. Off
-# in the libFuzzer build (clang) and with -DPROBELAB_PCH=OFF; README, "Build time".
+# in the libFuzzer build (clang), in the -O0 sanitizer build (GCC 12 then rejects Eigen's
+# _mm_prefetch in every file that starts from a precompiled header: "second argument to
+# '__builtin_prefetch' must be a constant") and with -DPROBELAB_PCH=OFF; README, "Build time".
 option(PROBELAB_PCH "Precompile the third-party headers of each layer and of the tests" ON)
-if(PROBELAB_FUZZ)
+if(PROBELAB_FUZZ OR (PROBELAB_SANITIZE AND PROBELAB_SANITIZE_OPT STREQUAL "-O0"))
   set(PROBELAB_PCH OFF)
 endif()
+# Test binaries compile at -O1 in the optimised builds: the code they test is in the libraries
+# (-O3); their own code is assertions and fixtures, whose -O3 code generation took a third of their
+# compile time (README, "Build time").
+set(probelab_test_opt $<$<CONFIG:Release,RelWithDebInfo>:$<$<NOT:$<BOOL:${PROBELAB_SANITIZE}>>:-O1>>)
 set(PROBELAB_TEST_PCH <gtest/gtest.h> <gmock/gmock.h> <fmt/format.h> <nlohmann/json.hpp> <yaml-cpp/yaml.h>)
 
 # probelab_precompile(<target> <headers...>): precompiles <headers> for <target> when PROBELAB_PCH.
@@ -37,6 +43,7 @@ function(probelab_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:probelab_test_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock Threads::Threads)
+  target_compile_options(${name} PRIVATE ${probelab_test_opt})
   if(PROBELAB_PCH)
     # One precompiled header for every test binary, owned by an executable that is never run
     # (the same -fPIE as the tests; GCC rejects a header compiled with other code-model flags).
@@ -44,6 +51,7 @@ function(probelab_add_test name)
       add_executable(probelab_test_pch ${PROJECT_SOURCE_DIR}/tests/support/pch_owner.cpp)
       target_link_libraries(probelab_test_pch PRIVATE GTest::gtest GTest::gmock fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
       target_precompile_headers(probelab_test_pch PRIVATE ${PROBELAB_TEST_PCH})
+      target_compile_options(probelab_test_pch PRIVATE ${probelab_test_opt})
     endif()
     target_precompile_headers(${name} REUSE_FROM probelab_test_pch)
     target_link_libraries(${name} PRIVATE fmt::fmt nlohmann_json::nlohmann_json yaml-cpp)
