@@ -1,5 +1,8 @@
-// Process-wide heap settings of the probelab executables (the CLI and the benchmarks). A library
-// embedded in another process (the Python module) leaves that process's heap alone.
+// Process-wide heap settings of the probelab executables (the CLI and the benchmarks) for the C
+// library's heap, when it is the process's allocator (CMake PROBELAB_ALLOCATOR=system, and the
+// sanitizer builds); by default mimalloc serves them and keeps freed segments for reuse itself,
+// and these settings go to a heap nothing allocates from. A library embedded in another process
+// (the Python module) leaves that process's heap alone.
 #pragma once
 
 namespace probelab::sim {
