@@ -80,9 +80,17 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   res.cores.resize(plan.steps.size());
   std::vector<char> touched(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_blocks, 0)), 0);
 
-  std::vector<CoreState> cs(plan.steps.size());
-  for (std::size_t c = 0; c < cs.size(); ++c) {
-    CoreState& s = cs[c];
+  // State only for the cores with work (in core order): a small op tiles over a few of the 24-48
+  // units, and only these are set up and searched for the next action.
+  std::vector<std::size_t> busy;
+  for (std::size_t c = 0; c < plan.steps.size(); ++c)
+    if (!plan.steps[c].empty()) busy.push_back(c);
+  std::vector<CoreState> states(busy.size());
+  std::vector<CoreState*> cs(plan.steps.size(), nullptr);  // by core; null: no work
+  for (std::size_t b = 0; b < busy.size(); ++b) {
+    const std::size_t c = busy[b];
+    CoreState& s = states[b];
+    cs[c] = &s;
     s.steps = &plan.steps[c];
     s.load_end.assign(s.n(), kUnknown);
     s.comp_end.assign(s.n(), kUnknown);
@@ -132,7 +140,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   // Mixed kernels: AIV a of unit c has loaded the tile (h.load_*); its pass ends h.vec_end_ps.
   auto aiv_pass = [&](std::size_t c, std::size_t a, const kernels::TileStep& step, PipelineResult::Handoff& h) {
     const std::uint64_t vd = clock.cycles_to_ps(step.post_cycles);
-    h.vec_end_ps = cs[c].aiv_free[a] = h.load_end_ps + vd;
+    h.vec_end_ps = cs[c]->aiv_free[a] = h.load_end_ps + vd;
     PipelineResult::CoreSpan& aiv = res.aivs[c * opt.aiv_per_unit + a];
     track(aiv.mte_first_ps, aiv.mte_last_ps, aiv.mte_busy_ps, h.load_start_ps, h.load_end_ps);
     if (vd > 0) {
@@ -144,7 +152,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
 
   // Mixed kernels: tile j (ending with step i) of unit c goes through the workspace to an AIV.
   auto handoff = [&](std::size_t c, std::size_t i, std::size_t j) {
-    CoreState& s = cs[c];
+    CoreState& s = *cs[c];
     const kernels::TileStep& step = (*s.steps)[i];
     const std::size_t a = j % opt.aiv_per_unit;
     PipelineResult::Handoff h;
@@ -169,7 +177,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   // readback: tile j of unit c was stored over [start, end); AIV j % aiv_per_unit reads it back
   // from the L2 once flagged and runs its pass; the op ends when the last pass does.
   auto read_back = [&](std::size_t c, std::size_t j, const kernels::TileStep& step, std::uint64_t start, std::uint64_t end) {
-    CoreState& s = cs[c];
+    CoreState& s = *cs[c];
     const std::size_t a = j % opt.aiv_per_unit;
     PipelineResult::Handoff h;
     h.unit = static_cast<std::uint32_t>(c);
@@ -189,7 +197,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
 
   // Resolves every compute of core c whose inputs are known.
   auto advance = [&](std::size_t c) {
-    CoreState& s = cs[c];
+    CoreState& s = *cs[c];
     PipelineResult::CoreSpan& span = res.cores[c];
     while (s.next_comp < s.n()) {
       const std::size_t i = s.next_comp;
@@ -242,8 +250,8 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     std::size_t best_core = 0;
     bool best_store = false, found = false;
     std::uint64_t best_t = kUnknown;
-    for (std::size_t c = 0; c < cs.size(); ++c) {
-      const CoreState& s = cs[c];
+    for (const std::size_t c : busy) {
+      const CoreState& s = *cs[c];
       if (s.next_store < s.tile_first.size()) {
         const std::uint64_t t = s.store_ready();
         if (t != kUnknown && (!found || t < best_t)) {
@@ -262,7 +270,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
     if (best_t > now + ahead) sc_core::wait(ChipClock::from_ps(best_t - now));
 
-    CoreState& s = cs[best_core];
+    CoreState& s = *cs[best_core];
     if (best_store) {
       // Mixed kernels store from the tile's AIV, on its MTE.
       const std::size_t aiv = workspace ? s.next_store % opt.aiv_per_unit : 0;
@@ -350,7 +358,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     }
     advance(best_core);
   }
-  for (const CoreState& s : cs) {
+  for (const CoreState& s : states) {
     for (std::uint64_t t : s.comp_end)
       if (t != kUnknown) res.end_ps = std::max(res.end_ps, t);
     for (std::uint64_t t : s.vec_end)
