@@ -45,6 +45,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,7 @@
 
 namespace probelab::chip::kernels {
 class OpRunner;
+struct PreparedOp;
 }
 
 namespace probelab::chip {
@@ -112,11 +115,20 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   void account_cores(const TaskContext& ctx, const PipelineResult& r);
   void emit_statistics(TaskContext& ctx, const kernels::OpRunner& run, std::uint64_t last_tile_ps);
   void queue_dumps(TaskContext& ctx, const kernels::OpRunner& run);
+  /// The op of a task's args block (decoded and validated; throws naming the task on a bad block).
+  std::shared_ptr<const kernels::PreparedOp> prepare(const spec::TaskDescriptor& task, std::span<const std::byte> block);
 
   const ChipServices& svc_;
   AiCoreOptions opts_;
   std::vector<OpRecord> records_;
   std::map<std::uint32_t, CoreLoad> core_loads_;
+  /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again
+  /// with the same bytes (every step of a training or inference loop) is not decoded again.
+  struct PreparedBlock {
+    std::vector<std::byte> bytes;
+    std::shared_ptr<const kernels::PreparedOp> op;
+  };
+  std::map<std::uint64_t, PreparedBlock> prepared_;
 };
 
 }  // namespace probelab::chip

@@ -149,15 +149,21 @@ static num::BulkReport deliver(std::span<const float> pre, graph::Tensor& out, c
   return conv;
 }
 
-OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
-    : args_(std::move(args)), mode_(mode), op_(op_from_args(args_)),
-      kernel_(&KernelRegistry::instance().get(args_)) {
-  for (const auto& ref : args_.outputs) out_descs_.push_back(logical_desc(ref));
-  accum_.acc_dtype = args_.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
-  accum_.f16_double_rounding = args_.accum == spec::AccumDType::FP16_VIA_FP32;
-  accum_.split_k_chunk = args_.split_k_chunk;
-  accum_.partial_dtype = graph::DType::F16;
+PreparedOp::PreparedOp(spec::OpArgs a)
+    : args(std::move(a)), op(op_from_args(args)), kernel(&KernelRegistry::instance().get(args)) {
+  for (const auto& ref : args.outputs) out_descs.push_back(logical_desc(ref));
+  accum.acc_dtype = args.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
+  accum.f16_double_rounding = args.accum == spec::AccumDType::FP16_VIA_FP32;
+  accum.split_k_chunk = args.split_k_chunk;
+  accum.partial_dtype = graph::DType::F16;
 }
+
+OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
+    : OpRunner(std::make_shared<const PreparedOp>(std::move(args)), mode) {}
+
+OpRunner::OpRunner(std::shared_ptr<const PreparedOp> prepared, const num::Mode& mode)
+    : prep_(std::move(prepared)), args_(prep_->args), mode_(mode), op_(prep_->op), kernel_(prep_->kernel),
+      out_descs_(prep_->out_descs), accum_(prep_->accum) {}
 
 OpRunner::~OpRunner() = default;
 

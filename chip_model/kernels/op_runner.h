@@ -89,11 +89,26 @@ struct OpDetection {
 /// and bool tensors are returned unchanged.
 graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode);
 
+/// What an op's args block alone determines: the args, the op rebuilt from them, its kernel, the
+/// outputs' logical descs and the accumulation mode the args ask for. A pure function of the
+/// args, so it may be kept and run again by any number of OpRunners (the AI core keeps one per
+/// args block it has decoded: ai_core.h). `args` must be validated (spec::decode_op_args does it).
+struct PreparedOp {
+  explicit PreparedOp(spec::OpArgs args);
+  spec::OpArgs args;
+  graph::Op op;
+  const Kernel* kernel;
+  std::vector<graph::TensorDesc> out_descs;
+  AccumulationMode accum;
+};
+
 class OpRunner {
  public:
   /// Decodes nothing itself: `args` must be validated (spec::decode_op_args does it).
   OpRunner(spec::OpArgs args, const num::Mode& mode);
+  OpRunner(std::shared_ptr<const PreparedOp> prepared, const num::Mode& mode);
   ~OpRunner();
+  OpRunner(OpRunner&&) = default;  // the prepared op moves along; its references stay valid
 
   const spec::OpArgs& args() const { return args_; }
   const graph::Op& op() const { return op_; }
@@ -132,14 +147,15 @@ class OpRunner {
   };
   TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite, const Scans& scans) const;
 
-  spec::OpArgs args_;
+  std::shared_ptr<const PreparedOp> prep_;
+  const spec::OpArgs& args_;
   num::Mode mode_;
-  graph::Op op_;
+  const graph::Op& op_;
   const Kernel* kernel_;
   std::vector<graph::Tensor> inputs_;       // logical, stored dtype; empty desc when absent
   std::vector<const graph::Tensor*> input_ptrs_;
-  std::vector<graph::TensorDesc> out_descs_;
-  AccumulationMode accum_;
+  const std::vector<graph::TensorDesc>& out_descs_;
+  AccumulationMode accum_;  // this execution's: the accumulation fault hook may change it
   Computed computed_;
   std::vector<graph::Tensor> outputs_;
   OpDetection detection_;

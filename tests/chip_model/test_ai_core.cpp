@@ -171,6 +171,64 @@ TEST(AiCore, BadArgsBlockFailsTheSimulationWithAClearError) {
   EXPECT_EQ(status, 3);  // threw, with the decoder's message
 }
 
+// The core keeps what it decoded per args block: the same block again runs the same op; a block
+// rewritten in place (another op, or one flipped bit) is decoded again; a block that stops decoding
+// still fails with the decoder's message.
+TEST(AiCore, ArgsBlockRewrittenInPlaceIsDecodedAgain) {
+  const int status = run_in_child([] {
+    AiCoreChip p(cfg());
+    HbmPlacer hbm(p.chip.hbm(), 0x1000000);
+    const pg::Tensor x = random_f16({4, 64}, 11);
+    const auto in = hbm.put(x);
+    const auto out_relu = hbm.out(pg::DType::F16, {4, 64}), out_neg = hbm.out(pg::DType::F16, {4, 64});
+    const std::uint64_t addr = hbm.alloc(4096);
+    auto write = [&](const ps::OpArgs& a) {
+      const auto bytes = ps::encode_op_args(a);
+      p.chip.hbm().debug_write(addr, bytes);
+      auto t = task(ps::TaskKind::Kernel, 1, addr, static_cast<std::uint32_t>(bytes.size()));
+      t.kernel = ps::kKernelOpArgs;
+      return t;
+    };
+    const ps::TaskDescriptor relu = write(op_args("Relu", {in}, {out_relu}));
+    std::vector<std::string> order;
+    spawn([&] {
+      p.host.setup_stream(0);
+      p.host.submit(0, relu);
+      p.host.submit(0, relu);
+      p.host.wait_stream(0);
+      const ps::TaskDescriptor neg = write(op_args("Neg", {in}, {out_neg}));
+      p.host.submit(0, neg);
+      p.host.wait_stream(0);
+      // One flipped bit in the op type's first letter (offset 16, after the 12-byte header and
+      // the string's length): "Neg" -> "Oeg", decoded again, and refused.
+      std::vector<std::byte> b(1);
+      p.chip.hbm().debug_read(addr + 16, b);
+      b[0] ^= std::byte{0x01};
+      p.chip.hbm().debug_write(addr + 16, b);
+      p.host.submit(0, neg);
+      p.host.wait_stream(0);
+    });
+    try {
+      sc_core::sc_start();
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      for (const auto& r : p.core->records()) order.push_back(r.op_type);
+      const pg::Tensor relu_y = hbm.get(out_relu), neg_y = hbm.get(out_neg);
+      for (std::int64_t i = 0; i < 4 * 64; ++i) {
+        const std::uint16_t v = x.data<std::uint16_t>()[static_cast<std::size_t>(i)];
+        const bool negative = (v & 0x8000) != 0 && (v & 0x7FFF) != 0;
+        if (relu_y.data<std::uint16_t>()[static_cast<std::size_t>(i)] != (negative ? 0 : v)) _exit(5);
+        if (neg_y.data<std::uint16_t>()[static_cast<std::size_t>(i)] != static_cast<std::uint16_t>(v ^ 0x8000)) _exit(6);
+      }
+      if (order != std::vector<std::string>{"Relu", "Relu", "Neg"}) _exit(7);
+      if (what.find("Oeg") == std::string::npos) _exit(8);
+      throw;
+    }
+    _exit(9);  // the flipped block ran
+  });
+  EXPECT_EQ(status, 3);  // the three ops ran as written, then the flipped block failed by name
+}
+
 TEST(AiCore, ConcurrentOpsContendForHbmBandwidth) {
   auto c = cfg();
   c.mte_bytes_per_cycle = 256;  // one core alone can saturate the 200 GB/s HBM
