@@ -54,13 +54,14 @@ void OpRegistry::add(OpDef def) {
       throw GraphError(fmt::format("op registry: alias '{}' of '{}' is already taken", a, def.type));
   for (const std::string& a : def.aliases) aliases_.emplace(a, def.type);
   std::string type = def.type;
-  defs_.emplace(std::move(type), std::move(def));
+  const OpDef& added = defs_.emplace(std::move(type), std::move(def)).first->second;
+  index_.emplace(added.type, &added);
+  for (const std::string& a : added.aliases) index_.emplace(a, &added);
 }
 
 const OpDef* OpRegistry::find(const std::string& type) const {
-  if (auto it = defs_.find(type); it != defs_.end()) return &it->second;
-  if (auto a = aliases_.find(type); a != aliases_.end()) return &defs_.at(a->second);
-  return nullptr;
+  const auto it = index_.find(type);
+  return it == index_.end() ? nullptr : it->second;
 }
 
 const OpDef& OpRegistry::get(const std::string& type) const {

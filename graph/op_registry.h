@@ -30,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/graph.h"
@@ -111,6 +112,9 @@ class OpRegistry {
   OpRegistry() = default;
   std::map<std::string, OpDef> defs_;
   std::map<std::string, std::string> aliases_;  // alias -> canonical
+  /// Canonical names and aliases -> their definition (map nodes do not move): find() runs for
+  /// every op a simulated step executes, several times. Only looked up, never iterated.
+  std::unordered_map<std::string, const OpDef*> index_;
 };
 
 /// Registers every built-in op family (graph/ops/builtin.cpp); OpRegistry::instance() calls it
