@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <tuple>
 
@@ -88,7 +89,8 @@ std::shared_ptr<const kernels::PreparedOp> AiCore::prepare(const spec::TaskDescr
   // Bounded: a runtime that writes its blocks at ever new addresses starts the cache over.
   constexpr std::size_t kMaxPrepared = 4096;
   auto it = prepared_.find(task.args_addr);
-  if (it != prepared_.end() && std::equal(block.begin(), block.end(), it->second.bytes.begin(), it->second.bytes.end()))
+  if (it != prepared_.end() && it->second.bytes.size() == block.size() &&
+      std::memcmp(it->second.bytes.data(), block.data(), block.size()) == 0)
     return it->second.op;
   std::shared_ptr<const kernels::PreparedOp> op;
   try {
