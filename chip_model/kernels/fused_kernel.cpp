@@ -31,8 +31,33 @@ struct InnerOp {
   std::vector<graph::TensorDesc> out_descs;
 };
 
+/// The body as prepare() builds it from the args: each body op with the output descs shape
+/// inference gives (intermediates F32), its kernel, and whether that kernel is a Cube one.
+struct FusedBody final : KernelState {
+  std::vector<InnerOp> inner;
+  std::vector<const Kernel*> kernels;
+  std::vector<bool> cube;
+};
+
 class FusedKernel final : public Kernel {
  public:
+  std::shared_ptr<const KernelState> prepare(const spec::OpArgs& a, const graph::Op& op) const override {
+    auto body = std::make_shared<FusedBody>();
+    std::map<std::int32_t, graph::TensorDesc> descs;  // the inputs as the core loads them
+    for (std::size_t i = 0; i < a.inputs.size(); ++i)
+      if (a.inputs[i].dtype != spec::kAbsentTensor) descs[static_cast<std::int32_t>(i)] = logical_desc(a.inputs[i]);
+    for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
+      const spec::FusedInner& f = a.fused_body[k];
+      InnerOp inner = make_inner(a, op, k, descs);
+      const Kernel& kern = KernelRegistry::instance().get(f.type);
+      body->cube.push_back(kern.uses_cube(inner.args));
+      body->kernels.push_back(&kern);
+      for (std::size_t o = 0; o < f.outputs.size() && o < inner.out_descs.size(); ++o) descs[f.outputs[o]] = inner.out_descs[o];
+      body->inner.push_back(std::move(inner));
+    }
+    return body;
+  }
+
   bool uses_cube(const spec::OpArgs& a) const override {
     for (const auto& f : a.fused_body)
       if (KernelRegistry::instance().get(f.type).uses_cube(a)) return true;
@@ -48,11 +73,14 @@ class FusedKernel final : public Kernel {
     out.values.resize(n_out);
     out.flags.resize(n_out);
     const graph::DType cube_dtype = first_float_dtype(c);
+    const auto* body = static_cast<const FusedBody*>(c.state);  // null: not prepared
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
-      const InnerOp inner = make_inner(c, k, descs);
-      const Kernel& kern = KernelRegistry::instance().get(f.type);
-      const bool cube = kern.uses_cube(inner.args);
+      InnerOp built;
+      if (!body) built = make_inner(a, c.op, k, descs);
+      const InnerOp& inner = body ? body->inner[k] : built;
+      const Kernel& kern = body ? *body->kernels[k] : KernelRegistry::instance().get(f.type);
+      const bool cube = body ? body->cube[k] : kern.uses_cube(inner.args);
       std::vector<graph::Tensor> rounded(f.inputs.size());
       std::vector<const graph::Tensor*> ins;
       for (std::size_t i = 0; i < f.inputs.size(); ++i) {
@@ -95,7 +123,14 @@ class FusedKernel final : public Kernel {
           results[0].dtype() == graph::DType::F32)
         c.hooks->on_fused_inner(*c.site, static_cast<std::uint32_t>(k), f.name, results[0].data<float>());
       for (std::size_t o = 0; o < f.outputs.size() && o < results.size(); ++o) {
-        descs[f.outputs[o]] = results[o].desc();
+        const graph::TensorDesc d = results[o].desc();
+        if (body && o < inner.out_descs.size() &&
+            (d.dtype != inner.out_descs[o].dtype || d.shape != inner.out_descs[o].shape))
+          throw std::logic_error(fmt::format("fused op '{}': body op {} ('{}') gave output {} as {} {}, its inference {} {}",
+                                             a.op_name, k, f.name, o, graph::dtype_name(d.dtype), graph::shape_str(d.shape),
+                                             graph::dtype_name(inner.out_descs[o].dtype),
+                                             graph::shape_str(inner.out_descs[o].shape)));
+        descs[f.outputs[o]] = d;
         values[f.outputs[o]] = std::move(results[o]);
       }
     }
@@ -120,10 +155,13 @@ class FusedKernel final : public Kernel {
     OpWork w;
     std::map<std::int32_t, graph::TensorDesc> descs = input_descs(c);
     double vector_cost = 0;
+    const auto* body = static_cast<const FusedBody*>(c.state);  // null: not prepared
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
-      const InnerOp inner = make_inner(c, k, descs);
-      const Kernel& kern = KernelRegistry::instance().get(f.type);
+      InnerOp built;
+      if (!body) built = make_inner(a, c.op, k, descs);
+      const InnerOp& inner = body ? body->inner[k] : built;
+      const Kernel& kern = body ? *body->kernels[k] : KernelRegistry::instance().get(f.type);
       // Shapes only: op inputs as loaded, placeholder tensors for the intermediates' descs.
       std::vector<graph::Tensor> shapes;
       std::vector<const graph::Tensor*> ins;
@@ -151,7 +189,8 @@ class FusedKernel final : public Kernel {
         w.gemms.push_back(g);
       }
       w.flops += iw.flops;
-      vector_cost += static_cast<double>(iw.vector_elems) * (kern.uses_cube(inner.args) ? 1.0 : iw.vector_passes);
+      const bool cube = body ? body->cube[k] : kern.uses_cube(inner.args);
+      vector_cost += static_cast<double>(iw.vector_elems) * (cube ? 1.0 : iw.vector_passes);
       for (std::size_t o = 0; o < f.outputs.size() && o < inner.out_descs.size(); ++o)
         descs[f.outputs[o]] = inner.out_descs[o];
     }
@@ -183,11 +222,11 @@ class FusedKernel final : public Kernel {
   }
 
   /// Builds body op k with output descs from shape inference over `descs` (intermediates F32).
-  static InnerOp make_inner(const KernelCall& c, std::size_t k, const std::map<std::int32_t, graph::TensorDesc>& descs) {
-    const spec::OpArgs& a = c.args;
+  static InnerOp make_inner(const spec::OpArgs& a, const graph::Op& op, std::size_t k,
+                            const std::map<std::int32_t, graph::TensorDesc>& descs) {
     const spec::FusedInner& f = a.fused_body[k];
     InnerOp in;
-    in.op = c.op.fused_body.at(k);
+    in.op = op.fused_body.at(k);
     in.args.op_type = f.type;
     in.args.op_name = f.name;
     in.args.attrs = f.attrs;

@@ -69,6 +69,8 @@ struct QuantContext {
   std::vector<QuantOpRecord> records;
 };
 
+struct KernelState;
+
 /// Everything a kernel sees of one op execution.
 struct KernelCall {
   const spec::OpArgs& args;
@@ -87,6 +89,9 @@ struct KernelCall {
   const FaultSite* site = nullptr;
   /// Quantized Cube ops: delayed-scaling state and records (null: none kept).
   QuantContext* quant = nullptr;
+  /// What the kernel's prepare() made of these args (null: not prepared; the kernel works
+  /// without it).
+  const KernelState* state = nullptr;
 };
 
 /// FP32 results of one output. Created without a zero fill (FloatBuffer(n) leaves the elements
@@ -138,9 +143,18 @@ struct OpWork {
   std::uint64_t stats_bytes = 0;
 };
 
+/// What a kernel derives from an op's args alone (Kernel::prepare): made once per args block and
+/// kept with it (kernels::PreparedOp), handed back in every KernelCall of that op.
+struct KernelState {
+  virtual ~KernelState() = default;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
+  /// State derived from the args and the op rebuilt from them, for KernelCall::state; none by
+  /// default. Must not depend on anything else (it is reused while the args block is unchanged).
+  virtual std::shared_ptr<const KernelState> prepare(const spec::OpArgs&, const graph::Op&) const { return nullptr; }
   /// Functional result of the op. Throws std::runtime_error naming the op on bad operands.
   virtual Computed compute(const KernelCall& call) const = 0;
   /// Cost of the op for the tile pipeline (shapes only; no values needed).

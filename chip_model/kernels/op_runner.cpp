@@ -156,6 +156,7 @@ PreparedOp::PreparedOp(spec::OpArgs a)
   accum.f16_double_rounding = args.accum == spec::AccumDType::FP16_VIA_FP32;
   accum.split_k_chunk = args.split_k_chunk;
   accum.partial_dtype = graph::DType::F16;
+  state = kernel->prepare(args, op);
 }
 
 OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
@@ -261,7 +262,7 @@ void OpRunner::scan_inputs() {
 }
 
 OpWork OpRunner::work() const {
-  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_};
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, nullptr, nullptr, nullptr, prep_->state.get()};
   return kernel_->work(call);
 }
 
@@ -272,7 +273,7 @@ void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
     throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
                                          graph::dtype_name(accum_.acc_dtype)));
   quant_.records.clear();
-  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site, &quant_};
+  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site, &quant_, prep_->state.get()};
   computed_ = is_quantized(args_.attrs) ? compute_quantized(*kernel_, call) : kernel_->compute(call);
   note_quant_saturation();
   // Cube results sit in the L0C accumulator (FP32) until the output conversion.

@@ -100,6 +100,7 @@ struct PreparedOp {
   const Kernel* kernel;
   std::vector<graph::TensorDesc> out_descs;
   AccumulationMode accum;
+  std::shared_ptr<const KernelState> state;  // kernel->prepare(args, op)
 };
 
 class OpRunner {

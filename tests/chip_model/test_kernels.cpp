@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <tuple>
 
 #include "numerics/bf16.h"
 #include "numerics/fp16.h"
@@ -330,6 +331,65 @@ TEST(Kernels, FusedMatMulBiasGeluKeepsIntermediatesInFp32) {
   const pg::Tensor y = fetch(mem, out);
   for (std::size_t i = 0; i < t2.size(); ++i) ASSERT_EQ(bits(y)[i], num::to_f16(t2[i]).value.bits) << "element " << i;
   expect_only_underflow(run.detection().outputs.at(0), t2);  // Gelu of negative inputs gets tiny
+}
+
+// The fused kernel's body as prepare() builds it once per args block gives the same values, flags
+// and work as the body rebuilt in each call; a prepared body that does not fit the operands
+// (prepared for 16 rows, run on 8) is refused rather than used.
+TEST(Kernels, FusedBodyPreparedOnceMatchesTheBodyBuiltPerCall) {
+  namespace pk = pc::kernels;
+  MemStore mem;
+  Placer place(mem);
+  auto fused_args = [&](std::int64_t M, const pg::Tensor& a, const pg::Tensor& w, const pg::Tensor& bias) {
+    ps::OpArgs args = op_args("FusedMatMulBiasGelu", {place.put(a), place.put(w), place.put(bias)},
+                              {place.out(pg::DType::F16, {M, 32})});
+    args.num_internal = 2;
+    args.fused_body = {{"MatMul", "mm", {}, {0, 1}, {4}}, {"Add", "add", {}, {4, 2}, {5}}, {"Gelu", "gelu", {}, {5}, {3}}};
+    return ps::decode_op_args(ps::encode_op_args(args));
+  };
+  const pg::Tensor a = random_f16({16, 48}, 70), w = random_f16({48, 32}, 71), bias = random_f16({32}, 72);
+  const pk::PreparedOp prep(fused_args(16, a, w, bias));
+  ASSERT_NE(prep.state, nullptr);
+  const std::vector<const pg::Tensor*> ins{&a, &w, &bias};
+  const pk::Kernel& kern = *prep.kernel;
+  const pk::KernelCall prepared{prep.args, prep.op, ins, prep.out_descs, {}, prep.accum, nullptr, nullptr, nullptr, prep.state.get()};
+  const pk::KernelCall built{prep.args, prep.op, ins, prep.out_descs, {}, prep.accum};
+  const pk::Computed x = kern.compute(prepared), y = kern.compute(built);
+  ASSERT_EQ(x.values.size(), 1u);
+  ASSERT_EQ(y.values.size(), 1u);
+  ASSERT_EQ(x.values[0].size(), 16u * 32u);
+  for (std::size_t i = 0; i < x.values[0].size(); ++i)
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(x.values[0][i]), std::bit_cast<std::uint32_t>(y.values[0][i])) << i;
+  EXPECT_EQ(x.flags.at(0).flags, y.flags.at(0).flags);
+  const pk::OpWork wx = kern.work(prepared), wy = kern.work(built);
+  ASSERT_EQ(wx.gemms.size(), 1u);
+  ASSERT_EQ(wy.gemms.size(), 1u);
+  EXPECT_EQ(std::tie(wx.gemms[0].m, wx.gemms[0].n, wx.gemms[0].k), std::make_tuple(std::int64_t{16}, std::int64_t{32}, std::int64_t{48}));
+  EXPECT_EQ(std::tie(wx.gemms[0].m, wx.gemms[0].n, wx.gemms[0].k), std::tie(wy.gemms[0].m, wy.gemms[0].n, wy.gemms[0].k));
+  EXPECT_EQ(wx.vector_elems, wy.vector_elems);
+  EXPECT_GT(wx.vector_elems, 0u);
+  EXPECT_EQ(wx.flops, wy.flops);
+  EXPECT_EQ(wx.in_bytes, wy.in_bytes);
+
+  // A Vector body (Add, Gelu) prepared for 16 rows and called with 8: refused by name.
+  auto vector_args = [&](std::int64_t M, const pg::Tensor& x) {
+    ps::OpArgs args = op_args("FusedBiasGelu", {place.put(x), place.put(bias)}, {place.out(pg::DType::F16, {M, 32})});
+    args.num_internal = 1;
+    args.fused_body = {{"Add", "add", {}, {0, 1}, {3}}, {"Gelu", "gelu", {}, {3}, {2}}};
+    return ps::decode_op_args(ps::encode_op_args(args));
+  };
+  const pg::Tensor x16 = random_f16({16, 32}, 73), x8 = random_f16({8, 32}, 74);
+  const pk::PreparedOp v16(vector_args(16, x16)), v8(vector_args(8, x8));
+  const std::vector<const pg::Tensor*> ins8{&x8, &bias};
+  const pk::KernelCall misfit{v8.args, v8.op, ins8, v8.out_descs, {}, v8.accum, nullptr, nullptr, nullptr, v16.state.get()};
+  try {
+    (void)kern.compute(misfit);
+    ADD_FAILURE() << "a body prepared for other operands was used";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("body op 0 ('add')"), std::string::npos) << e.what();
+  }
+  const pk::KernelCall fits{v8.args, v8.op, ins8, v8.out_descs, {}, v8.accum, nullptr, nullptr, nullptr, v8.state.get()};
+  EXPECT_EQ(kern.compute(fits).values.at(0).size(), 8u * 32u);
 }
 
 TEST(Kernels, UnknownOpTypeAndBadShapesAreErrors) {
