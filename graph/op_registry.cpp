@@ -46,7 +46,7 @@ OpRegistry& OpRegistry::instance() {
 }
 
 void OpRegistry::add(OpDef def) {
-  auto taken = [&](const std::string& n) { return defs_.count(n) != 0 || aliases_.count(n) != 0; };
+  auto taken = [&](const std::string& n) { return index_.count(n) != 0; };
   if (def.type.empty()) throw GraphError("op registry: an op definition needs a type name");
   if (taken(def.type)) throw GraphError(fmt::format("op registry: op type '{}' is registered twice", def.type));
   for (const std::string& a : def.aliases)

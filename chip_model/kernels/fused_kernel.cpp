@@ -31,12 +31,17 @@ struct InnerOp {
   std::vector<graph::TensorDesc> out_descs;
 };
 
-/// The body as prepare() builds it from the args: each body op with the output descs shape
-/// inference gives (intermediates F32), its kernel, and whether that kernel is a Cube one.
+/// One body op with its kernel, and whether that kernel is a Cube one.
+struct BodyOp {
+  InnerOp inner;
+  const Kernel* kernel = nullptr;
+  bool cube = false;
+};
+
+/// The body as prepare() builds it from the args (output descs from shape inference,
+/// intermediates F32).
 struct FusedBody final : KernelState {
-  std::vector<InnerOp> inner;
-  std::vector<const Kernel*> kernels;
-  std::vector<bool> cube;
+  std::vector<BodyOp> ops;
 };
 
 class FusedKernel final : public Kernel {
@@ -48,12 +53,9 @@ class FusedKernel final : public Kernel {
       if (a.inputs[i].dtype != spec::kAbsentTensor) descs[static_cast<std::int32_t>(i)] = logical_desc(a.inputs[i]);
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
-      InnerOp inner = make_inner(a, op, k, descs);
-      const Kernel& kern = KernelRegistry::instance().get(f.type);
-      body->cube.push_back(kern.uses_cube(inner.args));
-      body->kernels.push_back(&kern);
-      for (std::size_t o = 0; o < f.outputs.size() && o < inner.out_descs.size(); ++o) descs[f.outputs[o]] = inner.out_descs[o];
-      body->inner.push_back(std::move(inner));
+      BodyOp b = make_body_op(a, op, k, descs);
+      for (std::size_t o = 0; o < f.outputs.size() && o < b.inner.out_descs.size(); ++o) descs[f.outputs[o]] = b.inner.out_descs[o];
+      body->ops.push_back(std::move(b));
     }
     return body;
   }
@@ -73,14 +75,14 @@ class FusedKernel final : public Kernel {
     out.values.resize(n_out);
     out.flags.resize(n_out);
     const graph::DType cube_dtype = first_float_dtype(c);
-    const auto* body = static_cast<const FusedBody*>(c.state);  // null: not prepared
+    const bool prepared = c.state != nullptr;
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
-      InnerOp built;
-      if (!body) built = make_inner(a, c.op, k, descs);
-      const InnerOp& inner = body ? body->inner[k] : built;
-      const Kernel& kern = body ? *body->kernels[k] : KernelRegistry::instance().get(f.type);
-      const bool cube = body ? body->cube[k] : kern.uses_cube(inner.args);
+      BodyOp scratch;
+      const BodyOp& b = body_op(c, k, descs, scratch);
+      const InnerOp& inner = b.inner;
+      const Kernel& kern = *b.kernel;
+      const bool cube = b.cube;
       std::vector<graph::Tensor> rounded(f.inputs.size());
       std::vector<const graph::Tensor*> ins;
       for (std::size_t i = 0; i < f.inputs.size(); ++i) {
@@ -124,7 +126,7 @@ class FusedKernel final : public Kernel {
         c.hooks->on_fused_inner(*c.site, static_cast<std::uint32_t>(k), f.name, results[0].data<float>());
       for (std::size_t o = 0; o < f.outputs.size() && o < results.size(); ++o) {
         const graph::TensorDesc d = results[o].desc();
-        if (body && o < inner.out_descs.size() &&
+        if (prepared && o < inner.out_descs.size() &&
             (d.dtype != inner.out_descs[o].dtype || d.shape != inner.out_descs[o].shape))
           throw std::logic_error(fmt::format("fused op '{}': body op {} ('{}') gave output {} as {} {}, its inference {} {}",
                                              a.op_name, k, f.name, o, graph::dtype_name(d.dtype), graph::shape_str(d.shape),
@@ -155,13 +157,12 @@ class FusedKernel final : public Kernel {
     OpWork w;
     std::map<std::int32_t, graph::TensorDesc> descs = input_descs(c);
     double vector_cost = 0;
-    const auto* body = static_cast<const FusedBody*>(c.state);  // null: not prepared
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
-      InnerOp built;
-      if (!body) built = make_inner(a, c.op, k, descs);
-      const InnerOp& inner = body ? body->inner[k] : built;
-      const Kernel& kern = body ? *body->kernels[k] : KernelRegistry::instance().get(f.type);
+      BodyOp scratch;
+      const BodyOp& b = body_op(c, k, descs, scratch);
+      const InnerOp& inner = b.inner;
+      const Kernel& kern = *b.kernel;
       // Shapes only: op inputs as loaded, placeholder tensors for the intermediates' descs.
       std::vector<graph::Tensor> shapes;
       std::vector<const graph::Tensor*> ins;
@@ -189,8 +190,7 @@ class FusedKernel final : public Kernel {
         w.gemms.push_back(g);
       }
       w.flops += iw.flops;
-      const bool cube = body ? body->cube[k] : kern.uses_cube(inner.args);
-      vector_cost += static_cast<double>(iw.vector_elems) * (cube ? 1.0 : iw.vector_passes);
+      vector_cost += static_cast<double>(iw.vector_elems) * (b.cube ? 1.0 : iw.vector_passes);
       for (std::size_t o = 0; o < f.outputs.size() && o < inner.out_descs.size(); ++o)
         descs[f.outputs[o]] = inner.out_descs[o];
     }
@@ -219,6 +219,24 @@ class FusedKernel final : public Kernel {
       if (t && (t->dtype() == graph::DType::F16 || t->dtype() == graph::DType::BF16 || t->dtype() == graph::DType::F32))
         return t->dtype();
     return graph::DType::F32;
+  }
+
+  /// Body op k: the prepared one (KernelCall::state), or, for a call that was not prepared, one
+  /// built into `scratch` from `descs`.
+  static const BodyOp& body_op(const KernelCall& c, std::size_t k, const std::map<std::int32_t, graph::TensorDesc>& descs,
+                               BodyOp& scratch) {
+    if (c.state) return static_cast<const FusedBody*>(c.state)->ops[k];
+    scratch = make_body_op(c.args, c.op, k, descs);
+    return scratch;
+  }
+
+  static BodyOp make_body_op(const spec::OpArgs& a, const graph::Op& op, std::size_t k,
+                             const std::map<std::int32_t, graph::TensorDesc>& descs) {
+    BodyOp b;
+    b.inner = make_inner(a, op, k, descs);
+    b.kernel = &KernelRegistry::instance().get(a.fused_body[k].type);
+    b.cube = b.kernel->uses_cube(b.inner.args);
+    return b;
   }
 
   /// Builds body op k with output descs from shape inference over `descs` (intermediates F32).
