@@ -140,8 +140,13 @@ DumpWriter::DumpWriter(fs::path dir, OutputOptions opts, std::uint32_t rank)
 
 const DumpEntry& DumpWriter::add_entry(DumpEntry meta) {
   meta.rank = rank_;
-  entries_.push_back(std::move(meta));
-  return entries_.back();
+  reserve_entry();
+  pending_.push_back(std::move(meta));
+  return pending_.back();
+}
+
+void DumpWriter::reserve_entry() {
+  if (pending_.size() >= kFlushEntries) write_manifest();
 }
 
 const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t) {
@@ -188,35 +193,66 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
   bytes_ += bytes.size();
   raw_bytes_ += meta.raw_bytes;
   last_[key] = {std::move(stored), name};
-  entries_.push_back(std::move(meta));
-  return entries_.back();
+  reserve_entry();
+  pending_.push_back(std::move(meta));
+  return pending_.back();
 }
 
-void DumpWriter::write_manifest() const {
-  // Only the entries added since the last call are serialized (see the constructor).
-  for (; manifest_.serialized < entries_.size(); ++manifest_.serialized) {
-    const std::string e = manifest_line(entries_[manifest_.serialized]);
-    if (manifest_.serialized > 0) {
+void DumpWriter::write_manifest() {
+  if (pending_.empty() && manifest_.written) return;  // the file already says all of it
+  // Only the entries added since the last call are serialized (see the constructor); the lines
+  // of the earlier ones are copied from the previous file.
+  std::string fresh;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    const std::string e = manifest_line(pending_[i]);
+    if (written_ + i > 0) {
       manifest_.crc.process_byte(',');
-      manifest_.lines += ",\n";
+      fresh += ",\n";
     }
     manifest_.crc.process_bytes(e.data(), e.size());
-    manifest_.lines += "  ";
-    manifest_.lines += e;
+    fresh += "  ";
+    fresh += e;
   }
   boost::crc_32_type crc = manifest_.crc;
   const std::string suffix = fmt::format(R"(],"format_version":1,"rank":{}}})", rank_);
   crc.process_bytes(suffix.data(), suffix.size());
   // The file: one entry per line.
-  std::string s = fmt::format("{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [",
-                              manifest_.compression, manifest_.delta);
-  if (!entries_.empty()) {
-    s += '\n';
-    s += manifest_.lines;
-    s += "\n ";
+  const std::string head = fmt::format(
+      "{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [", manifest_.compression,
+      manifest_.delta);
+  const std::string tail =
+      fmt::format("],\n \"format_version\": 1,\n \"manifest_crc32\": \"{:08x}\",\n \"rank\": {}\n}}\n", crc.checksum(), rank_);
+  const fs::path path = dir_ / "dump.json";
+  if (manifest_.lines_bytes == 0) {
+    std::string s = head;
+    if (!fresh.empty()) s += '\n' + fresh + "\n ";
+    s += tail;
+    write_file_atomic(path, std::as_bytes(std::span(s.data(), s.size())));
+  } else {
+    // A copy of the file (made by the kernel), its tail overwritten by the new lines and the new
+    // checksum, renamed into place: the reader sees the old manifest or the new one.
+    fs::path tmp = path;
+    tmp += ".tmp";
+    fs::copy_file(path, tmp, fs::copy_options::overwrite_existing);
+    const std::uint64_t end = manifest_.lines_at + manifest_.lines_bytes;
+    if (fs::file_size(tmp) < end)
+      throw std::runtime_error(fmt::format("{}: shorter than the {} bytes of entries written to it (changed during the run?)",
+                                           path.string(), end));
+    {
+      std::fstream out(tmp, std::ios::binary | std::ios::in | std::ios::out);
+      out.seekp(static_cast<std::streamoff>(end));
+      out << fresh << "\n " << tail;
+      out.flush();
+      if (!out) throw std::runtime_error(fmt::format("write to {} failed", tmp.string()));
+    }
+    fs::resize_file(tmp, end + fresh.size() + 2 + tail.size());
+    fs::rename(tmp, path);
   }
-  s += fmt::format("],\n \"format_version\": 1,\n \"manifest_crc32\": \"{:08x}\",\n \"rank\": {}\n}}\n", crc.checksum(), rank_);
-  write_file_atomic(dir_ / "dump.json", std::as_bytes(std::span(s.data(), s.size())));
+  manifest_.lines_at = head.size() + 1;
+  manifest_.lines_bytes += fresh.size();
+  written_ += pending_.size();
+  pending_.clear();
+  manifest_.written = true;
 }
 
 std::string manifest_checksum(const nlohmann::json& manifest) {

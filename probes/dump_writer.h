@@ -66,14 +66,19 @@ class DumpWriter {
   /// the statistics when `meta` has none, filled in here). Returns the entry.
   const DumpEntry& write_tensor(DumpEntry meta, const graph::Tensor& t);
   /// Adds an entry without a file (statistics / hash captures). Returned references are valid
-  /// until the next write_tensor()/add_entry().
+  /// until the next write_tensor()/add_entry()/write_manifest().
   const DumpEntry& add_entry(DumpEntry meta);
   /// Writes dump.json atomically (all entries so far, one per line). Serializes only the entries
-  /// added since the last call (the manifest's checksum is carried over), so a run that writes
-  /// the manifest every step pays per step for that step's entries and one copy of the file.
-  void write_manifest() const;
+  /// added since the last call (the manifest's checksum is carried over); the lines already
+  /// written stay in the file (the new file is a kernel copy of the old one with the new lines
+  /// and checksum written over its tail), so the writer holds no entry once it is in the file:
+  /// memory stays bounded however many steps a run dumps. Called by the writer itself once
+  /// kFlushEntries entries wait (the manifest on disk is then complete up to them).
+  void write_manifest();
+  static constexpr std::size_t kFlushEntries = 2048;
 
-  const std::vector<DumpEntry>& entries() const { return entries_; }
+  /// Entries added so far (in dump.json or waiting for the next write_manifest()).
+  std::uint64_t entry_count() const { return written_ + pending_.size(); }
   const std::filesystem::path& dir() const { return dir_; }
   std::uint64_t files() const { return files_; }
   std::uint64_t bytes_written() const { return bytes_; }
@@ -83,19 +88,24 @@ class DumpWriter {
   std::filesystem::path dir_;
   OutputOptions opts_;
   std::uint32_t rank_;
-  std::vector<DumpEntry> entries_;
+  /// Makes room for one more entry (writes the manifest when kFlushEntries wait).
+  void reserve_entry();
+
+  std::vector<DumpEntry> pending_;  // added, not yet in dump.json
+  std::uint64_t written_ = 0;       // entries in dump.json
   /// (op_id, is_input, index) -> (last tensor, its file) for delta encoding
   std::map<std::tuple<std::uint32_t, bool, std::uint16_t>, std::pair<graph::Tensor, std::string>> last_;
   std::uint64_t files_ = 0, bytes_ = 0, raw_bytes_ = 0;
-  /// What write_manifest() has serialized so far: the entries' lines of the file and the CRC-32 of
-  /// the compact text up to the last of them; the header values as JSON text.
+  /// What write_manifest() has written so far: where the entries' lines are in dump.json (they
+  /// are copied from there into the next one) and the CRC-32 of the compact text up to the last
+  /// of them; the header values as JSON text.
   struct ManifestText {
     std::string compression, delta;
-    std::size_t serialized = 0;
-    std::string lines;
+    std::uint64_t lines_at = 0, lines_bytes = 0;
+    bool written = false;  // dump.json exists
     boost::crc_32_type crc;
   };
-  mutable ManifestText manifest_;
+  ManifestText manifest_;
 };
 
 /// Writes `bytes` to `path` atomically (tmp file in the same directory + rename).

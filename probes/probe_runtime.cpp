@@ -409,7 +409,7 @@ RuntimeReport ProbeRuntime::report() const {
   if (s.drain) r.capture = s.drain->accounting();
   r.counters = s.counters;
   if (s.dumps) {
-    r.dumps = s.dumps->entries();
+    r.dump_entries = s.dumps->entry_count();
     r.dump_files = s.dumps->files();
     r.dump_bytes = s.dumps->bytes_written();
     r.dump_raw_bytes = s.dumps->raw_bytes();

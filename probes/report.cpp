@@ -45,7 +45,7 @@ nlohmann::json RuntimeReport::to_json() const {
     j["steps"].push_back({{"step", s.step}, {"float_status", s.float_status}, {"records", s.records}, {"anomalies", s.anomalies}});
   j["capture"] = probes::to_json(capture);
   j["counters"] = counters;
-  j["dumps"] = {{"files", dump_files}, {"bytes", dump_bytes}, {"raw_bytes", dump_raw_bytes}, {"entries", dumps.size()}};
+  j["dumps"] = {{"files", dump_files}, {"bytes", dump_bytes}, {"raw_bytes", dump_raw_bytes}, {"entries", dump_entries}};
   j["comparisons"] = arr(comparisons);
   j["first_divergence"] = first_divergence ? probes::to_json(*first_divergence) : nlohmann::json(nullptr);
   j["diagnosis"] = arr(diagnosis);

@@ -57,7 +57,7 @@ struct RuntimeReport {
   CaptureAccounting capture;
   std::map<std::string, std::uint64_t> counters;  // overflow_count, ..., anomaly_count
   std::uint64_t dump_files = 0, dump_bytes = 0, dump_raw_bytes = 0;
-  std::vector<DumpEntry> dumps;                    // the manifest entries
+  std::uint64_t dump_entries = 0;                  // entries of the manifest (dump.json)
   std::vector<OpComparison> comparisons;
   std::optional<OpComparison> first_divergence;
   std::vector<Candidate> diagnosis;                // this rank's evidence only

@@ -81,7 +81,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IntegrityViolation, rank, tensor, writer_op, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RewindRequest, step, rank, by, expression, watch_point, op, tensor, full, all_ops,
                                    then_continue, ops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RuntimeReport, rank, anomalies, triggers, rules_fired, breakpoints, steps, capture,
-                                   counters, dump_files, dump_bytes, dump_raw_bytes, dumps, comparisons,
+                                   counters, dump_files, dump_bytes, dump_raw_bytes, dump_entries, comparisons,
                                    first_divergence, diagnosis, observations, step_evidence, enabled_kinds,
                                    first_step, replays, integrity, fingerprint, stop_requested, rewinds, warnings)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SyncSample, rank, step, group, op, order, tensor, is_input, index, hash, stats, data)

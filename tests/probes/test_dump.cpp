@@ -1,5 +1,7 @@
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -32,6 +34,11 @@ nlohmann::json manifest(const fs::path& dir) {
   return nlohmann::json::parse(in);
 }
 
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 bool no_tmp_files(const fs::path& dir) {
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().extension() == ".tmp") return false;
@@ -44,7 +51,7 @@ TEST(Dump, NpyFilesAndManifest) {
   auto dir = temp_dir("dump_plain");
   DumpWriter w(dir, {}, 2);
   auto t = f16({2, 3}, {1, -2, 3.5f, 0, 65504, -0.25f});
-  const DumpEntry e = w.write_tensor(meta("layer1/fc1", 4), t);  // a copy: entries() grows
+  const DumpEntry e = w.write_tensor(meta("layer1/fc1", 4), t);  // a copy: the writer may flush its entries
   EXPECT_EQ(e.file, "step4/layer1.fc1.out0.npy");
   EXPECT_EQ(e.rank, 2u);
   ASSERT_TRUE(e.stats);
@@ -159,13 +166,64 @@ TEST(Dump, ManifestWrittenStepByStepEqualsOneWrittenAtOnce) {
       steps.write_manifest();
       const auto j = manifest(dir_steps);
       EXPECT_NO_THROW(probes::check_manifest(j, fmt::format("step {}", step)));
-      EXPECT_EQ(j["entries"].size(), steps.entries().size());
+      EXPECT_EQ(j["entries"].size(), steps.entry_count());
     }
     once.write_manifest();
     EXPECT_EQ(manifest(dir_steps), manifest(dir_once));
+    EXPECT_EQ(read_text(dir_steps / "dump.json"), read_text(dir_once / "dump.json"));
     // an edit anywhere, here in the first entry, breaks the carried-over checksum
     auto j = manifest(dir_steps);
     j["entries"][0]["step"] = 7;
     EXPECT_THROW(probes::check_manifest(j, "edited"), probes::DumpError);
   }
+}
+
+TEST(Dump, ManyEntriesGoToTheManifestInsteadOfStayingInMemory) {
+  // A long run: once kFlushEntries entries wait, the writer writes them to dump.json itself (a
+  // complete manifest of everything so far) and keeps none of them; the lines already in the
+  // file are copied from it into the next one. The final file equals one written by a writer
+  // whose every entry was written at once.
+  constexpr std::size_t kFlush = DumpWriter::kFlushEntries;
+  auto dir = temp_dir("dump_flush");
+  DumpWriter w(dir, {}, 5);
+  auto entry = [](std::size_t i) {
+    DumpEntry e = meta(fmt::format("layer{}/fc", i % 7).c_str(), static_cast<std::uint32_t>(i / 7));
+    e.payload = "statistics";
+    e.stats = spec::CaptureStats{};
+    e.stats->mean = 0.25 * static_cast<double>(i);
+    e.stats->count = i;
+    return e;
+  };
+  const std::size_t total = 2 * kFlush + kFlush / 2 + 3;
+  for (std::size_t i = 0; i < kFlush; ++i) w.add_entry(entry(i));
+  EXPECT_FALSE(fs::exists(dir / "dump.json"));  // nothing flushed before the limit
+  w.add_entry(entry(kFlush));
+  ASSERT_TRUE(fs::exists(dir / "dump.json"));
+  EXPECT_EQ(manifest(dir)["entries"].size(), kFlush);
+  EXPECT_NO_THROW(probes::check_manifest(manifest(dir), "first flush"));
+  for (std::size_t i = kFlush + 1; i < total; ++i) w.add_entry(entry(i));
+  EXPECT_EQ(manifest(dir)["entries"].size(), 2 * kFlush);
+  EXPECT_EQ(w.entry_count(), total);
+  w.write_manifest();
+  const auto j = manifest(dir);
+  EXPECT_NO_THROW(probes::check_manifest(j, "final"));
+  ASSERT_EQ(j["entries"].size(), total);
+  for (std::size_t i = 0; i < total; i += 97) {
+    EXPECT_EQ(j["entries"][i]["statistics"]["count"], i);
+    EXPECT_EQ(j["entries"][i]["step"], i / 7);
+    EXPECT_EQ(j["entries"][i]["rank"], 5);
+  }
+  // the same entries serialized in one go (no flush in between) give the same bytes
+  std::string lines;
+  for (std::size_t i = 0; i < total; ++i) lines += (i ? ",\n  " : "  ") + probes::manifest_line([&] {
+    DumpEntry e = entry(i);
+    e.rank = 5;
+    return e;
+  }());
+  const std::string text = read_text(dir / "dump.json");
+  EXPECT_NE(text.find(lines), std::string::npos);
+  // a second write with nothing new leaves the file as it is
+  w.write_manifest();
+  EXPECT_EQ(read_text(dir / "dump.json"), text);
+  EXPECT_TRUE(no_tmp_files(dir));
 }

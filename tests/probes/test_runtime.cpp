@@ -76,18 +76,20 @@ TEST(Runtime, StatisticsOnEveryOpAreDrainedAccountedAndManifested) {
 TEST(Runtime, StatisticsAsTasksAndPerStepDrainGiveTheSameStatistics) {
   // The same statistics three ways: in-kernel (default), as Capture tasks, and drained every step.
   auto run = [](const char* name, const char* capture) {
+    const auto out = temp_dir(name);
     MiniExecutor ex(mlp(), ProbeConfig::from_string(std::string("watch_points: [\"*\"]\ncapture: ") + capture + "\n"),
-                    temp_dir(name));
+                    out);
     for (std::uint32_t step = 0; step < 2; ++step) {
       ex.place_step(feeds(0.2f * static_cast<float>(step + 1)));
       ex.run_step(step);
     }
     ex.rt->finish();
-    return std::make_pair(ex.rt->report(), std::array<std::uint64_t, 2>{ex.probe_tasks, ex.in_kernel});
+    return std::make_tuple(ex.rt->report(), std::array<std::uint64_t, 2>{ex.probe_tasks, ex.in_kernel},
+                           read_json(out / "dump" / "rank0" / "dump.json")["entries"]);
   };
-  const auto [kernel, kc] = run("rt_stats_kernel", "{}");
-  const auto [tasks, tc] = run("rt_stats_tasks", "{in_kernel_statistics: false}");
-  const auto [step, sc] = run("rt_stats_step", "{drain: step}");
+  const auto [kernel, kc, kd] = run("rt_stats_kernel", "{}");
+  const auto [tasks, tc, td] = run("rt_stats_tasks", "{in_kernel_statistics: false}");
+  const auto [step, sc, sd] = run("rt_stats_step", "{drain: step}");
   EXPECT_EQ(kc, (std::array<std::uint64_t, 2>{0, 10}));
   EXPECT_EQ(tc, (std::array<std::uint64_t, 2>{10, 0}));
   EXPECT_EQ(sc, (std::array<std::uint64_t, 2>{0, 10}));
@@ -95,19 +97,22 @@ TEST(Runtime, StatisticsAsTasksAndPerStepDrainGiveTheSameStatistics) {
   EXPECT_EQ(kernel.capture.produced, 12u);
   EXPECT_EQ(tasks.capture.produced, 12u);
   EXPECT_EQ(step.capture.drained, 12u);
-  ASSERT_EQ(kernel.dumps.size(), 10u);
-  ASSERT_EQ(tasks.dumps.size(), 10u);
-  ASSERT_EQ(step.dumps.size(), 10u);
+  EXPECT_EQ(kernel.dump_entries, 10u);
+  EXPECT_EQ(tasks.dump_entries, 10u);
+  EXPECT_EQ(step.dump_entries, 10u);
+  ASSERT_EQ(kd.size(), 10u);
+  ASSERT_EQ(td.size(), 10u);
+  ASSERT_EQ(sd.size(), 10u);
   for (std::size_t i = 0; i < 10; ++i) {
-    const auto& k = kernel.dumps[i];
-    const auto& t = tasks.dumps[i];
-    EXPECT_EQ(k.op, t.op);
-    EXPECT_EQ(k.step, t.step);
-    ASSERT_TRUE(k.stats && t.stats && step.dumps[i].stats);
-    EXPECT_EQ(k.stats->mean, t.stats->mean);
-    EXPECT_EQ(k.stats->l2, t.stats->l2);
-    EXPECT_EQ(k.stats->zero_count, t.stats->zero_count);
-    EXPECT_EQ(k.stats->mean, step.dumps[i].stats->mean);
+    const auto& k = kd[i];
+    const auto& t = td[i];
+    EXPECT_EQ(k["op"], t["op"]);
+    EXPECT_EQ(k["step"], t["step"]);
+    ASSERT_TRUE(k.contains("statistics") && t.contains("statistics") && sd[i].contains("statistics"));
+    EXPECT_EQ(k["statistics"]["mean"], t["statistics"]["mean"]);
+    EXPECT_EQ(k["statistics"]["l2"], t["statistics"]["l2"]);
+    EXPECT_EQ(k["statistics"]["zero_count"], t["statistics"]["zero_count"]);
+    EXPECT_EQ(k["statistics"]["mean"], sd[i]["statistics"]["mean"]);
   }
   EXPECT_EQ(kernel.steps.size(), 2u);
 }
@@ -237,7 +242,9 @@ rules: ["overflow_count > 3 -> enable_verbose"]
   EXPECT_EQ(rep.counters.at("overflow_count"), 4u);
   EXPECT_EQ(rep.anomalies.size(), 4u);
   std::map<std::uint32_t, std::string> payload_by_step;
-  for (const auto& e : rep.dumps) payload_by_step[e.step] = e.payload;
+  const auto manifest = read_json(out / "dump" / "rank0" / "dump.json");
+  for (const auto& e : manifest["entries"])
+    payload_by_step[e["step"].get<std::uint32_t>()] = e["payload"].get<std::string>();
   EXPECT_EQ(payload_by_step[0], "statistics");
   EXPECT_EQ(payload_by_step[1], "statistics");
   EXPECT_EQ(payload_by_step[2], "full");
@@ -288,8 +295,11 @@ TEST(Runtime, HostConditionFullDumpsTheVanishingTensor) {
   EXPECT_EQ(rep.triggers[0].tensor, "relu1:0");
   EXPECT_EQ(rep.triggers[0].origin, "host");
   ASSERT_EQ(rep.triggers[0].dumped.size(), 1u);
-  ASSERT_EQ(rep.dumps.size(), 1u);  // level: triggered -> only the triggered dump
-  EXPECT_EQ(rep.dumps[0].trigger, "full_dump");
+  ex.rt->finish();
+  EXPECT_EQ(ex.rt->report().dump_entries, 1u);  // level: triggered -> only the triggered dump
+  const auto entries = read_json(out / "dump" / "rank0" / "dump.json")["entries"];
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["trigger"], "full_dump");
   auto t = graph::read_npy((out / "dump" / "rank0" / rep.triggers[0].dumped[0]).string());
   EXPECT_EQ(t.to_f32(), std::vector<float>(16, 0.0f));  // 1e-9 underflows to zero in FP16
 }
