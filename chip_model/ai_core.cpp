@@ -331,7 +331,7 @@ void AiCore::execute(TaskContext& ctx) {
     d[spec::kPmuL2ReadBytes] = rec.l2_read_bytes;
     d[spec::kPmuCubeFlops] = rec.flops;
     d[spec::kPmuHbmStall] = rec.hbm_stall_cycles;
-    svc_.pmu->add(r.end_ps, d);
+    svc_.pmu->add(r.end_ps, d, ChipClock::to_ps(sc_core::sc_time_stamp()));
   }
   records_.push_back(std::move(rec));
   account_cores(ctx, r);

@@ -2,13 +2,16 @@
 
 namespace probelab::chip {
 
-void PerfMonitor::add(std::uint64_t done_ps, const Counters& delta) { pending_.emplace(done_ps, delta); }
+void PerfMonitor::add(std::uint64_t done_ps, const Counters& delta, std::uint64_t now_ps) {
+  fold(now_ps);
+  pending_.emplace(done_ps, delta);
+}
 
-void PerfMonitor::add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount) {
+void PerfMonitor::add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount, std::uint64_t now_ps) {
   if (amount == 0) return;
   Counters d{};
   d[counter] = amount;
-  add(done_ps, d);
+  add(done_ps, d, now_ps);
 }
 
 void PerfMonitor::fold(std::uint64_t now_ps) {

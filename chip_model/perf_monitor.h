@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 
@@ -16,10 +17,15 @@ class PerfMonitor {
  public:
   using Counters = std::array<std::uint64_t, spec::kPmuCounters>;
 
-  /// Adds `delta` (kPmuCycle ignored) to the counters once time reaches `done_ps`.
-  void add(std::uint64_t done_ps, const Counters& delta);
-  /// Adds `amount` to one counter at `done_ps`.
-  void add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount);
+  /// Adds `delta` (kPmuCycle ignored) to the counters once time reaches `done_ps`. `now_ps` is
+  /// the simulation kernel's time: no register access comes earlier any more, so the work done
+  /// by then is folded into the totals (what waits is only the work still in flight: memory
+  /// stays bounded however long the run).
+  void add(std::uint64_t done_ps, const Counters& delta, std::uint64_t now_ps);
+  /// Adds `amount` to one counter at `done_ps` (`now_ps` as above).
+  void add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount, std::uint64_t now_ps);
+  /// Work added and not yet folded into the totals.
+  std::size_t in_flight() const { return pending_.size(); }
   /// Counters as of `now_ps` (kPmuCycle is the caller's to fill).
   Counters at(std::uint64_t now_ps);
   /// Register access. `cycle` is the device cycle of the access, `capture_stall` the capture

@@ -273,16 +273,17 @@ void StreamEngine::count_task(std::uint32_t s, const spec::TaskDescriptor& task,
   task_records_.push_back({task.kind, task.op_id, task.task_id, task.step, s, svc_.clock.cycle_at(fetch),
                            svc_.clock.cycle_at(start), svc_.clock.cycle_at(end)});
   if (!svc_.pmu) return;
-  const std::uint64_t end_ps = ChipClock::to_ps(end);
-  svc_.pmu->add(ChipClock::to_ps(start), spec::kPmuDispatch, svc_.clock.ps_to_cycles(ChipClock::to_ps(start - fetch)));
+  const std::uint64_t end_ps = ChipClock::to_ps(end), now_ps = ChipClock::to_ps(sc_core::sc_time_stamp());
+  svc_.pmu->add(ChipClock::to_ps(start), spec::kPmuDispatch, svc_.clock.ps_to_cycles(ChipClock::to_ps(start - fetch)),
+                now_ps);
   const std::uint64_t dur = svc_.clock.ps_to_cycles(ChipClock::to_ps(end - start));
   if (task.kind == spec::TaskKind::Collective) {
     PerfMonitor::Counters d{};
     d[spec::kPmuCollectiveOps] = 1;
     d[spec::kPmuCollectiveCycles] = dur;
-    svc_.pmu->add(end_ps, d);
+    svc_.pmu->add(end_ps, d, now_ps);
   } else if (task.kind == spec::TaskKind::EventWait) {
-    svc_.pmu->add(end_ps, spec::kPmuEventWait, dur);
+    svc_.pmu->add(end_ps, spec::kPmuEventWait, dur, now_ps);
   }
 }
 

@@ -4,10 +4,12 @@
 // would; one design per TEST.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tests/chip_model/ai_core_test_util.h"
 #include "tests/chip_model/kernel_test_util.h"
+#include "chip_model/perf_monitor.h"
 
 namespace pc = probelab::chip;
 namespace pg = probelab::graph;
@@ -139,4 +141,25 @@ TEST(PerfCounters, CountOnlyWorkDoneByTheReadAndClear) {
   EXPECT_EQ(end_ops, 1u);
   EXPECT_EQ(cleared_ops, 0u);
   EXPECT_GT(cleared_cycle, 20000u);  // the cycle counter is not cleared
+}
+
+TEST(PerfMonitor, WorkDoneByTheKernelTimeIsFoldedAndReadsSeeTheSameTotals) {
+  // A long run adds work for every op; what was done by the kernel's time is folded into the
+  // totals at once, so only the work in flight waits (before, every add waited for the next
+  // register read: unbounded with no PMU reader). Reads see exactly what a monitor that folds
+  // nothing early sees.
+  pc::PerfMonitor folding, lazy;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    const std::uint64_t done = i * 10 + 25;  // each unit of work ends 25 ps after it is added
+    folding.add(done, ps::kPmuKernelOps, 1, i * 10);
+    lazy.add(done, ps::kPmuKernelOps, 1, 0);
+    EXPECT_LE(folding.in_flight(), 3u);
+  }
+  EXPECT_EQ(lazy.in_flight(), 1000u);
+  for (std::uint64_t t : {9990u, 9999u, 10014u, 10015u, 10024u, 20000u}) {
+    const auto a = folding.at(t), b = lazy.at(t);
+    EXPECT_EQ(a, b) << "at " << t;
+    EXPECT_EQ(a[ps::kPmuKernelOps], std::min<std::uint64_t>(1000, (t - 25) / 10 + 1)) << "at " << t;
+  }
+  EXPECT_EQ(folding.in_flight(), 0u);
 }
