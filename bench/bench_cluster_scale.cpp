@@ -9,6 +9,8 @@
 //  - BM_RankScalingFit: per B, least-squares growth exponents of step time and of peak RSS against
 //    the rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
 //    <= 40) and the 256-rank peak RSS (target < 4 GB).
+//  - BM_StepMemory: peak RSS of the whole `probelab run` of the 8-rank job at 50 and 400 steps,
+//    and what each further rank-step adds.
 //  - BM_MpiPartitions/<K>/<R>: `mpirun --oversubscribe -np K probelab run --no-baseline
 //    --no-trace` of an R-rank job (R/8 servers; the simulation alone: no probe-off run, no
 //    timeline); wall time and efficiency T1 / (K T_K). On a machine with fewer cores than K the
@@ -160,8 +162,13 @@ BENCHMARK(BM_RankScalingFit)->Iterations(1);
 
 fs::path probelab_binary() { return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "probelab"; }
 
-// Wall seconds and user+system CPU seconds of one shell command (with every process it waited for).
-std::pair<double, double> run_command(const std::string& cmd) {
+struct CommandCost {
+  double wall = 0, cpu = 0, max_rss_mb = 0;
+};
+
+// Wall seconds, user+system CPU seconds and the largest peak RSS of one shell command (with every
+// process it waited for).
+CommandCost run_command(const std::string& cmd) {
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -175,8 +182,37 @@ std::pair<double, double> run_command(const std::string& cmd) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("failed: " + cmd);
   const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                      1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  return {wall, cpu};
+  return {wall, cpu, static_cast<double>(ru.ru_maxrss) / 1024.0};
 }
+
+// Memory against the number of steps: the whole `probelab run` (simulation child and the parent
+// that writes the report) of the 8-rank job at 50 and at 400 steps, largest peak RSS of its
+// processes; KB per rank-step is what a longer run adds (what the report keeps per step and rank,
+// and whatever else grows).
+void BM_StepMemory(benchmark::State& state) {
+  constexpr int kRanks = 8, kShort = 50, kLong = 400;
+  std::map<int, CommandCost> cost;
+  for (auto _ : state) {
+    for (int steps : {kShort, kLong}) {
+      const fs::path file = bench::write_scenario(job_yaml(kRanks, steps), fmt::format("steps{}", steps), "bench_cluster.yaml");
+      const fs::path out = scratch(fmt::format("steps_out{}", steps));
+      cost[steps] = run_command(fmt::format("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 {} run {} --out {} --no-baseline --no-trace "
+                                            ">/dev/null 2>&1",
+                                            probelab_binary().string(), file.string(), out.string()));
+      std::error_code ec;
+      fs::remove_all(file.parent_path(), ec);
+      fs::remove_all(out, ec);
+    }
+    const double kb = (cost[kLong].max_rss_mb - cost[kShort].max_rss_mb) * 1024 / ((kLong - kShort) * kRanks);
+    state.SetIterationTime(cost[kLong].cpu);
+    state.counters["peak_rss_mb_short"] = cost[kShort].max_rss_mb;
+    state.counters["peak_rss_mb_long"] = cost[kLong].max_rss_mb;
+    state.counters["kb_per_rank_step"] = kb;
+    fmt::print(stderr, "[steps] {} ranks: peak RSS {:.0f} MB at {} steps, {:.0f} MB at {}: {:.1f} KB per rank-step\n", kRanks,
+               cost[kShort].max_rss_mb, kShort, cost[kLong].max_rss_mb, kLong, kb);
+  }
+}
+BENCHMARK(BM_StepMemory)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 std::map<int, double>& mpi_walls() {
   static std::map<int, double> w;
@@ -197,7 +233,7 @@ void BM_MpiPartitions(benchmark::State& state) {
       "--no-baseline --no-trace >/dev/null 2>&1",
       procs, probelab_binary().string(), file.string(), out.string());
   for (auto _ : state) {
-    const auto [wall, cpu] = run_command(cmd);
+    const auto [wall, cpu, rss] = run_command(cmd);
     mpi_walls()[procs * 100000 + ranks] = wall;
     state.SetIterationTime(wall);
     state.counters["wall_s"] = wall;
