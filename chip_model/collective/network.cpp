@@ -18,19 +18,23 @@ Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, cons
   links_.reserve(topo.num_links());
   for (std::size_t i = 0; i < topo.num_links(); ++i)
     links_.push_back(std::make_unique<Link>(static_cast<std::uint32_t>(i), topo.link(i)));
-  // With an HCCS full mesh a chip's first links (its HCCS links and its NIC) carry only its own
-  // messages, which it reserves itself; on an HCCS ring a chip's link also carries messages
-  // passing through, so the queued hops must not run ahead of the chip's own sends there.
-  if (!links_.empty() && topo.hccs_mesh()) {
-    lookahead_ps_ = links_.front()->latency_ps();
-    for (const auto& l : links_) lookahead_ps_ = std::min(lookahead_ps_, l->latency_ps());
-  }
+  lookahead_ps_ = cell_ps(topo);
   SC_METHOD(pump);
   sensitive << wake_;
   dont_initialize();
 }
 
 Network::~Network() = default;
+
+std::uint64_t Network::cell_ps(const ClusterTopology& topo) {
+  // With an HCCS full mesh a chip's first links (its HCCS links and its NIC) carry only its own
+  // messages, which it reserves itself; on an HCCS ring a chip's link also carries messages
+  // passing through, so the queued hops must not run ahead of the chip's own sends there.
+  if (topo.num_links() == 0 || !topo.hccs_mesh()) return 0;
+  std::uint64_t l = topo.link(0).latency_ps;
+  for (std::size_t i = 1; i < topo.num_links(); ++i) l = std::min(l, topo.link(i).latency_ps);
+  return l;
+}
 
 void Network::attach(std::uint32_t rank, Receiver* r) { receivers_.at(rank) = r; }
 
@@ -69,9 +73,10 @@ void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
                                        "violated)",
                                        name(), m.src, m.dst, time, now));
   // The earliest pending notification wins (SystemC keeps the earlier of two); pump() renews it.
-  if (!pumping_ && time < wake_ps_) {
-    wake_.notify(ChipClock::from_ps(time - now));
-    wake_ps_ = time;
+  const std::uint64_t wake = std::max(now, cell_start(time));
+  if (!pumping_ && wake < wake_ps_) {
+    wake_.notify(ChipClock::from_ps(wake - now));
+    wake_ps_ = wake;
   }
   Event e{time, m.seq, m.src, 0, m.hop, deliver};
   if (free_.empty()) {
@@ -114,8 +119,8 @@ void Network::onward(Message&& m, std::optional<std::size_t> next_link) {
 void Network::pump() {
   const std::uint64_t now = ChipClock::to_ps(sc_core::sc_time_stamp());
   pump_now_ps_ = now;
-  // Everything before `limit` is processed now (lookahead, above); events at `now` always.
-  const std::uint64_t limit = std::min(horizon_ps_, now + lookahead_ps_);
+  // Everything in the current lookahead cell is processed now (above); events at `now` always.
+  const std::uint64_t limit = std::min(horizon_ps_, cell_start(now) + lookahead_ps_);
   wake_ps_ = ~std::uint64_t{0};
   // Hops and deliveries may queue further events (a delivery runs the receiver's program on);
   // those are notified once, below.
@@ -144,7 +149,7 @@ void Network::pump() {
   }
   pumping_ = false;
   if (!queue_.empty()) {
-    wake_ps_ = queue_.top().time;
+    wake_ps_ = std::max(now, cell_start(queue_.top().time));
     wake_.notify(ChipClock::from_ps(wake_ps_ - now));
   }
 }

@@ -7,7 +7,16 @@
 
 namespace probelab::sim {
 
-std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) {
+std::uint64_t window_end(std::uint64_t next_ps, std::uint64_t lookahead_ps, std::uint64_t cell_ps) {
+  if (next_ps >= kNever - lookahead_ps) return kNever;
+  const std::uint64_t end = next_ps + lookahead_ps;
+  // On a cell boundary at or before next + lookahead (past next: lookahead >= cell).
+  if (cell_ps == 0 || lookahead_ps < cell_ps) return end;
+  return end - end % cell_ps;
+}
+
+std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::uint64_t lookahead_ps,
+                                       std::uint64_t cell_ps) {
   const std::size_t k = reports.size();
   std::vector<WindowGrant> grants(k);
   bool all_done = true, failed = false;
@@ -33,7 +42,7 @@ std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::u
   for (auto& g : grants) {
     g.stop = stop;
     g.end_ps = finish;
-    g.until_ps = next >= kNever - lookahead_ps ? kNever : next + lookahead_ps;
+    g.until_ps = window_end(next, lookahead_ps, cell_ps);
     if (stop && !failed && !all_done)
       g.error = fmt::format("simulation ended before every host program finished (still running:{}){}", running, waiting);
   }

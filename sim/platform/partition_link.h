@@ -51,9 +51,16 @@ class PartitionLink {
 };
 
 /// The coordinator's rule: the grants for one round of reports (indexed by process), given the
-/// lookahead. Messages are routed to their process; the window starts at the earliest `next_ps`
-/// or message time. Stops when every partition's hosts are done (end = latest finish), when one
-/// failed, or when nothing is pending anywhere while a host still runs (a deadlock).
-std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::uint64_t lookahead_ps);
+/// lookahead between partitions and the network's cell (chip::Network: its events are processed
+/// cell by cell). Messages are routed to their process; the window starts at the earliest
+/// `next_ps` or message time and ends at window_end(). Stops when every partition's hosts are done
+/// (end = latest finish), when one failed, or when nothing is pending anywhere while a host still
+/// runs (a deadlock).
+std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::uint64_t lookahead_ps,
+                                       std::uint64_t cell_ps);
+/// End of a window from `next_ps`: the last cell boundary at or before next + lookahead (which
+/// is past next when lookahead >= cell), so that no cell of the network is cut by a window and
+/// each event is processed when one process would process it; next + lookahead without cells.
+std::uint64_t window_end(std::uint64_t next_ps, std::uint64_t lookahead_ps, std::uint64_t cell_ps);
 
 }  // namespace probelab::sim

@@ -54,13 +54,14 @@ class MpiComm final : public PartitionComm {
     return value;
   }
 
-  std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) override {
+  std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps,
+                                    std::uint64_t cell_ps) override {
     // One all-gather of the whole reports (a window's messages are few and small): every rank
     // decides the same windows from the same reports and keeps the messages for its partition.
     std::vector<Bytes> all = allgather(detail::encode_report(reports.at(0)), size_);
     std::vector<WindowReport> decoded;
     for (const auto& b : all) decoded.push_back(detail::decode_report(b));
-    return {decide_window(std::move(decoded), lookahead_ps).at(static_cast<std::size_t>(rank_))};
+    return {decide_window(std::move(decoded), lookahead_ps, cell_ps).at(static_cast<std::size_t>(rank_))};
   }
 
   std::vector<PartitionOutcome> gather(std::vector<PartitionOutcome> local) override {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "chip_model/collective/network.h"
 #include "sim/run/detail/partition_wire.h"
 #include "sim/scenario/bad_input.h"
 
@@ -114,8 +115,9 @@ class LocalComm final : public PartitionComm {
     for (std::uint32_t i = 0; i < n_; ++i) v[i] = i;
     return v;
   }
-  std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) override {
-    return decide_window(std::move(reports), lookahead_ps);
+  std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps,
+                                    std::uint64_t cell_ps) override {
+    return decide_window(std::move(reports), lookahead_ps, cell_ps);
   }
   std::vector<PartitionOutcome> gather(std::vector<PartitionOutcome> local) override { return local; }
   bool writer() const override { return true; }
@@ -160,7 +162,7 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
       if (k.done) r.failed = true;
       reports.push_back(std::move(r));
     }
-    std::vector<WindowGrant> grants = comm.exchange(std::move(reports), lookahead);
+    std::vector<WindowGrant> grants = comm.exchange(std::move(reports), lookahead, chip::Network::cell_ps(topo));
     const bool stop = grants.at(0).stop;
     for (std::size_t i = 0; i < kids.size(); ++i)
       if (!kids[i].done) detail::write_frame(kids[i].fd, 'G', detail::encode_grant(grants[i]));

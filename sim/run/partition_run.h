@@ -43,7 +43,8 @@ class PartitionComm {
   /// The partitions whose children this process runs, ascending.
   virtual std::vector<std::uint32_t> local() const = 0;
   /// One window: the local partitions' reports (in local() order) -> their grants.
-  virtual std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps) = 0;
+  virtual std::vector<WindowGrant> exchange(std::vector<WindowReport> reports, std::uint64_t lookahead_ps,
+                                            std::uint64_t cell_ps) = 0;
   /// The local partitions' outcomes -> every partition's outcome (by partition) on the writer,
   /// nothing elsewhere.
   virtual std::vector<PartitionOutcome> gather(std::vector<PartitionOutcome> local) = 0;
