@@ -251,7 +251,9 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     // One simulation at a time, each over every process of the run.
     opts_.distributed->agree(0);  // the writer cleaned the output directories
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      results[j] = simulate_distributed(request(jobs[j]), *opts_.distributed, opts_.timeout_s);
+      // As text and back, as one process's result file is read: numbers JSON has no text for
+      // (a NaN loss) become null, so the summary and the page say what they say for one process.
+      results[j] = json::parse(simulate_distributed(request(jobs[j]), *opts_.distributed, opts_.timeout_s).dump());
       if (writer()) status_line(j + 1, j);
     }
     if (!writer()) return {};

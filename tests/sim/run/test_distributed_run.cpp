@@ -33,7 +33,7 @@ std::string job(int ranks, const std::string& allreduce, const std::string& extr
 }
 
 void expect_same_outputs(const TempDir& dir, const std::string& a, const std::string& b) {
-  for (const char* f : {"report.json", "trace.json"}) {
+  for (const char* f : {"report.json", "trace.json", "summary.txt", "report.html", "perf_ops.csv"}) {
     const std::string x = test::slurp(dir.path() / a / "job" / f), y = test::slurp(dir.path() / b / "job" / f);
     ASSERT_FALSE(x.empty()) << f;
     EXPECT_TRUE(x == y) << f << " differs between " << a << " and " << b;
@@ -153,7 +153,7 @@ probes:
   ASSERT_EQ(one.code, 0) << one.err << one.out;
   const test::CmdResult two = test::shell(probelab("run job.yaml --no-trace --no-baseline --partitions 2 --out two"), dir);
   ASSERT_EQ(two.code, 0) << two.err << two.out;
-  for (const std::string f : {"report.json", "summary.txt", "dump/rank1/dump.json", "dump/rank2/dump.json"}) {
+  for (const std::string f : {"report.json", "summary.txt", "report.html", "dump/rank1/dump.json", "dump/rank2/dump.json"}) {
     const std::string x = test::slurp(dir.path() / "one" / "job" / f), y2 = test::slurp(dir.path() / "two" / "job" / f);
     ASSERT_FALSE(x.empty()) << f;
     EXPECT_TRUE(x == y2) << f << " differs between one process and two";
