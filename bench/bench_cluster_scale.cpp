@@ -3,9 +3,12 @@
 //    accumulation, statistics probes and the consistency check) at R = 8 .. 256 ranks in one
 //    process, with one AllReduce per parameter (B = 0) or the gradients in one DDP-style bucket
 //    (B = 1, training.allreduce.bucket_mb: 25: 2(R-1) ring messages per rank and step instead of
-//    per parameter). A forked child runs it with 1 and with 3 steps; the host CPU time of a step is the
-//    difference divided by 2 (elaboration and setup left out, reported as `setup_ms`). Counters:
-//    host microseconds per rank-step and the child's peak RSS (getrusage ru_maxrss).
+//    per parameter). A forked child runs it with 1 and with S = 1 + max(2, 512 / R) steps (about
+//    the same number of rank-steps, so that the difference is tens of milliseconds of CPU at every
+//    size, not the 4 ms of two 8-rank steps); the host CPU time of a step is the difference divided
+//    by S - 1 (elaboration and setup left out, reported as `setup_ms`). Counters: host microseconds
+//    per rank-step and the peak RSS (getrusage ru_maxrss) of a child that runs 3 steps (the report
+//    keeps some data per step: a 65-step run holds more than a 3-step one).
 //  - BM_RankScalingFit: per B, least-squares growth exponents of step time and of peak RSS against
 //    the rank count over the runs above (targets <= 1.1 both), the 256-to-8 step-time ratio (target
 //    <= 40) and the 256-rank peak RSS (target < 4 GB).
@@ -100,19 +103,23 @@ void BM_RankScaling(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const bool bucketed = state.range(1) != 0;
   const int reps = ranks <= 32 ? 3 : 1;
+  const int steps = 1 + std::max(2, 512 / ranks);
   const sim::PreparedRun one = prepare(job_yaml(ranks, 1, bucketed));
+  const sim::PreparedRun many = prepare(job_yaml(ranks, steps, bucketed));
   const sim::PreparedRun three = prepare(job_yaml(ranks, 3, bucketed));
   for (auto _ : state) {
-    const ChildCost a = best_of(one, reps), b = best_of(three, reps);
-    const double step_s = std::max(1e-9, (b.cpu_s - a.cpu_s) / 2);
-    points()[bucketed][ranks] = {step_s, b.rss_mb};
+    const ChildCost a = best_of(one, reps), b = best_of(many, reps);
+    const double rss_mb = steps == 3 ? b.rss_mb : best_of(three, 1).rss_mb;
+    const double step_s = std::max(1e-9, (b.cpu_s - a.cpu_s) / (steps - 1));
+    points()[bucketed][ranks] = {step_s, rss_mb};
     state.SetIterationTime(step_s);
     state.counters["us_per_rank_step"] = step_s / ranks * 1e6;
-    state.counters["peak_rss_mb"] = b.rss_mb;
-    state.counters["kb_per_rank"] = b.rss_mb * 1024 / ranks;
+    state.counters["peak_rss_mb"] = rss_mb;
+    state.counters["kb_per_rank"] = rss_mb * 1024 / ranks;
     state.counters["setup_ms"] = (a.cpu_s - step_s) * 1e3;
-    fmt::print(stderr, "[ranks {:>4}{}] step {:.1f} ms host CPU ({:.0f} us per rank-step), peak RSS {:.0f} MB, setup {:.0f} ms\n",
-               ranks, bucketed ? ", bucketed" : "", step_s * 1e3, step_s / ranks * 1e6, b.rss_mb, (a.cpu_s - step_s) * 1e3);
+    fmt::print(stderr, "[ranks {:>4}{}] step {:.1f} ms host CPU ({:.0f} us per rank-step, {} steps), peak RSS {:.0f} MB (3 steps), "
+               "setup {:.0f} ms\n",
+               ranks, bucketed ? ", bucketed" : "", step_s * 1e3, step_s / ranks * 1e6, steps, rss_mb, (a.cpu_s - step_s) * 1e3);
   }
 }
 BENCHMARK(BM_RankScaling)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {0, 1}})
