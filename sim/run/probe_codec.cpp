@@ -73,7 +73,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpComparison, op, op_id, op_type, step, rank,
                                    metrics, pass, reasons, inner, culprit_inner_op, culprit_basis, skipped)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Candidate, op, tensor, inner_op, forward_op, cause, score, step, rank, element,
                                    propagation_path, explains, replay, evidence, suggestion)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EdgeObservation, has_stats, nan_count, inf_count, count, hash, cycle)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EdgeObservation, has_stats, nan_count, inf_count, count, hash, max_abs, l2, min, cycle)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepEvidence, suppressed_kinds)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplayCheck, rank, step, op_id, kind, reproduced, detail)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IntegrityViolation, rank, tensor, writer_op, writer_step, reader_op, reader_step,

@@ -160,6 +160,30 @@ probes:
   }
 }
 
+TEST(DistributedRun, AValueJumpOnTheOtherServerIsDataCorruptionAsInOneProcess) {
+  // The bundled value-jump scenario on two one-chip servers over 2 processes: rank 1's update
+  // writes 40000, rank 1's MatMul overflows on it a step later. The diagnosis needs the captured
+  // magnitudes of the update's edges from the other process (they did not cross the codec once,
+  // and the 2-process run named the MatMul's overflow instead of the update's data corruption).
+  TempDir dir;
+  const std::string scenario = (test::source_root() / "scenarios/diagnosis/value_jump_weight_update.yaml").string();
+  const std::string set = " --set cluster.chips_per_server=1 --no-trace ";
+  const test::CmdResult one = test::shell(probelab("run '" + scenario + "'" + set + "--out one"), dir);
+  ASSERT_EQ(one.code, 0) << one.err << one.out;
+  const test::CmdResult two = test::shell(probelab("run '" + scenario + "'" + set + "--partitions 2 --out two"), dir);
+  ASSERT_EQ(two.code, 0) << two.err << two.out;
+  for (const char* f : {"report.json", "summary.txt", "report.html"}) {
+    const std::string x = test::slurp(dir.path() / "one" / "value_jump_weight_update" / f);
+    const std::string y = test::slurp(dir.path() / "two" / "value_jump_weight_update" / f);
+    ASSERT_FALSE(x.empty()) << f;
+    EXPECT_TRUE(x == y) << f << " differs between one process and two";
+  }
+  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "two" / "value_jump_weight_update" / "report.json"));
+  ASSERT_FALSE(r["diagnosis"].empty());
+  EXPECT_EQ(r["diagnosis"][0]["cause"], "data_corruption") << r["diagnosis"][0].dump();
+  EXPECT_EQ(r["diagnosis"][0]["op"], "fc2/matmul/weight/update");
+}
+
 TEST(DistributedRun, MoreProcessesThanChipsIsOneMessageAndExitTwo) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
   TempDir dir;

@@ -56,5 +56,47 @@ TEST(ProbeCodec, EveryStatisticsFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(out.reports[0].dump_entries, 4321u);
 }
 
+TEST(ProbeCodec, EveryEdgeObservationFieldSurvivesTheRoundTrip) {
+  // A partition's evidence reaches the diagnosis of the whole job through this codec: the
+  // magnitudes of a captured edge are what shows that an update wrote a value its inputs cannot
+  // produce (data corruption, not an overflow of the op that read it). They were left out once,
+  // and a 2-process run blamed the MatMul.
+  probes::EdgeObservation o;
+  o.has_stats = true;
+  o.nan_count = 2;
+  o.inf_count = 3;
+  o.count = 64;
+  o.hash = 0x1234'5678'9abc'def0ull;
+  o.max_abs = 40000.0;
+  o.l2 = 40000.25;
+  o.min = -1.5;
+  o.cycle = 777;
+  probes::RuntimeReport rep;
+  rep.observations[{0, 12, false, 0}] = o;
+  probes::EdgeObservation bare;  // no statistics: the optionals stay empty
+  bare.hash = 9;
+  rep.observations[{1, 12, true, 1}] = bare;
+  ProbeRankResults in;
+  in.reports.push_back(rep);
+  const ProbeRankResults out = decode_probe_results(encode_probe_results(in));
+  ASSERT_EQ(out.reports.size(), 1u);
+  ASSERT_EQ(out.reports[0].observations.size(), 2u);
+  const probes::EdgeObservation& r = out.reports[0].observations.at({0, 12, false, 0});
+  EXPECT_TRUE(r.has_stats);
+  EXPECT_EQ(r.nan_count, 2u);
+  EXPECT_EQ(r.inf_count, 3u);
+  EXPECT_EQ(r.count, 64u);
+  EXPECT_EQ(r.hash, o.hash);
+  EXPECT_EQ(r.max_abs, o.max_abs);
+  EXPECT_EQ(r.l2, o.l2);
+  EXPECT_EQ(r.min, o.min);
+  EXPECT_EQ(r.cycle, 777u);
+  const probes::EdgeObservation& b = out.reports[0].observations.at({1, 12, true, 1});
+  EXPECT_FALSE(b.max_abs.has_value());
+  EXPECT_FALSE(b.l2.has_value());
+  EXPECT_FALSE(b.min.has_value());
+  EXPECT_EQ(b.hash, std::optional<std::uint64_t>(9));
+}
+
 }  // namespace
 }  // namespace probelab::sim
