@@ -63,9 +63,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepSummary, step, float_status, records, ano
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CaptureAccounting, produced, dropped, drained, corrupt, seq_gaps, seq_reorders, buffers,
                                    bytes, device_bytes, stall_cycles, bytes_skipped, errors, oversize,
                                    oversize_max_bytes, lost_in_corrupt_regions)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DumpEntry, op, tensor, op_id, is_input, index, step, rank, dtype, shape, format,
-                                   source_format, payload, stats, hash, file, encoding, delta_base, compressed, crc32,
-                                   data_crc32, file_bytes, raw_bytes, trigger)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Metrics, count, cosine, max_abs_err, max_rel_err, mean_rel_err, rmse, max_ulp, mean_ulp,
                                    within_0_1pct, within_0_5pct, nonfinite_mismatch, worst_element)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InnerComparison, op, type, tensor, basis, metrics, pass, reasons)
