@@ -13,20 +13,21 @@
 // receives it through inject() before its kernel reaches that time. With one partition every hop
 // is local. Same messages, same order, same times either way.
 //
-// Lookahead: a sender's engine can only add an event at least the smallest link latency L after
+// Lookahead: a sender's engine can only add an event at least the smallest link latency after
 // its own time (the first link is its own and reserved at once; the next event is when the head
 // leaves it), and with an HCCS full mesh no queued hop uses a first link (on an HCCS ring, where
-// chips forward each other's messages, L = 0). So simulated time is cut into cells [kL, (k+1)L),
-// and the network processes every event of cell k at time kL, in (time, sender, sequence)
-// order: an event of cell k is created at the latest at kL (by a send at most L before it, or by
-// an event of an earlier cell), and what cell k's events create falls in a later cell. Shared links
-// see the same order of transfers, with one kernel activation per cell instead of one per
-// distinct arrival time. A delivery processed ahead of its time runs the receiver's program on
-// from that time (the receiver's clock is explicit, collective_execution.h); the receiver's thread
-// resumes at the arrival. The time an event is processed at depends on its own time alone, not on
-// which other events share the network: a partition that holds a part of the chips processes each
-// of its events when the whole job in one process would (the receiver's HBM sees the same order
-// of accesses), provided its windows end on cell boundaries (set_horizon()).
+// chips forward each other's messages, there is no lookahead). So simulated time is cut into
+// cells [kL, (k+1)L), L at most that latency (cell_ps()), and the network processes every event
+// of cell k at time kL, in (time, sender, sequence) order: an event of cell k exists by kL (it
+// was created at least L before its time, by a send or by an event of an earlier cell), and what
+// cell k's events create falls in a later cell. Shared links see the same order of transfers,
+// with one kernel activation per cell instead of one per distinct arrival time. A delivery
+// processed ahead of its time runs the receiver's program on from that time (the receiver's clock
+// is explicit, collective_execution.h); the receiver's thread resumes at the arrival. The time an
+// event is processed at depends on its own time alone, not on which other events share the
+// network: a partition that holds a part of the chips processes each of its events when the
+// whole job in one process would (the receiver's HBM sees the same order of accesses), provided
+// its windows end on cell boundaries (set_horizon()).
 //
 // Trace: one span per link and collective (link.h), on the link owner's timeline.
 #pragma once
@@ -83,9 +84,11 @@ class Network : public sc_core::sc_module {
   /// partitions arrive between windows); a multiple of lookahead_ps() (a cell boundary), else
   /// a cell is cut and the run differs from one process. Default: no horizon.
   void set_horizon(std::uint64_t ps) { horizon_ps_ = ps; }
-  /// The smallest link latency: the length of a cell (above), 0 without lookahead.
+  /// How far ahead of its time the network processes an event: the length of a cell (above,
+  /// cell_ps()), 0 without lookahead.
   std::uint64_t lookahead_ps() const { return lookahead_ps_; }
-  /// The lookahead (cell length) of a network on `topo`.
+  /// The cell length of a network on `topo`: at most its smallest link latency (0 on an HCCS
+  /// ring), and a divisor of the latency of the links between servers when one exists.
   static std::uint64_t cell_ps(const ClusterTopology& topo);
   /// Start of the cell that holds `t` (t itself without lookahead).
   std::uint64_t cell_start(std::uint64_t t) const { return lookahead_ps_ == 0 ? t : t - t % lookahead_ps_; }
