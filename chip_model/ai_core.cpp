@@ -31,6 +31,14 @@ class HbmMemory final : public kernels::KernelMemory {
   explicit HbmMemory(Hbm& hbm) : hbm_(hbm) {}
   void read(std::uint64_t addr, std::span<std::byte> dst) override { hbm_.debug_read(addr, dst); }
   void write(std::uint64_t addr, std::span<const std::byte> src) override { hbm_.debug_write(addr, src); }
+  std::optional<num::ScanReport> scanned(std::uint64_t addr, std::uint64_t len,
+                                         const graph::TensorDesc& stored) const override {
+    return hbm_.scans().find(addr, len, stored);
+  }
+  void note_scanned(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& stored,
+                    const num::ScanReport& scan) override {
+    hbm_.scans().note(addr, len, stored, scan);
+  }
 
  private:
   Hbm& hbm_;

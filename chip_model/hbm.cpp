@@ -89,6 +89,7 @@ void Hbm::copy_out(std::uint64_t addr, std::span<std::byte> dst) const {
 }
 
 void Hbm::copy_in(std::uint64_t addr, std::span<const std::byte> src) {
+  scans_.forget(addr, src.size());
   std::size_t done = 0;
   while (done < src.size()) {
     const std::uint64_t a = addr + done;

@@ -33,6 +33,7 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "chip_model/chip_config.h"
+#include "chip_model/scan_memo.h"
 
 namespace probelab::chip {
 
@@ -105,6 +106,10 @@ class Hbm : public sc_core::sc_module {
   };
   const L2Stats& l2_stats(HbmClient c) const { return l2_stats_[static_cast<int>(c)]; }
 
+  /// Scans of stored tensors, forgotten by every write over them (scan_memo.h).
+  ScanMemo& scans() { return scans_; }
+  const ScanMemo& scans() const { return scans_; }
+
   // ---- zero-time backdoor: injectors and tests only ----
   void debug_read(std::uint64_t addr, std::span<std::byte> dst) const;
   void debug_write(std::uint64_t addr, std::span<const std::byte> src);
@@ -163,6 +168,7 @@ class Hbm : public sc_core::sc_module {
   bool capture_allocates_ = false;
   L2Stats l2_stats_[kHbmClientCount];
   std::unordered_map<std::uint64_t, std::unique_ptr<std::byte[]>> pages_;  // lookup only
+  ScanMemo scans_;
 };
 
 }  // namespace probelab::chip

@@ -171,6 +171,9 @@ OpRunner::~OpRunner() = default;
 void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site) {
   inputs_.clear();
   inputs_.reserve(args_.inputs.size());
+  input_scans_.assign(args_.inputs.size(), std::nullopt);
+  // An input fault changes the bytes after they left HBM: then they are scanned as they are.
+  const bool changed = fault_wanted(hooks, kFaultOpInput) || fault_wanted(hooks, kFaultCoreBuffer);
   for (std::size_t i = 0; i < args_.inputs.size(); ++i) {
     const spec::TensorRef& ref = args_.inputs[i];
     if (ref.dtype == spec::kAbsentTensor) {
@@ -181,6 +184,7 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
     graph::Tensor t = graph::Tensor::for_overwrite(stored);
     const std::span<std::byte> bytes = t.bytes();
     mem.read(ref.addr, bytes);
+    if (!changed) input_scans_[i] = mem.scanned(ref.addr, bytes.size(), stored);
     if (fault_wanted(hooks, kFaultOpInput)) hooks->on_op_input(site, static_cast<std::uint16_t>(i), stored, bytes);
     if (fault_wanted(hooks, kFaultCoreBuffer)) {
       // Where the operand sits on the core: Cube operands are staged in L1, then A in L0A and B
@@ -242,7 +246,7 @@ void OpRunner::scan_inputs() {
   inputs_finite_ = true;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     if (!input_ptrs_[i]) continue;
-    const num::ScanReport r = scan_tensor(inputs_[i]);
+    const num::ScanReport r = input_scans_[i] ? *input_scans_[i] : scan_tensor(inputs_[i]);
     auto note = [&](spec::ExcKindBit k, std::int32_t& slot, std::int64_t first, std::int64_t count, std::uint32_t fs) {
       if (count <= 0) return;
       KindHit& h = detection_.inputs.kinds[k];
@@ -308,6 +312,7 @@ void OpRunner::note_quant_saturation() {
 
 void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t vector_lanes) {
   outputs_.clear();
+  output_scans_.clear();
   detection_.outputs.clear();
   const bool lanes = kernel_->vector_output(args_) && fault_wanted(hooks, kFaultVectorLanes);
   for (std::size_t o = 0; o < out_descs_.size(); ++o) {
@@ -337,6 +342,8 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
     if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
     if (lanes || fault_wanted(hooks, kFaultOpOutput)) scans.out.reset();  // a fault may have changed the bytes
     outputs_.push_back(std::move(out));
+    if (!scans.out) scans.out = scan_tensor(outputs_.back());
+    output_scans_.push_back(*scans.out);
     detection_.outputs.push_back(detect_output(o, conv, inputs_finite_, scans));
   }
 }
@@ -430,12 +437,14 @@ void OpRunner::store(KernelMemory& mem) const {
     const graph::Tensor& t = outputs_[o];
     if (is_plain_layout(stored.format)) {
       mem.write(args_.outputs[o].addr, t.bytes());
+      if (o < output_scans_.size()) mem.note_scanned(args_.outputs[o].addr, t.nbytes(), stored, output_scans_[o]);
       continue;
     }
     std::vector<std::byte> dst(graph::physical_nbytes(stored));
     graph::convert_layout(t.bytes(), graph::Format::ND, dst, stored.format, stored.shape,
                           graph::dtype_size(stored.dtype));
     mem.write(args_.outputs[o].addr, dst);
+    if (o < output_scans_.size()) mem.note_scanned(args_.outputs[o].addr, dst.size(), stored, output_scans_[o]);
   }
   for (const auto& [addr, v] : quant_.meta) mem.write(addr, std::as_bytes(std::span(v)));
   // Debug partial dumps of a fused op: each requested intermediate, rounded to the ref's dtype.

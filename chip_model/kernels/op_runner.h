@@ -38,6 +38,7 @@
 
 #include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/kernels/kernel.h"
+#include "numerics/bulk.h"
 #include "numerics/mode.h"
 #include "chip_model/spec/op_args.h"
 #include "chip_model/spec/registers.h"
@@ -52,6 +53,15 @@ class KernelMemory {
   virtual ~KernelMemory() = default;
   virtual void read(std::uint64_t addr, std::span<std::byte> dst) = 0;
   virtual void write(std::uint64_t addr, std::span<const std::byte> src) = 0;
+  /// What the scan of the tensor written at [addr, addr + len) as `stored` found, when it was
+  /// noted with that write and nothing wrote there since (scan_memo.h); nullopt: scan it.
+  virtual std::optional<num::ScanReport> scanned(std::uint64_t /*addr*/, std::uint64_t /*len*/,
+                                                 const graph::TensorDesc& /*stored*/) const {
+    return std::nullopt;
+  }
+  /// Notes the scan of the logical tensor just written at [addr, addr + len) as `stored`.
+  virtual void note_scanned(std::uint64_t /*addr*/, std::uint64_t /*len*/, const graph::TensorDesc& /*stored*/,
+                            const num::ScanReport& /*scan*/) {}
 };
 
 /// First element and number of elements of one exception kind in one tensor, the first element's
@@ -155,10 +165,12 @@ class OpRunner {
   const Kernel* kernel_;
   std::vector<graph::Tensor> inputs_;       // logical, stored dtype; empty desc when absent
   std::vector<const graph::Tensor*> input_ptrs_;
+  std::vector<std::optional<num::ScanReport>> input_scans_;  // noted when they were stored (else scanned)
   const std::vector<graph::TensorDesc>& out_descs_;
   AccumulationMode accum_;  // this execution's: the accumulation fault hook may change it
   Computed computed_;
   std::vector<graph::Tensor> outputs_;
+  std::vector<num::ScanReport> output_scans_;  // of outputs_, noted with them by store()
   OpDetection detection_;
   bool inputs_finite_ = true;
   QuantContext quant_;  // delayed-scaling state (loaded, written back by store) and records

@@ -1,0 +1,99 @@
+// Scans noted with stored tensors (chip_model/scan_memo.h): found only for the same range and
+// layout, forgotten by any write over them, in the memo and through the HBM that owns it.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "chip_model/hbm.h"
+#include "chip_model/scan_memo.h"
+#include "tests/chip_model/chip_test_util.h"
+
+namespace pc = probelab::chip;
+namespace pg = probelab::graph;
+namespace pn = probelab::num;
+
+namespace {
+
+pn::ScanReport report(std::int64_t nans, std::int64_t first) {
+  pn::ScanReport r;
+  r.nan_count = nans;
+  r.first_nan = first;
+  return r;
+}
+
+const pg::TensorDesc kF16{pg::DType::F16, {4, 64}, pg::Format::ND};
+
+}  // namespace
+
+TEST(ScanMemo, FoundOnlyForTheSameRangeAndLayout) {
+  pc::ScanMemo m;
+  m.note(0x1000, 512, kF16, report(3, 7));
+  ASSERT_TRUE(m.find(0x1000, 512, kF16).has_value());
+  EXPECT_EQ(m.find(0x1000, 512, kF16)->nan_count, 3);
+  EXPECT_EQ(m.find(0x1000, 512, kF16)->first_nan, 7);
+  EXPECT_FALSE(m.find(0x1000, 256, kF16));                                             // a part of it
+  EXPECT_FALSE(m.find(0x1002, 512, kF16));                                             // shifted
+  EXPECT_FALSE(m.find(0x1000, 512, pg::TensorDesc{pg::DType::F16, {8, 32}, pg::Format::ND}));  // another shape
+  EXPECT_FALSE(m.find(0x1000, 512, pg::TensorDesc{pg::DType::BF16, {4, 64}, pg::Format::ND}));  // another dtype
+}
+
+TEST(ScanMemo, AnyWriteOverlappingARangeForgetsItsScan) {
+  // Three tensors side by side; writes that touch the first byte, the last byte, the middle,
+  // and that cover several; and writes next to a range that leave it alone.
+  struct Case {
+    std::uint64_t addr, len;
+    std::vector<bool> kept;  // of the ranges at 0x1000, 0x1200, 0x1400 (512 bytes each)
+  };
+  const std::vector<Case> cases = {
+      {0x1000, 1, {false, true, true}},    {0x11FF, 1, {false, true, true}},  {0x1300, 16, {true, false, true}},
+      {0x11FF, 2, {false, false, true}},   {0x0F00, 0x800, {false, false, false}},
+      {0x0F00, 0x100, {true, true, true}}, {0x1600, 64, {true, true, true}},   {0x1400, 0, {true, true, true}},
+  };
+  for (const Case& c : cases) {
+    pc::ScanMemo m;
+    for (std::uint64_t a : {0x1000u, 0x1200u, 0x1400u}) m.note(a, 512, kF16, report(1, 0));
+    m.forget(c.addr, c.len);
+    const std::uint64_t starts[] = {0x1000, 0x1200, 0x1400};
+    for (std::size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(m.find(starts[i], 512, kF16).has_value(), c.kept[i]) << "write " << c.addr << "+" << c.len << " range " << i;
+  }
+  // Noting a range replaces what overlapped it.
+  pc::ScanMemo m;
+  m.note(0x1000, 512, kF16, report(1, 0));
+  m.note(0x1100, 512, kF16, report(2, 5));
+  EXPECT_FALSE(m.find(0x1000, 512, kF16));
+  EXPECT_EQ(m.find(0x1100, 512, kF16)->nan_count, 2);
+  EXPECT_EQ(m.size(), 1u);
+}
+
+TEST(ScanMemo, TheHbmForgetsAScanOnEveryWritePath) {
+  // A flipped bit written by an injector, a DMA, or a debug access makes the next reader scan.
+  pc::Hbm hbm("hbm", pc::chip_preset("tiny"));
+  std::vector<std::byte> bytes(512, std::byte{0});
+  hbm.debug_write(0x4000, bytes);
+  hbm.scans().note(0x4000, 512, kF16, report(0, -1));
+  ASSERT_TRUE(hbm.scans().find(0x4000, 512, kF16));
+  std::vector<std::byte> one(1, std::byte{0x7E});
+  hbm.debug_write(0x4000 + 301, one);
+  EXPECT_FALSE(hbm.scans().find(0x4000, 512, kF16));
+
+  hbm.scans().note(0x4000, 512, kF16, report(0, -1));
+  tlm::tlm_generic_payload t;
+  t.set_command(tlm::TLM_WRITE_COMMAND);
+  t.set_address(0x4000 + 511);
+  t.set_data_ptr(reinterpret_cast<unsigned char*>(one.data()));
+  t.set_data_length(1);
+  EXPECT_EQ(hbm.socket.get_base_export()->transport_dbg(t), 1u);
+  EXPECT_FALSE(hbm.scans().find(0x4000, 512, kF16));
+
+  hbm.scans().note(0x4000, 512, kF16, report(0, -1));
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  t.set_address(0x4000);
+  t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  hbm.socket.get_base_export()->b_transport(t, delay);
+  EXPECT_FALSE(hbm.scans().find(0x4000, 512, kF16));
+  // A read leaves it.
+  hbm.scans().note(0x4000, 512, kF16, report(0, -1));
+  hbm.debug_read(0x4000, bytes);
+  EXPECT_TRUE(hbm.scans().find(0x4000, 512, kF16));
+}
