@@ -255,17 +255,18 @@ PartitionMap PartitionMap::explicit_map(const ClusterTopology& t, std::vector<st
   return m;
 }
 
-std::uint64_t PartitionMap::lookahead_ps(const ClusterTopology& t) const {
-  std::uint64_t m = std::numeric_limits<std::uint64_t>::max();
-  if (processes < 2) return m;
+std::uint64_t ClusterTopology::handoff_latency_ps() const {
   // A hop onto link i+1 is handed to the owner of link i+1 one latency of link i after it was
   // reserved; only NIC, leaf-uplink and spine-downlink hops lead to another owner.
-  for (std::size_t i = 0; i < t.num_links(); ++i) {
-    const LinkSpec& l = t.link(i);
-    if (l.kind == LinkKind::Hccs || l.kind == LinkKind::SwitchPort) continue;
-    m = std::min(m, l.latency_ps);
-  }
+  std::uint64_t m = 0;
+  for (const LinkSpec& l : links_)
+    if (l.kind != LinkKind::Hccs && l.kind != LinkKind::SwitchPort) m = m == 0 ? l.latency_ps : std::min(m, l.latency_ps);
   return m;
+}
+
+std::uint64_t PartitionMap::lookahead_ps(const ClusterTopology& t) const {
+  const std::uint64_t m = t.handoff_latency_ps();
+  return processes < 2 || m == 0 ? std::numeric_limits<std::uint64_t>::max() : m;
 }
 
 }  // namespace probelab::chip

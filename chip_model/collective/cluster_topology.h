@@ -96,6 +96,9 @@ class ClusterTopology {
   const ClusterConfig& cluster() const { return cluster_; }
 
   std::size_t num_links() const { return links_.size(); }
+  /// The smallest latency of a link that hands a message to another server's side (NIC, leaf
+  /// uplink, spine downlink: where a partition's lookahead comes from); 0 with one server.
+  std::uint64_t handoff_latency_ps() const;
   const LinkSpec& link(std::size_t id) const { return links_.at(id); }
   /// Link ids from chip `src` to chip `dst`, in order (src != dst). Throws std::out_of_range.
   Route route(std::uint32_t src, std::uint32_t dst) const;

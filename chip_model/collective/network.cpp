@@ -31,15 +31,11 @@ std::uint64_t Network::cell_ps(const ClusterTopology& topo) {
   // messages, which it reserves itself; on an HCCS ring a chip's link also carries messages
   // passing through, so the queued hops must not run ahead of the chip's own sends there.
   if (topo.num_links() == 0 || !topo.hccs_mesh()) return 0;
-  std::uint64_t l = topo.link(0).latency_ps, x = 0;
-  for (std::size_t i = 0; i < topo.num_links(); ++i) {
-    const LinkSpec& s = topo.link(i);
-    l = std::min(l, s.latency_ps);
-    // The links a partition's lookahead comes from (PartitionMap::lookahead_ps).
-    if (s.kind != LinkKind::Hccs && s.kind != LinkKind::SwitchPort) x = x == 0 ? s.latency_ps : std::min(x, s.latency_ps);
-  }
-  // The longest cell not above l that divides that lookahead: a distributed run's window from a
-  // cell boundary then spans whole cells up to the lookahead (windows end on cell boundaries).
+  std::uint64_t l = topo.link(0).latency_ps;
+  for (std::size_t i = 1; i < topo.num_links(); ++i) l = std::min(l, topo.link(i).latency_ps);
+  // The longest cell not above l that divides a partition's lookahead: a distributed run's window
+  // from a cell boundary then spans whole cells up to the lookahead (windows end on cell boundaries).
+  const std::uint64_t x = topo.handoff_latency_ps();
   if (x == 0 || l == 0) return l;
   const std::uint64_t k = (x + l - 1) / l;
   return x % k == 0 ? x / k : l;

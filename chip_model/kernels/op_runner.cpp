@@ -363,7 +363,7 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
   const num::ScanReport& ps = pl.scan;
   const std::int64_t over_first = pl.first_beyond;
   const auto over_count = static_cast<std::uint64_t>(pl.beyond_count);
-  const num::ScanReport fs = scans.out ? *scans.out : scan_tensor(outputs_[o]);
+  const num::ScanReport& fs = *scans.out;  // finish() scans the delivered tensor when the conversion did not
   TensorFlags f;
 
   const bool cube = kernel_->uses_cube(args_);

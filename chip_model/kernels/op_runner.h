@@ -151,7 +151,8 @@ class OpRunner {
   void scan_inputs();
   void load_quant_state(KernelMemory& mem);
   void note_quant_saturation();
-  /// Scans of an output made with its conversion (num::convert_scanned); unset: detect_output scans.
+  /// Scans of an output: `pre` made with its conversion (num::convert_scanned; unset:
+  /// detect_output scans the FP32 results), `out` of the delivered tensor (always set).
   struct Scans {
     std::optional<num::LimitScan> pre;  // the FP32 results, limit = the output format's range
     std::optional<num::ScanReport> out;  // the delivered tensor

@@ -134,7 +134,7 @@ std::unique_ptr<PartitionComm> local_partition_comm(std::uint32_t processes) { r
 json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned timeout_s) {
   const chip::PartitionMap map = partition_map(*req.run, comm.processes());
   const chip::ClusterTopology topo(req.run->chip, req.run->cluster, static_cast<std::uint32_t>(req.run->scenario.ranks));
-  const std::uint64_t lookahead = map.lookahead_ps(topo);
+  const std::uint64_t lookahead = map.lookahead_ps(topo), cell = chip::Network::cell_ps(topo);
   std::fflush(nullptr);
   std::vector<Child> kids;
   for (std::uint32_t p : comm.local()) {
@@ -162,7 +162,7 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
       if (k.done) r.failed = true;
       reports.push_back(std::move(r));
     }
-    std::vector<WindowGrant> grants = comm.exchange(std::move(reports), lookahead, chip::Network::cell_ps(topo));
+    std::vector<WindowGrant> grants = comm.exchange(std::move(reports), lookahead, cell);
     const bool stop = grants.at(0).stop;
     for (std::size_t i = 0; i < kids.size(); ++i)
       if (!kids[i].done) detail::write_frame(kids[i].fd, 'G', detail::encode_grant(grants[i]));
