@@ -49,6 +49,16 @@ Tensor::Tensor(TensorDesc desc, std::span<const std::byte> bytes) : desc_(std::m
   bytes_.assign(bytes.begin(), bytes.end());
 }
 
+Tensor Tensor::with_desc(TensorDesc desc) && {
+  if (physical_nbytes(desc) != bytes_.size() || dtype_size(desc.dtype) != dtype_size(desc_.dtype))
+    throw GraphError(fmt::format("tensor {} cannot be viewed as {}", desc_str(desc_), desc_str(desc)));
+  Tensor t;
+  t.desc_ = std::move(desc);
+  t.bytes_ = std::move(bytes_);
+  desc_ = {};
+  return t;
+}
+
 std::int64_t Tensor::numel() const { return graph::numel(desc_.shape); }
 
 void Tensor::check_type(std::size_t elem_size) const {

@@ -37,6 +37,9 @@ class Tensor {
   /// physical_nbytes(desc) bytes left uninitialised, for a writer that sets every one of them
   /// before the tensor is read (a device read, a whole conversion). Anything else is Tensor(desc).
   static Tensor for_overwrite(TensorDesc desc);
+  /// These bytes (no copy) as a tensor of `desc`; throws GraphError if physical_nbytes(desc) is
+  /// not nbytes() or the element size differs from this dtype's.
+  Tensor with_desc(TensorDesc desc) &&;
 
   const TensorDesc& desc() const { return desc_; }
   DType dtype() const { return desc_.dtype; }

@@ -111,9 +111,9 @@ class FusedKernel final : public Kernel {
           }
         }
         for (std::size_t o = 0; o < r.values.size(); ++o) {
-          results.push_back(graph::Tensor::from_f32(inner.out_descs[o].shape, r.values[o], graph::DType::F32));
+          results.push_back(std::move(r.values[o]).into_tensor(inner.out_descs[o].shape));
           if (o < r.flags.size() && r.flags[o].flags.any()) {
-            const bool same = static_cast<std::int64_t>(r.values[o].size()) == graph::numel(c.outputs[0].shape);
+            const bool same = results.back().numel() == graph::numel(c.outputs[0].shape);
             if (same) out.flags[0].merge(r.flags[o]);
             else out.flags[0].raise(r.flags[o].flags, 0);
           }
@@ -141,13 +141,13 @@ class FusedKernel final : public Kernel {
       for (std::size_t i = 0; i < a.num_internal; ++i)
         if (a.partial_outputs[i].dtype != spec::kAbsentTensor)
           if (auto it = values.find(static_cast<std::int32_t>(n_in + n_out + i)); it != values.end())
-            out.intermediates[i] = f32_values(it->second);
+            out.intermediates[i] = FloatBuffer::adopt(std::move(it->second));
     }
     for (std::size_t o = 0; o < n_out; ++o) {
       auto it = values.find(static_cast<std::int32_t>(n_in + o));
       if (it == values.end())
         throw std::runtime_error(fmt::format("fused op '{}': output {} is not written by its body", a.op_name, o));
-      out.values[o] = f32_values(it->second);
+      out.values[o] = FloatBuffer::adopt(std::move(it->second));
     }
     return out;
   }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "chip_model/hooks/fault_hooks.h"
+#include "chip_model/kernels/float_buffer.h"
 #include "numerics/bulk.h"
 #include "numerics/mode.h"
 #include "numerics/quant.h"
@@ -94,15 +95,13 @@ struct KernelCall {
   const KernelState* state = nullptr;
 };
 
-/// FP32 results of one output. Created without a zero fill (FloatBuffer(n) leaves the elements
-/// indeterminate): a kernel writes every element, or creates the buffer as FloatBuffer(n, 0.0f)
-/// when it accumulates into it.
-using FloatBuffer = std::vector<float, graph::DefaultInitAllocator<float>>;
 
 /// Results before the output conversion: exact FP32 values (an FP16-accumulated GEMM result is
 /// an FP16 number held in FP32) plus the flags the datapath raised computing them (GEMM
 /// accumulation), indices relative to each output's logical row-major order.
 struct Computed {
+  /// FP32 results of each output (a kernel writes every element of a FloatBuffer(n), or creates
+  /// it as FloatBuffer(n, 0.0f) when it accumulates into it).
   std::vector<FloatBuffer> values;
   std::vector<num::BulkReport> flags;
   /// Integer and bool outputs held exactly (an int64 above 2^24 does not survive FP32): when

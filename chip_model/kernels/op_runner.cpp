@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -207,11 +208,25 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
 
 void OpRunner::load_quant_state(KernelMemory& mem) {
   quant_ = QuantContext{};
+  // The attribute names, made once (every op looks them up).
+  struct Keys {
+    const char* prefix;
+    std::string meta, history;
+  };
+  static const std::array<Keys, 2> kKeys = [] {
+    std::array<Keys, 2> k{Keys{spec::kQuantActivations, {}, {}}, Keys{spec::kQuantWeights, {}, {}}};
+    for (Keys& key : k) {
+      key.meta = std::string(key.prefix) + spec::kQuantMetaSuffix;
+      key.history = std::string(key.prefix) + spec::kQuantHistorySuffix;
+    }
+    return k;
+  }();
   auto collect = [&](const spec::OpAttrs& attrs) {
-    for (const char* p : {spec::kQuantActivations, spec::kQuantWeights}) {
-      const std::string prefix = p;
-      auto meta = attrs.find(prefix + spec::kQuantMetaSuffix);
-      auto len = attrs.find(prefix + spec::kQuantHistorySuffix);
+    if (attrs.empty()) return;
+    for (const Keys& key : kKeys) {
+      const char* prefix = key.prefix;
+      auto meta = attrs.find(key.meta);
+      auto len = attrs.find(key.history);
       if (meta == attrs.end() || len == attrs.end() || !std::holds_alternative<std::int64_t>(meta->second) ||
           !std::holds_alternative<std::int64_t>(len->second))
         continue;

@@ -42,15 +42,6 @@ double vector_passes(const graph::Op& op) {
   return it == kPasses.end() ? 2.0 : it->second;
 }
 
-FloatBuffer f32_values(const graph::Tensor& t) {
-  if (t.dtype() == graph::DType::F32) {
-    auto v = t.data<float>();
-    return {v.begin(), v.end()};
-  }
-  const std::vector<float> v = t.to_f32();
-  return {v.begin(), v.end()};
-}
-
 std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
                                       const num::Mode& mode) {
   std::vector<graph::Tensor> f32;
@@ -78,10 +69,10 @@ std::vector<graph::Tensor> run_vector(const graph::Op& op, std::span<const graph
 
 std::vector<FloatBuffer> run_vector_f32(const graph::Op& op, std::span<const graph::Tensor* const> inputs,
                                        const num::Mode& mode) {
-  const std::vector<graph::Tensor> outs = run_vector(op, inputs, mode);
+  std::vector<graph::Tensor> outs = run_vector(op, inputs, mode);
   std::vector<FloatBuffer> values;
   values.reserve(outs.size());
-  for (const graph::Tensor& t : outs) values.push_back(f32_values(t));
+  for (graph::Tensor& t : outs) values.push_back(FloatBuffer::adopt(std::move(t)));
   return values;
 }
 
@@ -112,8 +103,13 @@ Computed compute_vector(const KernelCall& call) {
   std::vector<graph::Tensor> outs = run_vector(call.op, call.inputs, call.mode);
   c.exact.resize(outs.size());
   for (std::size_t o = 0; o < outs.size(); ++o) {
-    c.values.push_back(f32_values(outs[o]));
-    if (!graph::is_float(outs[o].dtype())) c.exact[o] = std::move(outs[o]);
+    if (graph::is_float(outs[o].dtype())) {
+      c.values.push_back(FloatBuffer::adopt(std::move(outs[o])));
+    } else {
+      const std::vector<float> v = outs[o].to_f32();
+      c.values.emplace_back(v.begin(), v.end());
+      c.exact[o] = std::move(outs[o]);
+    }
   }
   return c;
 }

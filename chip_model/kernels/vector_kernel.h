@@ -33,7 +33,4 @@ Computed compute_vector(const KernelCall& call);
 /// Streaming Vector cost of an op given its loaded inputs and output descs.
 OpWork vector_work(const KernelCall& call);
 
-/// FP32 values of a tensor result of run_reference (float or integer).
-FloatBuffer f32_values(const graph::Tensor& t);
-
 }  // namespace probelab::chip::kernels
