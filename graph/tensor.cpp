@@ -170,7 +170,7 @@ Tensor Tensor::from_f64(const Shape& shape, std::span<const double> v, DType t) 
     }
     case DType::F16: {
       auto d = out.data<std::uint16_t>();
-      for (std::size_t i = 0; i < v.size(); ++i) d[i] = num::to_f16_value(v[i]).bits;
+      num::to_f16_values(v, {reinterpret_cast<num::f16*>(d.data()), d.size()});
       break;
     }
     case DType::BF16: {

@@ -1,6 +1,7 @@
-// Scalar conversions between FP32/FP64 and FP16, BF16, FP8 (fp16.h, bf16.h, fp8.h, fp32.h).
+// Conversions (of one value; to_f16_values: of many) between FP32/FP64 and FP16, BF16, FP8 (fp16.h, bf16.h, fp8.h, fp32.h).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -74,6 +75,47 @@ f16 to_f16_value(double x) noexcept {
     f = std::bit_cast<float>(b | 1u);
   }
   return f16{static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+}
+
+namespace {
+
+// Round to odd of four doubles to FP32 as to_f16_value does it (no NaN among them).
+__m128 round_to_odd_f32(__m256d x) noexcept {
+  const __m128 f = _mm256_cvtpd_ps(x);
+  const __m256d back = _mm256_cvtps_pd(f);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d inexact = _mm256_cmp_pd(back, x, _CMP_NEQ_UQ);
+  const __m256d larger = _mm256_and_pd(inexact, _mm256_cmp_pd(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, x), _CMP_GT_OQ));
+  // The 64-bit masks as 32-bit lanes (the low half of each is all ones or all zeros).
+  const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  const auto narrow = [&](__m256d m) {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), pick));
+  };
+  const __m128i finite = _mm_castps_si128(_mm_cmp_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), f), _mm_set1_ps(INFINITY), _CMP_LT_OQ));
+  const __m128i dec = _mm_and_si128(narrow(larger), finite), odd = _mm_and_si128(narrow(inexact), finite);
+  __m128i b = _mm_add_epi32(_mm_castps_si128(f), dec);  // dec lanes are -1: truncation toward zero
+  b = _mm_or_si128(b, _mm_and_si128(odd, _mm_set1_epi32(1)));
+  return _mm_castsi128_ps(b);
+}
+
+bool any_nan(__m256d x) noexcept { return _mm256_movemask_pd(_mm256_cmp_pd(x, x, _CMP_UNORD_Q)) != 0; }
+
+}  // namespace
+
+void to_f16_values(std::span<const double> x, std::span<f16> out) noexcept {
+  const std::size_t n = std::min(x.size(), out.size());
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d lo = _mm256_loadu_pd(x.data() + i), hi = _mm256_loadu_pd(x.data() + i + 4);
+    if (any_nan(lo) || any_nan(hi)) {
+      for (std::size_t k = i; k < i + 8; ++k) out[k] = to_f16_value(x[k]);
+      continue;
+    }
+    const __m256 f = _mm256_set_m128(round_to_odd_f32(hi), round_to_odd_f32(lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i),
+                     _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) out[i] = to_f16_value(x[i]);
 }
 
 Result<bf16> to_bf16(float x, const Mode& mode) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "numerics/mode.h"
 #include "numerics/types.h"
@@ -39,5 +40,7 @@ Result<f16> to_f16(double x, const Mode& mode = {});
 // conversion and its check), then to nearest even by F16C, which is one correct rounding of x
 // (24 >= 11 + 2); NaNs take to_f16. About twenty times faster than to_f16(double).
 f16 to_f16_value(double x) noexcept;
+// to_f16_value of every element (x and out of one length), four to eight at a time.
+void to_f16_values(std::span<const double> x, std::span<f16> out) noexcept;
 
 }  // namespace probelab::num

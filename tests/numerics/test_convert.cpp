@@ -167,6 +167,15 @@ TEST(Fp16Convert, ValueFromDoubleEqualsTheCorrectlyRoundedConversion) {
     xs.push_back(x);
   for (const double x : xs)
     ASSERT_EQ(to_f16_value(x).bits, to_f16(x).value.bits) << std::hexfloat << x;
+  // The bulk conversion, at every offset from the start (so that each value meets each lane and
+  // the scalar tail), equals the one-value conversion; the NaNs share blocks with other values.
+  for (std::size_t start = 0; start < 9; ++start) {
+    const std::span<const double> in = std::span<const double>(xs).subspan(start);
+    std::vector<f16> out(in.size());
+    to_f16_values(in, out);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      ASSERT_EQ(out[i].bits, to_f16_value(in[i]).bits) << std::hexfloat << in[i] << " at " << start + i;
+  }
 }
 
 TEST(Bf16Convert, ExhaustiveRoundTripAndReference) {
