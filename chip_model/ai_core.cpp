@@ -168,12 +168,16 @@ void AiCore::execute(TaskContext& ctx) {
   const std::uint32_t units = work.gemms.empty() ? ncores * aiv_per_core() : ncores;
   const kernels::CoreTimingParams params = timing_params(units);
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
-  kernels::TilePlan plan = kernels::plan_tiles(work, params, units, out_elems);
+  std::shared_ptr<const kernels::TilePlan> shared_plan = run.prepared().plan(work, params, units, out_elems);
+  const bool slowed = svc_.perf && (svc_.perf->compute_slowdown != 1.0 || !svc_.perf->core_slowdown.empty());
+  kernels::TilePlan slowed_plan;  // a copy only when a performance fault changes the steps
+  if (slowed) slowed_plan = *shared_plan;
+  const kernels::TilePlan& plan = slowed ? slowed_plan : *shared_plan;
   if (svc_.perf && svc_.perf->compute_slowdown != 1.0) {
     // A straggler (performance fault): every compute and epilogue step takes longer.
     const double f = svc_.perf->compute_slowdown;
     auto slow = [f](std::uint64_t c) { return static_cast<std::uint64_t>(std::ceil(static_cast<double>(c) * f)); };
-    for (auto& core_steps : plan.steps)
+    for (auto& core_steps : slowed_plan.steps)
       for (kernels::TileStep& st : core_steps) {
         st.compute_cycles = slow(st.compute_cycles);
         st.post_cycles = slow(st.post_cycles);
@@ -181,11 +185,11 @@ void AiCore::execute(TaskContext& ctx) {
   }
   if (svc_.perf && !svc_.perf->core_slowdown.empty()) {
     // A throttled AI core (performance fault): its units' compute and epilogue steps take longer.
-    const std::size_t per = std::max<std::size_t>(1, plan.steps.size() / std::max<std::uint32_t>(ncores, 1));
-    for (std::size_t u = 0; u < plan.steps.size(); ++u) {
+    const std::size_t per = std::max<std::size_t>(1, slowed_plan.steps.size() / std::max<std::uint32_t>(ncores, 1));
+    for (std::size_t u = 0; u < slowed_plan.steps.size(); ++u) {
       const auto it = svc_.perf->core_slowdown.find(ctx.cores[std::min(u / per, ctx.cores.size() - 1)]);
       if (it == svc_.perf->core_slowdown.end()) continue;
-      for (kernels::TileStep& st : plan.steps[u]) {
+      for (kernels::TileStep& st : slowed_plan.steps[u]) {
         st.compute_cycles = static_cast<std::uint64_t>(std::ceil(static_cast<double>(st.compute_cycles) * it->second));
         st.post_cycles = static_cast<std::uint64_t>(std::ceil(static_cast<double>(st.post_cycles) * it->second));
       }

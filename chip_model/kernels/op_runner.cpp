@@ -281,8 +281,22 @@ void OpRunner::scan_inputs() {
 }
 
 OpWork OpRunner::work() const {
-  KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, nullptr, nullptr, nullptr, prep_->state.get()};
-  return kernel_->work(call);
+  if (!prep_->work_) {
+    KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, nullptr, nullptr, nullptr, prep_->state.get()};
+    prep_->work_ = kernel_->work(call);
+  }
+  return *prep_->work_;
+}
+
+std::shared_ptr<const TilePlan> PreparedOp::plan(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores,
+                                                 std::uint64_t out_elems) const {
+  const PlanKey key{p, cores, w.stats_bytes, out_elems};
+  for (const auto& [k, plan] : plans_)
+    if (k == key) return plan;
+  constexpr std::size_t kMaxPlans = 16;  // grants of different core counts: a few per op
+  if (plans_.size() >= kMaxPlans) plans_.clear();
+  plans_.emplace_back(key, std::make_shared<const TilePlan>(plan_tiles(w, p, cores, out_elems)));
+  return plans_.back().second;
 }
 
 void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {

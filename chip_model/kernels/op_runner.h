@@ -38,6 +38,7 @@
 
 #include "chip_model/hooks/fault_hooks.h"
 #include "chip_model/kernels/kernel.h"
+#include "chip_model/kernels/tiling.h"
 #include "numerics/bulk.h"
 #include "numerics/mode.h"
 #include "chip_model/spec/op_args.h"
@@ -111,6 +112,22 @@ struct PreparedOp {
   std::vector<graph::TensorDesc> out_descs;
   AccumulationMode accum;
   std::shared_ptr<const KernelState> state;  // kernel->prepare(args, op)
+
+  /// The tile plan of this op's work `w` (its stats_bytes included) on `cores` units with core
+  /// parameters `p` (plan_tiles), made on first use and kept: the work is a function of the args.
+  std::shared_ptr<const TilePlan> plan(const OpWork& w, const CoreTimingParams& p, std::uint32_t cores,
+                                       std::uint64_t out_elems) const;
+
+ private:
+  friend class OpRunner;
+  mutable std::optional<OpWork> work_;  // Kernel::work of the args (shapes only), made on first use
+  struct PlanKey {
+    CoreTimingParams params;
+    std::uint32_t cores = 0;
+    std::uint64_t stats_bytes = 0, out_elems = 0;
+    bool operator==(const PlanKey&) const = default;
+  };
+  mutable std::vector<std::pair<PlanKey, std::shared_ptr<const TilePlan>>> plans_;
 };
 
 class OpRunner {
@@ -124,11 +141,13 @@ class OpRunner {
   const spec::OpArgs& args() const { return args_; }
   const graph::Op& op() const { return op_; }
   const Kernel& kernel() const { return *kernel_; }
+  const PreparedOp& prepared() const { return *prep_; }
 
   /// MTE load of every input (and of the delayed-scaling state of quantized operands); calls
   /// FaultHooks::on_op_input when wanted.
   void load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site);
-  /// Cost of the op (valid after load()).
+  /// Cost of the op (valid after load()); computed once per prepared op (Kernel::work depends on
+  /// the args alone).
   OpWork work() const;
   /// Runs the kernel; Cube kernels first pass the accumulation mode to on_gemm_accumulation.
   void compute(FaultHooks* hooks, const FaultSite& site);

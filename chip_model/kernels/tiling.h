@@ -72,6 +72,7 @@ struct CoreTimingParams {
   /// bytes/cycle, enough to feed the Cube at full rate from 128 x 128 tiles with margin).
   std::uint64_t l2_bytes = 192ull << 20;
   std::uint32_t l2_bytes_per_cycle = 256;
+  bool operator==(const CoreTimingParams&) const = default;
 };
 
 /// One MTE load of a step.

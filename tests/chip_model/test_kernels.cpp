@@ -519,3 +519,44 @@ TEST(Kernels, LstmGemmsFollowTheAccumulationMode) {
     }
   }
 }
+
+// The op's work and tile plans are made once per prepared op and equal what the kernel and
+// plan_tiles give for the same arguments; a plan is kept per core count and statistics bytes.
+TEST(Kernels, PreparedOpKeepsItsWorkAndPlansPerCoreCount) {
+  namespace pk = pc::kernels;
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor a = random_f16({64, 96}, 80), b = random_f16({96, 48}, 81);
+  auto prep = std::make_shared<const pk::PreparedOp>(ps::decode_op_args(ps::encode_op_args(
+      op_args("MatMul", {place.put(a), place.put(b)}, {place.out(pg::DType::F16, {64, 48})}))));
+  pk::OpRunner first(prep, {}), second(prep, {});
+  first.load(mem, nullptr, pc::FaultSite{});
+  second.load(mem, nullptr, pc::FaultSite{});
+  const std::vector<const pg::Tensor*> ins{&a, &b};
+  const pk::OpWork direct = prep->kernel->work(pk::KernelCall{prep->args, prep->op, ins, prep->out_descs, {}, prep->accum});
+  for (const pk::OpWork& w : {first.work(), second.work()}) {
+    ASSERT_EQ(w.gemms.size(), 1u);
+    EXPECT_EQ(std::tie(w.gemms[0].m, w.gemms[0].n, w.gemms[0].k), std::tie(direct.gemms[0].m, direct.gemms[0].n, direct.gemms[0].k));
+    EXPECT_EQ(std::tie(w.flops, w.in_bytes, w.out_bytes, w.vector_elems), std::tie(direct.flops, direct.in_bytes, direct.out_bytes, direct.vector_elems));
+  }
+  pk::CoreTimingParams p;
+  pk::OpWork w = first.work();
+  const auto p2 = prep->plan(w, p, 2, 64 * 48), p2again = prep->plan(w, p, 2, 64 * 48), p5 = prep->plan(w, p, 5, 64 * 48);
+  EXPECT_EQ(p2.get(), p2again.get());
+  EXPECT_NE(p2.get(), p5.get());
+  for (const auto& [plan, cores] : {std::pair{p2, 2u}, std::pair{p5, 5u}}) {
+    const pk::TilePlan fresh = pk::plan_tiles(w, p, cores, 64 * 48);
+    ASSERT_EQ(plan->steps.size(), fresh.steps.size());
+    EXPECT_EQ(plan->num_tiles, fresh.num_tiles);
+    EXPECT_EQ(plan->total_steps(), fresh.total_steps());
+    for (std::size_t u = 0; u < fresh.steps.size(); ++u)
+      for (std::size_t s = 0; s < fresh.steps[u].size(); ++s)
+        EXPECT_EQ(plan->steps[u][s].compute_cycles, fresh.steps[u][s].compute_cycles);
+  }
+  // Other statistics bytes or other core parameters: another plan.
+  w.stats_bytes = 4096;
+  EXPECT_NE(prep->plan(w, p, 2, 64 * 48).get(), p2.get());
+  w.stats_bytes = 0;
+  p.mte_bytes_per_cycle *= 2;
+  EXPECT_NE(prep->plan(w, p, 2, 64 * 48).get(), p2.get());
+}
