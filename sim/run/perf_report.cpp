@@ -282,21 +282,25 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         counters = probes::pmu_json(c->second->delta);
         der = derived(c->second->delta.counters, r);
       }
-      steps.push_back({{"rank", rank},
-                       {"step", step},
-                       {"cycles", e - b},
-                       {"critical_path", path},
-                       {"bound", kPathNames[best]},
-                       {"kernel_cycles", sp.kernel},
-                       {"collective_cycles", sp.collective},
-                       {"exposed_collective_cycles", sp.collective - sp.overlapped},
-                       {"overlapped_collective_cycles", sp.overlapped},
-                       {"top_op", top ? json({{"op", name_of.count(top->op_id) ? name_of[top->op_id] : top->op_name},
-                                              {"cycles", top->cycles},
-                                              {"bound", bound_of[top->op_id]}})
-                                      : json(nullptr)},
-                       {"counters", counters},
-                       {"derived", der}});
+      // Filled in place (an initializer list would copy every member once more).
+      json& st = steps.emplace_back(json::object());
+      st["rank"] = rank;
+      st["step"] = step;
+      st["cycles"] = e - b;
+      st["critical_path"] = std::move(path);
+      st["bound"] = kPathNames[best];
+      st["kernel_cycles"] = sp.kernel;
+      st["collective_cycles"] = sp.collective;
+      st["exposed_collective_cycles"] = sp.collective - sp.overlapped;
+      st["overlapped_collective_cycles"] = sp.overlapped;
+      json& top_op = st["top_op"];
+      if (top) {
+        top_op["op"] = name_of.count(top->op_id) ? name_of[top->op_id] : top->op_name;
+        top_op["cycles"] = top->cycles;
+        top_op["bound"] = bound_of[top->op_id];
+      }
+      st["counters"] = std::move(counters);
+      st["derived"] = std::move(der);
     }
     chip::PerfMonitor::Counters c = pr.counters;
     c[spec::kPmuCycle] = pr.cycles;
@@ -345,7 +349,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
   return out;
 }
 
-json perf_section(const chip::ChipConfig& cfg, const std::vector<json>& parts, std::uint64_t run_ps) {
+json perf_section(const chip::ChipConfig& cfg, std::vector<json> parts, std::uint64_t run_ps) {
   const ChipRates r = rates_of(cfg);
   json out;
   out["chip"] = {{"clock_mhz", cfg.clock_mhz},
@@ -360,8 +364,8 @@ json perf_section(const chip::ChipConfig& cfg, const std::vector<json>& parts, s
   // Each partition's ranks and links, merged in rank (link id) order.
   for (const char* key : {"ops", "steps", "ranks", "links"}) {
     std::vector<json> all;
-    for (const json& p : parts)
-      for (const json& e : p.at(key)) all.push_back(e);
+    for (json& p : parts)
+      for (json& e : p.at(key)) all.push_back(std::move(e));
     const char* by = std::string_view(key) == "links" ? "id" : "rank";
     std::stable_sort(all.begin(), all.end(), [by](const json& a, const json& b) {
       return a.at(by).get<std::uint64_t>() < b.at(by).get<std::uint64_t>();

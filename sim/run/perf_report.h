@@ -88,7 +88,7 @@ nlohmann::json perf_partition(const chip::ChipConfig& chip, const std::map<std::
 
 /// The `perf` section from every partition's part; `run_ps` is the run's length (link
 /// utilization is over it).
-nlohmann::json perf_section(const chip::ChipConfig& chip, const std::vector<nlohmann::json>& parts, std::uint64_t run_ps);
+nlohmann::json perf_section(const chip::ChipConfig& chip, std::vector<nlohmann::json> parts, std::uint64_t run_ps);
 
 /// perf.ops as CSV (one header line, one row per op).
 std::string perf_ops_csv(const nlohmann::json& perf);

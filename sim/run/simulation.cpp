@@ -339,10 +339,10 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   json ops = json::array();
   std::map<std::uint32_t, json> ops_by_rank;
   std::vector<json> injections;
-  for (const auto& p : parts) {
+  for (auto& p : parts) {
     end_ps = std::max(end_ps, p.data.at("end_ps").get<std::uint64_t>());
     for (const auto& r : p.data.at("ranks")) ranks[r.at("rank").get<std::uint32_t>()] = &r;
-    for (const auto& o : p.data.at("ops")) ops_by_rank[o.at("rank").get<std::uint32_t>()].push_back(o);
+    for (auto& o : p.data.at("ops")) ops_by_rank[o.at("rank").get<std::uint32_t>()].push_back(std::move(o));
     if (!p.data.at("injections").is_null()) injections.push_back(p.data.at("injections"));
   }
   for (auto& [r, list] : ops_by_rank)
@@ -385,8 +385,8 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   res["ops"] = std::move(ops);
   {
     std::vector<json> perf;
-    for (const auto& p : parts) perf.push_back(p.data.at("perf"));
-    res["perf"] = perf_section(run.chip, perf, end_ps);
+    for (auto& p : parts) perf.push_back(std::move(p.data.at("perf")));
+    res["perf"] = perf_section(run.chip, std::move(perf), end_ps);
   }
 
   chip::Trace trace(req.trace);
