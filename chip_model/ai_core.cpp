@@ -169,21 +169,21 @@ void AiCore::execute(TaskContext& ctx) {
   const kernels::CoreTimingParams params = timing_params(units);
   const auto out_elems = static_cast<std::uint64_t>(spec::tensor_numel(run.args().outputs.at(0)));
   std::shared_ptr<const kernels::TilePlan> shared_plan = run.prepared().plan(work, params, units, out_elems);
-  const bool slowed = svc_.perf && (svc_.perf->compute_slowdown != 1.0 || !svc_.perf->core_slowdown.empty());
+  const kernels::TilePlan* plan_of_op = shared_plan.get();
   kernels::TilePlan slowed_plan;  // a copy only when a performance fault changes the steps
-  if (slowed) slowed_plan = *shared_plan;
-  const kernels::TilePlan& plan = slowed ? slowed_plan : *shared_plan;
-  if (svc_.perf && svc_.perf->compute_slowdown != 1.0) {
-    // A straggler (performance fault): every compute and epilogue step takes longer.
-    const double f = svc_.perf->compute_slowdown;
-    auto slow = [f](std::uint64_t c) { return static_cast<std::uint64_t>(std::ceil(static_cast<double>(c) * f)); };
-    for (auto& core_steps : slowed_plan.steps)
-      for (kernels::TileStep& st : core_steps) {
-        st.compute_cycles = slow(st.compute_cycles);
-        st.post_cycles = slow(st.post_cycles);
-      }
-  }
-  if (svc_.perf && !svc_.perf->core_slowdown.empty()) {
+  if (svc_.perf && (svc_.perf->compute_slowdown != 1.0 || !svc_.perf->core_slowdown.empty())) {
+    slowed_plan = *shared_plan;
+    plan_of_op = &slowed_plan;
+    if (svc_.perf->compute_slowdown != 1.0) {
+      // A straggler (performance fault): every compute and epilogue step takes longer.
+      const double f = svc_.perf->compute_slowdown;
+      auto slow = [f](std::uint64_t c) { return static_cast<std::uint64_t>(std::ceil(static_cast<double>(c) * f)); };
+      for (auto& core_steps : slowed_plan.steps)
+        for (kernels::TileStep& st : core_steps) {
+          st.compute_cycles = slow(st.compute_cycles);
+          st.post_cycles = slow(st.post_cycles);
+        }
+    }
     // A throttled AI core (performance fault): its units' compute and epilogue steps take longer.
     const std::size_t per = std::max<std::size_t>(1, slowed_plan.steps.size() / std::max<std::uint32_t>(ncores, 1));
     for (std::size_t u = 0; u < slowed_plan.steps.size(); ++u) {
@@ -195,6 +195,7 @@ void AiCore::execute(TaskContext& ctx) {
       }
     }
   }
+  const kernels::TilePlan& plan = *plan_of_op;
   PipelineOptions popt;
   popt.clock_mhz = svc_.clock.mhz();
   popt.mte_gbps = gbps(params.mte_bytes_per_cycle, params.clock_mhz);

@@ -26,8 +26,12 @@ FloatBuffer::FloatBuffer(std::size_t n, float fill) : FloatBuffer(graph::Tensor:
   std::fill(begin(), end(), fill);
 }
 
-FloatBuffer FloatBuffer::adopt(graph::Tensor t) {
+FloatBuffer FloatBuffer::adopt(graph::Tensor&& t) {
   if (t.dtype() == graph::DType::F32) return FloatBuffer(graph::to_logical(std::move(t)));
+  return copy_of(t);
+}
+
+FloatBuffer FloatBuffer::copy_of(const graph::Tensor& t) {
   const std::vector<float> v = t.to_f32();
   return FloatBuffer(v.begin(), v.end());
 }

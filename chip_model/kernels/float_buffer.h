@@ -22,9 +22,11 @@ class FloatBuffer {
   FloatBuffer(It first, It last) : FloatBuffer(static_cast<std::size_t>(std::distance(first, last))) {
     std::copy(first, last, begin());
   }
-  /// The values of `t` in logical row-major order: an FP32 tensor in a plain layout gives its
-  /// storage (no copy); any other tensor is converted (graph::Tensor::to_f32).
-  static FloatBuffer adopt(graph::Tensor t);
+  /// The values of `t` in logical row-major order: an FP32 tensor gives its storage (no copy,
+  /// after graph::to_logical); any other tensor is converted (copy_of).
+  static FloatBuffer adopt(graph::Tensor&& t);
+  /// The values of `t` in logical row-major order, copied (graph::Tensor::to_f32).
+  static FloatBuffer copy_of(const graph::Tensor& t);
   /// These values as an ND FP32 tensor of `shape` (no copy); throws graph::GraphError when the
   /// shape's element count is not size().
   graph::Tensor into_tensor(const graph::Shape& shape) &&;

@@ -106,8 +106,7 @@ Computed compute_vector(const KernelCall& call) {
     if (graph::is_float(outs[o].dtype())) {
       c.values.push_back(FloatBuffer::adopt(std::move(outs[o])));
     } else {
-      const std::vector<float> v = outs[o].to_f32();
-      c.values.emplace_back(v.begin(), v.end());
+      c.values.push_back(FloatBuffer::copy_of(outs[o]));
       c.exact[o] = std::move(outs[o]);
     }
   }

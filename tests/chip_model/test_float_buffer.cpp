@@ -25,10 +25,10 @@ TEST(FloatBuffer, AdoptsTheStorageOfAnF32TensorAndGivesItBack) {
 
 TEST(FloatBuffer, ConvertsOtherTensorsInLogicalOrder) {
   const graph::Tensor h = graph::Tensor::from_f32({4}, std::vector<float>{0.5f, -1, 65504, 3}, graph::DType::F16);
-  const FloatBuffer a = FloatBuffer::adopt(h);
+  const FloatBuffer a = FloatBuffer::copy_of(h);
   EXPECT_EQ(std::vector<float>(a.begin(), a.end()), (std::vector<float>{0.5f, -1, 65504, 3}));
   const graph::Tensor i = graph::Tensor::from_f32({2}, std::vector<float>{7, -9}, graph::DType::I32);
-  const FloatBuffer c = FloatBuffer::adopt(i);
+  const FloatBuffer c = FloatBuffer::copy_of(i);
   EXPECT_EQ(std::vector<float>(c.begin(), c.end()), (std::vector<float>{7, -9}));
   // An F32 tensor in NHWC comes out in logical (NCHW) order.
   const graph::Tensor nchw = graph::Tensor::from_f32({1, 2, 1, 2}, std::vector<float>{1, 2, 3, 4});
