@@ -37,12 +37,22 @@ double unit(num::Mt19937_64& rng) { return num::unit_interval(rng()); }
 void gaussians(num::Mt19937_64& rng, std::span<double> v) {
   constexpr std::size_t kChunk = 256;
   std::array<double, kChunk> u1, u2, s;
+  std::array<std::uint64_t, 2 * kChunk> draws;
   for (std::size_t i0 = 0; i0 < v.size(); i0 += kChunk) {
     const std::size_t m = std::min(kChunk, v.size() - i0);
-    for (std::size_t i = 0; i < m; ++i) {
-      do u1[i] = unit(rng);
-      while (u1[i] <= 0.0);
-      u2[i] = unit(rng);
+    rng.generate(std::span(draws).first(2 * m));
+    bool zero = false;  // a first draw that gives u1 = 0 (one in 2^53) is drawn again
+    for (std::size_t i = 0; i < m; ++i) zero |= (draws[2 * i] >> 11) == 0;
+    if (!zero) {
+      num::uniform_pairs(std::span(draws).first(2 * m), false, std::span(u1).first(m), std::span(u2).first(m));
+    } else {  // the same draws one at a time, then the generator's next ones
+      std::size_t at = 0;
+      auto next = [&] { return at < 2 * m ? draws[at++] : rng(); };
+      for (std::size_t i = 0; i < m; ++i) {
+        do u1[i] = num::unit_interval(next());
+        while (u1[i] <= 0.0);
+        u2[i] = num::unit_interval(next());
+      }
     }
     num::box_muller(std::span(u1).first(m), std::span(u2).first(m), 0.0, 1.0, v.subspan(i0, m), std::span(s).first(m));
   }

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -90,7 +91,69 @@ void box_muller4(const double* u1, const double* u2, __m256d mean, __m256d stdde
   _mm256_storeu_pd(s, add(mean, mul(r, sin_t)));
 }
 
+// unit_interval of four draws: (d >> 11) * 2^-53, the 53-bit integer converted exactly as twice
+// its upper 52 bits plus its lowest bit, each through the 2^52 exponent trick.
+inline __m256d units4(__m256i d) {
+  const __m256i v = _mm256_srli_epi64(d, 11);
+  const __m256i magic = _mm256_set1_epi64x(0x4330000000000000);
+  const __m256d hi = sub(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(v, 1), magic)), set(0x1p52));
+  const __m256d lo = sub(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi64x(1)), magic)),
+                         set(0x1p52));
+  return mul(add(add(hi, hi), lo), set(0x1p-53));
+}
+
 }  // namespace
+
+void uniform_pairs(std::span<const std::uint64_t> draws, bool complement, std::span<double> u1, std::span<double> u2) {
+  const std::size_t n = u1.size();
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    // Draws 2i .. 2i+7: the first of each pair in the even lanes.
+    const __m256d a = units4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(draws.data() + 2 * i)));
+    const __m256d b = units4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(draws.data() + 2 * i + 4)));
+    // unpacklo: (a0, b0, a2, b2), unpackhi: (a1, b1, a3, b3); lanes 0 2 1 3 restore the pair order.
+    __m256d first = _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), 0xD8);
+    const __m256d second = _mm256_permute4x64_pd(_mm256_unpackhi_pd(a, b), 0xD8);
+    if (complement) first = sub(set(1.0), first);
+    _mm256_storeu_pd(u1.data() + i, first);
+    _mm256_storeu_pd(u2.data() + i, second);
+  }
+  for (; i < n; ++i) {
+    const double x = static_cast<double>(draws[2 * i] >> 11) * 0x1.0p-53;
+    u1[i] = complement ? 1.0 - x : x;
+    u2[i] = static_cast<double>(draws[2 * i + 1] >> 11) * 0x1.0p-53;
+  }
+}
+
+void normal_samples(Mt19937_64& rng, double mean, double stddev, std::span<float> out) {
+  // In chunks of pairs, so that the temporaries stay in a few cache-resident kilobytes whatever
+  // the tensor's size.
+  constexpr std::size_t kChunk = 256;
+  alignas(32) std::array<double, kChunk> u1, u2, c, s;
+  alignas(32) std::array<std::uint64_t, 2 * kChunk> draws;
+  const std::size_t n = out.size(), pairs = (n + 1) / 2;
+  for (std::size_t p0 = 0; p0 < pairs; p0 += kChunk) {
+    const std::size_t m = std::min(kChunk, pairs - p0);
+    rng.generate(std::span(draws).first(2 * m));
+    uniform_pairs(std::span(draws).first(2 * m), true, std::span(u1).first(m), std::span(u2).first(m));
+    box_muller(std::span(u1).first(m), std::span(u2).first(m), mean, stddev, std::span(c).first(m),
+               std::span(s).first(m));
+    // Cosine and sine sides interleaved, rounded to FP32 to nearest (as static_cast).
+    float* o = out.data() + 2 * p0;
+    const std::size_t len = std::min(2 * m, n - 2 * p0);
+    std::size_t i = 0;
+    for (; 2 * i + 8 <= len; i += 4) {
+      const __m128 cf = _mm256_cvtpd_ps(_mm256_load_pd(c.data() + i));
+      const __m128 sf = _mm256_cvtpd_ps(_mm256_load_pd(s.data() + i));
+      _mm_storeu_ps(o + 2 * i, _mm_unpacklo_ps(cf, sf));
+      _mm_storeu_ps(o + 2 * i + 4, _mm_unpackhi_ps(cf, sf));
+    }
+    for (; 2 * i < len; ++i) {
+      o[2 * i] = static_cast<float>(c[i]);
+      if (2 * i + 1 < len) o[2 * i + 1] = static_cast<float>(s[i]);
+    }
+  }
+}
 
 void box_muller(std::span<const double> u1, std::span<const double> u2, double mean, double stddev,
                 std::span<double> c, std::span<double> s) {

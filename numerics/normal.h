@@ -11,7 +11,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
+
+#include "numerics/mt19937.h"
 
 namespace probelab::num {
 
@@ -21,6 +24,19 @@ namespace probelab::num {
 /// length.
 void box_muller(std::span<const double> u1, std::span<const double> u2, double mean, double stddev,
                 std::span<double> c, std::span<double> s);
+
+/// The uniforms of Box-Muller pairs from consecutive draws of a 64-bit generator, four pairs at a
+/// time: u2[i] = unit_interval(draws[2i + 1]) and u1[i] = 1 - unit_interval(draws[2i]) when
+/// `complement` (in (0, 1]), else unit_interval(draws[2i]) (num/mt19937.h: (draw >> 11) * 2^-53;
+/// every value exact, so the same bits as the one-draw-at-a-time loop). Precondition:
+/// draws.size() == 2 * u1.size() == 2 * u2.size().
+void uniform_pairs(std::span<const std::uint64_t> draws, bool complement, std::span<double> u1, std::span<double> u2);
+
+/// out.size() samples of N(mean, stddev^2) rounded to FP32, drawn from `rng` in Box-Muller pairs:
+/// pair i takes draws 2i and 2i + 1 (u1 = 1 - unit_interval, in (0, 1]; u2 = unit_interval) and
+/// gives out[2i] (the cosine side) and out[2i + 1] (the sine side; dropped after the last element
+/// of an odd count).
+void normal_samples(Mt19937_64& rng, double mean, double stddev, std::span<float> out);
 
 /// The natural logarithm of x in (0, 1] with the method of box_muller (for tests).
 double det_log(double x);

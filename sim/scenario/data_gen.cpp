@@ -1,7 +1,7 @@
 #include "sim/scenario/data_gen.h"
 
 #include <algorithm>
-#include <array>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -27,33 +27,14 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
                                         std::uint32_t rank) const {
   num::Mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
   const auto n = static_cast<std::size_t>(graph::numel(desc.shape));
-  std::vector<float> v(n);
+  const std::unique_ptr<float[]> buf(new float[n]);  // every element is set below
+  const std::span<float> v(buf.get(), n);
   if (spec_.generator == "ones") {
     std::fill(v.begin(), v.end(), 1.0f);
   } else if (spec_.generator == "uniform") {
     for (auto& x : v) x = static_cast<float>(spec_.low + (spec_.high - spec_.low) * num::unit_interval(rng()));
   } else {
-    // Box-Muller: pair i gives elements 2i (cosine) and 2i + 1 (sine). In chunks of pairs, so that
-    // the temporaries stay in a few cache-resident kilobytes whatever the tensor's size.
-    const std::size_t pairs = (n + 1) / 2;
-    constexpr std::size_t kChunk = 256;
-    std::array<double, kChunk> u1, u2, c, s;
-    std::array<std::uint64_t, 2 * kChunk> bits;
-    for (std::size_t p0 = 0; p0 < pairs; p0 += kChunk) {
-      const std::size_t m = std::min(kChunk, pairs - p0);
-      rng.generate(std::span(bits).first(2 * m));
-      for (std::size_t i = 0; i < m; ++i) {
-        u1[i] = 1.0 - num::unit_interval(bits[2 * i]);
-        u2[i] = num::unit_interval(bits[2 * i + 1]);
-      }
-      num::box_muller(std::span(u1).first(m), std::span(u2).first(m), spec_.mean, spec_.std, std::span(c).first(m),
-                      std::span(s).first(m));
-      for (std::size_t i = 0; i < m; ++i) {
-        const std::size_t e = 2 * (p0 + i);
-        v[e] = static_cast<float>(c[i]);
-        if (e + 1 < n) v[e + 1] = static_cast<float>(s[i]);
-      }
-    }
+    num::normal_samples(rng, spec_.mean, spec_.std, v);
   }
   return graph::Tensor::from_f32(desc.shape, v, desc.dtype);
 }

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "graph/init.h"
+#include "numerics/mt19937.h"
+#include "numerics/normal.h"
 #include "graph/model_yaml.h"
 #include "graph/npy.h"
 
@@ -187,6 +189,24 @@ TEST_F(ModelYaml, BadFilesNameFileLineAndKey) {
     FAIL();
   } catch (const GraphError& e) {
     EXPECT_NE(std::string(e.what()).find("absent.yaml: cannot open model file"), std::string::npos);
+  }
+}
+
+TEST(Init, NormalIsTheCosineOfOneBoxMullerPairPerValue) {
+  // The definition, one value at a time: u1 drawn again while 0, then u2; the cosine side, then
+  // mean + std * it rounded to FP32. Lengths around the vector width and the 256-pair chunks.
+  for (const std::int64_t n : {1, 3, 4, 5, 255, 256, 257, 600}) {
+    const Tensor t = make_init(parse_init("normal(0.5, 2)"), {DType::F32, {n}, Format::ND}, 77 + n);
+    num::Mt19937_64 ref(static_cast<std::uint64_t>(77 + n));
+    const std::vector<float> got = t.to_f32();
+    for (std::int64_t i = 0; i < n; ++i) {
+      double u1[1], u2[1], c[1], s[1];
+      do u1[0] = num::unit_interval(ref());
+      while (u1[0] <= 0.0);
+      u2[0] = num::unit_interval(ref());
+      num::box_muller(u1, u2, 0.0, 1.0, c, s);
+      EXPECT_EQ(got[static_cast<std::size_t>(i)], static_cast<float>(0.5 + 2.0 * c[0])) << n << " " << i;
+    }
   }
 }
 

@@ -94,5 +94,50 @@ TEST(Normal, EveryTailLengthGivesTheValuesOfTheWholeVectors) {
   }
 }
 
+TEST(Normal, UniformPairsAreTheOneDrawAtATimeUniforms) {
+  // Edge draws (0, all ones, the 53-bit boundaries, the lowest kept bit alone) among random ones,
+  // at every tail length and both orders.
+  std::mt19937_64 rng(15);
+  std::vector<std::uint64_t> draws = {0,       ~0ull,     1ull << 11, (1ull << 11) - 1, 1ull << 63,
+                                      ~0ull << 11, 3ull << 11, (1ull << 12) | (1ull << 11), ~0ull >> 1, 0x800};
+  while (draws.size() < 2 * 40) draws.push_back(rng());
+  const auto scalar = [](std::uint64_t d) { return static_cast<double>(d >> 11) * 0x1.0p-53; };
+  for (const bool complement : {false, true}) {
+    for (std::size_t n = 0; n <= 40; ++n) {
+      std::vector<double> u1(n, -1.0), u2(n, -1.0);
+      uniform_pairs(std::span(draws).first(2 * n), complement, u1, u2);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double first = complement ? 1.0 - scalar(draws[2 * i]) : scalar(draws[2 * i]);
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(u1[i]), std::bit_cast<std::uint64_t>(first)) << n << " " << i;
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(u2[i]), std::bit_cast<std::uint64_t>(scalar(draws[2 * i + 1])))
+            << n << " " << i;
+      }
+    }
+  }
+}
+
+TEST(Normal, SamplesAreTheBoxMullerPairsOfConsecutiveDraws) {
+  // Lengths around the vector width, odd ones and chunk boundaries (256 pairs), each against the
+  // pair-at-a-time definition; mean and deviation applied before the rounding to FP32.
+  for (const std::size_t n : {0, 1, 2, 7, 8, 9, 15, 17, 511, 512, 513, 1031}) {
+    Mt19937_64 rng(99 + n), ref(99 + n);
+    std::vector<float> out(n, -1.0f);
+    normal_samples(rng, 0.25, 3.0, out);
+    for (std::size_t p = 0; 2 * p < n; ++p) {
+      const std::uint64_t d1 = ref(), d2 = ref();
+      double u1[1] = {1.0 - unit_interval(d1)}, u2[1] = {unit_interval(d2)}, c[1], s[1];
+      box_muller(u1, u2, 0.25, 3.0, c, s);
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(out[2 * p]), std::bit_cast<std::uint32_t>(static_cast<float>(c[0])))
+          << n << " " << p;
+      if (2 * p + 1 < n) {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(out[2 * p + 1]), std::bit_cast<std::uint32_t>(static_cast<float>(s[0])))
+            << n << " " << p;
+      }
+    }
+    // The generator moved on by whole pairs: the next draw is the one after them.
+    EXPECT_EQ(rng(), ref()) << n;
+  }
+}
+
 }  // namespace
 }  // namespace probelab::num
