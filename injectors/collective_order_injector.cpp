@@ -64,7 +64,18 @@ class CollectiveOrderInjector final : public Injector {
   std::uint32_t sites() const override { return chip::kFaultCollective; }
 
   void on_collective(const chip::FaultSite& s, chip::CollectiveOverride& o) override {
-    if (!site_.matches(s)) return;
+    if (!site_.matches_op(s.op_id) || !site_.steps.contains(s.step)) return;
+    if (!site_.ranks.contains(s.rank)) {
+      // Every member of a collective runs one algorithm: a rank outside `rank` takes the forced
+      // one too (the targeted ranks' group may hold it), adding as the group agrees (a ring or
+      // tree turned direct: in group order), with its own accumulation and timing. Not a fault
+      // of this rank: nothing is recorded.
+      if (algorithm_) {
+        o.algorithm = algorithm_;
+        o.follows_group = true;
+      }
+      return;
+    }
     const auto before = override_str(o);
     if (algorithm_) o.algorithm = algorithm_;
     if (acc_) o.acc_dtype = acc_;
@@ -116,7 +127,9 @@ void register_collective_order_injector(InjectorRegistry& r) {
                 "ranks, random is a seeded permutation per rank and step, arrival keeps the timing model's order"});
   ps.push_back({"orders", "list of permutations", "-", "order: explicit: one permutation of the ranks per rank"});
   ps.push_back({"algorithm", "keep|ring|tree|direct", "keep",
-                "force an algorithm (keep: the task's, or direct when a reduction order is imposed)"});
+                "force an algorithm (keep: the task's, or direct when a reduction order is imposed); forced on every "
+                "rank of the matched ops and steps, so that a collective's members agree, while order, accumulation "
+                "and jitter apply to `rank` only"});
   ps.push_back({"accumulation", "keep|fp16|fp32", "keep", "accumulation dtype of the communication buffer"});
   ps.push_back({"arrival_jitter_ps", "int", "0", "maximum seeded extra delay per incoming transfer (0: none)"});
   ps.push_back(seed_param());

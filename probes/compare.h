@@ -49,7 +49,16 @@ struct Verdict {
   bool pass = true;
   std::vector<std::string> reasons;  // each violated criterion, e.g. "cosine 0.93 < 0.99 and ..."
 };
-Verdict judge(const Metrics& m, graph::DType device_dtype, const CompareCriteria& c);
+/// `noise_floor` (rounding_noise_floor()): the absolute error that rounding in the device dtype
+/// alone makes at the magnitude of the op's operands. An output whose max_abs_err is within it
+/// agrees with the reference as closely as the dtype can, whatever its values: where they cancel
+/// to that level (x @ (I - 1/n), a centred sum), cosine and relative errors measure the rounding
+/// noise, so those checks do not fail it (the absolute and non-finite checks still apply).
+Verdict judge(const Metrics& m, graph::DType device_dtype, const CompareCriteria& c, double noise_floor = 0);
+/// 16 units in the last place of `device_dtype` (F16, BF16, F32, F64; 0 for other dtypes) at the
+/// largest finite magnitude among the op's float inputs and its reference output.
+double rounding_noise_floor(std::span<const graph::Tensor* const> inputs, const graph::Tensor& golden,
+                            graph::DType device_dtype);
 
 /// Per inner op of a fused op.
 struct InnerComparison {

@@ -82,7 +82,7 @@ void decompose_fused(const graph::Op& op, std::span<const graph::Tensor* const> 
       ic.basis = fmt::format("emulated_{}", graph::dtype_name(dt));
       ic.metrics = compute_metrics(d_out[0], g_out[0], dt);
     }
-    Verdict v = judge(ic.metrics, dt, c);
+    Verdict v = judge(ic.metrics, dt, c, rounding_noise_floor(d_ins, g_out[0], dt));
     ic.pass = v.pass;
     ic.reasons = v.reasons;
     // growth of the error against the golden chain (for the fallback attribution)

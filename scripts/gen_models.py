@@ -397,7 +397,7 @@ def qlinear_cnn():
     return b.model("qlinear_cnn", inputs, outputs)
 
 
-# --- small models for the importer's bad-input tests (tests/graph/data/onnx_import/) ------------------
+# --- small models for the importer's tests (tests/graph/data/onnx_import/) ---------------------------
 
 def tiny_model(nodes, inputs, outputs, inits=(), opset=OPSET):
     g = helper.make_graph(nodes, "tiny", inputs, outputs, list(inits))
@@ -435,6 +435,20 @@ def bad_inputs(out):
     models["external_data_ok"] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [ok])
     with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
         fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
+    # Opset 18 Resize: scales/sizes of some axes only, one scale for the aspect ratio, antialias
+    # (a no-op for nearest and for upscaling; refused for a linear downscale).
+    img = helper.make_tensor_value_info("x", f, [1, 2, 6, 6])
+    sizes = numpy_helper.from_array(np.array([9, 12], dtype=np.int64), "sizes")
+    half = numpy_helper.from_array(np.array([0.5], dtype=np.float32), "half")
+    models["resize_opset18"] = tiny_model(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["up"], name="up", mode="linear", axes=[2, 3],
+                          antialias=0, keep_aspect_ratio_policy="not_larger"),
+         helper.make_node("Resize", ["x", "", "half"], ["down"], name="down", mode="nearest", axes=[-1], antialias=1)],
+        [img], [helper.make_tensor_value_info("up", f, [1, 2, 9, 9]), helper.make_tensor_value_info("down", f, [1, 2, 6, 3])],
+        [sizes, half], opset=18)
+    models["resize_antialias_downscale"] = tiny_model(
+        [helper.make_node("Resize", ["x", "", "half"], ["down"], name="down", mode="linear", axes=[3], antialias=1)],
+        [img], [helper.make_tensor_value_info("down", f, [1, 2, 6, 3])], [half], opset=18)
     for name, m in models.items():
         path = os.path.join(out, f"{name}.onnx")
         with open(path, "wb") as fh:  # onnx.save would try to resolve the external data

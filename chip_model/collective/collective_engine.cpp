@@ -228,7 +228,8 @@ void CollectiveEngine::run(TaskContext& ctx) {
       for (auto r : over->reduction_order)
         if (group.position_of(r) < n) preq.direct_order.push_back(group.position_of(r));
       if (preq.direct_order.size() != n) fail("the injected reduction order does not name every rank of the group");
-    } else if (args.order_mode == static_cast<std::uint8_t>(spec::OrderMode::GroupOrder)) {
+    } else if (args.order_mode == static_cast<std::uint8_t>(spec::OrderMode::GroupOrder) ||
+               (over && over->follows_group && args.algorithm != static_cast<std::uint8_t>(spec::CollectiveAlgo::Direct))) {
       for (std::uint32_t i = 0; i < n; ++i) preq.direct_order.push_back(i);
     } else if (args.order_mode == static_cast<std::uint8_t>(spec::OrderMode::Explicit)) {
       std::vector<std::uint32_t> ranks(n);

@@ -90,6 +90,10 @@ struct CollectiveOverride {
   std::vector<std::uint32_t> reduction_order;  // ranks, in the order this rank adds contributions
   std::uint64_t arrival_jitter_ps = 0;     // max extra delay drawn per incoming transfer
   std::uint64_t jitter_seed = 0;
+  /// Set with `algorithm` on a member that only follows the algorithm forced on others of its
+  /// group: a ring or tree task turned direct then adds in group order, so that the members the
+  /// fault does not target still agree bit for bit, as ring and tree results do.
+  bool follows_group = false;
 };
 
 /// Performance faults of one chip, asked once before the chip runs (on_perf_faults()); the

@@ -14,7 +14,7 @@ namespace probelab::chip::kernels {
 double vector_passes(const graph::Op& op) {
   static const std::map<std::string, double> kPasses = {
       {"Reshape", 0},  {"Flatten", 0},  {"Identity", 0}, {"Concat", 0},  {"Slice", 0},
-      {"SliceGrad", 0}, {"Expand", 0},  {"Gather", 0},   {"GatherGrad", 1}, {"Transpose", 1},
+      {"SliceGrad", 0}, {"PadGrad", 1}, {"Expand", 0},  {"Gather", 0},   {"GatherGrad", 1}, {"Transpose", 1},
       {"Add", 1},      {"Sub", 1},      {"Mul", 1},      {"Div", 2},     {"Scale", 1},
       {"Relu", 1},     {"ReluGrad", 1}, {"SumToShape", 1}, {"ReduceSum", 1}, {"ReduceMean", 1},
       {"GlobalAveragePool", 1},         {"Sigmoid", 4},  {"Tanh", 4},    {"Gelu", 4},

@@ -28,6 +28,15 @@ struct PowF {
   }
 };
 
+// d(Max or Min)/d(input i): the inputs equal to the result share the gradient evenly (as
+// PyTorch's maximum/minimum and amax/amin do), so that Max(w, w) has the derivative 1 of w itself.
+template <class T> T tied_share(int i, const T* x, int n, T y) {
+  if (!(x[i] == y)) return T(0);
+  int ties = 0;
+  for (int j = 0; j < n; ++j) ties += x[j] == y ? 1 : 0;
+  return T(1) / static_cast<T>(ties);
+}
+
 struct MaxF {
   static constexpr Kind kind = Kind::Numeric;
   explicit MaxF(const Op&) {}
@@ -37,7 +46,7 @@ struct MaxF {
       if (x[i] > m || std::isnan(static_cast<double>(x[i]))) m = x[i];
     return m;
   }
-  template <class T> T d(int i, const T* x, int, T y) const { return x[i] == y ? T(1) : T(0); }
+  template <class T> T d(int i, const T* x, int n, T y) const { return tied_share(i, x, n, y); }
 };
 
 struct MinF {
@@ -49,7 +58,7 @@ struct MinF {
       if (x[i] < m || std::isnan(static_cast<double>(x[i]))) m = x[i];
     return m;
   }
-  template <class T> T d(int i, const T* x, int, T y) const { return x[i] == y ? T(1) : T(0); }
+  template <class T> T d(int i, const T* x, int n, T y) const { return tied_share(i, x, n, y); }
 };
 
 struct SumF {
@@ -153,8 +162,8 @@ struct WhereF {
 
 void register_binary_math_ops(OpRegistry& r) {
   r.add(binary<PowF>("Pow", "Z = X ^ Y with broadcasting (the exponent may have another numeric dtype)"));
-  r.add(variadic<MaxF>("Max", "elementwise maximum of the inputs, broadcast (NaN propagates)"));
-  r.add(variadic<MinF>("Min", "elementwise minimum of the inputs, broadcast (NaN propagates)"));
+  r.add(variadic<MaxF>("Max", "elementwise maximum of the inputs, broadcast (NaN propagates; equal maxima share the gradient evenly)"));
+  r.add(variadic<MinF>("Min", "elementwise minimum of the inputs, broadcast (NaN propagates; equal minima share the gradient evenly)"));
   r.add(variadic<SumF>("Sum", "elementwise sum of the inputs, broadcast"));
   r.add(variadic<MeanF>("Mean", "elementwise mean of the inputs, broadcast"));
   r.add(binary<ModF>("Mod", "remainder; fmod = 0 takes the divisor's sign (integers), 1 is C fmod (inference only)",

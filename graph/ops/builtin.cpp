@@ -25,6 +25,7 @@ void register_activation_param_ops(OpRegistry& r);
 void register_binary_math_ops(OpRegistry& r);
 void register_shape_query_ops(OpRegistry& r);
 void register_shape_edit_ops(OpRegistry& r);
+void register_pad_ops(OpRegistry& r);
 void register_conv_transpose_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_grid_sample_ops(OpRegistry& r);
@@ -63,6 +64,7 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_binary_math_ops(r);
   ops::register_shape_query_ops(r);
   ops::register_shape_edit_ops(r);
+  ops::register_pad_ops(r);
   ops::register_conv_transpose_ops(r);
   ops::register_resize_ops(r);
   ops::register_grid_sample_ops(r);

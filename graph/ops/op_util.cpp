@@ -106,6 +106,16 @@ std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end) {
   return numel(Shape(s.begin() + static_cast<std::ptrdiff_t>(begin), s.begin() + static_cast<std::ptrdiff_t>(end)));
 }
 
+OpDef data_op_def(std::string type, std::string doc, std::vector<AttrSpec> attrs) {
+  OpDef d;
+  d.type = std::move(type);
+  d.doc = std::move(doc);
+  d.attrs = std::move(attrs);
+  d.input_names = {"data"};
+  d.output_names = {"output"};
+  return d;
+}
+
 void expect_inputs(const Op& op, Descs in, int min, int max) {
   const int n = static_cast<int>(in.size());
   if (n < min || (max >= 0 && n > max))

@@ -31,6 +31,8 @@ AttrSpec attr_str(std::string name, std::string def, std::string doc);
 AttrSpec attr_ints(std::string name, std::vector<std::int64_t> def, std::string doc);
 /// An attribute without default: required, or optional when `required` is false.
 AttrSpec attr_nodefault(std::string name, bool required, std::string doc);
+/// An op of one input "data" and one output "output" (the data-movement families).
+OpDef data_op_def(std::string type, std::string doc, std::vector<AttrSpec> attrs);
 
 /// Reads attributes, falling back to the defaults declared in the op type's AttrSpecs.
 class AttrReader {
@@ -108,6 +110,30 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
       }
       oa -= sa[d] * (out[d] - 1);
       ob -= sb[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Calls f(out_offset, in_offset) for every output element (row-major) of a gather whose input
+/// coordinate along dim d is map(d, out coordinate); in_offset -1 where some map returned < 0.
+template <class M, class F>
+void for_each_mapped(const Shape& out, const Shape& in, M map, F f) {
+  const std::size_t r = out.size();
+  const auto ist = strides_of(in);
+  std::vector<std::int64_t> idx(r, 0);
+  const std::int64_t n = numel(out);
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::int64_t off = 0;
+    bool inside = true;
+    for (std::size_t d = 0; d < r; ++d) {
+      const std::int64_t c = map(d, idx[d]);
+      if (c < 0) inside = false;
+      else off += c * ist[d];
+    }
+    f(k, inside ? off : -1);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < out[d]) break;
       idx[d] = 0;
     }
   }

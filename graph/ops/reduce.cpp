@@ -156,6 +156,19 @@ template <class T> void reduce_grad_ref(const Op& op, Ins in, Outs out) {
   const Red r = red_of(op, fwd.type);
   auto dy = cdata<T>(in[0]), x = cdata<T>(in[1]), y = cdata<T>(in[2]);
   auto dx = mdata<T>(out[0]);
+  if (r == Red::Max || r == Red::Min) {
+    // The elements equal to the extreme share its gradient evenly (PyTorch's amax/amin): a
+    // maximum over copies of one value has the derivative 1 with respect to that value.
+    std::vector<std::int64_t> ties(y.size(), 0);
+    for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+      ties[static_cast<std::size_t>(oy)] += x[static_cast<std::size_t>(ox)] == y[static_cast<std::size_t>(oy)] ? 1 : 0;
+    });
+    for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
+      const auto i = static_cast<std::size_t>(ox), k = static_cast<std::size_t>(oy);
+      dx[i] = dy[k] * (x[i] == y[k] ? T(1) / static_cast<T>(ties[k]) : T(0));  // a NaN dY stays NaN
+    });
+    return;
+  }
   for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
     const auto i = static_cast<std::size_t>(ox), k = static_cast<std::size_t>(oy);
     dx[i] = dy[k] * red_grad<T>(r, x[i], y[k], s.count);
@@ -267,8 +280,8 @@ void register_reduce_ops(OpRegistry& r) {
   const auto ref = typed(reduce_ref<float>, reduce_ref<double>);
   r.add(reduce_def("ReduceSum", "sum over `axes` (ONNX ReduceSum)", ref, reduce_grad<false>));
   r.add(reduce_def("ReduceMean", "mean over `axes` (ONNX ReduceMean)", ref, reduce_grad<true>));
-  r.add(reduce_def("ReduceMax", "maximum over `axes` (NaN propagates)", ref, reduce_grad_generic));
-  r.add(reduce_def("ReduceMin", "minimum over `axes` (NaN propagates)", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceMax", "maximum over `axes` (NaN propagates; equal maxima share the gradient evenly)", ref, reduce_grad_generic));
+  r.add(reduce_def("ReduceMin", "minimum over `axes` (NaN propagates; equal minima share the gradient evenly)", ref, reduce_grad_generic));
   r.add(reduce_def("ReduceProd", "product over `axes`", ref, reduce_grad_generic));
   r.add(reduce_def("ReduceSumSquare", "sum of squares over `axes`", ref, reduce_grad_generic));
   r.add(reduce_def("ReduceL1", "sum of absolute values over `axes`", ref, reduce_grad_generic));
@@ -278,7 +291,7 @@ void register_reduce_ops(OpRegistry& r) {
 
   OpDef gmp;
   gmp.type = "GlobalMaxPool";
-  gmp.doc = "maximum over the spatial dimensions of [N, C, D...] (ONNX GlobalMaxPool; NaN propagates)";
+  gmp.doc = "maximum over the spatial dimensions of [N, C, D...] (ONNX GlobalMaxPool; NaN propagates; equal maxima share the gradient evenly)";
   gmp.input_names = {"X"};
   gmp.output_names = {"Y"};
   gmp.infer = infer_global_max_pool;

@@ -1,7 +1,8 @@
 // Resize (ONNX opset 11+ semantics: modes nearest / linear / cubic over any dims;
 // coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric,
 // tf_crop_and_resize with roi and extrapolation_value; nearest_mode; cubic_coeff_a;
-// exclude_outside; roi/scales/sizes inputs are attributes here) and its backward op ResizeGrad.
+// exclude_outside; opset 18's axes and keep_aspect_ratio_policy; roi/scales/sizes inputs are
+// attributes here) and its backward op ResizeGrad.
 // Interpolation is separable: each dimension, last to first, maps its input positions to output
 // positions by a few weighted taps (ONNX's reference interpolates recursively in the same order,
 // so extrapolated values take part in the outer dimensions' interpolation exactly as there).
@@ -18,27 +19,81 @@ namespace {
 struct ResizeSpec {
   Shape out;
   std::vector<double> scale;  // output / input per dimension
+  std::vector<double> roi;    // [starts..., ends...] over every dimension, or empty
 };
+
+// Opset 18's `axes`: scales, sizes and roi name only those dimensions (negative counts from the
+// end); the others keep scale 1, their size and the whole extent.
+std::vector<std::size_t> resize_axes(const Op& op, std::size_t rank) {
+  std::vector<std::size_t> axes;
+  const std::vector<std::int64_t> given = op.attr_ints("axes", {});
+  if (given.empty()) {
+    for (std::size_t d = 0; d < rank; ++d) axes.push_back(d);
+    return axes;
+  }
+  for (std::int64_t a : given) {
+    const auto d = static_cast<std::size_t>(norm_axis(op, a, static_cast<std::int64_t>(rank)));
+    if (std::find(axes.begin(), axes.end(), d) != axes.end()) fail(op, "axes lists dimension {} twice", d);
+    axes.push_back(d);
+  }
+  return axes;
+}
 
 ResizeSpec resize_spec(const Op& op, const Shape& in) {
   const std::vector<std::int64_t> sizes = op.attr_ints("sizes", {});
   const std::vector<double> scales = op.attr_floats("scales", {});
-  ResizeSpec s;
+  const std::vector<double> roi = op.attr_floats("roi", {});
+  const std::vector<std::size_t> axes = resize_axes(op, in.size());
+  const std::string policy = AttrReader(op).s("keep_aspect_ratio_policy");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    fail(op, "keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got \"{}\"", policy);
+  ResizeSpec s{in, std::vector<double>(in.size(), 1.0), {}};
   if (!sizes.empty()) {
-    if (sizes.size() != in.size()) fail(op, "sizes has {} entries for an input of rank {}", sizes.size(), in.size());
-    s.out = sizes;
-    for (std::size_t d = 0; d < in.size(); ++d)
-      s.scale.push_back(in[d] ? static_cast<double>(sizes[d]) / static_cast<double>(in[d]) : 1.0);
+    if (sizes.size() != axes.size()) fail(op, "sizes has {} entries for {} resized dimensions", sizes.size(), axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const std::size_t d = axes[i];
+      if (sizes[i] < 0) fail(op, "size {} of dimension {} must be >= 0", sizes[i], d);
+      s.out[d] = sizes[i];
+      s.scale[d] = in[d] ? static_cast<double>(sizes[i]) / static_cast<double>(in[d]) : 1.0;
+    }
+    if (policy != "stretch") {
+      // One scale for all the resized dimensions, the smallest (not_larger) or the largest of
+      // theirs; each size then round(scale * input) (ONNX: half away from zero).
+      double k = s.scale[axes.front()];
+      for (std::size_t d : axes) k = policy == "not_larger" ? std::min(k, s.scale[d]) : std::max(k, s.scale[d]);
+      for (std::size_t d : axes) {
+        s.scale[d] = k;
+        s.out[d] = static_cast<std::int64_t>(std::round(k * static_cast<double>(in[d])));
+      }
+    }
   } else if (!scales.empty()) {
-    if (scales.size() != in.size()) fail(op, "scales has {} entries for an input of rank {}", scales.size(), in.size());
-    s.scale = scales;
-    for (std::size_t d = 0; d < in.size(); ++d) {
-      if (scales[d] <= 0) fail(op, "scale {} of dimension {} must be > 0", scales[d], d);
+    if (scales.size() != axes.size()) fail(op, "scales has {} entries for {} resized dimensions", scales.size(), axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const std::size_t d = axes[i];
+      if (scales[i] <= 0) fail(op, "scale {} of dimension {} must be > 0", scales[i], d);
+      s.scale[d] = scales[i];
       // ONNX: floor(input * scale), the product in double precision.
-      s.out.push_back(static_cast<std::int64_t>(std::floor(scales[d] * static_cast<double>(in[d]))));
+      s.out[d] = static_cast<std::int64_t>(std::floor(scales[i] * static_cast<double>(in[d])));
     }
   } else {
     fail(op, "needs scales or sizes");
+  }
+  if (!roi.empty()) {
+    if (roi.size() != 2 * axes.size()) fail(op, "roi has {} entries, expected {} (starts, then ends)", roi.size(), 2 * axes.size());
+    s.roi.assign(2 * in.size(), 0.0);
+    std::fill(s.roi.begin() + static_cast<std::ptrdiff_t>(in.size()), s.roi.end(), 1.0);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      s.roi[axes[i]] = roi[i];
+      s.roi[axes[i] + in.size()] = roi[i + axes.size()];
+    }
+  }
+  // Antialiasing widens the linear and cubic filters of a downscaled dimension; elsewhere it
+  // changes nothing.
+  if (AttrReader(op).i("antialias") != 0 && AttrReader(op).s("mode") != "nearest") {
+    for (std::size_t d = 0; d < in.size(); ++d)
+      if (s.scale[d] < 1.0)
+        fail(op, "antialias = 1 when downscaling (dimension {}, scale {}) is not supported; antialias = 0 resizes without it",
+             d, s.scale[d]);
   }
   return s;
 }
@@ -60,13 +115,12 @@ struct Params {
   std::string mode, coord, nearest;
   double cubic_a, extrapolation;
   bool exclude_outside;
-  std::vector<double> roi;
 };
 
 Params params(const Op& op) {
   const AttrReader at(op);
   Params p{at.s("mode"), at.s("coordinate_transformation_mode"), at.s("nearest_mode"), at.f("cubic_coeff_a"),
-           at.f("extrapolation_value"), at.i("exclude_outside") != 0, op.attr_floats("roi", {})};
+           at.f("extrapolation_value"), at.i("exclude_outside") != 0};
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     fail(op, "mode must be nearest, linear or cubic, got \"{}\"", p.mode);
   static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -151,11 +205,10 @@ std::vector<std::vector<Tap1d>> all_taps(const Op& op, const Shape& in) {
   const ResizeSpec s = resize_spec(op, in);
   const Params p = params(op);
   const std::size_t r = in.size();
-  if (p.coord == "tf_crop_and_resize" && p.roi.size() != 2 * r)
-    fail(op, "tf_crop_and_resize needs roi with {} entries, got {}", 2 * r, p.roi.size());
+  if (p.coord == "tf_crop_and_resize" && s.roi.empty()) fail(op, "tf_crop_and_resize needs roi");
   std::vector<std::vector<Tap1d>> t(r);
   for (std::size_t d = 0; d < r; ++d)
-    t[d] = taps_1d(p, in[d], s.out[d], s.scale[d], p.roi.empty() ? 0.0 : p.roi[d], p.roi.empty() ? 1.0 : p.roi[d + r]);
+    t[d] = taps_1d(p, in[d], s.out[d], s.scale[d], s.roi.empty() ? 0.0 : s.roi[d], s.roi.empty() ? 1.0 : s.roi[d + r]);
   return t;
 }
 
@@ -248,7 +301,10 @@ std::vector<AttrSpec> resize_attrs() {
           attr_float("extrapolation_value", 0.0, "tf_crop_and_resize: value outside the roi"),
           attr_nodefault("roi", false, "tf_crop_and_resize: [starts..., ends...] normalised"),
           attr_nodefault("scales", false, "output / input per dimension"),
-          attr_nodefault("sizes", false, "output shape (instead of scales)")};
+          attr_nodefault("sizes", false, "output shape (instead of scales)"),
+          attr_ints("axes", {}, "the dimensions scales, sizes and roi name (default all)"),
+          attr_str("keep_aspect_ratio_policy", "stretch", "with sizes: stretch, not_larger or not_smaller"),
+          attr_int("antialias", 0, "1: antialiased linear/cubic downscaling (not supported; upscaling unchanged)")};
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Data movement that edits shapes (ONNX semantics; shape-determining inputs are attributes):
-// Unsqueeze, Squeeze, Split, Tile, Pad (constant, reflect, edge), Trilu, Dropout (inference: a
-// copy and an all-true mask), DepthToSpace, SpaceToDepth. Kernels move bytes, so every dtype works.
+// Unsqueeze, Squeeze, Split, Tile, Trilu, Dropout (inference: a copy and an all-true mask),
+// DepthToSpace, SpaceToDepth (Pad: pad.cpp). Kernels move bytes, so every dtype works.
 #include <algorithm>
 #include <random>
 #include <cstring>
@@ -137,29 +137,6 @@ std::vector<TensorDesc> infer_tile(const Op& op, Descs in) {
   return {TensorDesc{in[0].dtype, s, Format::ND}};
 }
 
-// Calls f(out_offset, in_offset) for every output element of a gather whose input coordinate
-// along dim d is map(d, out coordinate).
-template <class M, class F>
-void for_each_mapped(const Shape& out, const Shape& in, M map, F f) {
-  const std::size_t r = out.size();
-  const auto ist = strides_of(in);
-  std::vector<std::int64_t> idx(r, 0);
-  const std::int64_t n = numel(out);
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::int64_t off = 0;
-    bool inside = true;
-    for (std::size_t d = 0; d < r; ++d) {
-      const std::int64_t c = map(d, idx[d]);
-      if (c < 0) inside = false;
-      else off += c * ist[d];
-    }
-    f(k, inside ? off : -1);
-    for (std::size_t d = r; d-- > 0;) {
-      if (++idx[d] < out[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
 
 void tile_ref(const Op&, Ins in, Outs out, RefPrecision) {
   const Shape& xs = in[0]->shape();
@@ -184,88 +161,6 @@ void tile_grad(GradBuilder& b, const Op& op) {
   const std::string t = GradBuilder::temp(op, "split");
   b.emit(op, "split", "Reshape", {b.dy(op)}, {t}, {{"shape", split}, {"allowzero", std::int64_t{1}}});
   b.emit(op, "", "ReduceSum", {t}, {b.dx(op, 0)}, {{"axes", axes}, {"keepdims", std::int64_t{0}}});
-}
-
-// --- Pad ----------------------------------------------------------------------------------------------
-
-struct PadSpec {
-  std::vector<std::int64_t> begin, end;
-  std::string mode;
-};
-
-PadSpec pad_spec(const Op& op, const Shape& x) {
-  const std::vector<std::int64_t> pads = op.attr_ints("pads");
-  const auto r = x.size();
-  std::vector<std::int64_t> axes = op.attr_ints("axes", {});
-  if (axes.empty())
-    for (std::size_t d = 0; d < r; ++d) axes.push_back(static_cast<std::int64_t>(d));
-  if (pads.size() != 2 * axes.size())
-    fail(op, "pads [{}] must have 2 x {} entries (begins, then ends)", fmt::join(pads, ", "), axes.size());
-  PadSpec s{std::vector<std::int64_t>(r, 0), std::vector<std::int64_t>(r, 0), AttrReader(op).s("mode")};
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    const auto a = static_cast<std::size_t>(norm_axis(op, axes[i], static_cast<std::int64_t>(r)));
-    s.begin[a] = pads[i];
-    s.end[a] = pads[i + axes.size()];
-  }
-  if (s.mode != "constant" && s.mode != "reflect" && s.mode != "edge")
-    fail(op, "mode must be \"constant\", \"reflect\" or \"edge\", got \"{}\"", s.mode);
-  return s;
-}
-
-std::vector<TensorDesc> infer_pad(const Op& op, Descs in) {
-  expect_inputs(op, in, 1, 1);
-  const PadSpec p = pad_spec(op, in[0].shape);
-  Shape s = in[0].shape;
-  for (std::size_t d = 0; d < s.size(); ++d) {
-    s[d] += p.begin[d] + p.end[d];
-    if (s[d] < 0) fail(op, "pads make dimension {} negative", d);
-    if (p.mode == "reflect" && (p.begin[d] >= in[0].shape[d] || p.end[d] >= in[0].shape[d]) &&
-        (p.begin[d] > 0 || p.end[d] > 0) && in[0].shape[d] > 0 && in[0].shape[d] < 2)
-      fail(op, "reflect padding of dimension {} needs at least 2 elements", d);
-  }
-  return {TensorDesc{in[0].dtype, s, Format::ND}};
-}
-
-std::int64_t pad_source(const std::string& mode, std::int64_t c, std::int64_t n) {
-  if (c >= 0 && c < n) return c;
-  if (mode == "constant") return -1;
-  if (mode == "edge") return c < 0 ? 0 : n - 1;
-  if (n == 1) return 0;
-  const std::int64_t period = 2 * (n - 1);
-  std::int64_t m = c % period;
-  if (m < 0) m += period;
-  return m < n ? m : period - m;
-}
-
-void pad_ref(const Op& op, Ins in, Outs out, RefPrecision) {
-  const Shape& xs = in[0]->shape();
-  const PadSpec p = pad_spec(op, xs);
-  const std::size_t es = dtype_size(in[0]->dtype());
-  Tensor fill = Tensor::from_f64({}, std::vector<double>{AttrReader(op).f("value")}, in[0]->dtype());
-  const std::byte* src = in[0]->bytes().data();
-  std::byte* dst = out[0].bytes().data();
-  for_each_mapped(
-      out[0].shape(), xs, [&](std::size_t d, std::int64_t c) { return pad_source(p.mode, c - p.begin[d], xs[d]); },
-      [&](std::int64_t k, std::int64_t off) {
-        std::memcpy(dst + k * static_cast<std::int64_t>(es), off < 0 ? fill.bytes().data() : src + off * static_cast<std::int64_t>(es), es);
-      });
-}
-
-void pad_grad(GradBuilder& b, const Op& op) {
-  if (!b.needs(op, 0)) return;
-  const Shape xs = b.desc(op.inputs[0]).shape;
-  const PadSpec p = pad_spec(op, xs);
-  if (p.mode != "constant") fail(op, "Pad in mode \"{}\" is inference only (no gradient)", p.mode);
-  std::vector<std::int64_t> starts, ends, axes;
-  for (std::size_t d = 0; d < xs.size(); ++d) {
-    starts.push_back(p.begin[d]);
-    ends.push_back(p.begin[d] + xs[d]);
-    axes.push_back(static_cast<std::int64_t>(d));
-  }
-  // Negative pads (crops) are not invertible by a slice.
-  for (std::size_t d = 0; d < xs.size(); ++d)
-    if (p.begin[d] < 0 || p.end[d] < 0) fail(op, "Pad with negative pads is inference only (no gradient)");
-  b.emit(op, "", "Slice", {b.dy(op)}, {b.dx(op, 0)}, {{"starts", starts}, {"ends", ends}, {"axes", axes}});
 }
 
 // --- Trilu --------------------------------------------------------------------------------------------
@@ -383,32 +278,22 @@ void depth_space_ref(const Op& op, Ins in, Outs out, bool to_space) {
         }
 }
 
-OpDef def(std::string type, std::string doc, std::vector<AttrSpec> attrs) {
-  OpDef d;
-  d.type = std::move(type);
-  d.doc = std::move(doc);
-  d.attrs = std::move(attrs);
-  d.input_names = {"data"};
-  d.output_names = {"output"};
-  return d;
-}
-
 }  // namespace
 
 void register_shape_edit_ops(OpRegistry& r) {
-  OpDef un = def("Unsqueeze", "inserts size-1 dimensions at `axes` of the output", {attr_nodefault("axes", true, "output axes of the new dimensions")});
+  OpDef un = data_op_def("Unsqueeze", "inserts size-1 dimensions at `axes` of the output", {attr_nodefault("axes", true, "output axes of the new dimensions")});
   un.infer = infer_unsqueeze;
   un.reference = copy_ref;
   un.gradient = reshape_back;
   r.add(std::move(un));
 
-  OpDef sq = def("Squeeze", "removes size-1 dimensions (`axes`, default all of them)", {attr_ints("axes", {}, "axes to remove")});
+  OpDef sq = data_op_def("Squeeze", "removes size-1 dimensions (`axes`, default all of them)", {attr_ints("axes", {}, "axes to remove")});
   sq.infer = infer_squeeze;
   sq.reference = copy_ref;
   sq.gradient = reshape_back;
   r.add(std::move(sq));
 
-  OpDef sp = def("Split", "cuts the input along `axis` into outputs of sizes `split` (default: equal parts)",
+  OpDef sp = data_op_def("Split", "cuts the input along `axis` into outputs of sizes `split` (default: equal parts)",
                  {attr_int("axis", 0, "axis to cut"), attr_ints("split", {}, "size of each output"),
                   attr_int("num_outputs", 0, "opset 18: number of outputs (must equal the output count)")});
   sp.num_outputs = -1;
@@ -419,30 +304,20 @@ void register_shape_edit_ops(OpRegistry& r) {
   sp.gradient = split_grad;
   r.add(std::move(sp));
 
-  OpDef tile = def("Tile", "repeats the input `repeats[d]` times along each dimension d", {attr_nodefault("repeats", true, "repeat count per dimension")});
+  OpDef tile = data_op_def("Tile", "repeats the input `repeats[d]` times along each dimension d", {attr_nodefault("repeats", true, "repeat count per dimension")});
   tile.infer = infer_tile;
   tile.reference = tile_ref;
   tile.gradient = tile_grad;
   r.add(std::move(tile));
 
-  OpDef pad = def("Pad", "pads (or crops, for negative pads) each dimension; modes constant, reflect, edge",
-                  {attr_nodefault("pads", true, "[begin..., end...] per padded axis"),
-                   attr_str("mode", "constant", "constant, reflect or edge"),
-                   attr_float("value", 0.0, "fill value of constant mode"),
-                   attr_ints("axes", {}, "padded axes (default all)")});
-  pad.infer = infer_pad;
-  pad.reference = pad_ref;
-  pad.gradient = pad_grad;
-  r.add(std::move(pad));
-
-  OpDef tri = def("Trilu", "keeps the upper (or lower) triangle of the last two dims from diagonal k, zeros the rest",
+  OpDef tri = data_op_def("Trilu", "keeps the upper (or lower) triangle of the last two dims from diagonal k, zeros the rest",
                   {attr_int("upper", 1, "1: upper triangle, 0: lower"), attr_int("k", 0, "diagonal offset")});
   tri.infer = infer_trilu;
   tri.reference = trilu_ref;
   tri.gradient = trilu_grad;
   r.add(std::move(tri));
 
-  OpDef drop = def("Dropout",
+  OpDef drop = data_op_def("Dropout",
                    "Y = X (mask all true); training_mode: Y = mask * X / (1 - ratio), the mask numpy's draw seeded by `seed`",
                    {attr_float("ratio", 0.5, "drop probability"), attr_int("training_mode", 0, "1: training mode"),
                     attr_int("seed", 0, "seed of the mask's generator (numpy's legacy MT19937), the same mask at every run")});
@@ -455,13 +330,13 @@ void register_shape_edit_ops(OpRegistry& r) {
   drop.gradient = dropout_grad;
   r.add(std::move(drop));
 
-  OpDef d2s = def("DepthToSpace", "moves channel blocks into spatial blocks (modes DCR, CRD; inference only)",
+  OpDef d2s = data_op_def("DepthToSpace", "moves channel blocks into spatial blocks (modes DCR, CRD; inference only)",
                   {attr_nodefault("blocksize", true, "block edge"), attr_str("mode", "DCR", "DCR or CRD")});
   d2s.infer = [](const Op& op, Descs in) { return infer_depth_space(op, in, true); };
   d2s.reference = [](const Op& op, Ins in, Outs out, RefPrecision) { depth_space_ref(op, in, out, true); };
   r.add(std::move(d2s));
 
-  OpDef s2d = def("SpaceToDepth", "moves spatial blocks into channels (the inverse of DepthToSpace DCR; inference only)",
+  OpDef s2d = data_op_def("SpaceToDepth", "moves spatial blocks into channels (the inverse of DepthToSpace DCR; inference only)",
                   {attr_nodefault("blocksize", true, "block edge")});
   s2d.infer = [](const Op& op, Descs in) { return infer_depth_space(op, in, false); };
   s2d.reference = [](const Op& op, Ins in, Outs out, RefPrecision) { depth_space_ref(op, in, out, false); };

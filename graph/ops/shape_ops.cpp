@@ -274,20 +274,10 @@ std::vector<AttrSpec> slice_attrs() {
           attr_ints("steps", {}, "step per sliced axis (default 1; negative walks backwards)")};
 }
 
-OpDef simple_def(std::string type, std::string doc, std::vector<AttrSpec> attrs) {
-  OpDef d;
-  d.type = std::move(type);
-  d.doc = std::move(doc);
-  d.attrs = std::move(attrs);
-  d.input_names = {"data"};
-  d.output_names = {"output"};
-  return d;
-}
-
 }  // namespace
 
 void register_shape_ops(OpRegistry& r) {
-  OpDef reshape = simple_def("Reshape", "same elements in a new shape (ONNX Reshape; 0 copies, -1 infers)",
+  OpDef reshape = data_op_def("Reshape", "same elements in a new shape (ONNX Reshape; 0 copies, -1 infers)",
                              {attr_nodefault("shape", true, "target shape; 0 copies the input dim, -1 is inferred"),
                               attr_int("allowzero", 0, "1: a 0 in `shape` means a zero-sized dimension")});
   reshape.infer = infer_reshape;
@@ -295,21 +285,21 @@ void register_shape_ops(OpRegistry& r) {
   reshape.gradient = reshape_back_grad;
   r.add(std::move(reshape));
 
-  OpDef flatten = simple_def("Flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])] view (ONNX Flatten)",
+  OpDef flatten = data_op_def("Flatten", "2-D [prod(dims[:axis]), prod(dims[axis:])] view (ONNX Flatten)",
                              {attr_int("axis", 1, "first dimension of the second output dimension")});
   flatten.infer = infer_flatten;
   flatten.reference = copy_bytes_ref;
   flatten.gradient = reshape_back_grad;
   r.add(std::move(flatten));
 
-  OpDef tr = simple_def("Transpose", "permutes dimensions (ONNX Transpose)",
+  OpDef tr = data_op_def("Transpose", "permutes dimensions (ONNX Transpose)",
                         {attr_ints("perm", {}, "output dim i is input dim perm[i] (default: reversed)")});
   tr.infer = infer_transpose;
   tr.reference = transpose_ref;
   tr.gradient = transpose_grad;
   r.add(std::move(tr));
 
-  OpDef cat = simple_def("Concat", "joins inputs along `axis` (ONNX Concat)",
+  OpDef cat = data_op_def("Concat", "joins inputs along `axis` (ONNX Concat)",
                          {attr_nodefault("axis", true, "axis to join along (negative counts from the end)")});
   cat.max_inputs = -1;
   cat.input_names = {"inputs..."};
@@ -318,13 +308,13 @@ void register_shape_ops(OpRegistry& r) {
   cat.gradient = concat_grad;
   r.add(std::move(cat));
 
-  OpDef sl = simple_def("Slice", "strided sub-tensor (ONNX Slice; starts/ends/axes/steps as attributes)", slice_attrs());
+  OpDef sl = data_op_def("Slice", "strided sub-tensor (ONNX Slice; starts/ends/axes/steps as attributes)", slice_attrs());
   sl.infer = infer_slice;
   sl.reference = slice_ref;
   sl.gradient = slice_grad;
   r.add(std::move(sl));
 
-  OpDef sg = simple_def("SliceGrad", "dX of Slice: dY scattered into zeros of the input shape", slice_attrs());
+  OpDef sg = data_op_def("SliceGrad", "dX of Slice: dY scattered into zeros of the input shape", slice_attrs());
   sg.attrs.push_back(attr_nodefault("input_shape", true, "shape of the forward input"));
   sg.input_names = {"dY"};
   sg.output_names = {"dX"};

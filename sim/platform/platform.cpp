@@ -71,8 +71,17 @@ std::size_t Platform::at(std::uint32_t rank) const {
 }
 
 void Platform::rethrow_host_error() const {
-  for (auto& h : hosts_)
-    if (h->error()) std::rethrow_exception(h->error());
+  for (auto& h : hosts_) {
+    if (!h->error()) continue;
+    try {
+      std::rethrow_exception(h->error());
+    } catch (const SyncTimeout& e) {  // what the chips wait for
+      std::string pend;
+      if (fabric_)
+        for (const auto& p : fabric_->pending()) pend += "; " + p;
+      throw SyncTimeout(e.what() + pend);
+    }
+  }
 }
 
 void Platform::run() {

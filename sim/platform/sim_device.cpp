@@ -248,9 +248,19 @@ bool SimDevice::synchronize(std::uint32_t stream) {
   }
   const std::uint32_t target = it->second.submitted;
   const sc_core::sc_time t0 = local_now();
-  for (;;) {
+  std::uint32_t last_completed = 0;
+  sc_core::sc_time progress_at = t0;  // when `completed` last moved
+  for (bool first = true;; first = false) {
     const std::uint64_t seen = serviced_count_;  // an interrupt serviced during the reads below counts
     const std::uint32_t completed = read_reg_now(spec::stream_reg(stream, spec::kStreamCompleted));
+    if (first || completed != last_completed) {
+      last_completed = completed;
+      progress_at = local_now();
+    } else if (local_now() - progress_at > ns(costs_.sync_timeout_ns)) {
+      throw SyncTimeout(fmt::format("r{} stream {}: no task completed for {} ms of simulated time (the driver's "
+                                    "synchronize timeout; {} of {} tasks done)",
+                                    rank_, stream, costs_.sync_timeout_ns / 1'000'000, completed, target));
+    }
     bool done = completed == target;
     bool halted = false;
     if (!done) halted = (read_reg_now(spec::stream_reg(stream, spec::kStreamStatus)) & spec::kStreamHalted) != 0;

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <stdexcept>
 
 #include <systemc>
 #include <tlm>
@@ -47,6 +48,15 @@ struct HostCosts {
   std::uint32_t host_call_ns = 100;       // driver entry per Device call (model choice)
   std::uint32_t poll_timeout_ns = 100000; // synchronize() re-checks at least this often
   std::uint32_t ring_entries = 4096;      // descriptors per stream ring (256 KiB of HBM)
+  /// synchronize() gives up when no task of the stream completed for this long (simulated; a
+  /// driver's execution timeout): a job whose chips wait for each other forever (collectives
+  /// that never match) ends with SyncTimeout instead of polling without end.
+  std::uint64_t sync_timeout_ns = 1'000'000'000;
+};
+
+/// synchronize() timed out (HostCosts::sync_timeout_ns); the message names the rank and stream.
+struct SyncTimeout : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class SimDevice final : public probes::Device {

@@ -31,6 +31,25 @@ struct GradCase {
 
 std::ostream& operator<<(std::ostream& os, const GradCase& c) { return os << c.name; }
 
+// loss = sum(y * R) with a fixed random R of y's shape; validates the graph.
+void add_weighted_loss(Graph& g, const std::string& y, std::mt19937_64& rng) {
+  g.add_initializer("r", random_f64(g.tensor(y).desc.shape, rng), TensorKind::Constant);
+  Op mul;
+  mul.name = "weigh";
+  mul.type = "Mul";
+  mul.inputs = {y, "r"};
+  mul.outputs = {"weighted"};
+  g.add_op(mul);
+  Op sum;
+  sum.name = "sum";
+  sum.type = "ReduceSum";
+  sum.inputs = {"weighted"};
+  sum.outputs = {"loss"};
+  sum.attrs = {{"keepdims", std::int64_t{0}}};
+  g.add_op(sum);
+  g.validate();
+}
+
 Graph build_case(const GradCase& c) {
   std::mt19937_64 rng(0x5eed0001);
   Graph g(c.name);
@@ -57,22 +76,7 @@ Graph build_case(const GradCase& c) {
   }
   for (int k = 0; k < c.outputs; ++k) op.outputs.push_back(fmt::format("y{}", k));
   g.add_op(op);
-  const Shape ys = g.tensor("y0").desc.shape;
-  g.add_initializer("r", random_f64(ys, rng), TensorKind::Constant);
-  Op mul;
-  mul.name = "weigh";
-  mul.type = "Mul";
-  mul.inputs = {"y0", "r"};
-  mul.outputs = {"weighted"};
-  g.add_op(mul);
-  Op sum;
-  sum.name = "sum";
-  sum.type = "ReduceSum";
-  sum.inputs = {"weighted"};
-  sum.outputs = {"loss"};
-  sum.attrs = {{"keepdims", std::int64_t{0}}};
-  g.add_op(sum);
-  g.validate();
+  add_weighted_loss(g, "y0", rng);
   return g;
 }
 
@@ -259,7 +263,12 @@ const GradCase kCases[] = {
     {"Trilu_lower_k1", "Trilu", {{"upper", std::int64_t{0}}, {"k", std::int64_t{1}}}, {{{2, 3, 4}}}},
     {"Trilu_upper", "Trilu", {}, {{{4, 3}}}},
     {"Pad_constant", "Pad", {{"pads", I{1, 0, 0, 2}}, {"value", 0.5}}, {{{2, 3}}}},
-    {"Pad_axes", "Pad", {{"pads", I{0, 2}}, {"axes", I{1}}}, {{{2, 4}}}},  // reflect, edge, crops: inference only
+    {"Pad_axes", "Pad", {{"pads", I{0, 2}}, {"axes", I{1}}}, {{{2, 4}}}},
+    // PadGrad: elements copied more than once (reflect over 2 pads, edge), crops, several axes
+    {"Pad_reflect", "Pad", {{"pads", I{2, 1, 1, 2}}, {"mode", std::string("reflect")}}, {{{3, 4}}}},
+    {"Pad_edge", "Pad", {{"pads", I{0, 3, 2, 0, 1, 1}}, {"mode", std::string("edge")}}, {{{2, 2, 3}}}},
+    {"Pad_crop", "Pad", {{"pads", I{-1, 2, 0, -2}}}, {{{3, 4}}}},
+    {"Pad_reflect_crop", "Pad", {{"pads", I{1, -1}}, {"axes", I{-1}}, {"mode", std::string("reflect")}}, {{{2, 4}}}},
     {"Resize_linear", "Resize", {{"mode", std::string("linear")}, {"scales", std::vector<double>{1, 1, 2, 1.5}}},
      {{{1, 2, 2, 3}}}},
     {"Resize_nearest", "Resize", {{"scales", std::vector<double>{1, 1, 2, 2}}}, {{{1, 1, 2, 3}}}},
@@ -285,6 +294,52 @@ TEST(OpGradientCoverage, EveryDifferentiableOpHasACase) {
     if (def.gradient && def.reference) {  // collectives (no single-rank reference): test_autodiff_collectives
       EXPECT_TRUE(covered.count(type)) << type << " has a gradient but no finite-difference case";
     }
+}
+
+// Extremes over copies of one value (a broadcast weight, the same tensor twice): the function is
+// the value itself, differentiable, and its gradient must not count the copies (equal extremes
+// share the gradient). Each case: w -> [copies] -> extreme -> sum(Y * R).
+TEST(OpGradientTies, ExtremesOverCopiesHaveTheDerivativeOfTheValue) {
+  struct Tie {
+    std::string name, type;
+    Attrs attrs;
+    bool same_twice;  // Max/Min(w, w) instead of extreme(Expand(w))
+    Shape expand;
+  };
+  const Tie ties[] = {
+      {"ReduceMax", "ReduceMax", {{"axes", I{0}}}, false, {4, 3}},
+      {"ReduceMin", "ReduceMin", {{"axes", I{0}}, {"keepdims", std::int64_t{0}}}, false, {4, 3}},
+      {"GlobalMaxPool", "GlobalMaxPool", {}, false, {1, 3, 2, 2}},
+      {"Max", "Max", {}, true, {}},
+      {"Min", "Min", {}, true, {}},
+  };
+  for (const Tie& t : ties) {
+    SCOPED_TRACE(t.name);
+    Graph g("tie_" + t.name);
+    std::mt19937_64 rng(6);
+    g.add_initializer("w", random_f64(t.same_twice ? Shape{2, 3} : t.type == "GlobalMaxPool" ? Shape{1, 3, 1, 1} : Shape{1, 3}, rng),
+                      TensorKind::Weight);
+    std::string src = "w";
+    if (!t.same_twice) {
+      Op ex;
+      ex.name = "copies";
+      ex.type = "Expand";
+      ex.inputs = {"w"};
+      ex.outputs = {"c"};
+      ex.attrs = {{"shape", I(t.expand.begin(), t.expand.end())}};
+      g.add_op(ex);
+      src = "c";
+    }
+    Op op;
+    op.name = "extreme";
+    op.type = t.type;
+    op.attrs = t.attrs;
+    op.inputs = t.same_twice ? std::vector<std::string>{"w", "w"} : std::vector<std::string>{src};
+    op.outputs = {"y"};
+    g.add_op(op);
+    add_weighted_loss(g, "y", rng);
+    EXPECT_EQ(testing::expect_gradients_match(g, "loss"), 1u);
+  }
 }
 
 TEST(OpGradientErrors, NoGradientDefinitionOnPathIsAnError) {

@@ -90,6 +90,32 @@ TEST(OnnxImport, BadModelsAreNamedErrors) {
   EXPECT_NE(missing.find("external_data_missing.onnx"), std::string::npos) << "the message names the model";
 }
 
+TEST(OnnxImport, Opset18ResizeAxesAspectRatioAndAntialias) {
+  // up: sizes 9 x 12 of axes 2, 3 under not_larger (one scale, 1.5: 9 x 9), linear, antialias 0;
+  // down: scale 0.5 of the last axis, nearest, antialias 1 (no filter for nearest).
+  const Graph g = import_onnx(kData + "onnx_import/resize_opset18.onnx");
+  std::vector<float> x(72);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  const Tensor xt = Tensor::from_f32({1, 2, 6, 6}, x);
+  const auto out = run_graph_reference(g, {{"x", xt}}, RefPrecision::F32);
+  auto full = [&](const char* mode, std::vector<double> scales) {
+    Op op;
+    op.name = "full";
+    op.type = "Resize";
+    op.inputs = {"x"};
+    op.outputs = {"y"};
+    op.attrs = {{"mode", std::string(mode)}, {"scales", scales}};
+    const Tensor* in[] = {&xt};
+    return run_reference(op, in, RefPrecision::F32).at(0);
+  };
+  EXPECT_EQ(out.at("up"), full("linear", {1, 1, 1.5, 1.5}));
+  EXPECT_EQ(out.at("down"), full("nearest", {1, 1, 1, 0.5}));
+  EXPECT_NE(import_error(kData + "onnx_import/resize_antialias_downscale.onnx")
+                .find("Resize 'down': antialias = 1 when downscaling (dimension 3, scale 0.5) is not supported"),
+            std::string::npos)
+      << import_error(kData + "onnx_import/resize_antialias_downscale.onnx");
+}
+
 TEST(OnnxImport, ExternalDataIsReadNextToTheModel) {
   const Graph g = import_onnx(kData + "onnx_import/external_data_ok.onnx");
   EXPECT_EQ(g.initializers().at("w").to_f32(), (std::vector<float>{0, 1, 2, 3, 4, 5}));

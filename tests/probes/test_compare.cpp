@@ -150,6 +150,51 @@ TEST(CompareOp, ReplayOnTheReferenceAndFirstDivergence) {
   EXPECT_EQ(probes::first_divergence(cs, g)->op, "fc2");
 }
 
+// An FP32 MatMul whose results cancel to rounding level: x @ (I - 1/n) with x all ones is 0
+// exactly, the device's FP32 sums leave about 1e-7. Cosine and relative errors of such noise say
+// nothing, so the comparison passes; an error above rounding at the operands' scale still fails.
+TEST(CompareOp, ResultsThatCancelToRoundingLevelPassWhileRealErrorsFail) {
+  constexpr int n = 10;
+  graph::Op mm;
+  mm.name = "center";
+  mm.type = "MatMul";
+  mm.inputs = {"x", "w"};
+  mm.outputs = {"y"};
+  std::vector<double> w(n * n), x(4 * n, 1.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) w[static_cast<std::size_t>(i * n + j)] = (i == j ? 1.0 : 0.0) - 1.0 / n;
+  const auto xt = graph::Tensor::from_f64({4, n}, x, graph::DType::F32);
+  const auto wt = graph::Tensor::from_f64({n, n}, w, graph::DType::F32);
+  const graph::Tensor* ins[] = {&xt, &wt};
+  const auto device = graph::run_reference(mm, ins, graph::RefPrecision::F32);  // FP32 sums: rounding residue
+  const graph::Tensor* outs[] = {&device[0]};
+  auto r = probes::compare_op(mm, ins, outs, {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_GT(r[0].metrics.max_abs_err, 0.0);  // the residue is there ...
+  EXPECT_LT(r[0].metrics.cosine, 0.9);       // ... and meaningless as a direction
+  EXPECT_TRUE(r[0].pass) << fmt::format("{}", fmt::join(r[0].reasons, "; "));
+  // The same output off by 1e-4 somewhere (far above FP32 rounding at magnitude 1) fails.
+  std::vector<double> off = device[0].to_f64();
+  off[3] += 1e-4;
+  const auto wrong = graph::Tensor::from_f64({4, n}, off, graph::DType::F32);
+  const graph::Tensor* outs_wrong[] = {&wrong};
+  r = probes::compare_op(mm, ins, outs_wrong, {});
+  EXPECT_FALSE(r[0].pass);
+  // judge() alone: within the floor only the absolute checks apply.
+  probes::Metrics m;
+  m.cosine = 0.1;
+  m.max_abs_err = 1e-7;
+  m.mean_rel_err = 1.0;
+  CompareCriteria c;
+  EXPECT_FALSE(judge(m, graph::DType::F32, c).pass);
+  EXPECT_TRUE(judge(m, graph::DType::F32, c, 2e-7).pass);
+  m.nonfinite_mismatch = 1;
+  EXPECT_FALSE(judge(m, graph::DType::F32, c, 2e-7).pass);
+  const graph::Tensor* none[] = {nullptr};
+  EXPECT_DOUBLE_EQ(probes::rounding_noise_floor(ins, device[0], graph::DType::F32), 16 * 0x1p-23);
+  EXPECT_DOUBLE_EQ(probes::rounding_noise_floor(none, wt, graph::DType::F16), 16 * 0x1p-10 * static_cast<double>(0.9f));
+}
+
 TEST(FusedDecomposition, PartialDumpNamesTheInnerOp) {
   graph::Graph g("ln_relu");
   g.add_tensor({"x", {graph::DType::F16, {2, 8}, graph::Format::ND}, graph::TensorKind::Input});
