@@ -294,6 +294,13 @@ void ChipConfig::validate() const {
                                   preset));
 }
 
+std::string expected_value(const ParamInfo& info) {
+  if (info.type == ParamType::String) return fmt::format("one of {}", fmt::join(info.choices, ", "));
+  if (info.type == ParamType::Bool) return "true or false";
+  return fmt::format("{} in [{}, {}]{}", info.type == ParamType::Double ? "a number" : "an integer", info.min, info.max,
+                     info.unit == "bytes" ? " (or with a KiB, MiB or GiB suffix)" : "");
+}
+
 double parse_param_number(const ParamInfo& info, std::string_view text, std::string_view where) {
   if (info.type == ParamType::UInt) return static_cast<double>(parse_uint(info, text, where));
   return parse_double(info, text, where);

@@ -120,6 +120,8 @@ const std::vector<ParamInfo>& chip_params();
 /// Double) and checks its range; throws ConfigError naming `info.name` (prefixed with `where`).
 /// For other parameter tables built from ParamInfo rows (the cluster parameters).
 double parse_param_number(const ParamInfo& info, std::string_view text, std::string_view where = {});
+/// What a value of `info` must be, for error messages: "one of a, b", "an integer in [1, 64]".
+std::string expected_value(const ParamInfo& info);
 
 /// Value of a parameter of `cfg` as text (the form accepted by set_param). Throws on unknown key.
 std::string get_param(const ChipConfig& cfg, std::string_view key);

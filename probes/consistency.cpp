@@ -101,6 +101,9 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
                                             edge(in, index)));
         continue;
       }
+      std::vector<std::uint32_t> away;  // this group's ranks beyond the tolerance from the reference
+      std::vector<double> away_diffs;
+      std::size_t compared = 0;
       for (std::uint32_t r : members.at(group)) {
         if (r == ref_rank) continue;
         auto it = by_rank.find(r);
@@ -108,17 +111,31 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
           if (count) res.missing.push_back(fmt::format("rank {} has no sample for step {} op {} {}", r, step, op, edge(in, index)));
           continue;
         }
+        ++compared;
         if (count) ++res.comparisons;
         Diff df = diff(*it->second, *ref->second);
         if (basis) *basis = df.basis;
         if (diverging) {  // the divergence: only ranks beyond the tolerance; growth: every rank
           if (!diverges(df, opts.tolerance)) continue;
-          diverging->push_back(r);
-          diffs->push_back(df.value);
+          away.push_back(r);
+          away_diffs.push_back(df.value);
         }
         if (std::isnan(df.value)) unknown = true;
         else worst = std::max(worst, df.value);
       }
+      if (!diverging) continue;
+      // Every other member (two or more) away from the reference and within the tolerance of each
+      // other: the reference is the one that diverges, by the largest of those differences.
+      bool agree = compared >= 2 && away.size() == compared;
+      for (std::size_t i = 1; agree && i < away.size(); ++i)
+        agree = !diverges(diff(*by_rank.at(away[i]), *by_rank.at(away[0])), opts.tolerance);
+      if (agree) {
+        const bool nan = std::any_of(away_diffs.begin(), away_diffs.end(), [](double v) { return std::isnan(v); });
+        away_diffs = {nan ? kNaN : *std::max_element(away_diffs.begin(), away_diffs.end())};
+        away = {ref_rank};
+      }
+      diverging->insert(diverging->end(), away.begin(), away.end());
+      diffs->insert(diffs->end(), away_diffs.begin(), away_diffs.end());
     }
     return unknown && worst == 0 ? kNaN : worst;
   };

@@ -39,7 +39,9 @@ struct Divergence {
   std::string op, tensor;
   bool is_input = false;
   std::uint16_t index = 0;
-  std::vector<std::uint32_t> ranks;  // ranks that differ from the reference
+  /// Ranks that differ from their group's reference; or the reference itself, when two or more
+  /// others all differ from it and agree with each other (the odd one out is the reference).
+  std::vector<std::uint32_t> ranks;
   std::vector<double> rank_diffs;    // each of those ranks' own difference (same measure, NaN: unknown)
   /// Difference measure: tensors: max |x_r - x_ref| over elements and ranks; statistics:
   /// max over ranks of max(|dmin|, |dmax|, |dmean|, |dmax_abs|); hash only: NaN (bits differ,

@@ -496,15 +496,19 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
     std::string growth;
     for (auto [s, v] : in.consistency->growth)
       growth += fmt::format("{}step {}: {:.3g}", growth.empty() ? "" : ", ", s, v);
-    std::string ev = fmt::format("ranks {} diverge from reference rank {} first at {} ({} {}{}) step {}: max abs diff "
-                                 "{:.3g} ({}){}{}",
-                                 fmt::join(d.ranks, ","), in.consistency->reference_rank, d.op, d.tensor,
+    const bool odd_reference = d.ranks.size() == 1 && d.ranks[0] == in.consistency->reference_rank;
+    const std::string who = odd_reference ? fmt::format("reference rank {} diverges from the other ranks of its group",
+                                                        d.ranks[0])
+                                          : fmt::format("ranks {} diverge from reference rank {}", fmt::join(d.ranks, ","),
+                                                        in.consistency->reference_rank);
+    std::string ev = fmt::format("{} first at {} ({} {}{}) step {}: max abs diff {:.3g} ({}){}{}", who, d.op, d.tensor,
                                  d.is_input ? "in" : "out", d.index, d.step, d.max_abs_diff, d.basis,
                                  growth.empty() ? "" : "; growth " + growth, in.consistency->growing ? " (growing)" : "");
     const graph::Op* o = g ? g->find_op(d.op) : nullptr;
     const bool coll = o && is_collective_type(o->type);
     auto& x = b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55, ev, d.step);
     x.tensor = d.tensor;
+    if (d.ranks.size() == 1) x.rank = d.ranks[0];  // one rank out of line: it is the place
     x.suggestion = suggestion(x.cause, d.op);
   }
 

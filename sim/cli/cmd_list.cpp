@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "chip_model/chip_config.h"
+#include "chip_model/collective/cluster_config.h"
 #include "graph/op_registry.h"
 #include "sim/run/catalog.h"
 #include "sim/cli/commands.h"
@@ -38,6 +39,8 @@ void list_chips() {
   }
   fmt::print("\nparameters (scenario `chip: {{preset: P, overrides: {{name: value}}}}`, defaults of ascend910b):\n");
   fmt::print("{}\n", chip::describe_chip_params(def));
+  fmt::print("cluster parameters (scenario `cluster: {{name: value}}`, for jobs of more than one chip):\n");
+  fmt::print("{}\n", chip::describe_cluster_params());
 }
 
 void list_ops() {

@@ -195,9 +195,9 @@ json divergence_heatmap(const json& report, std::size_t budget) {
     const json& per_rank = member(d, "rank_diffs");
     const double all = number(member(d, "max_abs_diff")).value_or(kNaN);
     for (const auto& [r, row] : row_of) {
-      if (r == ref) continue;
-      const std::size_t at = g.index(row, col);
       const auto it = std::find(divergent.begin(), divergent.end(), r);
+      if (r == ref && it == divergent.end()) continue;  // the reference cell, unless it is the odd one out
+      const std::size_t at = g.index(row, col);
       double v = 0;
       if (it != divergent.end()) {
         const auto i = static_cast<std::size_t>(it - divergent.begin());

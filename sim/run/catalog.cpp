@@ -6,6 +6,7 @@
 #include <set>
 
 #include "chip_model/chip_config.h"
+#include "chip_model/collective/cluster_config.h"
 #include "chip_model/kernels/kernel.h"
 #include "graph/fused_ops.h"
 #include "graph/onnx/onnx_import.h"
@@ -135,19 +136,22 @@ const char* param_type_name(chip::ParamType t) {
   return "?";
 }
 
+// One parameter of a chip or cluster table, with its default.
+json param_json(const chip::ParamInfo& p, const std::string& def) {
+  json j = {{"name", p.name}, {"type", param_type_name(p.type)}, {"unit", p.unit}, {"default", def},
+            {"doc", p.doc}, {"source", p.source}};
+  if (p.type == chip::ParamType::UInt || p.type == chip::ParamType::Double) {
+    j["min"] = p.min;
+    j["max"] = p.max;
+  }
+  if (!p.choices.empty()) j["choices"] = p.choices;
+  return j;
+}
+
 json chips_json() {
   const chip::ChipConfig def = chip::chip_preset("ascend910b");
   json params = json::array();
-  for (const auto& p : chip::chip_params()) {
-    json j = {{"name", p.name}, {"type", param_type_name(p.type)}, {"unit", p.unit}, {"default", chip::get_param(def, p.name)},
-              {"doc", p.doc}, {"source", p.source}};
-    if (p.type == chip::ParamType::UInt || p.type == chip::ParamType::Double) {
-      j["min"] = p.min;
-      j["max"] = p.max;
-    }
-    if (!p.choices.empty()) j["choices"] = p.choices;
-    params.push_back(std::move(j));
-  }
+  for (const auto& p : chip::chip_params()) params.push_back(param_json(p, chip::get_param(def, p.name)));
   json presets = json::array();
   for (const auto& name : chip::chip_preset_names()) {
     const chip::ChipConfig c = chip::chip_preset(name);
@@ -162,7 +166,10 @@ json chips_json() {
                        {"peak_cube_tflops", c.peak_cube_flops() / 1e12},
                        {"differs", differs}});
   }
-  return {{"presets", presets}, {"params", params}};
+  json cluster = json::array();
+  const chip::ClusterConfig cdef;
+  for (const auto& p : chip::cluster_params()) cluster.push_back(param_json(p, chip::get_cluster_param(cdef, p.name)));
+  return {{"presets", presets}, {"params", params}, {"cluster_params", cluster}};
 }
 
 json ops_json() {

@@ -29,10 +29,14 @@ chip::ChipConfig resolve_chip(const Scenario& s) {
     at.fail(fmt::format("a chip preset ({})", fmt::join(chip::chip_preset_names(), ", ")), "'" + preset + "'");
   }
   for (const auto& [key, value] : c.overrides) {
+    const auto& params = chip::chip_params();
+    const auto info = std::find_if(params.begin(), params.end(), [&](const chip::ParamInfo& p) { return p.name == key; });
+    const YamlView at = (*chip_view.get("overrides"))[key];
+    if (info == params.end()) at.fail("a chip parameter (`probelab list chips`)", "unknown parameter '" + key + "'");
     try {
       chip::set_param(cfg, key, value);
-    } catch (const chip::ConfigError& e) {
-      (*chip_view.get("overrides"))[key].fail("a valid chip parameter value (`probelab list chips`)", e.what());
+    } catch (const chip::ConfigError&) {
+      at.fail(chip::expected_value(*info), "'" + value + "'");
     }
   }
   try {
@@ -64,7 +68,15 @@ chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& c
   try {
     const chip::ClusterTopology topo(chip, c, ranks);
     if (!s.cluster.partition.empty()) {
+      // The processes the map implies (the run's own count is checked when it starts): 0 up to
+      // the highest index it names, each simulating a server.
       const std::uint32_t procs = *std::max_element(s.cluster.partition.begin(), s.cluster.partition.end()) + 1;
+      std::vector<bool> used(procs, false);
+      for (const std::uint32_t p : s.cluster.partition) used[p] = true;
+      if (const auto gap = std::find(used.begin(), used.end(), false); gap != used.end() && s.cluster.source)
+        (*s.cluster.source)["partition"].fail(
+            fmt::format("every process from 0 to {} (the highest index the map names) simulating a server", procs - 1),
+            fmt::format("no chip on process {}", gap - used.begin()));
       chip::PartitionMap::explicit_map(topo, s.cluster.partition, procs, "cluster.partition");
     }
   } catch (const chip::ClusterFitError& e) {

@@ -154,6 +154,9 @@ ClusterSpec parse_cluster(const YamlView& v) {
   c.source = v;
   if (!v.is_map()) v.fail("a mapping of cluster parameters", v.describe());
   chip::ClusterConfig check;
+  std::vector<std::string> names{"partition"};
+  for (const auto& p : chip::cluster_params()) names.push_back(p.name);
+  v.expect_keys(names);
   for (const auto& key : v.keys()) {
     YamlView val = v[key];
     if (key == "partition") {
@@ -161,11 +164,13 @@ ClusterSpec parse_cluster(const YamlView& v) {
       for (const auto& item : val.items()) c.partition.push_back(static_cast<std::uint32_t>(item.integer(0, 65535)));
       continue;
     }
+    const auto& params = chip::cluster_params();
+    const auto info = std::find_if(params.begin(), params.end(), [&](const chip::ParamInfo& p) { return p.name == key; });
     if (!val.is_scalar()) val.fail("a scalar cluster parameter value", val.describe());
     try {
       chip::set_cluster_param(check, key, val.str());
-    } catch (const chip::ConfigError& e) {
-      val.fail(std::string(e.what()), "'" + val.str() + "'");
+    } catch (const chip::ConfigError&) {
+      val.fail(chip::expected_value(*info), "'" + val.str() + "'");
     }
     c.params[key] = val.str();
   }
@@ -255,6 +260,15 @@ AllReduceSpec parse_allreduce(const YamlView& v) {
     a.bucket_mb = x->number();
     if (!(a.bucket_mb >= 0 && a.bucket_mb <= 1024 * 1024)) x->fail("a bucket size in MiB from 0 (one all-reduce per parameter) to 1048576", x->describe());
   }
+  // Keys the chosen algorithm would ignore are mistakes, not settings.
+  if (auto x = v.get("inter_algorithm"); x && a.algorithm != "hierarchical")
+    x->fail("inter_algorithm only with algorithm: hierarchical (it is the stage between servers)",
+            "algorithm: " + a.algorithm);
+  const bool one_place = a.algorithm == "direct" || (a.algorithm == "hierarchical" && a.inter_algorithm == "direct");
+  if (auto x = v.get("order"); x && !one_place)
+    x->fail("order only where one rank adds every contribution: algorithm direct, or hierarchical with "
+            "inter_algorithm direct (ring and tree fix their own order)",
+            a.algorithm == "hierarchical" ? "inter_algorithm: " + a.inter_algorithm : "algorithm: " + a.algorithm);
   return a;
 }
 

@@ -446,6 +446,44 @@ graph::Tensor shard_value(const graph::Graph& g, const std::string& tensor, cons
   return graph::Tensor::from_f64(shape, block, g.tensor(tensor).desc.dtype);
 }
 
+// The model's own collectives against the job, at load (a mismatch would stop the run on the
+// chips): one chip runs no collective; `ranks`, when given, is the size of the op's communicator
+// on every chip; a Broadcast root is a position in it; hierarchical all-reduce spans the world.
+void check_model_collectives(const Scenario& s, const graph::Graph& g, std::uint32_t cps) {
+  static const std::set<std::string> kTypes = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast"};
+  const auto ranks = static_cast<std::uint32_t>(s.ranks);
+  for (const graph::Op& op : g.ops()) {
+    if (!kTypes.count(op.type)) continue;
+    const std::string what = fmt::format("{} '{}'", op.type, op.name);
+    if (ranks <= 1) fail_at(s, "ranks", fmt::format("more than one chip for the model's collective {}", what), "1");
+    const std::string comm = op.attr_str("comm", "world");
+    if (op.type == "AllReduce" && op.attr_str("algorithm", "ring") == "hierarchical" && comm != "world")
+      fail_at(s, "model", fmt::format("{}: algorithm hierarchical spans comm world", what), "comm " + comm);
+    // Smallest and largest communicator of the op over the chips (a last server may hold fewer).
+    std::uint32_t lo = ranks, hi = ranks;
+    if (comm == "server" || comm == "peers") {
+      lo = ranks;
+      hi = 0;
+      const std::uint32_t groups = comm == "server" ? (ranks + cps - 1) / cps : std::min(cps, ranks);
+      for (std::uint32_t i = 0; i < groups; ++i) {
+        const std::uint32_t n = comm == "server" ? std::min(cps, ranks - i * cps) : (ranks - i + cps - 1) / cps;
+        lo = std::min(lo, n);
+        hi = std::max(hi, n);
+      }
+    }
+    const std::string sizes = lo == hi ? std::to_string(hi) : fmt::format("{} to {}", lo, hi);
+    const std::int64_t want = op.attr_int("ranks", 0);  // 0: not fixed
+    if (want != 0 && (want != lo || want != hi))
+      fail_at(s, "model", fmt::format("{}: ranks equal to the size of its {} communicator in this job ({}; {} ranks, {} "
+                                      "chips per server)",
+                                      what, comm, sizes, ranks, cps),
+              fmt::format("ranks {}", op.attr_int("ranks")));
+    if (op.type == "Broadcast" && op.attr_int("root", 0) >= static_cast<std::int64_t>(lo))
+      fail_at(s, "model", fmt::format("{}: root a position in its {} communicator (0..{})", what, comm, lo - 1),
+              fmt::format("root {}", op.attr_int("root", 0)));
+  }
+}
+
 Workload build_workload(const Scenario& s, const graph::Graph& model,
                         const std::map<std::string, graph::InitSpec>& input_inits, const chip::ClusterConfig& cluster) {
   graph::ensure_fused_ops_registered();
@@ -453,6 +491,7 @@ Workload build_workload(const Scenario& s, const graph::Graph& model,
   w.input_inits = input_inits;
   graph::Graph g = model;
   g.validate();
+  check_model_collectives(s, g, cluster.chips_per_server);
   if (s.mode == RunMode::Training) {
     if (s.training.batch > 0) {
       for (const auto& in : g.inputs()) {

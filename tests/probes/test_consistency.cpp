@@ -96,11 +96,20 @@ TEST(Consistency, HashesStatisticsReferenceRankAndMissingSamples) {
   ASSERT_EQ(res.missing.size(), 1u);
   EXPECT_NE(res.missing[0].find("rank 1 has no sample for step 1"), std::string::npos);
 
-  // reference rank 2: now ranks 0 and 1 are the odd ones at step 0
+  // reference rank 2: ranks 0 and 1 both differ from it and agree with each other, so the
+  // reference is the odd one at step 0 (it is named, not the two that agree)
   ConsistencyOptions o;
   o.reference_rank = 2;
   auto r2 = probes::check_consistency(s, o);
-  EXPECT_EQ(r2.first->ranks, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(r2.first->ranks, (std::vector<std::uint32_t>{2}));
+  EXPECT_TRUE(std::isnan(r2.first->rank_diffs.at(0)));
+  // ... but not when the others disagree among themselves (each is named), nor with one other
+  // rank only (which of two is wrong is undecided: the other is named, as before)
+  std::vector<SyncSample> split{hash_sample(0, 0, "ar", 1, 0xAA), hash_sample(1, 0, "ar", 1, 0xAB),
+                                hash_sample(2, 0, "ar", 1, 0xAC)};
+  EXPECT_EQ(probes::check_consistency(split, o).first->ranks, (std::vector<std::uint32_t>{0, 1}));
+  std::vector<SyncSample> pair{hash_sample(0, 0, "ar", 1, 0xAA), hash_sample(2, 0, "ar", 1, 0xAB)};
+  EXPECT_EQ(probes::check_consistency(pair, o).first->ranks, (std::vector<std::uint32_t>{0}));
 
   // statistics
   SyncSample a, b;

@@ -58,6 +58,14 @@ TEST(JsonOutput, ListChipsGivesEveryPresetWithItsKeyParameters) {
   EXPECT_NE(text.out.find("ascend910b1: Atlas A2 910B1"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("peak Cube FP16 363.7 TFLOPS"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("vector_cores=40"), std::string::npos) << text.out;
+  // The cluster parameters, in both forms.
+  std::map<std::string, json> cluster;
+  for (const auto& p : chips["cluster_params"]) cluster[p["name"].get<std::string>()] = p;
+  for (const char* n : {"chips_per_server", "nic_bandwidth_gbps", "switch", "spines", "oversubscription"})
+    EXPECT_TRUE(cluster.count(n)) << n;
+  EXPECT_EQ(cluster["chips_per_server"]["default"], "8");
+  EXPECT_NE(text.out.find("cluster parameters (scenario `cluster: {name: value}`"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("oversubscription"), std::string::npos) << text.out;
 }
 
 TEST(JsonOutput, ShowGivesGraphsAndTheResolvedScenario) {

@@ -188,5 +188,23 @@ TEST(Expectations, EntryMustNameOneKind) {
   EXPECT_THROW(parse("detection: {op: x}"), ScenarioError);
 }
 
+TEST(Expectations, PerfFindingOnALinkBySrcAndDst) {
+  // r6's NIC degraded (a finding without dst: the NIC serves every other server); r6 -> r7 is an
+  // HCCS link of its server, r6 -> r10 goes through the NIC.
+  const json report = json::parse(R"({"perf": {
+    "links": [{"link": "r6 hccs->r7", "kind": "hccs", "src": 6, "dst": 7}, {"link": "r6 nic.tx", "kind": "nic", "src": 6}],
+    "findings": [{"cause": "link", "rank": 6, "link": "r6 nic.tx", "kind": "nic", "src": 6, "score": 0.9}]}})");
+  EXPECT_TRUE(eval("perf_finding: {cause: link, src: 6, dst: 10}", report).passed);
+  EXPECT_TRUE(eval("perf_finding: {cause: link, src: 6}", report).passed);
+  EXPECT_TRUE(eval("perf_finding: {cause: link, link: 'r6 nic*'}", report).passed);
+  EXPECT_FALSE(eval("perf_finding: {cause: link, src: 6, dst: 7}", report).passed);  // its HCCS link, not the NIC
+  EXPECT_FALSE(eval("perf_finding: {cause: link, src: 5, dst: 10}", report).passed);
+  // An HCCS finding names its dst.
+  const json hccs = json::parse(R"({"perf": {"links": [], "findings": [{"cause": "link", "rank": 1, "link": "r1 hccs->r2",
+    "kind": "hccs", "src": 1, "dst": 2, "score": 0.9}]}})");
+  EXPECT_TRUE(eval("perf_finding: {cause: link, src: 1, dst: 2}", hccs).passed);
+  EXPECT_FALSE(eval("perf_finding: {cause: link, src: 1, dst: 3}", hccs).passed);
+}
+
 }  // namespace
 }  // namespace probelab::sim

@@ -157,6 +157,42 @@ TEST(Scenario, BadValuesNameWhatWasExpected) {
   EXPECT_NE(std::string(e.what()).find("required key 'name'"), std::string::npos) << e.what();
   e = load_error("name: x\nmodel: mlp\nexpectations:\n  - capture: {dropped: 'at least one'}\n");
   EXPECT_EQ(e.key(), "expectations[0].capture.dropped");
+  // Cluster parameters: the key's range or choices, once.
+  e = load_error("name: x\nmodel: mlp\nranks: 16\ncluster: {oversubscription: 0.5}\n");
+  EXPECT_EQ(e.key(), "cluster.oversubscription");
+  EXPECT_NE(std::string(e.what()).find("expected a number in [1, 1024], got '0.5'"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nranks: 16\ncluster: {spine: 4}\n");
+  EXPECT_NE(std::string(e.what()).find("got unknown key 'spine'"), std::string::npos) << e.what();
+  // All-reduce keys the algorithm would ignore.
+  e = load_error("name: x\nmodel: mlp\nmode: training\nranks: 8\ntraining: {allreduce: {algorithm: ring, inter_algorithm: direct}}\n");
+  EXPECT_EQ(e.key(), "training.allreduce.inter_algorithm");
+  EXPECT_NE(std::string(e.what()).find("expected inter_algorithm only with algorithm: hierarchical"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nmode: training\nranks: 8\ntraining: {allreduce: {algorithm: tree, order: group}}\n");
+  EXPECT_EQ(e.key(), "training.allreduce.order");
+  EXPECT_NE(std::string(e.what()).find("got algorithm: tree"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nmode: training\nranks: 16\ntraining: {allreduce: {algorithm: hierarchical, order: group}}\n");
+  EXPECT_NE(std::string(e.what()).find("got inter_algorithm: ring"), std::string::npos) << e.what();
+  e = load_error("name: x\nmodel: mlp\nranks: 16\ncluster: {switch: star}\n");
+  EXPECT_NE(std::string(e.what()).find("expected one of single, fat_tree, got 'star'"), std::string::npos) << e.what();
+}
+
+TEST(Scenario, BadChipOverridesNameTheParameterAndItsRange) {
+  TempDir dir;
+  auto error = [&](const std::string& overrides) -> std::string {
+    try {
+      prepare_run(load_scenario(dir.write("s.yaml", "name: x\nmodel: mlp\nchip: {overrides: " + overrides + "}\n"), opts()));
+    } catch (const ScenarioError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error("{num_cores: -1}").find("key 'chip.overrides.num_cores': expected an integer in [1, 64], got '-1'"),
+            std::string::npos);
+  EXPECT_NE(error("{num_corez: 4}").find("expected a chip parameter (`probelab list chips`), got unknown parameter 'num_corez'"),
+            std::string::npos);
+  EXPECT_NE(error("{fp_mode: weird}").find("expected one of inf_nan, saturation, got 'weird'"), std::string::npos);
+  EXPECT_NE(error("{hbm_bytes: 12XB}").find("(or with a KiB, MiB or GiB suffix), got '12XB'"), std::string::npos);
+  EXPECT_EQ(error("{hbm_bytes: 16GiB}"), "no error");
 }
 
 TEST(Scenario, BadGlobsAreRejected) {
@@ -323,6 +359,46 @@ outputs: [fc]
   }
   // The same model runs in inference.
   EXPECT_NO_THROW(prepare_run(load_scenario(dir.write("i.yaml", "name: i\nmodel: m.yaml\nmode: inference\n"), opts())));
+}
+
+TEST(Scenario, TheModelsCollectivesMustFitTheJob) {
+  // Each case: the model's collective op, the job, the key and message of the error.
+  struct Case {
+    std::string op, job, key, message;
+  };
+  const Case cases[] = {
+      {"{name: rs, type: ReduceScatter, attrs: {ranks: 16}}", "ranks: 8", "model",
+       "ReduceScatter 'rs': ranks equal to the size of its world communicator in this job (8; 8 ranks, 8 chips per "
+       "server), got ranks 16"},
+      {"{name: bc, type: Broadcast, attrs: {root: 20}}", "ranks: 8", "model",
+       "Broadcast 'bc': root a position in its world communicator (0..7), got root 20"},
+      {"{name: ag, type: AllGather, attrs: {comm: peers, ranks: 4}}", "ranks: 12\ncluster: {chips_per_server: 4}",
+       "model", "AllGather 'ag': ranks equal to the size of its peers communicator in this job (3; 12 ranks, 4 chips "
+       "per server), got ranks 4"},
+      {"{name: ar, type: AllReduce}", "ranks: 1", "ranks",
+       "expected more than one chip for the model's collective AllReduce 'ar', got 1"},
+      {"{name: ar, type: AllReduce, attrs: {algorithm: hierarchical, comm: server}}", "ranks: 16", "model",
+       "AllReduce 'ar': algorithm hierarchical spans comm world, got comm server"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    TempDir dir;
+    dir.write("m.yaml", "name: m\ninputs:\n  - {name: x, shape: [16, 8]}\nops:\n  - " + c.op + "\n");
+    const std::filesystem::path file = dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: inference\n" + c.job + "\n");
+    try {
+      prepare_run(load_scenario(file, opts()));
+      ADD_FAILURE() << "expected a ScenarioError";
+    } catch (const ScenarioError& e) {
+      EXPECT_EQ(e.key(), c.key);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
+    }
+  }
+  // Fitting ones prepare: the peers communicator of 8 ranks on 4-chip servers has 2 members.
+  TempDir dir;
+  dir.write("m.yaml", "name: m\ninputs:\n  - {name: x, shape: [16, 8]}\nops:\n  - {name: ag, type: AllGather, attrs: "
+                      "{comm: peers, ranks: 2}}\n  - {name: bc, type: Broadcast, attrs: {root: 7}}\n");
+  EXPECT_NO_THROW(prepare_run(load_scenario(
+      dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: inference\nranks: 8\ncluster: {chips_per_server: 4}\n"), opts())));
 }
 
 }  // namespace
