@@ -53,6 +53,11 @@ class ValueInjector final : public Injector {
       if (slot_ >= names.size() || names[slot_].empty())
         p.fail("index", fmt::format("op '{}' has no {} {}", op.name, target_ == Target::Output ? "output" : "input", slot_));
       const auto& shape = env.executed->tensor(names[slot_]).desc.shape;
+      const graph::DType dt = env.executed->tensor(names[slot_]).desc.dtype;
+      if (!inner_ && !graph::is_float(dt) && kind != "value")  // no NaN or Inf in an integer or bool tensor
+        p.fail("op", fmt::format("{} {} of op '{}' ('{}') is {}: it holds no {} ({} needs a float tensor)",
+                                 target_ == Target::Output ? "output" : "input", slot_, op.name, names[slot_],
+                                 graph::dtype_name(dt), kind == "nan" ? "NaN" : "infinity", kind));
       const auto n = static_cast<std::uint64_t>(graph::numel(shape));
       std::uint64_t e = 0;
       if (el.IsScalar() && el.Scalar() == "random") {

@@ -449,6 +449,13 @@ def bad_inputs(out):
     models["resize_antialias_downscale"] = tiny_model(
         [helper.make_node("Resize", ["x", "", "half"], ["down"], name="down", mode="linear", axes=[3], antialias=1)],
         [img], [helper.make_tensor_value_info("down", f, [1, 2, 6, 3])], [half], opset=18)
+    # An output declared with the input's symbolic batch that a Slice makes 1: wrong unless N = 1.
+    n3 = helper.make_tensor_value_info("x", f, ["N", 3])
+    slice_args = [numpy_helper.from_array(np.array([v], dtype=np.int64), k) for k, v in
+                  [("starts", 0), ("ends", 1), ("axes", 0)]]
+    models["output_symbolic_dim"] = tiny_model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"], name="first_row")], [n3],
+        [helper.make_tensor_value_info("y", f, ["N", 3])], slice_args)
     for name, m in models.items():
         path = os.path.join(out, f"{name}.onnx")
         with open(path, "wb") as fh:  # onnx.save would try to resolve the external data

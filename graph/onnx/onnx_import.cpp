@@ -525,20 +525,33 @@ class Importer {
     const auto dt = onnx_detail::dtype_of(code);
     if (!dt && code != 0) unsupported_type(code, fmt::format("graph output '{}'", v.name()));
     if (!type.tensor_type().has_shape()) {
-      if (dt && *dt != t.desc.dtype) mismatch(v, t, Shape{});
+      if (dt && *dt != t.desc.dtype) mismatch(v, t, "(no shape)");
       return;
     }
-    Shape s;  // -1: a symbolic dimension, matching any size
-    for (const auto& d : type.tensor_type().shape().dim()) s.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    // A symbolic dimension bound by the scenario (OnnxImportOptions::dim_params) must have its
+    // value; an unbound or unnamed one matches any size.
+    Shape s;  // -1: any size
+    std::vector<std::string> shown;
+    for (const auto& d : type.tensor_type().shape().dim()) {
+      if (d.has_dim_value()) {
+        s.push_back(d.dim_value());
+        shown.push_back(std::to_string(d.dim_value()));
+      } else if (auto it = opts_.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts_.dim_params.end()) {
+        s.push_back(it->second);
+        shown.push_back(fmt::format("{}={}", d.dim_param(), it->second));
+      } else {
+        s.push_back(-1);
+        shown.push_back(d.has_dim_param() ? d.dim_param() : "?");
+      }
+    }
     bool same = s.size() == t.desc.shape.size();
     for (std::size_t i = 0; same && i < s.size(); ++i) same = s[i] < 0 || s[i] == t.desc.shape[i];
-    if ((dt && *dt != t.desc.dtype) || !same) mismatch(v, t, s);
+    if ((dt && *dt != t.desc.dtype) || !same) mismatch(v, t, fmt::format("[{}]", fmt::join(shown, ", ")));
   }
 
-  [[noreturn]] void mismatch(const onnx::ValueInfoProto& v, const TensorInfo& t, const Shape& s) const {
+  [[noreturn]] void mismatch(const onnx::ValueInfoProto& v, const TensorInfo& t, const std::string& shape) const {
     throw GraphError(fmt::format("graph output '{}': the model declares {} {}, the imported graph computes {}", v.name(),
-                                 onnx_detail::onnx_type_name(v.type().tensor_type().elem_type()), shape_str(s),
-                                 desc_str(t.desc)));
+                                 onnx_detail::onnx_type_name(v.type().tensor_type().elem_type()), shape, desc_str(t.desc)));
   }
 
   const std::string& path_;

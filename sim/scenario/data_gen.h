@@ -2,11 +2,12 @@
 // seeded from the data seed, so ranks of a data-parallel job see different shards and a replay
 // sees the same bytes. An input with an initialiser (the model file's `init`, or the labels of a
 // cross-entropy loss: randint(0, classes)) is drawn by graph::make_init with that stream's seed;
-// other float inputs follow the scenario's generator (normal: Box-Muller over the mt19937_64 sequence with
-// numerics' own log and sincos, num::box_muller;
-// uniform in [low, high); ones); other integer inputs are zeros. With `batches: N` the data set
-// has N batches and step s sees batch s mod N (`batches: 1`: the same batch every step, so the
-// losses of a training run change only through the weights).
+// other float inputs follow the scenario's generator (normal: Box-Muller over the mt19937_64
+// sequence with numerics' own log and sincos, num::box_muller; uniform in [low, high); ones); other
+// integer inputs are zeros. `data.inputs` gives any input an initialiser of its own (token ids:
+// randint(0, vocab)), which wins over the model file's. With `batches: N` the data set has N
+// batches and step s sees batch s mod N (`batches: 1`: the same batch every step, so the losses of
+// a training run change only through the weights).
 #pragma once
 
 #include <cstdint>

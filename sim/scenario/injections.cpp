@@ -74,12 +74,15 @@ void validate_injections(const PreparedRun& run) {
   const inject::InjectionEnv env = env_of(run, executed);
   for (std::size_t i = 0; i < run.scenario.injections.size(); ++i) {
     const InjectionSpec& spec = run.scenario.injections[i];
+    const std::string where = where_of(spec, i);
     try {
-      inject::InjectorRegistry::instance().create(spec.params, where_of(spec, i), env);
+      inject::InjectorRegistry::instance().create(spec.params, where, env);
     } catch (const inject::InjectorError& e) {
       const YAML::Mark m = spec.source.mark();
+      std::string why = e.what();  // "<where>: key 'k': ...": the place is said once, by this error
+      if (why.starts_with(where + ": ")) why.erase(0, where.size() + 2);
       throw ScenarioError(spec.source.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
-                          fmt::format("injections[{}]", i), "a valid injection descriptor", e.what());
+                          fmt::format("injections[{}]", i), "a valid injection descriptor", why);
     }
   }
 }

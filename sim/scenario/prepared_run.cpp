@@ -6,6 +6,7 @@
 
 #include "chip_model/collective/cluster_topology.h"
 #include "graph/graph.h"
+#include "graph/init.h"
 #include "probes/insertion_pass.h"
 #include "sim/scenario/bad_input.h"
 #include "sim/scenario/injections.h"
@@ -113,6 +114,15 @@ PreparedRun prepare_run(const Scenario& s) {
   r.cluster = resolve_cluster(s, r.chip);
 
   LoadedModel model = load_model(s.model);
+  if (!s.data.inputs.empty()) {  // the scenario's initialisers of model inputs win over the model file's
+    const YamlView inputs = YamlView(s.resolved, s.file.string(), "")["data"]["inputs"];
+    const auto& names = model.graph.inputs();
+    for (const auto& [name, text] : s.data.inputs) {
+      if (std::find(names.begin(), names.end(), name) == names.end() || model.graph.initializers().count(name))
+        inputs[name].fail(fmt::format("an input of the model fed by data ({})", fmt::join(names, ", ")), "'" + name + "'");
+      model.input_inits[name] = graph::parse_init(text);
+    }
+  }
   r.workload = build_workload(s, model.graph, model.input_inits, r.cluster);
   if (const auto& ls = s.training.loss_scaling) {
     const graph::Op* op = r.workload.snapshots.fused.find_op(ls->scale_op);

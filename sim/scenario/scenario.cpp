@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/init.h"
 #include "graph/yaml_check.h"
 #include "chip_model/collective/cluster_config.h"
 #include "sim/scenario/source_root.h"
@@ -312,7 +313,7 @@ TrainingSpec parse_training(const YamlView& v) {
 }
 
 DataSpec parse_data(const YamlView& v, std::uint64_t scenario_seed) {
-  v.expect_keys({"generator", "seed", "mean", "std", "low", "high", "batches"});
+  v.expect_keys({"generator", "seed", "mean", "std", "low", "high", "batches", "inputs"});
   DataSpec d;
   d.generator = v.get("generator") ? v["generator"].str_in({"normal", "uniform", "ones"}) : d.generator;
   d.seed = v.get("seed") ? v["seed"].uinteger() : scenario_seed;
@@ -323,6 +324,21 @@ DataSpec parse_data(const YamlView& v, std::uint64_t scenario_seed) {
   d.batches = static_cast<std::uint32_t>(v.int_or("batches", 0, 0, std::numeric_limits<std::uint32_t>::max()));
   if (d.std < 0) v["std"].fail("a non-negative standard deviation", v["std"].describe());
   if (d.low > d.high) v["high"].fail("high >= low", v["high"].describe());
+  if (auto in = v.get("inputs")) {
+    if (!in->is_map()) in->fail("a mapping of model input names to initialisers", in->describe());
+    for (const auto& name : in->keys()) {
+      const YamlView init = (*in)[name];
+      if (!init.is_scalar()) init.fail("an initialiser (randint(lo, hi), uniform(a, b), normal(std), ones, ...)", init.describe());
+      const std::string text = init.str();
+      try {
+        graph::parse_init(text);
+      } catch (const graph::GraphError&) {
+        init.fail("an initialiser (randint(lo, hi), uniform(a, b), normal(mean, std), constant(v), ones, zeros, arange)",
+                  "'" + text + "'");
+      }
+      d.inputs[name] = text;
+    }
+  }
   return d;
 }
 

@@ -37,6 +37,7 @@
 //                                       #   dynamic loss scaling on the float status read as CANN
 //                                       #   does (skip the update on overflow; sgd only)
 //   data: {generator: normal, seed: 7, mean: 0, std: 1}  # normal | uniform (low, high) | ones
+//                                       # inputs: {ids: "randint(0, 30522)"}: per-input initialisers
 //   steps: 3                            # training steps / inference iterations (>= 1)
 //   seed: 42                            # master seed (run --seed N overrides it)
 //   precision:                          # device dtype policy, see PrecisionPolicy
@@ -143,6 +144,10 @@ struct DataSpec {
   double mean = 0.0, std = 1.0;      // normal
   double low = -1.0, high = 1.0;     // uniform
   std::uint32_t batches = 0;         // 0: a new batch every step; N: step s sees batch s mod N
+  /// Per model input: an initialiser (graph/init.h: "randint(0, 30522)", "ones", "normal(0.5)")
+  /// drawn from the input's own stream, instead of the generator (or the model file's `init`):
+  /// integer inputs such as token ids, masks.
+  std::map<std::string, std::string> inputs;
 };
 
 /// Device dtype policy of the host executor (kept deliberately small):

@@ -116,6 +116,19 @@ TEST(OnnxImport, Opset18ResizeAxesAspectRatioAndAntialias) {
       << import_error(kData + "onnx_import/resize_antialias_downscale.onnx");
 }
 
+TEST(OnnxImport, DeclaredOutputDimsBoundByTheScenarioAreChecked) {
+  // y is declared [N, 3] and computed [1, 3]: right for N = 1 only; the message shows the binding.
+  const std::string model = kData + "onnx_import/output_symbolic_dim.onnx";
+  OnnxImportOptions o;
+  o.dim_params["N"] = 2;
+  EXPECT_NE(import_error(model, o).find("graph output 'y': the model declares float [N=2, 3], the imported graph computes "
+                                        "float32[1, 3]"),
+            std::string::npos)
+      << import_error(model, o);
+  o.dim_params["N"] = 1;
+  EXPECT_EQ(import_error(model, o), "no error");
+}
+
 TEST(OnnxImport, ExternalDataIsReadNextToTheModel) {
   const Graph g = import_onnx(kData + "onnx_import/external_data_ok.onnx");
   EXPECT_EQ(g.initializers().at("w").to_f32(), (std::vector<float>{0, 1, 2, 3, 4, 5}));

@@ -2,7 +2,10 @@
 // users see (file, line:column, key, what was expected).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "chip_model/chip_config.h"
+#include "sim/scenario/data_gen.h"
 #include "sim/scenario/prepared_run.h"
 #include "sim/scenario/scenario.h"
 #include "tests/sim/sim_test_util.h"
@@ -399,6 +402,43 @@ TEST(Scenario, TheModelsCollectivesMustFitTheJob) {
                       "{comm: peers, ranks: 2}}\n  - {name: bc, type: Broadcast, attrs: {root: 7}}\n");
   EXPECT_NO_THROW(prepare_run(load_scenario(
       dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: inference\nranks: 8\ncluster: {chips_per_server: 4}\n"), opts())));
+}
+
+TEST(Scenario, DataInputsGiveModelInputsTheirOwnInitialiser) {
+  TempDir dir;
+  dir.write("m.yaml", R"(name: m
+inputs:
+  - {name: ids, shape: [2, 5], dtype: int64}
+weights:
+  - {name: table, shape: [10, 4]}
+ops:
+  - {name: embed, type: Gather, inputs: [table, ids]}
+outputs: [embed]
+)");
+  const PreparedRun r = prepare_run(load_scenario(
+      dir.write("s.yaml", "name: s\nmodel: m.yaml\nsteps: 3\ndata: {inputs: {ids: 'randint(3, 7)'}}\n"), opts()));
+  ASSERT_TRUE(r.workload.input_inits.count("ids"));
+  const DataGenerator gen(r.scenario.data);
+  std::set<std::int64_t> seen;
+  for (std::uint32_t step = 0; step < 3; ++step) {
+    const graph::Tensor t = gen.make_input("ids", r.workload.reference.tensor("ids").desc, step, 0, &r.workload.input_inits.at("ids"));
+    EXPECT_EQ(t.dtype(), graph::DType::I64);
+    for (double v : t.to_f64()) seen.insert(static_cast<std::int64_t>(v));
+  }
+  EXPECT_EQ(seen, (std::set<std::int64_t>{3, 4, 5, 6}));  // 30 draws cover the four ids
+  auto error = [&](const std::string& data) -> std::string {
+    try {
+      prepare_run(load_scenario(dir.write("b.yaml", "name: s\nmodel: m.yaml\ndata: " + data + "\n"), opts()));
+    } catch (const ScenarioError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error("{inputs: {tokens: ones}}").find("key 'data.inputs.tokens': expected an input of the model fed by data (ids)"),
+            std::string::npos) << error("{inputs: {tokens: ones}}");
+  EXPECT_NE(error("{inputs: {table: ones}}").find("got 'table'"), std::string::npos);  // a weight, not fed by data
+  EXPECT_NE(error("{inputs: {ids: 'randint(7)'}}").find("key 'data.inputs.ids': expected an initialiser"), std::string::npos)
+      << error("{inputs: {ids: 'randint(7)'}}");
 }
 
 }  // namespace
