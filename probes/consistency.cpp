@@ -75,6 +75,10 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
     ranks.insert(s.rank);
   }
   res.ranks.assign(ranks.begin(), ranks.end());
+  std::set<std::pair<std::uint32_t, std::string>> ops;  // (order, op)
+  for (const auto& e : edges) ops.emplace(std::get<1>(e.first), std::get<2>(e.first));
+  for (const auto& o : ops)
+    if (res.ops.empty() || res.ops.back() != o.second) res.ops.push_back(o.second);
   if (edges.empty()) return res;
   res.checked = true;
   if (!ranks.count(opts.reference_rank)) {
@@ -191,7 +195,7 @@ nlohmann::json to_json(const Divergence& d) {
 nlohmann::json to_json(const ConsistencyResult& r) {
   nlohmann::json j = {{"checked", r.checked},     {"consistent", r.consistent}, {"reference_rank", r.reference_rank},
                       {"ranks", r.ranks},         {"comparisons", r.comparisons}, {"growing", r.growing},
-                      {"missing", r.missing}};
+                      {"ops", r.ops},             {"missing", r.missing}};
   j["first_divergence"] = r.first ? to_json(*r.first) : nlohmann::json(nullptr);
   j["divergences"] = nlohmann::json::array();
   for (const auto& d : r.divergences) j["divergences"].push_back(to_json(d));

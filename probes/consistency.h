@@ -58,6 +58,7 @@ struct ConsistencyResult {
   std::uint32_t reference_rank = 0;
   std::vector<std::uint32_t> ranks;       // ranks seen
   std::uint64_t comparisons = 0;          // (rank, step, edge) triples compared
+  std::vector<std::string> ops;           // the ops compared, in executed order
   std::optional<Divergence> first;        // earliest step, then earliest op in executed order
   std::vector<Divergence> divergences;    // all, in (step, order) order
   /// Growth: for the first divergent edge, its difference at every step checked (NaN for

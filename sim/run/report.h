@@ -37,7 +37,9 @@
 //   consistency   {checked, consistent, reference_rank, ranks, first_divergence: {op, step, edge,
 //                  ranks, rank_diffs, tensor, max_abs_diff, basis} | null, divergences: [same, in
 //                  (step, executed order)], per_step: [{step, max_abs_diff}], growing, comparisons,
-//                  missing}; rank_diffs: each divergent rank's own difference, parallel to ranks
+//                  ops, missing}; rank_diffs: each divergent rank's own difference, parallel to
+//                  ranks; ops: the ops compared across ranks, in executed order (a ReduceScatter's
+//                  shards differ by design and are not among them)
 //   diagnosis     [{op, cause, score, tensor, inner_op, forward_op, step, rank, evidence,
 //                   suggestion}] best first
 //   capture       {records, drained, dropped, corrupt, oversize, lost_in_corrupt_regions, bytes,

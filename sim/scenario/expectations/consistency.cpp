@@ -12,6 +12,25 @@
 namespace probelab::sim::expect {
 namespace {
 
+// Whether a compared op (report consistency.ops) matches `glob`.
+bool compared(const std::string& glob, const json& c) {
+  for (const auto& o : items(c, "ops"))
+    if (o.is_string() && matches(glob, o)) return true;
+  return false;
+}
+
+// The compared ops, the first few of them.
+std::string compared_list(const json& c) {
+  constexpr std::size_t kShown = 6;
+  std::vector<std::string> names;
+  for (const auto& o : items(c, "ops"))
+    if (o.is_string()) names.push_back(o.get<std::string>());
+  if (names.empty()) return "none";
+  const std::size_t n = names.size();
+  if (n > kShown) names.resize(kShown);
+  return fmt::format("{}{}", fmt::join(names, ", "), n > kShown ? fmt::format(" and {} more", n - kShown) : "");
+}
+
 struct Consistency : ExpectationCheck {
   bool consistent = false;
   std::optional<std::string> op;
@@ -62,6 +81,11 @@ struct Consistency : ExpectationCheck {
     if (growing) res.expected += ", growing over steps";
     if (!c.is_object() || !c.value("checked", false)) {
       res.actual = "no consistency check ran";
+      return res;
+    }
+    if (op && c.contains("ops") && !compared(*op, c)) {
+      // e.g. a ReduceScatter: its shards differ from rank to rank by design and are not compared.
+      res.actual = fmt::format("no op matching '{}' is compared across ranks (compared: {})", *op, compared_list(c));
       return res;
     }
     if (!fd.is_object()) {

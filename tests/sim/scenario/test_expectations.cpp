@@ -1,4 +1,5 @@
 // Every expectation kind evaluated against hand-built reports, passing and failing.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "sim/scenario/expectation.h"
@@ -110,6 +111,20 @@ TEST(Expectations, Consistency) {
   EXPECT_EQ(res.actual, "no consistency check ran");
   EXPECT_THROW(parse("consistency: {consistent: true, op: x}"), ScenarioError);
   EXPECT_THROW(parse("consistency: {}"), ScenarioError);
+}
+
+TEST(Expectations, ConsistencyAtAnOpNeverComparedSaysWhatWas) {
+  json r = report();
+  r["consistency"]["ops"] = json::array({"w/gradient/allreduce", "b/gradient/allreduce"});
+  EXPECT_TRUE(eval("consistency: {op: '*allreduce'}", r).passed);
+  const auto shard = eval("consistency: {op: '*reducescatter'}", r);
+  EXPECT_FALSE(shard.passed);
+  EXPECT_EQ(shard.actual,
+            "no op matching '*reducescatter' is compared across ranks (compared: w/gradient/allreduce, b/gradient/allreduce)");
+  for (int i = 0; i < 8; ++i) r["consistency"]["ops"].push_back(fmt::format("l{}/allreduce", i));
+  EXPECT_EQ(eval("consistency: {op: 'x'}", r).actual,
+            "no op matching 'x' is compared across ranks (compared: w/gradient/allreduce, b/gradient/allreduce, "
+            "l0/allreduce, l1/allreduce, l2/allreduce, l3/allreduce and 4 more)");
 }
 
 TEST(Expectations, ConsistencyOnTheRanksListed) {
