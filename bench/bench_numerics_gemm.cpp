@@ -91,6 +91,12 @@ const char* accum_name(Accum a) {
 
 void BM_NumericsF16Gemm_vs_EigenF32(benchmark::State& state) {
   Eigen::setNbThreads(1);
+  const auto isa = static_cast<probelab::num::GemmIsa>(state.range(2));
+  const probelab::num::GemmIsa saved = probelab::num::gemm_isa();
+  if (!probelab::num::set_gemm_isa(isa)) {
+    state.SkipWithError("this CPU has no AVX-512");
+    return;
+  }
   Problem p(state.range(0));
   const auto accum = static_cast<Accum>(state.range(1));
   double best_ours = 1e30, best_eigen = 1e30;
@@ -103,12 +109,13 @@ void BM_NumericsF16Gemm_vs_EigenF32(benchmark::State& state) {
     best_ours = std::min(best_ours, t1 - t0);
     best_eigen = std::min(best_eigen, t2 - t1);
   }
+  probelab::num::set_gemm_isa(saved);
   const double ratio = best_eigen / best_ours;
   state.counters["ours_GFLOP/s"] = flops(p.n) / best_ours * 1e-9;
   state.counters["eigen_GFLOP/s"] = flops(p.n) / best_eigen * 1e-9;
   state.counters["ratio_vs_eigen"] = ratio;
-  fmt::print(stderr, "[numerics gemm] n={} {}: {:.1f} GFLOP/s, Eigen FP32 {:.1f} GFLOP/s, ratio {:.3f}\n", p.n,
-             accum_name(accum), flops(p.n) / best_ours * 1e-9, flops(p.n) / best_eigen * 1e-9, ratio);
+  fmt::print(stderr, "[numerics gemm] n={} {} ({}): {:.1f} GFLOP/s, Eigen FP32 {:.1f} GFLOP/s, ratio {:.3f}\n", p.n,
+             accum_name(accum), isa == probelab::num::GemmIsa::Avx2 ? "AVX2" : "AVX-512", flops(p.n) / best_ours * 1e-9, flops(p.n) / best_eigen * 1e-9, ratio);
 }
 
 constexpr auto kFp32 = static_cast<std::int64_t>(Accum::Fp32);
@@ -119,9 +126,9 @@ BENCHMARK(BM_EigenF32Gemm)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NumericsF16Gemm)
     ->Args({256, kFp32})->Args({1024, kFp32})->Args({256, kFp16Rn})->Args({256, kFp16Via})
     ->Unit(benchmark::kMillisecond);
-// range: n, accumulation
+// range: n, accumulation, instruction set of the FP16-accumulation tile (0 AVX2, 1 AVX-512)
 BENCHMARK(BM_NumericsF16Gemm_vs_EigenF32)
-    ->ArgsProduct({{256, 1024}, {kFp32, kFp16Rn, kFp16Via}})
+    ->ArgsProduct({{256, 1024}, {kFp32, kFp16Rn, kFp16Via}, {0, 1}})
     ->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 }  // namespace

@@ -95,6 +95,17 @@ struct GemmReport {
   std::int64_t first_index(Flag f) const noexcept { return first[static_cast<int>(f)]; }
 };
 
+// Vector instruction sets of the FP16-accumulation tile. The results are the same bits with either;
+// only the speed differs.
+enum class GemmIsa : std::uint8_t { Avx2 = 0, Avx512 = 1 };
+// The tile's instruction set in this process: AVX-512 (F, VL, BW, DQ) on Intel CPUs that have it
+// (full-width 512-bit units: about 1.1x the AVX2 tile at n = 1024 on a Xeon), else AVX2 (the
+// build's floor; also on AMD Zen 4, whose 512-bit operations are split in two: 0.87-0.96x there).
+GemmIsa gemm_isa() noexcept;
+// Restricts the tile to `isa` (for tests and benchmarks comparing both on one machine). Returns
+// false, changing nothing, when the CPU lacks it. Not for use while another thread runs gemm().
+bool set_gemm_isa(GemmIsa isa) noexcept;
+
 // Computes C = A * B as documented above. M, N, K >= 0 (K == 0 gives +0 outputs). Throws
 // std::invalid_argument for null data with a non-empty shape, negative sizes, leading dimensions
 // smaller than the row length, A/B of different input types, split_k with FP16 accumulation, or

@@ -156,9 +156,9 @@ void run(std::int64_t M, std::int64_t N, const Packed& A, const Packed& B, Accum
     const double na = *std::max_element(sc.norm_a.begin() + m, sc.norm_a.begin() + m + tile_rows(m));
     return !(na * sc.norm_b[static_cast<std::size_t>(p)] * growth < 65504.0);
   };
-  const F16accTiles& tiles = f16acc_tiles();
+  const F16accTiles& tiles = gemm_isa() == GemmIsa::Avx512 ? f16acc_tiles_avx512() : f16acc_tiles();
   const FlushToZeroScope ftz;
-  alignas(32) float state[2][kRows * kCols];
+  alignas(64) float state[2][kRows * kCols];
   for (std::int64_t mb = 0; mb < M; mb += kRowBlock) {  // a block of A's rows stays in L2
     const std::int64_t mb_end = std::min(M, mb + kRowBlock);
     for (std::int64_t p = 0; p < panels; ++p) {

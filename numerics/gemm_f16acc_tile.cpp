@@ -152,18 +152,7 @@ bool tile(std::int64_t kc, const float* a, const float* bp, const float* in, std
 }  // namespace
 
 const F16accTiles& f16acc_tiles() {
-  static const F16accTiles tiles = [] {
-    F16accTiles t;
-    t.fn[0][0][0] = tile<kRows, false, false>;
-    t.fn[0][0][1] = tile<kRows, false, true>;
-    t.fn[0][1][0] = tile<1, false, false>;
-    t.fn[0][1][1] = tile<1, false, true>;
-    t.fn[1][0][0] = tile<kRows, true, false>;
-    t.fn[1][0][1] = tile<kRows, true, true>;
-    t.fn[1][1][0] = tile<1, true, false>;
-    t.fn[1][1][1] = tile<1, true, true>;
-    return t;
-  }();
+  static const F16accTiles tiles = make_f16acc_tiles([]<int R, bool kRn, bool kTrack>() { return &tile<R, kRn, kTrack>; });
   return tiles;
 }
 

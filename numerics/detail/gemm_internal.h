@@ -65,7 +65,23 @@ using F16accTileFn = bool (*)(std::int64_t kc, const float* a, const float* bp, 
 struct F16accTiles {
   F16accTileFn fn[2][2][2];
 };
-const F16accTiles& f16acc_tiles();
+// The table of one tile implementation: pick.template operator()<R, kRn, kTrack>() is its tile
+// function for R rows (kF16accRows or 1), Fp16Rn or not, tracked or not.
+template <class Pick>
+F16accTiles make_f16acc_tiles(Pick pick) {
+  F16accTiles t;
+  t.fn[0][0][0] = pick.template operator()<kF16accRows, false, false>();
+  t.fn[0][0][1] = pick.template operator()<kF16accRows, false, true>();
+  t.fn[0][1][0] = pick.template operator()<1, false, false>();
+  t.fn[0][1][1] = pick.template operator()<1, false, true>();
+  t.fn[1][0][0] = pick.template operator()<kF16accRows, true, false>();
+  t.fn[1][0][1] = pick.template operator()<kF16accRows, true, true>();
+  t.fn[1][1][0] = pick.template operator()<1, true, false>();
+  t.fn[1][1][1] = pick.template operator()<1, true, true>();
+  return t;
+}
+const F16accTiles& f16acc_tiles();         // AVX2 (gemm_f16acc_tile.cpp)
+const F16accTiles& f16acc_tiles_avx512();  // the same with AVX-512 (gemm_f16acc_tile512.cpp)
 
 // FP16 accumulation (Accum::Fp16Rn or Fp16ViaFp32) of FP16 operands (K > 0) through the Mode.
 // Writes FP16 patterns to R (M x N, dense) and the accumulation flags of each element (Flags bits:

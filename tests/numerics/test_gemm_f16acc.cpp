@@ -155,14 +155,33 @@ float few_bits(std::mt19937_64& rng) {
   return sign * static_cast<float>(1 + 2 * (rng() % 8)) * std::ldexp(1.0f, static_cast<int>(rng() % 9) - 8);
 }
 
-TEST(GemmF16Acc, MidpointsExactAndInexact) {
+// Every test with each instruction set of the tile (gemm.h GemmIsa; same bits): AVX-512 where the
+// CPU has it, else that case is skipped.
+class GemmF16Acc : public ::testing::TestWithParam<GemmIsa> {
+ protected:
+  void SetUp() override {
+    saved_ = gemm_isa();
+    if (!set_gemm_isa(GetParam())) GTEST_SKIP() << "this CPU has no AVX-512 (F, VL, BW, DQ)";
+  }
+  void TearDown() override { set_gemm_isa(saved_); }
+
+ private:
+  GemmIsa saved_ = GemmIsa::Avx2;
+};
+
+INSTANTIATE_TEST_SUITE_P(Isa, GemmF16Acc, ::testing::Values(GemmIsa::Avx2, GemmIsa::Avx512),
+                         [](const ::testing::TestParamInfo<GemmIsa>& i) {
+                           return std::string(i.param == GemmIsa::Avx2 ? "Avx2" : "Avx512");
+                         });
+
+TEST_P(GemmF16Acc, MidpointsExactAndInexact) {
   // K spans several K blocks; M = 9 is two 4-row tiles and a single row; N = 37 pads its last panel.
   const Mat A = filled(9, 300, false, 1, [](std::mt19937_64& g, std::int64_t, std::int64_t) { return few_bits(g); });
   const Mat B = filled(300, 37, true, 2, [](std::mt19937_64& g, std::int64_t, std::int64_t) { return few_bits(g); });
   check_all(A, B, "few-bit values");
 }
 
-TEST(GemmF16Acc, TinyAndSubnormalAccumulatorsInLaterBlocks) {
+TEST_P(GemmF16Acc, TinyAndSubnormalAccumulatorsInLaterBlocks) {
   // Small products whose sums cross zero: accumulators are tiny and subnormal here and there,
   // in the first K block and in later ones.
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -171,7 +190,7 @@ TEST(GemmF16Acc, TinyAndSubnormalAccumulatorsInLaterBlocks) {
   check_all(A, B, "tiny sums");
 }
 
-TEST(GemmF16Acc, OverflowInTrackedTilesBesideBoundedOnes) {
+TEST_P(GemmF16Acc, OverflowInTrackedTilesBesideBoundedOnes) {
   // Rows 0-3 are small (their tile's norm bound holds: no range test), rows 4-8 large: their
   // partial sums overflow, and in saturation mode they come back from +-65504.
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -184,7 +203,7 @@ TEST(GemmF16Acc, OverflowInTrackedTilesBesideBoundedOnes) {
   check_all(A, B, "overflow");
 }
 
-TEST(GemmF16Acc, SpecialAndSubnormalInputs) {
+TEST_P(GemmF16Acc, SpecialAndSubnormalInputs) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   Mat A = filled(10, 90, false, 7, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 3.0f * nd(g); });
   Mat B = filled(90, 18, true, 8, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 3.0f * nd(g); });
@@ -199,7 +218,7 @@ TEST(GemmF16Acc, SpecialAndSubnormalInputs) {
   check_all(A, B, "specials");
 }
 
-TEST(GemmF16Acc, RandomMixOfPathsAtLargerSize) {
+TEST_P(GemmF16Acc, RandomMixOfPathsAtLargerSize) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const Mat A = filled(23, 517, false, 9, [&](std::mt19937_64& g, std::int64_t r, std::int64_t) {
     return r % 5 == 0 ? few_bits(g) : nd(g);
@@ -208,7 +227,7 @@ TEST(GemmF16Acc, RandomMixOfPathsAtLargerSize) {
   check_all(A, B, "mix");
 }
 
-TEST(GemmF16Acc, DenseInfinitiesAndNaNsInRowsAndColumns) {
+TEST_P(GemmF16Acc, DenseInfinitiesAndNaNsInRowsAndColumns) {
   // Inputs scaled past FP16's range (a bad loss scale): many infinities, with NaNs, zeros and a
   // signaling NaN; most rows and columns are slow, so the special-element path computes them.
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -224,7 +243,7 @@ TEST(GemmF16Acc, DenseInfinitiesAndNaNsInRowsAndColumns) {
   check_all(A, B, "dense specials");
 }
 
-TEST(GemmF16Acc, EachInvalidCauseAloneIsTheFirstElement) {
+TEST_P(GemmF16Acc, EachInvalidCauseAloneIsTheFirstElement) {
   // One cause of Invalid per matrix, at a chosen element, nothing else invalid: Inf - Inf in the
   // accumulator; 0 * Inf; a signaling NaN; 0 * Inf after the accumulator is already NaN.
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -297,7 +316,7 @@ std::pair<std::int64_t, std::int64_t> midpoint_steps(const Mat& A, const Mat& B)
   return {mids, inexact};
 }
 
-TEST(GemmF16Acc, ManyMidpointStepsAtEveryTileShape) {
+TEST_P(GemmF16Acc, ManyMidpointStepsAtEveryTileShape) {
   // Sizes with single-row tiles (M % 4 != 0), padded column panels (N % 16 != 0), a partial last K
   // block and transposed storage; then the same operands with NaN, Inf, zero * Inf and subnormal
   // inputs in a few rows and columns.
@@ -324,7 +343,7 @@ TEST(GemmF16Acc, ManyMidpointStepsAtEveryTileShape) {
   }
 }
 
-TEST(GemmF16Acc, CallerFlushToZeroNeitherChangesResultsNorIsChanged) {
+TEST_P(GemmF16Acc, CallerFlushToZeroNeitherChangesResultsNorIsChanged) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const Mat A = filled(5, 150, false, 13, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.01f * nd(g); });
   Mat B = filled(150, 9, false, 14, [&](std::mt19937_64& g, std::int64_t, std::int64_t) { return 0.01f * nd(g); });
