@@ -57,6 +57,8 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
 
 Chip::~Chip() = default;
 
+std::exception_ptr Chip::error() const { return streams_->error(); }
+
 void Chip::set_fault_hooks(FaultHooks* hooks) {
   services_.faults = hooks;
   irq_->set_fault_hooks(hooks);

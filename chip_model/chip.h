@@ -75,6 +75,8 @@ class Chip : public sc_core::sc_module {
   void set_irq_callback(InterruptController::HostCallback cb) { irq_->set_host_callback(std::move(cb)); }
   const sc_core::sc_event& irq_event() const { return irq_->host_event(); }
   const sc_core::sc_event& progress_event() const { return streams_->progress_event(); }
+  /// What a task threw on this chip (StreamEngine::error()), or null.
+  std::exception_ptr error() const;
 
   /// Register access as the bus does it, at absolute time `now` (tests and sim glue; no
   /// latency is charged here).

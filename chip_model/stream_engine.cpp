@@ -142,7 +142,13 @@ void StreamEngine::stream_thread(std::uint32_t s) {
     qk.inc(sc_core::sc_time(static_cast<double>(svc_.config->task_dispatch_ns), sc_core::SC_NS));
     if (svc_.perf && svc_.perf->launch_delay_ps) qk.inc(ChipClock::from_ps(svc_.perf->launch_delay_ps));
     const sc_core::sc_time start = qk.get_current_time();
-    run_task(s, task, qk);
+    try {
+      run_task(s, task, qk);
+    } catch (...) {  // e.g. a kernel's data-dependent error: the run stops, the host rethrows it
+      if (!error_) error_ = std::current_exception();
+      sc_core::sc_stop();
+      return;
+    }
     if ((task.kind == spec::TaskKind::Kernel || task.kind == spec::TaskKind::Collective) &&
         fault_wanted(svc_.faults, kFaultFloatStatus))
       float_status_fault(s, task, qk);

@@ -32,6 +32,7 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <vector>
@@ -63,6 +64,9 @@ class StreamEngine : public sc_core::sc_module {
 
   /// Notified when any stream completes a task or halts.
   const sc_core::sc_event& progress_event() const { return progress_; }
+  /// What a task threw (a kernel's data-dependent error, e.g. an index out of range): the stream
+  /// stops and the kernel with it (sc_stop); the platform rethrows it once sc_start() returns.
+  std::exception_ptr error() const { return error_; }
 
   struct StreamState {
     std::uint64_t ring = 0;
@@ -112,6 +116,7 @@ class StreamEngine : public sc_core::sc_module {
   std::map<std::uint32_t, std::uint64_t> events_;
   sc_core::sc_event event_recorded_;
   sc_core::sc_event progress_;
+  std::exception_ptr error_;
   std::vector<TaskRecord> task_records_;
 };
 

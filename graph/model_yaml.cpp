@@ -352,6 +352,9 @@ ModelFile parse_model_yaml(const std::string& text, const std::string& path) {
   Loader l{Reader(path), {}, {}};
   l.m.path = path;
   YAML::Node root;
+  if (auto issue = check_yaml_text(text))
+    throw GraphError(fmt::format("{}:{}:{}: expected {}, got {}", path, issue->line, issue->column, issue->expected,
+                                 issue->message));
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {

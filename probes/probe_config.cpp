@@ -170,6 +170,8 @@ ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& so
 }
 
 ProbeConfig ProbeConfig::from_string(std::string_view text, const std::string& source) {
+  if (auto issue = graph::check_yaml_text(text))
+    throw ConfigError(source, issue->line, "<document>", fmt::format("expected {}, got {}", issue->expected, issue->message));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));

@@ -255,6 +255,10 @@ class Importer {
       if (a.type() == onnx::AttributeProto_AttributeType_GRAPH) continue;  // If branches, read by inline_if
       op.attrs[a.name()] = attr_value(a, where);
     }
+    if (op.type == "ConstantOfShape" && !op.has_attr("value")) {  // ONNX: a float32 zero when absent
+      op.attrs["value"] = 0.0;
+      op.attrs["dtype"] = onnx_code(DType::F32);
+    }
     for (const char* key : {"to", "dtype"})
       if ((op.type == "Cast" || op.type == "EyeLike") && op.has_attr(key)) {
         const std::int64_t code = op.attr_int(key);

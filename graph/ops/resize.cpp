@@ -48,6 +48,7 @@ ResizeSpec resize_spec(const Op& op, const Shape& in) {
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     fail(op, "keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got \"{}\"", policy);
   ResizeSpec s{in, std::vector<double>(in.size(), 1.0), {}};
+  if (!sizes.empty() && !scales.empty()) fail(op, "has both scales and sizes (ONNX: only one of them may be given)");
   if (!sizes.empty()) {
     if (sizes.size() != axes.size()) fail(op, "sizes has {} entries for {} resized dimensions", sizes.size(), axes.size());
     for (std::size_t i = 0; i < axes.size(); ++i) {

@@ -215,14 +215,17 @@ void Campaign::prepare() {
     model_.faults.clear();
     for (std::size_t i = 0; i < opts_.faults.size(); ++i) {
       YAML::Node n;
+      if (auto issue = graph::check_yaml_text(opts_.faults[i]))
+        throw ScenarioError("--fault", issue->line, issue->column, fmt::format("fault[{}]", i), issue->expected,
+                            issue->message);
       try {
         n = YAML::Load(opts_.faults[i]);
       } catch (const YAML::Exception& e) {
         throw ScenarioError("--fault", 0, 0, fmt::format("fault[{}]", i), "a YAML mapping of fault keys", e.what());
       }
       if (auto issue = graph::check_yaml_document(n))
-        throw ScenarioError("--fault", 0, 0, join_path(fmt::format("fault[{}]", i), issue->key),
-                            "each key once in a mapping", issue->message);
+        throw ScenarioError("--fault", 0, 0, join_path(fmt::format("fault[{}]", i), issue->key), issue->expected,
+                            issue->message);
       model_.faults.push_back(parse_fault_entry(YamlView(n, "--fault", fmt::format("fault[{}]", i))));
     }
   }
@@ -231,7 +234,11 @@ void Campaign::prepare() {
                         "a fault model: a `campaign: {faults: [...]}` section or --fault (or clean_runs alone)", "none");
   trials_ = opts_.trials ? *opts_.trials : model_.trials;
   if (trials_ == 0 && model_.clean.runs == 0)
-    throw ScenarioError(s.file.string(), 0, 0, "campaign.trials", "a trial count (--trials N or campaign.trials)", "none");
+    throw ScenarioError(s.file.string(), 0, 0, "campaign.trials",
+                        "a trial count above 0 (--trials N or campaign.trials), or clean runs (campaign.clean_runs) "
+                        "for a campaign of clean runs only",
+                        opts_.trials ? "--trials 0, and no clean runs"
+                                     : "no trials (campaign.trials 0 or not given), and no clean runs");
   if (trials_ > 0 && model_.faults.empty())
     throw ScenarioError(s.file.string(), 0, 0, "campaign.faults", "fault entries for the trials (or --trials 0)", "none");
   seed_ = opts_.seed ? *opts_.seed : (model_.seed ? *model_.seed : s.seed);
@@ -432,13 +439,62 @@ int Campaign::run_trial(const TrialSpec& t, const Shared& sh, const fs::path& wo
   return 0;
 }
 
+namespace {
+
+// What a campaign writes into its output directory (besides scratch).
+constexpr const char* kCampaignFiles[] = {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt",
+                                          "logs",         "golden",     "clean",        "campaign.json"};
+
+// An earlier campaign's files in the output directory, set aside (not deleted) until this campaign
+// has checked its trials: a campaign that stops on bad input before any trial ran puts them back
+// and removes what it wrote itself (and the directory, when it created it); one that goes on
+// deletes them (drop()).
+class EarlierResults {
+ public:
+  EarlierResults(fs::path out, bool created) : out_(std::move(out)), created_(created) {
+    stash_ = out_ / fmt::format(".earlier-{}", ::getpid());
+    std::error_code ec;
+    for (const char* f : kCampaignFiles) {
+      if (!fs::exists(fs::symlink_status(out_ / f, ec))) continue;
+      if (!fs::exists(stash_, ec)) fs::create_directory(stash_);
+      fs::rename(out_ / f, stash_ / f);
+    }
+  }
+  ~EarlierResults() {
+    if (dropped_) return;
+    std::error_code ec;
+    for (const char* f : kCampaignFiles) {
+      fs::remove_all(out_ / f, ec);
+      if (fs::exists(fs::symlink_status(stash_ / f, ec))) fs::rename(stash_ / f, out_ / f, ec);
+    }
+    fs::remove_all(stash_, ec);
+    if (created_ && fs::is_empty(out_, ec)) fs::remove(out_, ec);
+  }
+  EarlierResults(const EarlierResults&) = delete;
+  EarlierResults& operator=(const EarlierResults&) = delete;
+  void drop() {
+    std::error_code ec;
+    fs::remove_all(stash_, ec);
+    dropped_ = true;
+  }
+
+ private:
+  fs::path out_, stash_;
+  bool created_ = false, dropped_ = false;
+};
+
+}  // namespace
+
 json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignProgress&)>& progress) {
   const bool root = comm.rank() == 0;
   const fs::path jsonl = out_ / "trials.jsonl";
   // Rank 0: the output directory, the resumed trials, the golden runs; then everyone gets them.
   std::vector<std::uint8_t> blob;
   LoadedTrials loaded;
+  std::unique_ptr<EarlierResults> earlier;
   if (root) {
+    std::error_code exists_ec;
+    const bool created = !fs::exists(out_, exists_ec);
     prepare_output_dir();
     const json id = identity();
     if (opts_.resume) {
@@ -446,9 +502,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
       // (stderr only: summary.json of a resumed campaign is the same as of an uninterrupted one)
       for (const auto& w : loaded.warnings(jsonl.string())) fmt::print(stderr, "probelab: warning: {}\n", w);
     } else {
-      std::error_code ec;
-      for (const char* f : {"trials.jsonl", "trials.csv", "summary.json", "summary.html", "summary.txt", "logs", "golden", "clean"})
-        fs::remove_all(out_ / f, ec);
+      earlier = std::make_unique<EarlierResults>(out_, created);
     }
     write_text_atomic(out_ / "campaign.json", id.dump(2) + "\n");
     double wall = 0;
@@ -499,6 +553,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
       }
     }
   }
+  if (earlier) earlier->drop();
 
   // Each rank keeps its workers' scratch files apart (ranks may share the directory), and so does
   // each run (workers orphaned by a killed run may still be writing theirs).

@@ -132,6 +132,11 @@ int run(const RunArgs& a) {
     }
     for (const auto& o : outcomes) {
       if (o.passed) continue;
+      if (o.out_dir.empty()) {  // bad input found while simulating: nothing published
+        fmt::print("\n{}: bad input (nothing written; earlier results under --out kept):\n  {}\n", o.name,
+                   o.report.value("error", std::string("?")));
+        continue;
+      }
       fmt::print("\n{} FAILED ({}):\n", o.name, (o.out_dir / "report.json").string());
       if (o.report.value("status", "") != "ok")
         fmt::print("  simulation error: {}\n", o.report.value("error", std::string("?")));

@@ -71,6 +71,8 @@ std::size_t Platform::at(std::uint32_t rank) const {
 }
 
 void Platform::rethrow_host_error() const {
+  for (const auto& c : chips_)  // a task's error stopped the run: the host's wait is its consequence
+    if (c->error()) std::rethrow_exception(c->error());
   for (auto& h : hosts_) {
     if (!h->error()) continue;
     try {
@@ -109,6 +111,7 @@ WindowReport Platform::report(Outbox& out) const {
   if (!stopped && sc_core::sc_pending_activity())
     r.next_ps = chip::ChipClock::to_ps(sc_time_stamp() + sc_core::sc_time_to_pending_activity());
   r.hosts_done = finished_ == hosts_.size();
+  for (const auto& c : chips_) r.failed = r.failed || c->error() != nullptr;
   for (const auto& h : hosts_) {
     r.failed = r.failed || h->error() != nullptr;
     if (h->finished()) r.finish_ps = std::max(r.finish_ps, chip::ChipClock::to_ps(h->finish_time()));

@@ -372,7 +372,7 @@ QueryResult reverse_query(const fs::path& run, const QueryOptions& opts,
                                      : fmt::format("a tensor of the executed graph, e.g. {}", fmt::join(near, ", ")),
                         "'" + opts.tensor + "'");
   }
-  check_output_dir(c.out, "query output directory");
+  check_output_dir(c.out, "query output directory", false);  // made once the question is known to be good
   json ans = opts.kind == "writer" ? writer_query(c, g) : first_step_query(c, g);
   json head = {{"run", run.string()}, {"query", opts.kind}, {"tensor", opts.tensor}, {"rank", opts.rank}};
   if (opts.kind == "exceeds") head["threshold"] = opts.threshold;
@@ -385,6 +385,7 @@ QueryResult reverse_query(const fs::path& run, const QueryOptions& opts,
   QueryResult r;
   r.found = ans.value("found", false);
   r.answer = ans;
+  check_output_dir(c.out, "query output directory");
   write_text_atomic(c.out / "query.json", ans.dump(2) + "\n");
   return r;
 }

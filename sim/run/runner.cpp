@@ -36,12 +36,22 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   probes::write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
 }
 
-void check_output_dir(const fs::path& root, const std::string& what) {
+void check_output_dir(const fs::path& root, const std::string& what, bool create) {
   std::error_code ec;
   const std::string shown = fmt::format("'{}'", root.string());
   const std::string a = what.find_first_of("aeiou") == 0 ? "an " : "a ";
   if (fs::exists(root, ec) && !fs::is_directory(root, ec))
     throw ScenarioError("--out", 0, 0, "", a + what, shown + " (a file, not a directory)");
+  if (!create) {  // the nearest existing directory on the way must let it be made
+    fs::path p = fs::absolute(root, ec);
+    while (!fs::exists(p, ec) && p.has_relative_path()) p = p.parent_path();
+    if (!fs::is_directory(p, ec))
+      throw ScenarioError("--out", 0, 0, "", a + what + " that can be created", shown + ": '" + p.string() + "' is a file");
+    if (::access(p.c_str(), W_OK | X_OK) != 0)
+      throw ScenarioError("--out", 0, 0, "", "a writable " + what,
+                          shown + ": " + std::error_code(errno, std::generic_category()).message());
+    return;
+  }
   fs::create_directories(root, ec);
   if (ec) throw ScenarioError("--out", 0, 0, "", a + what + " that can be created", shown + ": " + ec.message());
   if (::access(root.c_str(), W_OK | X_OK) != 0)
@@ -83,6 +93,22 @@ void publish_dir(const fs::path& stage, const fs::path& final) {
   fs::rename(final, old);
   fs::rename(stage, final);
   fs::remove_all(old);
+}
+
+// A scenario's results replace what is at <out>/<name> only when that is an earlier run's results
+// (a directory holding report.json), never a user's file or directory that happens to share the name.
+void check_previous_results(const Scenario& s, const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir, ec);
+  if (ec || !fs::exists(st)) return;
+  std::string what;
+  if (!fs::is_directory(st)) what = fs::is_symlink(st) ? "a symbolic link" : "a file";
+  else if (!fs::is_regular_file(dir / "report.json", ec)) what = "a directory that holds no earlier results (no report.json)";
+  if (what.empty()) return;
+  throw ScenarioError(s.file.string(), 0, 0, "name",
+                      fmt::format("a scenario name whose output directory is free or holds an earlier run's results "
+                                  "(choose another --out or name; nothing was changed)"),
+                      fmt::format("'{}': {} is {}", s.name, dir.string(), what));
 }
 
 // The probe runtime's dump directory lives beside the runner's own outputs; it must not be one.
@@ -158,11 +184,12 @@ void Runner::add(const Scenario& s) {
       fail_cluster_fit(s, err, fmt::format("the run has {} processes", procs));
     }
   }
-  check_output_dir(opts_.out_root, "output directory");
+  check_output_dir(opts_.out_root, "output directory", false);  // made when the run starts
   if (opts_.strict && !e.main.warnings.empty())
     throw ScenarioError(s.file.string(), 0, 0, "probes",
                         "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
   e.out_dir = opts_.out_root / s.name;
+  check_previous_results(s, e.out_dir);
   e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", s.name, ::getpid());
   scenarios_.push_back(std::move(e));
   names_.emplace(s.name, s.file);
@@ -199,7 +226,12 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
   // Every scenario runs in a scratch directory beside its final one and replaces it only when
   // complete: a killed run leaves the previous results as they were (and its scratch is removed
   // by the next run), never a mixture.
-  if (writer()) remove_stale_scratch(opts_.out_root);  // pids of other machines mean nothing here
+  std::error_code root_ec;
+  const bool made_root = writer() && !fs::exists(opts_.out_root, root_ec);
+  if (writer()) {
+    check_output_dir(opts_.out_root, "output directory");
+    remove_stale_scratch(opts_.out_root);  // pids of other machines mean nothing here
+  }
   if (opts_.distributed) {
     // Every process of a distributed run writes its ranks' dumps into the writer's scratch.
     const int pid = opts_.distributed->agree(static_cast<int>(::getpid()));
@@ -312,6 +344,15 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     }
     add_expectations(report, e.main.scenario);
     std::error_code ec;
+    if (main.value("bad_input", false)) {  // e.g. an index out of range in the data: earlier results stay
+      fs::remove_all(e.stage_dir, ec);
+      ScenarioOutcome o;
+      o.name = e.main.scenario.name;
+      o.file = e.main.scenario.file;
+      o.report = std::move(report);
+      out.push_back(std::move(o));
+      continue;
+    }
     fs::remove_all(e.stage_dir / ".results", ec);
     write_text_atomic(e.stage_dir / "summary.txt", summary_text(report));
     write_text_atomic(e.stage_dir / "report.html", html::report_html(report));
@@ -327,6 +368,7 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     o.report = std::move(report);
     out.push_back(std::move(o));
   }
+  if (made_root && fs::is_empty(opts_.out_root, root_ec)) fs::remove(opts_.out_root, root_ec);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/graph.h"
 #include "injectors/injector.h"
 
 namespace probelab::sim {
@@ -29,6 +30,19 @@ std::vector<std::string> string_list(const YamlView& v) {
     for (const auto& item : v.items()) out.push_back(item.str());
   }
   if (out.empty()) v.fail("a non-empty list of strings", v.describe());
+  return out;
+}
+
+// A list of globs (string_list), each checked.
+std::vector<std::string> glob_list(const YamlView& v) {
+  std::vector<std::string> out = string_list(v);
+  for (const auto& g : out) {
+    try {
+      (void)graph::glob_match(g, "");
+    } catch (const graph::GraphError& e) {
+      v.fail("globs over op names ('*' any text, '?' one character, '[...]' a class)", e.what());
+    }
+  }
   return out;
 }
 
@@ -120,8 +134,8 @@ FaultEntry parse_fault_entry(const YamlView& v) {
 
   e.weight = v.number_or("weight", 1.0);
   if (!(e.weight > 0)) v["weight"].fail("a positive weight", v["weight"].describe());
-  if (auto x = v.get("ops")) e.ops = string_list(*x);
-  if (auto x = v.get("op_types")) e.op_types = string_list(*x);
+  if (auto x = v.get("ops")) e.ops = glob_list(*x);
+  if (auto x = v.get("op_types")) e.op_types = glob_list(*x);
   if (auto x = v.get("tensor")) {
     e.tensors.clear();
     YamlView t = *x;

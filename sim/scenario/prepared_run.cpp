@@ -90,6 +90,24 @@ chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& c
 
 }  // namespace
 
+namespace {
+
+// The device stores no float64: a model whose executed graph holds one (a float64 input or weight,
+// or an exporter's Cast to DOUBLE that survives folding) is bad input, named before anything runs.
+void check_device_dtypes(const Scenario& s, const graph::Graph& executed) {
+  for (const auto& [name, info] : executed.tensors()) {
+    if (info.desc.dtype != graph::DType::F64) continue;
+    const graph::Op* op = executed.producer(name);
+    throw ScenarioError(s.model.path.empty() ? s.file.string() : s.model.path.string(), 0, 0, "",
+                        "a model whose tensors the device can store (no float64: the chip holds FP32, FP16, BF16, "
+                        "FP8 and integers)",
+                        fmt::format("tensor '{}' is float64 ({})", name,
+                                    op ? fmt::format("output of op '{}' ({})", op->name, op->type) : "an input or weight"));
+  }
+}
+
+}  // namespace
+
 PreparedRun prepare_run(const Scenario& s) {
   PreparedRun r;
   r.scenario = s;
@@ -124,6 +142,7 @@ PreparedRun prepare_run(const Scenario& s) {
     }
   }
   r.workload = build_workload(s, model.graph, model.input_inits, r.cluster);
+  check_device_dtypes(s, r.workload.snapshots.fused);
   if (const auto& ls = s.training.loss_scaling) {
     const graph::Op* op = r.workload.snapshots.fused.find_op(ls->scale_op);
     if (!op || op->type != "Scale")
@@ -134,6 +153,14 @@ PreparedRun prepare_run(const Scenario& s) {
   if (s.has_probes()) {
     probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);
     for (const auto& w : cfg.load_warnings) r.warnings.push_back(w);
+    if (cfg.enabled && cfg.consistency.enabled && cfg.consistency.reference_rank >= static_cast<std::uint32_t>(s.ranks)) {
+      const std::string expected = fmt::format("a reference rank of the job (0..{})", s.ranks - 1);
+      const std::string got = std::to_string(cfg.consistency.reference_rank);
+      const auto c = s.probes_source && s.probes_source->is_map() ? s.probes_source->get("consistency") : std::nullopt;
+      const auto ref = c && c->is_map() ? c->get("reference_rank") : std::nullopt;
+      if (!ref) throw ScenarioError(s.file.string(), 0, 0, "probes.consistency.reference_rank", expected, got);
+      ref->fail(expected, got);
+    }
     if (cfg.enabled) {
       graph::Graph trial = r.workload.snapshots.fused;
       probes::insert_probes(trial, cfg);  // compiles scope regexes, checks the graph stays valid

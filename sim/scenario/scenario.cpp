@@ -34,6 +34,8 @@ SetOverride parse_set(const std::string& text) {
   if (eq == std::string::npos || eq == 0)
     throw ScenarioError("--set", 0, 0, text, "key=value (a dotted key path, e.g. chip.overrides.num_cores=4)",
                         "'" + text + "'");
+  if (auto issue = graph::check_yaml_text(text))
+    throw ScenarioError("--set", 0, 0, text.substr(0, eq), issue->expected, issue->message);
   SetOverride s{text.substr(0, eq), text.substr(eq + 1)};
   if (s.key.front() == '.' || s.key.back() == '.' || s.key.find("..") != std::string::npos)
     throw ScenarioError("--set", 0, 0, s.key, "a dotted key path without empty segments", "'" + s.key + "'");
@@ -54,8 +56,8 @@ std::map<std::string, std::int64_t> parse_dims(const std::string& text) {
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || end != value.data() + value.size() || v < 1)
-      bad(fmt::format("a size >= 1 for dimension '{}'", name), value);
+    if (ec != std::errc() || end != value.data() + value.size() || v < 1 || v > (std::int64_t{1} << 31))
+      bad(fmt::format("a size in [1, 2^31] for dimension '{}'", name), value);
     if (!dims.emplace(name, v).second) bad(fmt::format("each dimension once ('{}' is given twice)", name), text);
   }
   if (dims.empty()) bad("name=value pairs separated by commas, e.g. batch=2,seq=128", text);
@@ -194,7 +196,7 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
     m.ref = v[kind].str();
     if (auto d = v.get("dims")) {
       if (!d->is_map()) d->fail("a map of symbolic dimension names to sizes, e.g. {batch: 2, seq: 128}", d->describe());
-      for (const std::string& k : d->keys()) m.dims[k] = (*d)[k].integer(1);
+      for (const std::string& k : d->keys()) m.dims[k] = (*d)[k].integer(1, std::int64_t{1} << 31);
     }
   }
   if (kind == "name") {
@@ -418,6 +420,8 @@ void limit_steps(Scenario& s, int steps) {
 Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, const LoadOptions& opts) {
   const std::string fname = file.string();
   YAML::Node doc;
+  if (auto issue = graph::check_yaml_text(yaml_text))
+    throw ScenarioError(fname, issue->line, issue->column, "", issue->expected, issue->message);
   try {
     doc = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
@@ -428,7 +432,7 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
                                   doc.IsDefined() && !doc.IsNull() ? YamlView(doc, fname, "").describe() : "an empty file");
   }
   if (auto issue = graph::check_yaml_document(doc))
-    throw ScenarioError(fname, issue->line, issue->column, issue->key, "each key once in a mapping", issue->message);
+    throw ScenarioError(fname, issue->line, issue->column, issue->key, issue->expected, issue->message);
   // `chip: tiny` is the short form of `chip: {preset: tiny}`; a --set of a chip key needs the long one.
   for (const auto& set : opts.sets)
     if (set.key.rfind("chip.", 0) == 0 && doc["chip"].IsScalar()) {
@@ -445,8 +449,10 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
     }
   apply_overrides(doc, opts.sets, fname);
   if (auto issue = graph::check_yaml_document(doc))  // values given with --set
-    throw ScenarioError(fname + " (--set)", 0, 0, issue->key, "each key once in a mapping", issue->message);
-  YamlView root(doc, fname, "");
+    throw ScenarioError(fname + " (--set)", 0, 0, issue->key, issue->expected, issue->message);
+  std::vector<std::string> set_keys;
+  for (const auto& set : opts.sets) set_keys.push_back(set.key);
+  const YamlView root = YamlView(doc, fname, "").with_overrides(set_keys);
   root.expect_keys(scenario_keys());
 
   Scenario s;

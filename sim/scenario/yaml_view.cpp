@@ -56,10 +56,38 @@ YAML::Mark YamlView::mark() const {
 }
 
 YamlView YamlView::child(const YAML::Node& n, const std::string& path) const {
-  return YamlView(n, file_, path, mark());
+  YamlView v(n, file_, path, mark());
+  v.overridden_ = overridden_;
+  return v;
+}
+
+YamlView YamlView::with_overrides(const std::vector<std::string>& keys) const {
+  YamlView v = *this;
+  auto paths = std::make_shared<std::vector<std::string>>();
+  for (const auto& k : keys) {  // "a.0.b" -> "a[0].b", as paths read
+    std::string p;
+    std::size_t at = 0;
+    while (at <= k.size()) {
+      const std::size_t dot = std::min(k.find('.', at), k.size());
+      const std::string seg = k.substr(at, dot - at);
+      const bool index = !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos;
+      p += index ? "[" + seg + "]" : (p.empty() ? "" : ".") + seg;
+      at = dot + 1;
+    }
+    paths->push_back(p);
+  }
+  v.overridden_ = std::move(paths);
+  return v;
 }
 
 void YamlView::fail(const std::string& expected, const std::string& got) const {
+  if (overridden_) {  // a value given with --set has no place in the file
+    for (const auto& k : *overridden_) {
+      const bool under = path_ == k || (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 &&
+                                        (path_[k.size()] == '.' || path_[k.size()] == '['));
+      if (under) throw ScenarioError(file_ + " (--set " + k + ")", 0, 0, path_, expected, got);
+    }
+  }
   YAML::Mark m = mark();
   int line = m.is_null() ? 0 : m.line + 1;
   int col = m.is_null() ? 0 : m.column + 1;
@@ -85,6 +113,7 @@ void YamlView::expect_keys(const std::vector<std::string>& allowed) const {
     for (const auto& a : allowed) ok = ok || a == key;
     if (!ok) {
       YamlView k(kv.first, file_, join_path(path_, key), mark());
+      k.overridden_ = overridden_;
       k.fail(allowed.empty() ? std::string("no keys here") : "one of " + join_choices(allowed),
              "unknown key '" + key + "'");
     }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,9 @@ class YamlView {
   bool bool_or(const std::string& key, bool def) const;
 
   [[noreturn]] void fail(const std::string& expected, const std::string& got = {}) const;
+  /// This view, and the views taken from it, with the values under `keys` (dotted --set keys,
+  /// "a.0.b") given on the command line: their errors name the --set key, not a file position.
+  YamlView with_overrides(const std::vector<std::string>& keys) const;
   /// Short rendering of the node for error messages ("a mapping", "'abc'", ...).
   std::string describe() const;
 
@@ -76,6 +80,7 @@ class YamlView {
   std::string file_;
   std::string path_;
   YAML::Mark fallback_;
+  std::shared_ptr<const std::vector<std::string>> overridden_;  // paths given with --set
 };
 
 /// Joins a dotted key path: join_path("a", "b") == "a.b", join_path("", "b") == "b".

@@ -162,7 +162,8 @@ TEST(AiCore, BadArgsBlockFailsTheSimulationWithAClearError) {
       p.host.wait_stream(0);
     });
     try {
-      sc_core::sc_start();
+      sc_core::sc_start();  // a task's error stops the run; the chip holds it
+      if (p.chip.error()) std::rethrow_exception(p.chip.error());
     } catch (const std::exception& e) {
       if (std::string(e.what()).find("bad magic") != std::string::npos) throw;
       _exit(4);
@@ -209,7 +210,8 @@ TEST(AiCore, ArgsBlockRewrittenInPlaceIsDecodedAgain) {
       p.host.wait_stream(0);
     });
     try {
-      sc_core::sc_start();
+      sc_core::sc_start();  // a task's error stops the run; the chip holds it
+      if (p.chip.error()) std::rethrow_exception(p.chip.error());
     } catch (const std::exception& e) {
       const std::string what = e.what();
       for (const auto& r : p.core->records()) order.push_back(r.op_type);

@@ -87,6 +87,29 @@ TEST(Hardening, NpyShapesAreParsedStrictly) {
             std::string::npos);
 }
 
+TEST(Hardening, YamlTextIsUtf8AndOneDocument) {
+  EXPECT_FALSE(check_yaml_text("name: caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\n"));  // 2-, 3- and 4-byte forms
+  EXPECT_FALSE(check_yaml_text("%YAML 1.2\n---\nname: s\n...\n# end\n"));                  // one document, marked
+  EXPECT_FALSE(check_yaml_text("--- # first\nname: s\nd: |\n  ---\n"));                       // indented: block text
+  auto at = [](std::string_view t) {
+    const auto i = check_yaml_text(t);
+    return i ? fmt::format("{}:{} {}", i->line, i->column, i->message) : std::string("none");
+  };
+  EXPECT_EQ(at("a: 1\nb: x\xFFy\n"), "2:5 the byte 0xFF, which is not UTF-8");
+  EXPECT_EQ(at("a: \xC0\xAF\n"), "1:4 the byte 0xC0, which is not UTF-8");          // overlong '/'
+  EXPECT_EQ(at("a: \xED\xA0\x80\n"), "1:4 the byte 0xED, which is not UTF-8");      // a surrogate
+  EXPECT_EQ(at("a: \xF4\x90\x80\x80\n"), "1:4 the byte 0xF4, which is not UTF-8");  // above U+10FFFF
+  EXPECT_EQ(at("a: \xE2\x82\n"), "1:4 the byte 0xE2, which is not UTF-8");           // cut short
+  EXPECT_EQ(at(std::string_view("a: 1\nb\0: 2\n", 11)), "2:2 a NUL byte");
+  EXPECT_EQ(at("a: 1\n---\nb: 2\n"), "2:1 a second YAML document");
+  EXPECT_EQ(at("---\na: 1\n...\nb: 2\n"), "4:1 content after the document end '...'");
+  EXPECT_EQ(check_yaml_text("a: 1\n---\n")->expected, "UTF-8 text holding one YAML document");
+  auto merge = check_yaml_document(YAML::Load("base: &b {x: 1}\nuse: {<<: *b, y: 2}\nquoted: {'<<': 3}\n"));
+  ASSERT_TRUE(merge);
+  EXPECT_EQ(merge->key, "use.<<");
+  EXPECT_EQ(merge->expected, "the keys written out, without '<<'");
+}
+
 TEST(Hardening, DuplicateYamlKeysAndAliasBombs) {
   auto issue = check_yaml_document(YAML::Load("a: 1\nb: {c: 2, d: [{e: 1, e: 2}]}\n"));
   ASSERT_TRUE(issue);

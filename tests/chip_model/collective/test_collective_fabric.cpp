@@ -447,7 +447,9 @@ TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
                      if (r == 1) a.algorithm = static_cast<std::uint8_t>(spec::CollectiveAlgo::Tree);
                    });
     try {
-      sc_core::sc_start();
+      sc_core::sc_start();  // a task's error stops the run; the chip holds it
+      for (const auto& c : rig.chips)
+        if (c->error()) std::rethrow_exception(c->error());
     } catch (const std::exception& e) {
       const std::string what = e.what();
       if (what.find("disagree on the collective") != std::string::npos && what.find("ring") != std::string::npos) return;

@@ -13,7 +13,7 @@
 //             and "@REPEAT(s,n)@" in text expands to s repeated n times
 //   setup     commands run first (probelab subcommands, e.g. a run to compare); each must exit 0
 //   mutate    edits after setup: {file: P, replace: [FROM, TO]} | {file: P, delete: true} |
-//             {file: P, flip_byte: OFFSET} | {file: P, json_set: {POINTER: VALUE}, fix_crc: true}
+//             {file: P, flip_byte: OFFSET} (xor: MASK, default 1) | {file: P, json_set: {POINTER: VALUE}, fix_crc: true}
 //             (fix_crc recomputes a dump manifest's manifest_crc32 after the edit) | {file: P, write: TEXT}
 //   run       the probelab command line (without the binary)
 //   code      expected exit code
@@ -103,7 +103,8 @@ void mutate(const fs::path& root, const YAML::Node& m) {
   std::string bytes = test::slurp(p);
   if (m["flip_byte"]) {
     const auto at = m["flip_byte"].as<std::size_t>() % bytes.size();
-    bytes[at] = static_cast<char>(bytes[at] ^ 0x01);
+    const int mask = m["xor"] ? m["xor"].as<int>() : 0x01;
+    bytes[at] = static_cast<char>(bytes[at] ^ mask);
   } else if (m["replace"]) {
     const std::string from = m["replace"][0].Scalar(), to = m["replace"][1].Scalar();
     const auto at = bytes.find(from);
