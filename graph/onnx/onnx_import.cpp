@@ -143,7 +143,10 @@ class Importer {
     g_.set_name(gp.name().empty() ? std::filesystem::path(path_).stem().string() : gp.name());
     check_dims();
     scan_frozen(gp);
+    if (opset_ < 1) throw GraphError(fmt::format("the model imports ai.onnx opset {} (the first opset is 1)", opset_));
     for (const auto& t : gp.initializer()) {
+      if (inits_.count(t.name()))  // which of the two values a reader takes is not defined
+        throw GraphError(fmt::format("initializer '{}' is given twice", t.name()));
       consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name()), base_dir_));
       inits_.insert(t.name());
     }
@@ -292,7 +295,29 @@ class Importer {
       return;
     }
     if (try_fold(op, where)) return;
+    check_constant_indices(op, where);
     add_op(std::move(op));
+  }
+
+  // Constant indices of Gather, GatherElements and ScatterElements against the data's dimension:
+  // one out of range is the model's error, named at import rather than when the op runs.
+  void check_constant_indices(const Op& op, const std::string& where) const {
+    if (op.type != "Gather" && op.type != "GatherElements" && op.type != "ScatterElements") return;
+    if (op.inputs.size() < 2) return;
+    const auto it = consts_.find(op.inputs[1]);
+    const TensorInfo* data = g_.find_tensor(op.inputs[0]);
+    if (it == consts_.end() || !data || !is_integer(it->second.dtype())) return;
+    const auto& shape = data->desc.shape;
+    const auto rank = static_cast<std::int64_t>(shape.size());
+    std::int64_t axis = op.has_attr("axis") ? op.attr_int("axis") : 0;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return;  // the op's own check names a bad axis
+    const std::int64_t n = shape[static_cast<std::size_t>(axis)];
+    for (const double v : it->second.to_f64())
+      if (v < static_cast<double>(-n) || v >= static_cast<double>(n))
+        throw GraphError(fmt::format("{}: index {} of the constant indices '{}' is out of range for dimension {} (size {}) "
+                                     "of '{}'",
+                                     where, static_cast<std::int64_t>(v), op.inputs[1], axis, n, op.inputs[0]));
   }
 
   // Moves the inputs the fold rule names into attributes.
