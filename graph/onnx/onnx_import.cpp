@@ -299,25 +299,43 @@ class Importer {
     add_op(std::move(op));
   }
 
-  // Constant indices of Gather, GatherElements and ScatterElements against the data's dimension:
-  // one out of range is the model's error, named at import rather than when the op runs.
+  // Constant indices of Gather, GatherElements, ScatterElements, GatherND and ScatterND against the
+  // data's dimensions: one out of range is the model's error, named at import rather than when the
+  // op runs.
   void check_constant_indices(const Op& op, const std::string& where) const {
-    if (op.type != "Gather" && op.type != "GatherElements" && op.type != "ScatterElements") return;
+    const bool nd = op.type == "GatherND" || op.type == "ScatterND";
+    if (!nd && op.type != "Gather" && op.type != "GatherElements" && op.type != "ScatterElements") return;
     if (op.inputs.size() < 2) return;
     const auto it = consts_.find(op.inputs[1]);
     const TensorInfo* data = g_.find_tensor(op.inputs[0]);
     if (it == consts_.end() || !data || !is_integer(it->second.dtype())) return;
     const auto& shape = data->desc.shape;
     const auto rank = static_cast<std::int64_t>(shape.size());
+    auto fail = [&](double v, std::int64_t dim) {
+      throw GraphError(fmt::format("{}: index {} of the constant indices '{}' is out of range for dimension {} (size {}) "
+                                   "of '{}'",
+                                   where, static_cast<std::int64_t>(v), op.inputs[1], dim,
+                                   shape[static_cast<std::size_t>(dim)], op.inputs[0]));
+    };
+    if (nd) {  // each index tuple (the last dimension, k entries) names dimensions b .. b+k-1
+      const auto& ishape = it->second.desc().shape;
+      const std::int64_t b = op.has_attr("batch_dims") ? op.attr_int("batch_dims") : 0;
+      const std::int64_t k = ishape.empty() ? 0 : ishape.back();
+      if (k <= 0 || b < 0 || b + k > rank) return;  // the op's own checks name these
+      const std::vector<double> v = it->second.to_f64();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::int64_t dim = b + static_cast<std::int64_t>(i) % k;
+        const auto n = static_cast<double>(shape[static_cast<std::size_t>(dim)]);
+        if (v[i] < -n || v[i] >= n) fail(v[i], dim);
+      }
+      return;
+    }
     std::int64_t axis = op.has_attr("axis") ? op.attr_int("axis") : 0;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return;  // the op's own check names a bad axis
-    const std::int64_t n = shape[static_cast<std::size_t>(axis)];
+    const auto n = static_cast<double>(shape[static_cast<std::size_t>(axis)]);
     for (const double v : it->second.to_f64())
-      if (v < static_cast<double>(-n) || v >= static_cast<double>(n))
-        throw GraphError(fmt::format("{}: index {} of the constant indices '{}' is out of range for dimension {} (size {}) "
-                                     "of '{}'",
-                                     where, static_cast<std::int64_t>(v), op.inputs[1], axis, n, op.inputs[0]));
+      if (v < -n || v >= n) fail(v, axis);
   }
 
   // Moves the inputs the fold rule names into attributes.
