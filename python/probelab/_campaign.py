@@ -5,7 +5,7 @@ import json
 import pathlib
 import sys
 
-from . import _probelab
+from . import _args, _probelab
 from ._records import read_json, wrap
 from ._run import _sets, _source
 
@@ -88,10 +88,14 @@ def campaign(scenario, trials=None, jobs=1, seed=None, out=None, resume=False, f
     src = _source(scenario)
     if src.kind != "file":
         raise TypeError("a campaign runs a scenario file (or a bundled scenario name)")
-    fault_texts = [f if isinstance(f, str) else _probelab.to_yaml(f, flow=True) for f in (faults or [])]
+    trials = _args.integer("trials", trials, 0, 100000000, none_ok=True)
+    jobs = _args.integer("jobs", jobs, 1, 256)
+    seed = _args.integer("seed", seed, 0, 2**64 - 1, none_ok=True)
+    out = _args.path("out", out) if out is not None else ""
+    fault_texts = [_args.text_ok("faults", f) if isinstance(f, str) else _probelab.to_yaml(f, flow=True) for f in (faults or [])]
     if progress is True:
         progress = lambda p: print("[%d/%d] %s" % (p["done"], p["total"], p["last"]), file=sys.stderr, flush=True)
-    res = json.loads(_probelab.campaign(src.value, trials, int(jobs), seed, str(out or ""), bool(resume), fault_texts,
+    res = json.loads(_probelab.campaign(src.value, trials, jobs, seed, out, bool(resume), fault_texts,
                                         _sets(set), progress))
     if res.get("rank", 0) != 0:
         return None

@@ -6,7 +6,7 @@ import os
 import pathlib
 import sys
 
-from . import _probelab
+from . import _args, _probelab
 from ._errors import BadInputError, ExpectationFailed
 from ._records import Record, read_json, wrap
 
@@ -16,11 +16,16 @@ def _sets(values):
     if values is None:
         return []
     if isinstance(values, dict):
-        return [(str(k), v if isinstance(v, str) else _probelab.to_yaml(v, flow=True)) for k, v in values.items()]
+        return [(_args.text_ok("set", str(k)), _args.text_ok("set", v) if isinstance(v, str) else _probelab.to_yaml(v, flow=True))
+                for k, v in values.items()]
+    if isinstance(values, (str, bytes)):
+        raise BadInputError("set: expected a dict {key: value} or a list of 'key=value' strings, got %r" % (values,),
+                            file="--set")
     out = []
     for item in values:
         if not isinstance(item, str) or "=" not in item:
             raise BadInputError("a --set override is 'key=value', got %r" % (item,), file="--set")
+        _args.text_ok("set", item)
         k, v = item.split("=", 1)
         out.append((k.strip(), v.strip()))
     return out
@@ -39,7 +44,7 @@ def _source(scenario):
     if isinstance(scenario, dict):
         return _probelab.Source("text", _probelab.to_yaml(scenario), "<dict>")
     if isinstance(scenario, (str, os.PathLike)):
-        path = pathlib.Path(scenario)
+        path = pathlib.Path(_args.path("scenario", scenario))
         if not path.exists() and path.suffix == "" and os.sep not in str(scenario):
             bundled = pathlib.Path(_probelab.source_root()) / "scenarios" / (str(scenario) + ".yaml")
             if bundled.exists():
@@ -64,8 +69,8 @@ class Scenario:
     def __init__(self, scenario, set=None, seed=None):
         self._source = _source(scenario)
         self._sets = _sets(set)
-        self._seed = seed
-        info = _probelab.check_scenario(self._source, self._sets, seed)
+        self._seed = _args.integer("seed", seed, 0, 2**64 - 1, none_ok=True)
+        info = _probelab.check_scenario(self._source, self._sets, self._seed)
         for k, v in info.items():
             setattr(self, k, v)
 
@@ -311,6 +316,11 @@ def run_all(scenarios=None, out="out", jobs=1, baseline=True, trace=True, timeou
         scenarios = bundled_scenarios()
     if isinstance(scenarios, (str, os.PathLike, dict, Scenario)):
         scenarios = [scenarios]
+    scenarios = list(scenarios)  # a generator is read more than once below
+    out = _args.path("out", out)
+    jobs = _args.integer("jobs", jobs, 1, 256)
+    timeout = _args.seconds("timeout", timeout)
+    seed = _args.integer("seed", seed, 0, 2**64 - 1, none_ok=True)
     # One set of overrides per run (the runner loads every scenario with the same options):
     # set/seed if given, else those a Scenario object was loaded with.
     sets, seeds = _sets(set), seed
@@ -321,7 +331,7 @@ def run_all(scenarios=None, out="out", jobs=1, baseline=True, trace=True, timeou
         if loaded:
             sets, seeds = list(next(iter(loaded))[0]), next(iter(loaded))[1]
     sources = [_source(s) for s in scenarios]
-    text = _probelab.run(sources, str(out), int(jobs), bool(baseline), bool(trace), int(timeout), sets, seeds,
+    text = _probelab.run(sources, out, jobs, bool(baseline), bool(trace), timeout, sets, seeds,
                          _progress(progress))
     runs = [Run(o["out_dir"], o["report"]) for o in json.loads(text)]
     bad = [r for r in runs if r.report.get("bad_input")]

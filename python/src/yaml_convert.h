@@ -12,7 +12,8 @@
 
 namespace probelab::python {
 
-YAML::Node to_yaml_node(pybind11::handle value, const std::string& path = "");
+/// A value nested more than 256 levels deep (or one that contains itself) is a ValueError.
+YAML::Node to_yaml_node(pybind11::handle value, const std::string& path = "", int depth = 0);
 /// Block style for documents, flow style (one line) for --set values.
 std::string to_yaml_text(pybind11::handle value, bool flow);
 
