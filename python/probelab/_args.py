@@ -13,12 +13,9 @@ def _bad(name, expected, got):
 
 def path(name, value):
     """A str or os.PathLike path without NUL bytes or unpaired surrogates, as a str."""
-    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+    if not isinstance(value, (str, os.PathLike)) or not isinstance(os.fspath(value), str):
         _bad(name, "a path (str or os.PathLike)", value)
-    text = os.fspath(value)
-    if not isinstance(text, str):
-        _bad(name, "a path (str or os.PathLike)", value)
-    text_ok(name, text)
+    text = text_ok(name, os.fspath(value))
     if not text:
         _bad(name, "a non-empty path", value)
     return text
@@ -39,15 +36,11 @@ def integer(name, value, lo, hi, none_ok=False):
     """An int (or integral number) in [lo, hi]; None when none_ok."""
     if value is None and none_ok:
         return None
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            _bad(name, "an integer in [%d, %d]" % (lo, hi), value)
-    value = int(value.__index__()) if hasattr(value, "__index__") else value
-    if not lo <= value <= hi:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not hasattr(value, "__index__") or not lo <= value.__index__() <= hi:
         _bad(name, "an integer in [%d, %d]" % (lo, hi), value)
-    return value
+    return value.__index__()
 
 
 def seconds(name, value):

@@ -335,6 +335,18 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
       if (variants[v].baseline.is_null() && variant_changes_probes_only(e.main.scenario.variants[v]))
         variants[v].baseline = baseline;
     json report = build_report(e.main, main, baseline, variants);
+    ScenarioOutcome o;
+    o.name = e.main.scenario.name;
+    o.file = e.main.scenario.file;
+    if (main.value("bad_input", false)) {  // e.g. an index out of range in the data: earlier results stay
+      std::error_code ec;
+      fs::remove_all(e.stage_dir, ec);
+      report["rewind"] = nullptr;
+      add_expectations(report, e.main.scenario);
+      o.report = std::move(report);
+      out.push_back(std::move(o));
+      continue;
+    }
     report["rewind"] = nullptr;
     if (auto plan = plan_rewind(e.main.scenario, main, e.stage_dir)) {
       if (opts_.distributed)
@@ -344,15 +356,6 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     }
     add_expectations(report, e.main.scenario);
     std::error_code ec;
-    if (main.value("bad_input", false)) {  // e.g. an index out of range in the data: earlier results stay
-      fs::remove_all(e.stage_dir, ec);
-      ScenarioOutcome o;
-      o.name = e.main.scenario.name;
-      o.file = e.main.scenario.file;
-      o.report = std::move(report);
-      out.push_back(std::move(o));
-      continue;
-    }
     fs::remove_all(e.stage_dir / ".results", ec);
     write_text_atomic(e.stage_dir / "summary.txt", summary_text(report));
     write_text_atomic(e.stage_dir / "report.html", html::report_html(report));
@@ -360,9 +363,6 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
       write_text_atomic(e.stage_dir / "perf_ops.csv", perf_ops_csv(report["perf"]));
     write_text_atomic(e.stage_dir / "report.json", report.dump(2) + "\n");
     publish_dir(e.stage_dir, e.out_dir);
-    ScenarioOutcome o;
-    o.name = e.main.scenario.name;
-    o.file = e.main.scenario.file;
     o.out_dir = e.out_dir;
     o.passed = report.value("passed", false);
     o.report = std::move(report);

@@ -450,9 +450,13 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   apply_overrides(doc, opts.sets, fname);
   if (auto issue = graph::check_yaml_document(doc))  // values given with --set
     throw ScenarioError(fname + " (--set)", 0, 0, issue->key, issue->expected, issue->message);
-  std::vector<std::string> set_keys;
-  for (const auto& set : opts.sets) set_keys.push_back(set.key);
-  const YamlView root = YamlView(doc, fname, "").with_overrides(set_keys);
+  std::vector<std::string> set_paths;  // "a.0.b" -> "a[0].b", as YamlView paths read
+  for (const auto& set : opts.sets) {
+    std::string p;
+    for (const auto& seg : split_path(set.key)) p += is_index(seg) ? "[" + seg + "]" : (p.empty() ? "" : ".") + seg;
+    set_paths.push_back(p);
+  }
+  const YamlView root = YamlView(doc, fname, "").with_overrides(set_paths);
   root.expect_keys(scenario_keys());
 
   Scenario s;

@@ -61,22 +61,9 @@ YamlView YamlView::child(const YAML::Node& n, const std::string& path) const {
   return v;
 }
 
-YamlView YamlView::with_overrides(const std::vector<std::string>& keys) const {
+YamlView YamlView::with_overrides(std::vector<std::string> paths) const {
   YamlView v = *this;
-  auto paths = std::make_shared<std::vector<std::string>>();
-  for (const auto& k : keys) {  // "a.0.b" -> "a[0].b", as paths read
-    std::string p;
-    std::size_t at = 0;
-    while (at <= k.size()) {
-      const std::size_t dot = std::min(k.find('.', at), k.size());
-      const std::string seg = k.substr(at, dot - at);
-      const bool index = !seg.empty() && seg.find_first_not_of("0123456789") == std::string::npos;
-      p += index ? "[" + seg + "]" : (p.empty() ? "" : ".") + seg;
-      at = dot + 1;
-    }
-    paths->push_back(p);
-  }
-  v.overridden_ = std::move(paths);
+  v.overridden_ = std::make_shared<const std::vector<std::string>>(std::move(paths));
   return v;
 }
 
@@ -112,9 +99,7 @@ void YamlView::expect_keys(const std::vector<std::string>& allowed) const {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == key;
     if (!ok) {
-      YamlView k(kv.first, file_, join_path(path_, key), mark());
-      k.overridden_ = overridden_;
-      k.fail(allowed.empty() ? std::string("no keys here") : "one of " + join_choices(allowed),
+      child(kv.first, join_path(path_, key)).fail(allowed.empty() ? std::string("no keys here") : "one of " + join_choices(allowed),
              "unknown key '" + key + "'");
     }
   }

@@ -66,9 +66,9 @@ class YamlView {
   bool bool_or(const std::string& key, bool def) const;
 
   [[noreturn]] void fail(const std::string& expected, const std::string& got = {}) const;
-  /// This view, and the views taken from it, with the values under `keys` (dotted --set keys,
-  /// "a.0.b") given on the command line: their errors name the --set key, not a file position.
-  YamlView with_overrides(const std::vector<std::string>& keys) const;
+  /// This view, and the views taken from it, with the values under `paths` (as path() reads them:
+  /// "a[0].b") given on the command line: their errors name the --set key, not a file position.
+  YamlView with_overrides(std::vector<std::string> paths) const;
   /// Short rendering of the node for error messages ("a mapping", "'abc'", ...).
   std::string describe() const;
 
