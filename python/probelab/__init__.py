@@ -48,16 +48,23 @@ def to_yaml(value):
     return _probelab.to_yaml(value)
 
 
-def report_html(report):
-    """The self-contained report.html page of a report (a dict as in report.json)."""
+def _json_object_text(value, what):
     import json
-    return _probelab.report_html(json.dumps(report))
+    if not isinstance(value, dict):
+        raise TypeError("%s: expected a dict (as read from its JSON file), got %s" % (what, type(value).__name__))
+    return json.dumps(value)
+
+
+def report_html(report):
+    """The self-contained report.html page of a report (a dict as in report.json). Fields the
+    page shows that are missing are left out; a field of the wrong type is a ValueError."""
+    return _probelab.report_html(_json_object_text(report, "report"))
 
 
 def campaign_html(summary):
-    """The self-contained summary.html page of a campaign summary (a dict as in summary.json)."""
-    import json
-    return _probelab.campaign_html(json.dumps(summary))
+    """The self-contained summary.html page of a campaign summary (a dict as in summary.json);
+    a field of the wrong type is a ValueError."""
+    return _probelab.campaign_html(_json_object_text(summary, "summary"))
 
 
 __all__ = [

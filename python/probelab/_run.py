@@ -245,7 +245,9 @@ class Run:
     def _manifests(self, variant=None):
         base = self.out_dir / "variants" / variant / "dump" if variant else self.out_dir / "dump"
         for m in sorted(base.glob("rank*/dump.json"), key=lambda p: int(p.parent.name[4:] or 0)):
-            yield m.parent, m.read_text(encoding="utf-8")
+            text = m.read_text(encoding="utf-8")
+            _probelab.check_manifest(text, str(m))  # an edited manifest: BadInputError, as the CLI
+            yield m.parent, text
 
     def dumps(self, op=None, step=None, rank=None, edge=None, payload=None, variant=None):
         """The probe runtime's captures (every rank's dump.json), as :class:`Dump` entries in

@@ -64,3 +64,13 @@ def test_a_fractional_timeout_is_rounded_up_not_never():
     assert _args.seconds("timeout", 0.5) == 1  # int(0.5) would be 0: "never"
     assert _args.seconds("timeout", 0) == 0
     assert _args.seconds("timeout", 3) == 3
+
+
+@pytest.mark.parametrize("render, what, wrong", [(probelab.report_html, "report", {"comparisons": [5]}),
+                                                 (probelab.campaign_html, "summary", {"complete": "x"})])
+def test_html_pages_of_hand_made_dicts(render, what, wrong):
+    assert "<html" in render({}).lower()  # missing fields are left out of the page
+    with pytest.raises(TypeError, match="^%s: expected a dict" % what):
+        render([])
+    with pytest.raises(ValueError, match="^%s: a field has an unexpected type" % what):
+        render(wrong)

@@ -103,3 +103,25 @@ def test_a_corrupted_dump_is_refused(runs, tmp_path):
     with pytest.raises(probelab.BadInputError) as info:  # a damaged file: bad input, as in `compare`
         d.array()
     assert "crc" in str(info.value).lower() or "zstd" in str(info.value).lower()
+
+
+@pytest.mark.parametrize("edit", ["shape", "dtype", "not_json"])
+def test_an_edited_manifest_is_refused(runs, tmp_path, edit):
+    import json
+    import shutil
+    packed, _, _ = runs
+    copy = tmp_path / "copy"
+    shutil.copytree(packed.out_dir, copy)
+    manifest = copy / "dump" / "rank0" / "dump.json"
+    if edit == "not_json":
+        manifest.write_text(manifest.read_text()[:-40])
+    else:
+        m = json.loads(manifest.read_text())
+        entry = next(e for e in m["entries"] if "file" in e)
+        entry["shape"] = [1] if edit == "shape" else entry["shape"]
+        entry["dtype"] = "int32" if edit == "dtype" else entry["dtype"]
+        manifest.write_text(json.dumps(m))
+    with pytest.raises(probelab.BadInputError) as info:  # as `probelab compare` refuses it
+        probelab.open_run(copy).dumps()
+    assert str(manifest) in str(info.value)
+    assert ("manifest_crc32 mismatch" if edit != "not_json" else "not valid JSON") in str(info.value)

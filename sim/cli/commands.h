@@ -5,8 +5,10 @@
 // exit code 2 and every other exception into 3.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -14,12 +16,19 @@ namespace probelab::cli {
 
 using Command = std::function<int()>;
 
-/// Option check: a decimal integer >= 0 (no sign, no fraction), e.g. for --seed; the message says so.
+/// Option check: a decimal integer in [0, 2^64 - 1] (no sign, no fraction), e.g. for --seed; the
+/// message says so (a larger value would otherwise be clamped to 2^64 - 1 without a word).
 inline CLI::Validator non_negative_integer() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return {};
-        return "expected a non-negative integer, got '" + s + "'";
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a non-negative integer, got '" + s + "'";
+        const std::size_t first = std::min(s.find_first_not_of('0'), s.size());
+        const std::string digits = s.substr(first);
+        constexpr std::string_view kMax = "18446744073709551615";
+        if (digits.size() > kMax.size() || (digits.size() == kMax.size() && digits > kMax))
+          return "expected an integer from 0 to 18446744073709551615, got '" + s + "'";
+        return {};
       },
       "UINT");
 }
