@@ -436,7 +436,7 @@ def bad_inputs(out):
     with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
         fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
     # Opset 18 Resize: scales/sizes of some axes only, one scale for the aspect ratio, antialias
-    # (a no-op for nearest and for upscaling; refused for a linear downscale).
+    # (a no-op for nearest and for upscaling; a widened filter for a linear downscale).
     img = helper.make_tensor_value_info("x", f, [1, 2, 6, 6])
     sizes = numpy_helper.from_array(np.array([9, 12], dtype=np.int64), "sizes")
     half = numpy_helper.from_array(np.array([0.5], dtype=np.float32), "half")

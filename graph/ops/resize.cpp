@@ -1,7 +1,7 @@
 // Resize (ONNX opset 11+ semantics: modes nearest / linear / cubic over any dims;
 // coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric,
 // tf_crop_and_resize with roi and extrapolation_value; nearest_mode; cubic_coeff_a;
-// exclude_outside; opset 18's axes and keep_aspect_ratio_policy; roi/scales/sizes inputs are
+// exclude_outside; opset 18's axes, keep_aspect_ratio_policy and antialias; roi/scales/sizes inputs are
 // attributes here) and its backward op ResizeGrad.
 // Interpolation is separable: each dimension, last to first, maps its input positions to output
 // positions by a few weighted taps (ONNX's reference interpolates recursively in the same order,
@@ -88,14 +88,6 @@ ResizeSpec resize_spec(const Op& op, const Shape& in) {
       s.roi[axes[i] + in.size()] = roi[i + axes.size()];
     }
   }
-  // Antialiasing widens the linear and cubic filters of a downscaled dimension; elsewhere it
-  // changes nothing.
-  if (AttrReader(op).i("antialias") != 0 && AttrReader(op).s("mode") != "nearest") {
-    for (std::size_t d = 0; d < in.size(); ++d)
-      if (s.scale[d] < 1.0)
-        fail(op, "antialias = 1 when downscaling (dimension {}, scale {}) is not supported; antialias = 0 resizes without it",
-             d, s.scale[d]);
-  }
   return s;
 }
 
@@ -115,13 +107,13 @@ struct Tap1d {
 struct Params {
   std::string mode, coord, nearest;
   double cubic_a, extrapolation;
-  bool exclude_outside;
+  bool exclude_outside, antialias;
 };
 
 Params params(const Op& op) {
   const AttrReader at(op);
-  Params p{at.s("mode"), at.s("coordinate_transformation_mode"), at.s("nearest_mode"), at.f("cubic_coeff_a"),
-           at.f("extrapolation_value"), at.i("exclude_outside") != 0};
+  Params p{at.s("mode"),         at.s("coordinate_transformation_mode"), at.s("nearest_mode"), at.f("cubic_coeff_a"),
+           at.f("extrapolation_value"), at.i("exclude_outside") != 0, at.i("antialias") != 0};
   if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
     fail(op, "mode must be nearest, linear or cubic, got \"{}\"", p.mode);
   static const std::vector<std::string> coords = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -131,7 +123,37 @@ Params params(const Op& op) {
   return p;
 }
 
-std::vector<double> coeffs(const Params& p, double ratio, bool integer) {
+// Opset 18's antialiased filters for a dimension downscaled by `scale` < 1: the linear (triangle)
+// or cubic kernel stretched by 1 / scale, so that every input element inside the output
+// element's footprint contributes, weights normalised to sum 1 (ONNX's reference:
+// _linear_coeffs_antialias / _cubic_coeffs_antialias, the same taps in the same order).
+std::vector<double> antialias_coeffs(const Params& p, double ratio, double scale) {
+  const bool linear = p.mode == "linear";
+  const double a = p.cubic_a;
+  const auto start = static_cast<std::int64_t>(std::floor((linear ? -1.0 : -2.0) / scale) + 1);
+  const std::int64_t end = 2 - start;  // linear: 2 - 2 start taps, cubic: 3 - 2 start
+  std::vector<double> c;
+  double sum = 0;
+  for (std::int64_t i = start; i < end; ++i) {
+    const double x = std::fabs((static_cast<double>(i) - ratio) * scale);
+    double w = 0;
+    const double x2 = x * x, x3 = x * x2;
+    if (linear) {
+      w = std::clamp(1 - x, 0.0, 1.0);
+    } else if (x <= 1) {
+      w = (a + 2) * x3 - (a + 3) * x2 + 1;
+    } else if (x < 2) {
+      w = a * x3 - 5 * a * x2 + 8 * a * x - 4 * a;
+    }
+    c.push_back(w);
+    sum += w;
+  }
+  for (double& w : c) w /= sum;
+  return c;
+}
+
+std::vector<double> coeffs(const Params& p, double ratio, bool integer, double scale) {
+  if (p.antialias && scale < 1.0 && p.mode != "nearest") return antialias_coeffs(p, ratio, scale);
   if (p.mode == "linear") return {1 - ratio, ratio};
   if (p.mode == "nearest") {
     if (integer) return {0, 1};
@@ -172,7 +194,7 @@ std::vector<Tap1d> taps_1d(const Params& p, std::int64_t in, std::int64_t out, d
     }
     const double fl = std::floor(xo);
     const bool integer = xo == fl;
-    std::vector<double> c = coeffs(p, integer ? 1.0 : xo - fl, integer);
+    std::vector<double> c = coeffs(p, integer ? 1.0 : xo - fl, integer, scale);
     const auto n = static_cast<std::int64_t>(c.size());
     // The n indices nearest to xo, ties to the smaller (ONNX's get_neighbor_idxes), over the
     // edge-padded range [-pad, in + pad).
@@ -305,7 +327,7 @@ std::vector<AttrSpec> resize_attrs() {
           attr_nodefault("sizes", false, "output shape (instead of scales)"),
           attr_ints("axes", {}, "the dimensions scales, sizes and roi name (default all)"),
           attr_str("keep_aspect_ratio_policy", "stretch", "with sizes: stretch, not_larger or not_smaller"),
-          attr_int("antialias", 0, "1: antialiased linear/cubic downscaling (not supported; upscaling unchanged)")};
+          attr_int("antialias", 0, "1: linear/cubic filters widened by 1 / scale where a dimension is downscaled (upscaling unchanged)")};
 }
 
 }  // namespace
