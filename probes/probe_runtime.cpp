@@ -402,6 +402,10 @@ void ProbeRuntime::add_partial_dump(std::uint32_t step, const std::string& tenso
 
 std::vector<SyncSample> ProbeRuntime::sync_samples() const { return impl_->sync; }
 
+void ProbeRuntime::note_uploads(const std::map<std::string, graph::Tensor>& values) {
+  for (const auto& [name, value] : values) impl_->rep.uploads[name] = summarize_upload(value);
+}
+
 RuntimeReport ProbeRuntime::report() const {
   const auto& s = *impl_;
   RuntimeReport r = s.rep;
@@ -450,7 +454,7 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
                                         const ConsistencyResult* consistency) {
   std::vector<RankEvidence> ev;
   for (RuntimeReport& r : reports)
-    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step});
+    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads});
   const std::vector<Origin> origins = resolve_provenance(g, ev);
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;

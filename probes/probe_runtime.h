@@ -181,6 +181,11 @@ class ProbeRuntime {
   /// builds the kernel with partial outputs and hands them to add_partial_dump after each step.
   bool wants_partial_dumps(const graph::Op& op) const;
 
+  /// The host uploaded these initial values in place of the graph's initializers (this rank's
+  /// tensor-parallel or ZeRO-1 shards, a checkpoint's state when the run resumes): the
+  /// provenance then bounds and checks those tensors' first-step reads by what was uploaded.
+  void note_uploads(const std::map<std::string, graph::Tensor>& values);
+
   /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
   std::vector<SyncSample> sync_samples() const;
 

@@ -166,7 +166,7 @@ struct Resolver {
   std::span<RankEvidence> ranks;
   std::vector<std::uint32_t> topo;
   std::map<std::string, std::string> carried;
-  std::map<std::string, std::vector<double>> init_values;
+  std::map<std::string, UploadSummary> graph_uploads;  // the graph's initializers, summarized once
   std::vector<std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<const AnomalyRecord*>>> at;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, Trace> memo;
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>> active;
@@ -233,9 +233,12 @@ struct Resolver {
     return w;
   }
 
-  const std::vector<double>& initial(const std::string& t) {
-    auto it = init_values.find(t);
-    if (it == init_values.end()) it = init_values.emplace(t, g.initializers().at(t).to_f64()).first;
+  /// The initial value of `t` as rank r's host uploaded it.
+  const UploadSummary& initial(std::size_t r, const std::string& t) {
+    if (const auto* own = ev(r).uploads)
+      if (auto it = own->find(t); it != own->end()) return it->second;
+    auto it = graph_uploads.find(t);
+    if (it == graph_uploads.end()) it = graph_uploads.emplace(t, summarize_upload(g.initializers().at(t))).first;
     return it->second;
   }
 
@@ -283,10 +286,7 @@ struct Resolver {
         }
         return false;
       }
-      case Writer::Upload: {
-        const auto& v = initial(t);
-        return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
-      }
+      case Writer::Upload: return !initial(r, t).is_finite(std::nullopt);
       case Writer::Feed: return false;
     }
     return false;
@@ -303,25 +303,6 @@ struct Resolver {
     if (!x || !x->finite() || !x->max_abs || !x->l2) return std::nullopt;
     return Magnitude{*x->max_abs, *x->l2, x->min.value_or(0.0), x->count};
   }
-  std::map<std::string, std::optional<Magnitude>> init_mags;
-  std::optional<Magnitude> initial_magnitude(const std::string& t) {
-    auto it = init_mags.find(t);
-    if (it != init_mags.end()) return it->second;
-    std::optional<Magnitude> m = Magnitude{};
-    double sq = 0;
-    for (double v : initial(t)) {
-      if (!std::isfinite(v)) {
-        m.reset();
-        break;
-      }
-      m->max_abs = std::max(m->max_abs, std::fabs(v));
-      m->min = m->count == 0 ? v : std::min(m->min, v);
-      sq += v * v;
-      ++m->count;
-    }
-    if (m) m->l2 = std::sqrt(sq);
-    return init_mags.emplace(t, m).first->second;
-  }
   /// Magnitudes of input `slot` of `o` at step `s` as read on rank r, and who wrote it.
   std::optional<Magnitude> read_magnitude(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot, Writer& w) {
     const std::string& t = op(o).inputs[slot];
@@ -331,7 +312,7 @@ struct Resolver {
       case Writer::Op:
       case Writer::Carried: return magnitude(obs(r, w.step, w.op, false, w.slot));
       case Writer::Collective: return magnitude(obs(r, s, w.op, false, w.slot));
-      case Writer::Upload: return initial_magnitude(t);
+      case Writer::Upload: return initial(r, t).magnitude();
       case Writer::Feed: return std::nullopt;
     }
     return std::nullopt;
@@ -562,10 +543,8 @@ struct Resolver {
                                          op(o).name, s, t, at_elem, op(w.op).name, w.step, how));
       }
       case Writer::Upload: {
-        const auto& v = initial(t);
-        bool finite = true;
-        if (element && *element < v.size()) finite = std::isfinite(v[*element]);
-        else finite = std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+        const UploadSummary& v = initial(r, t);
+        const bool finite = v.is_finite(element && *element < v.elements ? element : std::nullopt);
         Writer host = w;
         if (!finite) host.kind = Writer::Feed;  // the initial value itself is non-finite: data
         return memory_origin(
@@ -691,6 +670,37 @@ std::vector<std::string> split_path(const std::vector<Hop>& path, std::uint32_t 
 }
 
 }  // namespace
+
+std::optional<Magnitude> UploadSummary::magnitude() const {
+  if (nonfinite_count > 0) return std::nullopt;
+  return finite;
+}
+
+bool UploadSummary::is_finite(std::optional<std::uint64_t> e) const {
+  if (nonfinite_count == 0) return true;
+  if (!e) return false;
+  if (std::binary_search(nonfinite.begin(), nonfinite.end(), *e)) return false;
+  return nonfinite.size() == nonfinite_count || *e < nonfinite.back();
+}
+
+UploadSummary summarize_upload(const graph::Tensor& value) {
+  UploadSummary u;
+  double sq = 0;
+  for (double v : value.to_f64()) {
+    if (!std::isfinite(v)) {
+      if (u.nonfinite.size() < UploadSummary::kListed) u.nonfinite.push_back(u.elements);
+      ++u.nonfinite_count;
+    } else {
+      u.finite.max_abs = std::max(u.finite.max_abs, std::fabs(v));
+      u.finite.min = u.finite.count == 0 ? v : std::min(u.finite.min, v);
+      sq += v * v;
+      ++u.finite.count;
+    }
+    ++u.elements;
+  }
+  u.finite.l2 = std::sqrt(sq);
+  return u;
+}
 
 std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvidence> ranks) {
   Resolver res(g, ranks);

@@ -73,6 +73,29 @@ struct StepEvidence {
   std::uint32_t suppressed_kinds = 0;
 };
 
+/// Magnitudes of a tensor as an op read it (finite elements).
+struct Magnitude {
+  double max_abs = 0, l2 = 0;
+  double min = 0;  // signed
+  std::uint64_t count = 0;
+};
+
+/// What the host uploaded into a tensor (its initial value), as far as the provenance needs it:
+/// magnitudes over the finite elements and where the value is not finite.
+struct UploadSummary {
+  Magnitude finite;                      // over the finite elements
+  std::uint64_t elements = 0;            // all elements
+  std::uint64_t nonfinite_count = 0;
+  std::vector<std::uint64_t> nonfinite;  // indices of non-finite elements, ascending, the first kListed
+  static constexpr std::size_t kListed = 4096;
+  /// Magnitudes when every element is finite (what a bound may use), else nullopt.
+  std::optional<Magnitude> magnitude() const;
+  /// Whether element `e` is finite (an element past the listed ones of a longer list: not known
+  /// finite, so false); without an element, whether all are.
+  bool is_finite(std::optional<std::uint64_t> e) const;
+};
+UploadSummary summarize_upload(const graph::Tensor& value);
+
 /// One rank's evidence. `anomalies` get their role, origin, source and path written back.
 struct RankEvidence {
   std::uint32_t rank = 0;
@@ -81,13 +104,10 @@ struct RankEvidence {
   const std::map<std::uint32_t, StepEvidence>* steps = nullptr;  // steps with known latch completeness
   std::uint32_t enabled_kinds = 0;  // kRegExcEnable
   std::uint32_t first_step = 0;
-};
-
-/// Magnitudes of a tensor as an op read it (finite elements).
-struct Magnitude {
-  double max_abs = 0, l2 = 0;
-  double min = 0;  // signed
-  std::uint64_t count = 0;
+  /// Values this rank's host uploaded in place of the graph's initializers (a tensor-parallel or
+  /// ZeRO-1 shard, a checkpoint's value when the run resumed): the writer "upload" of those
+  /// tensors reads these, every other initializer the graph's value.
+  const std::map<std::string, UploadSummary>* uploads = nullptr;
 };
 
 /// An upper bound of max |y| over output `slot` of `op` from its inputs' magnitudes (in input

@@ -66,6 +66,7 @@ struct RuntimeReport {
   std::map<std::uint32_t, StepEvidence> step_evidence;  // per step: kinds with suppressed reports
   std::uint32_t enabled_kinds = 0;                 // kRegExcEnable as programmed
   std::uint32_t first_step = 0;
+  std::map<std::string, UploadSummary> uploads;    // initial values the host uploaded in place of the graph's
   std::vector<ReplayCheck> replays;                // CPU replays of latched ops on captured inputs
   std::vector<IntegrityViolation> integrity;       // edge hashes that differ
   /// XXH64 chained over the payload of every capture record drained, in drain order: two runs

@@ -72,6 +72,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Candidate, op, tensor, inner_op, forward_op, 
                                    propagation_path, explains, replay, evidence, suggestion)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EdgeObservation, has_stats, nan_count, inf_count, count, hash, max_abs, l2, min, cycle)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StepEvidence, suppressed_kinds)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Magnitude, max_abs, l2, min, count)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UploadSummary, finite, elements, nonfinite_count, nonfinite)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplayCheck, rank, step, op_id, kind, reproduced, detail)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(IntegrityViolation, rank, tensor, writer_op, writer_step, reader_op, reader_step,
                                    written_hash, read_hash, window_lo, window_hi)
@@ -80,7 +82,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RewindRequest, step, rank, by, expression, wa
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RuntimeReport, rank, anomalies, triggers, rules_fired, breakpoints, steps, capture,
                                    counters, dump_files, dump_bytes, dump_raw_bytes, dump_entries, comparisons,
                                    first_divergence, diagnosis, observations, step_evidence, enabled_kinds,
-                                   first_step, replays, integrity, fingerprint, stop_requested, rewinds, warnings)
+                                   first_step, uploads, replays, integrity, fingerprint, stop_requested, rewinds, warnings)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SyncSample, rank, step, group, op, order, tensor, is_input, index, hash, stats, data)
 }  // namespace probelab::probes
 

@@ -223,6 +223,10 @@ PartitionResult simulate_partition(const SimRequest& req) {
       ec.first_step = s.resume->from_step;
       ec.initial_values = read_checkpoint(s.resume->checkpoints, r, s.resume->from_step);
     }
+    if (rs.runtime) {
+      rs.runtime->note_uploads(ec.rank_initializers);
+      rs.runtime->note_uploads(ec.initial_values);  // a checkpoint's state replaces both
+    }
     ec.fp_mode = fp_mode;
     if (const auto& ls = s.training.loss_scaling) {
       ec.loss_scaling.enabled = true;
