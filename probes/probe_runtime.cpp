@@ -406,6 +406,10 @@ void ProbeRuntime::note_uploads(const std::map<std::string, graph::Tensor>& valu
   for (const auto& [name, value] : values) impl_->rep.uploads[name] = summarize_upload(value);
 }
 
+void ProbeRuntime::note_feed(std::uint32_t step, const std::string& input, const graph::Tensor& value) {
+  impl_->rep.feeds[{step, input}] = summarize_upload(value);
+}
+
 RuntimeReport ProbeRuntime::report() const {
   const auto& s = *impl_;
   RuntimeReport r = s.rep;
@@ -454,7 +458,7 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
                                         const ConsistencyResult* consistency) {
   std::vector<RankEvidence> ev;
   for (RuntimeReport& r : reports)
-    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads});
+    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads, &r.feeds});
   const std::vector<Origin> origins = resolve_provenance(g, ev);
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;

@@ -185,6 +185,9 @@ class ProbeRuntime {
   /// tensor-parallel or ZeRO-1 shards, a checkpoint's state when the run resumes): the
   /// provenance then bounds and checks those tensors' first-step reads by what was uploaded.
   void note_uploads(const std::map<std::string, graph::Tensor>& values);
+  /// The host fed `value` into graph input `input` at `step`: the provenance bounds that step's
+  /// reads of the input by its magnitudes (what a framework hook sees of the batch it feeds).
+  void note_feed(std::uint32_t step, const std::string& input, const graph::Tensor& value);
 
   /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
   std::vector<SyncSample> sync_samples() const;

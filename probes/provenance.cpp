@@ -313,7 +313,12 @@ struct Resolver {
       case Writer::Carried: return magnitude(obs(r, w.step, w.op, false, w.slot));
       case Writer::Collective: return magnitude(obs(r, s, w.op, false, w.slot));
       case Writer::Upload: return initial(r, t).magnitude();
-      case Writer::Feed: return std::nullopt;
+      case Writer::Feed: {
+        const auto* fed = ev(r).feeds;
+        if (!fed) return std::nullopt;
+        const auto it = fed->find({s, t});
+        return it == fed->end() ? std::nullopt : it->second.magnitude();
+      }
     }
     return std::nullopt;
   }
@@ -422,8 +427,75 @@ struct Resolver {
 
   /// `t` names `o` (rank r, step s) as the origin of a non-finite value from finite inputs: an op
   /// upstream that wrote a value beyond what its inputs allow explains it instead.
+  /// Whether the magnitudes of o's inputs (rank r, step s) rule out a non-finite result of its own
+  /// arithmetic: for an op whose value_bound() also bounds every intermediate it computes (data
+  /// movement and selection, sums and products, dot products: any partial sum is within
+  /// Cauchy-Schwarz too; not normalizations, pooling averages, softmax or transcendental
+  /// activations, whose intermediates can exceed their output), a bound below half the largest
+  /// finite value of its output type. Then no value upstream explains the non-finite value.
+  bool inputs_rule_out_overflow(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const graph::Op& x = op(o);
+    static const std::set<std::string> kBoundedInside = {
+        "MatMul", "Gemm", "Conv", "ConvTranspose", "ConvGradInput", "ConvGradWeight", "MatMulGradA", "MatMulGradB",
+        "Add", "Sub", "Sum", "Mul", "Scale", "SumToShape", "SgdUpdate", "Relu", "ReluGrad", "Identity", "Reshape",
+        "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat", "Slice", "Split", "MaxPool", "ReduceMax",
+        "ReduceMin", "Neg", "Abs", "Max", "Min", "Cast", "Gather", "GatherElements"};
+    const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
+    if (!kBoundedInside.count(x.type) || !out) return false;
+    double top = 0;
+    switch (out->desc.dtype) {
+      case graph::DType::F16: top = 65504.0; break;
+      case graph::DType::BF16:
+      case graph::DType::F32: top = 3.3895313892515355e38; break;
+      default: return false;
+    }
+    std::vector<std::optional<Magnitude>> in(x.inputs.size());
+    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
+      Writer w;
+      if (!x.inputs[i].empty()) in[i] = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
+    }
+    for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
+      const auto bound = value_bound(x, slot, in);
+      if (!bound || !(*bound < top / 2)) return false;
+    }
+    return true;
+  }
+
+  /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.
+  std::optional<std::vector<Magnitude>> input_magnitudes(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const graph::Op& x = op(o);
+    std::vector<Magnitude> m;
+    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
+      if (x.inputs[i].empty()) continue;
+      Writer w;
+      const auto v = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
+      if (!v) return std::nullopt;
+      m.push_back(*v);
+    }
+    return m;
+  }
+
+  /// Whether o (rank r) computed a finite result at an earlier step from inputs at least half as
+  /// large as those it read at step s (every input's max |x|): then the size of its inputs does
+  /// not explain the non-finite value, whatever wrote them.
+  bool inputs_seen_before(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const auto now = input_magnitudes(r, s, o);
+    if (!now || now->empty()) return false;
+    for (std::uint32_t e = ev(r).first_step; e < s; ++e) {
+      if (output(r, e, o, 0) != Tri::No) continue;
+      const auto then = input_magnitudes(r, e, o);
+      if (!then || then->size() != now->size()) continue;
+      bool as_large = true;
+      for (std::size_t i = 0; i < now->size() && as_large; ++i)
+        as_large = (*now)[i].max_abs <= 2 * (*then)[i].max_abs;
+      if (as_large) return true;
+    }
+    return false;
+  }
+
   Trace through_value_jump(std::size_t r, std::uint32_t s, std::uint32_t o, Trace t) {
     if (t.origin.kind != OriginKind::Op || t.origin.jump) return t;
+    if (inputs_rule_out_overflow(r, s, o) || inputs_seen_before(r, s, o)) return t;
     JumpSearch js;
     js.seen.insert({r, s, o});
     auto hit = search_jump(r, s, o, js);

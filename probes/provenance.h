@@ -47,6 +47,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -108,6 +109,8 @@ struct RankEvidence {
   /// ZeRO-1 shard, a checkpoint's value when the run resumed): the writer "upload" of those
   /// tensors reads these, every other initializer the graph's value.
   const std::map<std::string, UploadSummary>* uploads = nullptr;
+  /// (step, input) -> what the host fed into a graph input at that step, when it said.
+  const std::map<std::pair<std::uint32_t, std::string>, UploadSummary>* feeds = nullptr;
 };
 
 /// An upper bound of max |y| over output `slot` of `op` from its inputs' magnitudes (in input

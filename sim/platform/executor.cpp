@@ -467,6 +467,7 @@ ExecutorResult Executor::run() {
       for (const auto& [name, value] : cfg_.feeds(s)) {
         if (!addr_.count(name)) throw std::runtime_error(fmt::format("feed '{}' is not a tensor of the graph", name));
         write_tensor(name, value);
+        if (rt_) rt_->note_feed(s, name, value);
       }
     if (rt_) rt_->begin_step(s);
     if (status_) status_->reset(s);
