@@ -164,6 +164,9 @@ const InsertionResult& ProbeRuntime::instrument(graph::Graph& g) {
   for (auto& w : s.ins.warnings) s.warn(w);
   s.graph = g;
   s.instrumented = true;
+  if (s.opts.comm_group)
+    for (const graph::Op& op : s.graph.ops())
+      if (is_collective_type(op.type)) s.rep.comm_groups[op.id] = s.opts.comm_group(op);
   auto order = s.graph.topo_order();
   s.topo_pos.assign(s.graph.ops().size(), 0);
   for (std::size_t i = 0; i < order.size(); ++i) s.topo_pos[order[i]] = static_cast<std::uint32_t>(i);
@@ -458,7 +461,8 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
                                         const ConsistencyResult* consistency) {
   std::vector<RankEvidence> ev;
   for (RuntimeReport& r : reports)
-    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads, &r.feeds});
+    ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads, &r.feeds,
+                  &r.comm_groups});
   const std::vector<Origin> origins = resolve_provenance(g, ev);
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;

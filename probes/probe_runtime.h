@@ -79,6 +79,10 @@ struct RuntimeOptions {
   /// whose values must agree), or nullopt when they are not compared (e.g. a ReduceScatter's
   /// shards). Unset: every rank in group 0.
   std::function<std::optional<std::uint32_t>(const graph::Op& op)> consistency_group = {};
+  /// The communicator this rank runs collective `op` in: the ranks with the same id take part in
+  /// the same instance of it (the provenance follows a collective's values among those ranks
+  /// only). Unset: every rank in one communicator.
+  std::function<std::uint32_t(const graph::Op& op)> comm_group = {};
   /// Seed of the sampling decisions (ProbeConfig::seed overrides it when set).
   std::uint64_t seed = 0;
   /// Root of everything the runtime writes; dumps go to <output_dir>/<output.dir>/rank<r>/.

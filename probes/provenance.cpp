@@ -182,6 +182,14 @@ struct Resolver {
   }
 
   const RankEvidence& ev(std::size_t r) const { return ranks[r]; }
+  /// Whether ranks q and r ran collective c in the same communicator (unknown: yes).
+  bool same_comm(std::size_t q, std::size_t r, std::uint32_t c) const {
+    const auto* a = ev(q).comm_groups;
+    const auto* b = ev(r).comm_groups;
+    if (!a || !b) return true;
+    const auto x = a->find(c), y = b->find(c);
+    return x == a->end() || y == b->end() || x->second == y->second;
+  }
   const graph::Op& op(std::uint32_t id) const { return g.op(id); }
   std::uint32_t pos(std::uint32_t id) const { return id < topo.size() ? topo[id] : id; }
 
@@ -276,6 +284,7 @@ struct Resolver {
       case Writer::Collective: {
         if (const auto* x = obs(r, s, w.op, false, w.slot); x && x->nonfinite()) return true;
         for (std::size_t q = 0; q < ranks.size(); ++q) {
+          if (!same_comm(q, r, w.op)) continue;
           if (any_nonfinite_anomaly(q, s, w.op) || input_seen(q, s, w.op, 0)) return true;
           const graph::Op& c = op(w.op);
           if (!c.inputs.empty() && !c.inputs[0].empty()) {
@@ -336,7 +345,7 @@ struct Resolver {
   };
 
   /// The inputs of `o` (on rank r at step s) that carry its large values; for a collective,
-  /// its input on every rank.
+  /// its input on every rank of r's communicator.
   struct Lead {
     double max_abs = 0;
     std::size_t rank = 0;
@@ -352,7 +361,8 @@ struct Resolver {
     };
     if (is_collective_type(x.type)) {
       if (!x.inputs.empty() && !x.inputs[0].empty())
-        for (std::size_t q = 0; q < ranks.size(); ++q) add(q, 0);
+        for (std::size_t q = 0; q < ranks.size(); ++q)
+          if (same_comm(q, r, o)) add(q, 0);
     } else {
       for (std::size_t i = 0; i < x.inputs.size(); ++i)
         if (!x.inputs[i].empty()) add(r, static_cast<std::uint16_t>(i));
@@ -679,7 +689,7 @@ struct Resolver {
       return t;
     }
     for (std::size_t q = 0; q < ranks.size(); ++q) {
-      if (q == r) continue;
+      if (q == r || !same_comm(q, r, c)) continue;
       std::optional<std::uint64_t> e;
       if (input_seen(q, s, c, 0, &e) || (!op(c).inputs.empty() && writer_nonfinite(q, s, c, 0))) {
         Trace t = explain_read(q, s, c, 0, e);
@@ -689,7 +699,7 @@ struct Resolver {
       }
     }
     for (std::size_t q = 0; q < ranks.size(); ++q)
-      if (first_produced(q, s, c)) {
+      if (same_comm(q, r, c) && first_produced(q, s, c)) {
         Trace t = op_origin(q, s, c, "");
         if (q != r) t.path.push_back(hop(r, s, c));
         return t;

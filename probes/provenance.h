@@ -111,6 +111,9 @@ struct RankEvidence {
   const std::map<std::string, UploadSummary>* uploads = nullptr;
   /// (step, input) -> what the host fed into a graph input at that step, when it said.
   const std::map<std::pair<std::uint32_t, std::string>, UploadSummary>* feeds = nullptr;
+  /// Collective op id -> the communicator this rank ran it in: a collective's values move among
+  /// the ranks of one communicator only (unknown: all ranks).
+  const std::map<std::uint32_t, std::uint32_t>* comm_groups = nullptr;
 };
 
 /// An upper bound of max |y| over output `slot` of `op` from its inputs' magnitudes (in input

@@ -106,13 +106,18 @@ struct RankState {
   std::vector<std::uint64_t> step_begin_ps, step_end_ps;
 };
 
+/// The communicator a rank runs collective `op` in (its `comm` attribute on the topology).
+std::uint32_t comm_group(const chip::ClusterTopology& topo, std::uint32_t rank, const graph::Op& op) {
+  return topo.group(chip::parse_comm_kind(op.attr_str("comm", "world")), rank).comm_id;
+}
+
 /// The replica group of a rank's sync samples of collective `op` (probes/consistency.h).
 std::optional<std::uint32_t> replica_group(const chip::ClusterTopology& topo, std::uint32_t rank, const graph::Op& op) {
   if (!probes::is_collective_type(op.type)) return 0;
   const std::string replicas = op.attr_str("replicas", "");
   if (replicas == "none" || (replicas.empty() && op.type == "ReduceScatter")) return std::nullopt;
   if (replicas == "world") return 0;
-  return topo.group(chip::parse_comm_kind(op.attr_str("comm", "world")), rank).comm_id;
+  return comm_group(topo, rank, op);
 }
 
 /// This partition's part of report.json `perf`: its ranks' op and task records, PMU counters,
@@ -201,6 +206,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
       ro.output_dir = req.out_dir;
       ro.rewind_enabled = !s.rewind_pass;
       ro.consistency_group = [&topo, r](const graph::Op& op) { return replica_group(topo, r, op); };
+      ro.comm_group = [&topo, r](const graph::Op& op) { return comm_group(topo, r, op); };
       rs.runtime = std::make_unique<probes::ProbeRuntime>(*run.probes, executed, dev, ro, &w.snapshots.original);
       rs.runtime->instrument(rs.graph);
     }

@@ -152,6 +152,10 @@ TEST(Expectations, Diagnosis) {
   EXPECT_TRUE(eval("diagnosis: {op: 'attn/context', cause: precision, top: 2}", r).passed);
   EXPECT_FALSE(eval("diagnosis: {op: 'attn/softmax', cause: nan_source, exclusive: true}", r).passed);
   EXPECT_TRUE(eval("diagnosis: {op: '*', cause: nan_source, exclusive: true}", r).passed);
+  // exclusive: nothing else blamed, whatever its cause ('*f*' names both nan_source candidates,
+  // not attn/context, a precision candidate)
+  EXPECT_FALSE(eval("diagnosis: {op: '*f*', cause: nan_source, exclusive: true}", r).passed);
+  EXPECT_TRUE(eval("diagnosis: {op: '*f*', cause: nan_source}", r).passed);
   EXPECT_FALSE(eval("diagnosis: {op: 'attn/softmax', cause: underflow, top: 3}", r).passed);
 }
 
