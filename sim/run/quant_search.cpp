@@ -42,6 +42,8 @@ QuantTarget parse_quant_target(const std::string& text, const std::string& where
     throw ScenarioError(where, 0, 0, "target", upper ? t.metric + "<=X" : t.metric + ">=X", "'" + text + "'");
   if (!std::isfinite(t.value) || (upper && t.value < 0))
     throw ScenarioError(where, 0, 0, "target", "a finite bound (>= 0 for " + t.metric + ")", "'" + text + "'");
+  if (t.metric == "cosine" && (t.value < -1 || t.value > 1))  // a cosine above 1 can never be met
+    throw ScenarioError(where, 0, 0, "target", "a cosine bound from -1 to 1", "'" + text + "'");
   return t;
 }
 

@@ -86,6 +86,9 @@ TEST(Quantize, BadInputExitsWithTwo) {
   EXPECT_EQ(test::run("quantize ok.yaml", dir).code, 2);                            // no target anywhere
   EXPECT_EQ(test::run("quantize ok.yaml --target 'cosine<=0.9'", dir).code, 2);     // wrong direction
   EXPECT_EQ(test::run("quantize ok.yaml --target 'snr>=3'", dir).code, 2);
+  const test::CmdResult cos = test::run("quantize ok.yaml --target 'cosine>=2'", dir);  // never met
+  EXPECT_EQ(cos.code, 2);
+  EXPECT_NE(cos.err.find("a cosine bound from -1 to 1"), std::string::npos) << cos.err;
   EXPECT_EQ(test::run("run glob.yaml", dir).code, 2);  // `run` validates the section too
   // loss_delta needs a loss (training); delayed-scaling keys need scaling: delayed.
   const test::CmdResult ld = test::run("quantize ok.yaml --target 'loss_delta<=0.1'", dir);
