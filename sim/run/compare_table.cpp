@@ -171,12 +171,23 @@ Side load_side(const fs::path& root) {
   Side s;
   for (const auto& f : files) {
     auto m = std::make_shared<json>(read_json(f));
-    if (m->is_object() && m->contains("format_version") && m->contains("entries") && (*m)["entries"].is_array()) {
-      probelab_items(root, f, m, types, s.items);
-    } else if (m->is_object() && m->contains("data") && (*m)["data"].is_object() && m->contains("task")) {
-      msprobe_items(root, f, *m, s.items);
-      s.msprobe = true;
-    } else {
+    const bool ours = m->is_object() && m->contains("format_version") && m->contains("entries") && (*m)["entries"].is_array();
+    const bool msprobe = !ours && m->is_object() && m->contains("data") && (*m)["data"].is_object() && m->contains("task");
+    // A hand-edited manifest (checksum, a field of the wrong type) is bad input naming the file.
+    try {
+      if (ours) {
+        probes::check_manifest(*m, f.filename().string());
+        probelab_items(root, f, m, types, s.items);
+      } else if (msprobe) {
+        msprobe_items(root, f, *m, s.items);
+        s.msprobe = true;
+      }
+    } catch (const probes::DumpError& e) {
+      throw ScenarioError(f.string(), 0, 0, "", "a JSON dump manifest as probelab wrote it", e.what());
+    } catch (const json::exception& e) {
+      throw ScenarioError(f.string(), 0, 0, "", "a JSON dump manifest whose fields have msprobe's types", e.what());
+    }
+    if (!ours && !msprobe) {
       throw ScenarioError(f.string(), 0, 0, "", "probelab's dump.json (format_version, entries) or msprobe's (task, data)",
                           "a foreign manifest");
     }
