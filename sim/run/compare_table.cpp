@@ -13,6 +13,7 @@
 #include "graph/npy.h"
 #include "probes/compare.h"
 #include "probes/dump_writer.h"
+#include "sim/run/run_manifests.h"
 #include "sim/scenario/scenario_error.h"
 
 namespace probelab::sim {
@@ -154,19 +155,7 @@ struct Side {
 };
 
 Side load_side(const fs::path& root) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec))
-    throw ScenarioError(root.string(), 0, 0, "", "a run output directory or a dump directory", "not a directory");
-  std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); ++it) {
-    if (it->is_directory() && (it->path().filename() == "variants" || it->path().filename() == "decoded") &&
-        it.depth() == 0) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && it->path().filename() == "dump.json") files.push_back(it->path());
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path> files = run_manifests(root);
   if (files.empty()) throw ScenarioError(root.string(), 0, 0, "", "a directory holding dump.json manifests", "none");
   // Op types of a probelab run, from its report.
   std::map<std::pair<std::uint32_t, std::string>, std::string> types;

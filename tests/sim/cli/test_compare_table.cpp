@@ -1,6 +1,7 @@
 // `probelab compare`: msprobe's compare table (printed, CSV, JSON) with configurable tolerances,
 // between two probelab runs and between an msprobe dump (as from real hardware) and a simulated
-// run; NaN/Inf on one side only in statistics captures; foreign manifests are named errors (exit 2).
+// run; NaN/Inf on one side only in statistics captures; only a run's own dumps are read; foreign
+// manifests are named errors (exit 2).
 #include <filesystem>
 #include <fstream>
 
@@ -104,6 +105,31 @@ TEST(CompareTable, StatisticsCapturesWithNanOrInfOnOneSideOnlyAreNotReached) {
   // The same NaN on both sides agrees.
   r = run("compare out/b out/b --output tbb", dir);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// Only a run's own dumps are compared: not a replay's written into it, nor `dump decode`'s
+// default output beside its manifests.
+TEST(CompareTable, OnlyTheRunsOwnDumpsAreCompared) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("a.yaml", scenario("a", "checkpoints: {every: 1}\n"));
+  ASSERT_EQ(run("run a.yaml --out x --no-trace --no-baseline", dir).code, 0);
+  ASSERT_EQ(run("run a.yaml --out y --no-trace --no-baseline", dir).code, 0);
+  // "N tensors compared: R reached, ... only in B"
+  const auto counts = [](const std::string& out) {
+    const auto at = out.rfind('\n', out.find(" tensors compared"));
+    return out.substr(at + 1, out.find("; table in") - at - 1);
+  };
+  const std::string clean = counts(run("compare x/a y/a --output c0", dir).out);
+  EXPECT_NE(clean.find("0 only in A, 0 only in B"), std::string::npos) << clean;
+  run("replay y/a --from-step 1 --set 'injections=[{kind: nan, op: relu, element: 3, step: 1}]'", dir);
+  ASSERT_TRUE(fs::exists(dir.path() / "y/a/replay.step1/a/dump/rank0/dump.json"));
+  ASSERT_EQ(run("dump decode y/a", dir).code, 0);
+  ASSERT_TRUE(fs::exists(dir.path() / "y/a/dump/rank0/decoded/dump.json"));
+  const test::CmdResult r = run("compare x/a y/a --output c1", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(counts(r.out), clean);
+  EXPECT_EQ(counts(run("compare y/a x/a --output c2", dir).out), clean);
 }
 
 TEST(CompareTable, MsprobeDumpAgainstASimulatedRun) {
