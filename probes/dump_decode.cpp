@@ -32,6 +32,9 @@ json read_manifest(const fs::path& file) {
   if (!m.is_object() || !m.contains("entries") || !m["entries"].is_array() || !m.contains("format_version"))
     throw ConfigError(file.string(), 0, "<document>",
                       "not a probelab dump manifest (expected an object with format_version and entries)");
+  // An edited manifest is refused as compare refuses it: decoding it would sign the edit with a
+  // fresh manifest_crc32.
+  check_manifest(m, file.string());
   return m;
 }
 
@@ -59,10 +62,14 @@ DecodeSummary decode_dumps(const fs::path& dir, const std::optional<fs::path>& o
   std::sort(manifests.begin(), manifests.end());
   if (manifests.empty()) throw ConfigError(dir.string(), 0, "DIR", "no dump.json manifest under this directory");
 
+  // Every manifest is checked before anything is written.
+  std::vector<json> read;
+  for (const fs::path& mf : manifests) read.push_back(read_manifest(mf));
   DecodeSummary s;
-  for (const fs::path& mf : manifests) {
+  for (std::size_t k = 0; k < manifests.size(); ++k) {
+    const fs::path& mf = manifests[k];
     const fs::path src = mf.parent_path();
-    const json m = read_manifest(mf);
+    const json& m = read[k];
     const fs::path dst = out ? *out / fs::relative(src, dir) : src / "decoded";
     json decoded = m;
     decoded["compression"] = "none";

@@ -30,7 +30,9 @@ struct DecodeSummary {
 /// dir>/decoded; with `out`, <out>/<manifest dir relative to dir>), the same relative names
 /// without ".zst", with a dump.json whose entries say compression none and encoding raw (so the
 /// decoded dumps compare like the originals). Throws ConfigError naming the manifest and entry
-/// for a missing directory, no manifest, a manifest that is not probelab's, or a corrupt file.
+/// for a missing directory, no manifest, a manifest that is not probelab's, or a corrupt file,
+/// and DumpError (check_manifest) for a manifest that was edited (manifest_crc32 mismatch, a
+/// field of the wrong type); every manifest is checked before anything is written.
 DecodeSummary decode_dumps(const std::filesystem::path& dir, const std::optional<std::filesystem::path>& out = {});
 
 }  // namespace probelab::probes

@@ -262,6 +262,30 @@ std::string manifest_checksum(const nlohmann::json& manifest) {
   return fmt::format("{:08x}", crc32(std::as_bytes(std::span(text.data(), text.size()))));
 }
 
+namespace {
+
+// The fields manifest_line() writes, each of the JSON type it writes (when present).
+void check_entry(const nlohmann::json& e, const std::string& where) {
+  if (!e.is_object()) throw DumpError(fmt::format("{} is not an object", where));
+  const auto bad = [&](const char* key, const char* expected) {
+    const std::string got = e[key].dump();
+    return DumpError(fmt::format("{}.{}: expected {}, got {}", where, key, expected,
+                                 got.size() <= 40 ? got : std::string("a longer ") + e[key].type_name()));
+  };
+  for (const char* key : {"rank", "step", "op_id", "file_bytes", "raw_bytes"})
+    if (e.contains(key) && !e[key].is_number_unsigned()) throw bad(key, "a non-negative integer");
+  for (const char* key : {"op", "tensor", "edge", "dtype", "format", "source_format", "payload", "trigger", "hash", "file",
+                          "encoding", "delta_base", "compression", "crc32", "data_crc32"})
+    if (e.contains(key) && !e[key].is_string()) throw bad(key, "a string");
+  if (e.contains("shape") && (!e["shape"].is_array() || !std::all_of(e["shape"].begin(), e["shape"].end(), [](const auto& d) {
+                                return d.is_number_unsigned();
+                              })))
+    throw bad("shape", "a list of non-negative integers");
+  if (e.contains("statistics") && !e["statistics"].is_object()) throw bad("statistics", "an object");
+}
+
+}  // namespace
+
 void check_manifest(const nlohmann::json& m, const std::string& what) {
   if (!m.is_object() || !m.contains("entries") || !m["entries"].is_array())
     throw DumpError(fmt::format("{}: not a probelab dump manifest (no \"entries\" list)", what));
@@ -272,8 +296,7 @@ void check_manifest(const nlohmann::json& m, const std::string& what) {
     throw DumpError(fmt::format("{}: dump manifest without its manifest_crc32 checksum", what));
   if (m["manifest_crc32"].get<std::string>() != manifest_checksum(m))
     throw DumpError(fmt::format("{}: manifest_crc32 mismatch (the manifest was modified or corrupted)", what));
-  for (std::size_t i = 0; i < m["entries"].size(); ++i)
-    if (!m["entries"][i].is_object()) throw DumpError(fmt::format("{}: entries[{}] is not an object", what, i));
+  for (std::size_t i = 0; i < m["entries"].size(); ++i) check_entry(m["entries"][i], fmt::format("{}: entries[{}]", what, i));
 }
 
 fs::path dump_file_path(const fs::path& dir, const std::string& file) {

@@ -124,7 +124,8 @@ class DumpError : public std::runtime_error {
 /// whatever the whitespace.
 std::string manifest_checksum(const nlohmann::json& manifest);
 /// Throws DumpError unless `manifest` is a probelab dump manifest (format_version 1, an
-/// "entries" list of objects) whose manifest_crc32 matches. `what` names it in messages.
+/// "entries" list of objects) whose manifest_crc32 matches and whose entries' fields have the
+/// JSON types the writer gives them (the message names the entry and key). `what` names it.
 void check_manifest(const nlohmann::json& manifest, const std::string& what);
 /// `dir / file` for a manifest's file name; throws DumpError when the name is absolute, climbs
 /// with '..', or resolves (through symbolic links) outside `dir`.

@@ -53,14 +53,19 @@ Command add_compare(CLI::App& app) {
                                    "slower in B, by how much, and why");
   sub->add_option("--threshold", a->threshold, "With --perf: B is a regression when its total cycles exceed A's by more "
                                                "than this percentage (default 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, INFINITY, "a percentage >= 0"));
+  // Thresholds: NaN or a value outside the range would silently pass or fail every tensor.
+  const auto cosine = number_in(-1, 1, "a cosine from -1 to 1");
+  const auto bound = number_in(0, INFINITY, "a number >= 0 (inf: no bound)");
   auto& c = a->table.criteria;
-  sub->add_option("--cosine", c.cosine_min, "Not reached when Cosine < this and MaxAbsErr > --max-abs-err (0.99)");
-  sub->add_option("--max-abs-err", c.max_abs_err, "See --cosine (0.001)");
-  sub->add_option("--cosine-hard", c.cosine_hard_min, "Not reached when Cosine < this (0.9)");
-  sub->add_option("--max-abs-err-hard", c.max_abs_err_hard, "Not reached when MaxAbsErr > this (1.0)");
+  sub->add_option("--cosine", c.cosine_min, "Not reached when Cosine < this and MaxAbsErr > --max-abs-err (0.99)")
+      ->check(cosine);
+  sub->add_option("--max-abs-err", c.max_abs_err, "See --cosine (0.001)")->check(bound);
+  sub->add_option("--cosine-hard", c.cosine_hard_min, "Not reached when Cosine < this (0.9)")->check(cosine);
+  sub->add_option("--max-abs-err-hard", c.max_abs_err_hard, "Not reached when MaxAbsErr > this (1.0)")->check(bound);
   sub->add_option("--stats-rtol", a->table.stats_rtol,
-                  "Statistics-only rows: Warning when Max/Min/Mean/Norm differ by more than this, relatively (0.5)");
+                  "Statistics-only rows: Warning when Max/Min/Mean/Norm differ by more than this, relatively (0.5)")
+      ->check(bound);
   return [a] {
     if (a->perf) {
       const nlohmann::json c = sim::compare_perf(sim::read_perf_report(a->a), sim::read_perf_report(a->b), a->threshold);

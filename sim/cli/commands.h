@@ -6,6 +6,8 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,6 +33,21 @@ inline CLI::Validator non_negative_integer() {
         return {};
       },
       "UINT");
+}
+
+/// Option check: a decimal number in [lo, hi] (NaN never is; "inf" only when hi or lo is
+/// infinite); `expected` says which, e.g. "a cosine from -1 to 1".
+inline CLI::Validator number_in(double lo, double hi, std::string expected) {
+  return CLI::Validator(
+      [lo, hi, expected](std::string& s) -> std::string {
+        double v = 0;
+        const char* end = s.data() + s.size();
+        const auto [ptr, ec] = std::from_chars(s.data(), end, v);
+        if (s.empty() || ec != std::errc() || ptr != end || std::isnan(v) || v < lo || v > hi)
+          return "expected " + expected + ", got '" + s + "'";
+        return {};
+      },
+      "NUMBER");
 }
 
 Command add_run(CLI::App& app);

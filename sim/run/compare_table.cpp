@@ -13,6 +13,7 @@
 #include "graph/npy.h"
 #include "probes/compare.h"
 #include "probes/dump_writer.h"
+#include "sim/run/run_manifests.h"
 #include "sim/scenario/scenario_error.h"
 
 namespace probelab::sim {
@@ -48,8 +49,16 @@ json read_json(const fs::path& f) {
   }
 }
 
+// A statistic: a number, or the text probelab writes for a non-finite one ("nan", "inf", "-inf";
+// also "NaN", "Infinity", "-Infinity").
 std::optional<double> num(const json& j, const char* k) {
-  if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
+  if (!j.is_object() || !j.contains(k)) return std::nullopt;
+  if (j[k].is_number()) return j[k].get<double>();
+  if (!j[k].is_string()) return std::nullopt;
+  const std::string t = j[k].get<std::string>();
+  if (t == "nan" || t == "NaN") return std::nan("");
+  if (t == "inf" || t == "Infinity") return INFINITY;
+  if (t == "-inf" || t == "-Infinity") return -INFINITY;
   return std::nullopt;
 }
 
@@ -81,7 +90,7 @@ void probelab_items(const fs::path& root, const fs::path& file, const std::share
     if (e.contains("shape")) it.shape = e["shape"].get<std::vector<std::int64_t>>();
     if (e.contains("statistics")) {
       const json& s = e["statistics"];
-      it.stats = {num(s, "max"), num(s, "min"), num(s, "mean"), num(s, "l2")};
+      it.stats = {num(s, "max"), num(s, "min"), num(s, "mean"), num(s, "l2"), num(s, "nan_count"), num(s, "inf_count")};
     }
     if (e.contains("file")) {
       it.load = [dir, m, e]() -> std::optional<graph::Tensor> { return probes::load_dump(dir, *m, e); };
@@ -124,7 +133,7 @@ void msprobe_items(const fs::path& root, const fs::path& file, const json& m, st
         it.forward = forward;
         it.dtype = t.value("dtype", "");
         it.shape = t["shape"].get<std::vector<std::int64_t>>();
-        it.stats = {num(t, "Max"), num(t, "Min"), num(t, "Mean"), num(t, "Norm")};
+        it.stats = {num(t, "Max"), num(t, "Min"), num(t, "Mean"), num(t, "Norm"), std::nullopt, std::nullopt};
         const std::string data = t.value("data_name", "");
         if (data.size() > 4 && data.ends_with(".npy")) {
           const fs::path f = data_dir / data;
@@ -146,19 +155,7 @@ struct Side {
 };
 
 Side load_side(const fs::path& root) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec))
-    throw ScenarioError(root.string(), 0, 0, "", "a run output directory or a dump directory", "not a directory");
-  std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); ++it) {
-    if (it->is_directory() && (it->path().filename() == "variants" || it->path().filename() == "decoded") &&
-        it.depth() == 0) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && it->path().filename() == "dump.json") files.push_back(it->path());
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<fs::path> files = run_manifests(root);
   if (files.empty()) throw ScenarioError(root.string(), 0, 0, "", "a directory holding dump.json manifests", "none");
   // Op types of a probelab run, from its report.
   std::map<std::pair<std::uint32_t, std::string>, std::string> types;
@@ -171,12 +168,23 @@ Side load_side(const fs::path& root) {
   Side s;
   for (const auto& f : files) {
     auto m = std::make_shared<json>(read_json(f));
-    if (m->is_object() && m->contains("format_version") && m->contains("entries") && (*m)["entries"].is_array()) {
-      probelab_items(root, f, m, types, s.items);
-    } else if (m->is_object() && m->contains("data") && (*m)["data"].is_object() && m->contains("task")) {
-      msprobe_items(root, f, *m, s.items);
-      s.msprobe = true;
-    } else {
+    const bool ours = m->is_object() && m->contains("format_version") && m->contains("entries") && (*m)["entries"].is_array();
+    const bool msprobe = !ours && m->is_object() && m->contains("data") && (*m)["data"].is_object() && m->contains("task");
+    // A hand-edited manifest (checksum, a field of the wrong type) is bad input naming the file.
+    try {
+      if (ours) {
+        probes::check_manifest(*m, f.filename().string());
+        probelab_items(root, f, m, types, s.items);
+      } else if (msprobe) {
+        msprobe_items(root, f, *m, s.items);
+        s.msprobe = true;
+      }
+    } catch (const probes::DumpError& e) {
+      throw ScenarioError(f.string(), 0, 0, "", "a JSON dump manifest as probelab wrote it", e.what());
+    } catch (const json::exception& e) {
+      throw ScenarioError(f.string(), 0, 0, "", "a JSON dump manifest whose fields have msprobe's types", e.what());
+    }
+    if (!ours && !msprobe) {
       throw ScenarioError(f.string(), 0, 0, "", "probelab's dump.json (format_version, entries) or msprobe's (task, data)",
                           "a foreign manifest");
     }
@@ -216,13 +224,36 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return t + "]";
 }
 
+bool has_nonfinite(const TableStats& s) {
+  if (s.nan_count || s.inf_count) return s.nan_count.value_or(0) > 0 || s.inf_count.value_or(0) > 0;
+  for (const auto& v : {s.max, s.min, s.mean, s.norm})
+    if (v && !std::isfinite(*v)) return true;
+  return false;
+}
+
+// Statistics-only rows. "No" when NaN/Inf appear on one side only, as for tensors: the NaN or Inf
+// counts differ (so at least that many elements are non-finite on one side only) or, without
+// counts (msprobe), one side's statistics are non-finite and the other's are not. Otherwise
+// "Warning" when a statistic differs by more than rtol, relatively (equal non-finite values agree).
 void compare_stats(TableRow& r, double rtol) {
+  const auto count = [](const std::optional<double>& c) { return c ? fmt::format("{:.0f}", *c) : std::string("?"); };
+  const bool counted = r.npu.nan_count && r.bench.nan_count && r.npu.inf_count && r.bench.inf_count;
+  const bool one_side = counted ? r.npu.nan_count != r.bench.nan_count || r.npu.inf_count != r.bench.inf_count
+                                : has_nonfinite(r.npu) != has_nonfinite(r.bench);
+  if (one_side) {
+    r.result = "No";
+    r.message += (r.message.empty() ? "" : "; ") +
+                 fmt::format("NaN/Inf on one side only (NaN count {} vs {}, Inf count {} vs {})", count(r.npu.nan_count),
+                             count(r.bench.nan_count), count(r.npu.inf_count), count(r.bench.inf_count));
+    return;
+  }
   double worst = 0;
   std::string which;
   auto one = [&](const char* n, const std::optional<double>& x, const std::optional<double>& y) {
     if (!x || !y) return;
-    const double d = std::abs(*x - *y) / std::max(std::abs(*y), 1e-30);
-    if (d > worst || std::isnan(d)) {
+    const bool same = *x == *y || (std::isnan(*x) && std::isnan(*y));
+    const double d = same ? 0.0 : std::abs(*x - *y) / std::max(std::abs(*y), 1e-30);
+    if (which.empty() || d > worst || std::isnan(d)) {
       worst = d;
       which = n;
     }

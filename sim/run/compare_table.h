@@ -13,8 +13,10 @@
 // Verdict (msprobe's "Accuracy Reached or Not", from probes::judge with `criteria`): "No" when
 // (Cosine < cosine_min and MaxAbsErr > max_abs_err), Cosine < cosine_hard_min, MaxAbsErr >
 // max_abs_err_hard, a per-dtype mean/max relative error bound is exceeded, or NaN/Inf appear on
-// one side only; else "Yes". Statistics-only rows: "Warning" when a statistic's relative
-// difference exceeds `stats_rtol`, else "Yes".
+// one side only; else "Yes". Statistics-only rows: "No" when NaN/Inf appear on one side only (the
+// NaN or Inf counts differ; without counts, one side's statistics are non-finite and the other's
+// not), else "Warning" when a statistic's relative difference exceeds `stats_rtol` (a NaN
+// statistic on both sides agrees), else "Yes".
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,7 @@ namespace probelab::sim {
 
 struct TableStats {
   std::optional<double> max, min, mean, norm;
+  std::optional<double> nan_count, inf_count;  // probelab's statistics captures count them
 };
 
 struct TableRow {

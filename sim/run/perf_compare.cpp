@@ -25,8 +25,8 @@ double per_core(const json& op, const char* k) { return counter(op, k) / std::ma
 
 /// What identifies a finding across runs: its cause, rank and component.
 std::string finding_key(const json& f) {
-  return fmt::format("{}|{}|{}|{}", f.value("cause", ""), f.value("rank", 0), f.contains("channel") ? f["channel"].dump() : "",
-                     f.value("link", ""));
+  return fmt::format("{}|{}|{}|{}|{}", f.value("cause", ""), f.value("rank", 0), f.contains("channel") ? f["channel"].dump() : "",
+                     f.value("link", ""), f.contains("core") ? f["core"].dump() : "");
 }
 
 json findings_not_in(const json& of, const json& in) {
@@ -78,6 +78,11 @@ Cause kernel_cause(const json& a, const json& b, const json& found, int rank) {
   if (const json* ch = new_finding(found, "hbm_channel", rank))
     return {"hbm_channel", why + fmt::format("; rank {} HBM channel {} at {:.1f} GB/s (nominal {:.1f})", rank,
                                              ch->value("channel", 0), num(*ch, "gbps"), num(*ch, "nominal_gbps"))};
+  // A throttled core: per-core averages barely move, but the op waits for that core's tiles.
+  if (const json* core = new_finding(found, "core", rank))
+    return {"core", fmt::format("core: rank {} AI core {} at {:.2f}x its ops' median core's time per tile, the op waits "
+                                "for its tiles; Cube+Vector busy {:.0f} -> {:.0f}, HBM stall {:.0f} -> {:.0f} cycles per core",
+                                rank, core->value("core", 0), num(*core, "pace"), busy_a, busy_b, stall_a, stall_b)};
   return {"memory", why};
 }
 
@@ -98,6 +103,22 @@ Cause collective_cause(const json& a, const json& b, const json& found, int rank
 }
 
 }  // namespace
+
+const std::vector<std::string>& perf_findings_explaining(const std::string& cause) {
+  static const std::map<std::string, std::vector<std::string>> kinds = {
+      {"hbm_channel", {"hbm_channel"}},
+      {"memory", {"hbm_channel", "core"}},
+      {"core", {"core"}},
+      {"compute", {"straggler", "core"}},
+      {"straggler", {"straggler"}},
+      {"link", {"link"}},
+      {"contention", {"link"}},
+      {"launch", {"launch"}},
+  };
+  static const std::vector<std::string> none;
+  const auto it = kinds.find(cause);
+  return it == kinds.end() ? none : it->second;
+}
 
 json compare_perf(const json& ra, const json& rb, double threshold_pct) {
   const json& pa = ra.at("perf");
@@ -182,19 +203,22 @@ json compare_perf(const json& ra, const json& rb, double threshold_pct) {
   if (regression && !by_cause.empty()) {
     // Causes that one new finding of B explains are summed under it (a straggler's own kernels,
     // cause compute, and the others' waits for it, cause straggler).
-    static const std::map<std::string, std::string> finding_of = {
-        {"hbm_channel", "hbm_channel"}, {"memory", "hbm_channel"}, {"link", "link"}, {"contention", "link"},
-        {"straggler", "straggler"},     {"compute", "straggler"},  {"launch", "launch"}};
+    // The finding (kind) a cause is summed under: the first of its kinds that B newly has.
+    const auto finding_of = [&](const std::string& cause) -> const json* {
+      for (const std::string& kind : perf_findings_explaining(cause))
+        if (const json* f = new_finding(found, kind)) return f;
+      return nullptr;
+    };
     std::map<std::string, double> by_component;
     double sum = 0;
     for (const auto& [cause, v] : by_cause) {
-      const bool named = finding_of.count(cause) && new_finding(found, finding_of.at(cause));
-      by_component[named ? finding_of.at(cause) : cause] += v;
+      const json* f = finding_of(cause);
+      by_component[f ? f->value("cause", cause) : cause] += v;
       sum += v;
     }
     auto best = std::max_element(by_component.begin(), by_component.end(),
                                  [](const auto& x, const auto& y) { return x.second < y.second; });
-    const json* f = finding_of.count(best->first) ? new_finding(found, finding_of.at(best->first)) : nullptr;
+    const json* f = new_finding(found, best->first);
     verdict = {{"cause", best->first},
                {"added", best->second},
                {"share_of_added_op_cycles", sum > 0 ? best->second / sum : 0.0},

@@ -19,7 +19,9 @@
 //   compute      Cube + Vector busy cycles per core up, or the rank is B's new straggler (throttled
 //                cores: its memory-bound kernels slow down too)
 //   hbm_channel  memory time up and B has a new slow-channel finding on the rank (names it)
-//   memory       HBM stall cycles per core up / achieved GB/s down, no channel named
+//   core         B has a new throttled-core finding on the rank (names the core): per-core
+//                averages barely move, but the op waits for that core's tiles
+//   memory       HBM stall cycles per core up / achieved GB/s down, no channel or core named
 //   link         a collective slower and B has a new slow-link finding (names the link)
 //   straggler    a collective slower while B has a new straggler finding (names the rank)
 //   contention   a collective slower and the links' wait (queued) cycles up, no slow link
@@ -27,9 +29,12 @@
 //   launch       launch_cycles up;   capture: probe_cycles up
 // regression: total cycles up by more than threshold_pct percent of A's. verdict: the cause with
 // the most added cycles over the ops (ranks summed; causes one new finding of B explains are summed
-// under it: compute + straggler under straggler, memory under hbm_channel, contention under link)
-// and the component that finding names.
+// under it, perf_findings_explaining: compute + straggler under straggler, memory under
+// hbm_channel, contention under link, core under core) and the component that finding names.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +42,12 @@ namespace probelab::sim {
 
 /// a, b: whole report.json objects with a `perf` section (read_perf_report).
 nlohmann::json compare_perf(const nlohmann::json& a, const nlohmann::json& b, double threshold_pct = 1.0);
+
+/// The finding kinds (perf_findings.h causes) that explain an op cause of compare_perf, in the
+/// order tried: the verdict sums the cause under the first one B newly has. Every finding kind
+/// perf_findings() gives explains at least one cause; empty for causes no finding explains
+/// (tiling, communication, capture).
+const std::vector<std::string>& perf_findings_explaining(const std::string& cause);
 
 /// The human table of compare_perf's result; at most `max_ops` op rows.
 std::string compare_perf_text(const nlohmann::json& c, std::size_t max_ops = 20);

@@ -178,4 +178,9 @@ json perf_findings(const json& perf) {
   return out;
 }
 
+const std::vector<std::string>& perf_finding_causes() {
+  static const std::vector<std::string> causes = {"hbm_channel", "link", "straggler", "core", "launch"};
+  return causes;
+}
+
 }  // namespace probelab::sim

@@ -22,11 +22,17 @@
 //                  average (PMU dispatch_cycles / tasks); score = 1 - nominal / measured
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace probelab::sim {
 
 /// The findings array for `perf` (perf.chip, perf.ops, perf.steps, perf.ranks, perf.links).
 nlohmann::json perf_findings(const nlohmann::json& perf);
+
+/// Every `cause` perf_findings() can give a finding, in the order above.
+const std::vector<std::string>& perf_finding_causes();
 
 }  // namespace probelab::sim

@@ -73,6 +73,21 @@ json derived(const chip::PerfMonitor::Counters& c, const ChipRates& r) {
           {"intensity", ratio(static_cast<double>(c[spec::kPmuCubeFlops]), bytes)}};
 }
 
+// Why a memory-bound op (MTE busy longer than Cube and Vector) is memory-bound, against the
+// roofline: below the ridge its HBM bytes alone say so; at or above it, the MTE also moved the
+// L2 hits of its tiles (operands re-read by every core, which the HBM intensity does not count)
+// and waited on HBM (the stall cycles above).
+std::string memory_intensity_text(const OpAcc& a, double intensity, double ridge) {
+  if (intensity < ridge) return fmt::format("intensity {:.1f} FLOP/B < ridge {:.0f}", intensity, ridge);
+  const double hbm = static_cast<double>(a.rd + a.wr), l2 = static_cast<double>(a.l2);
+  std::string why = fmt::format("intensity {:.1f} FLOP/B of HBM traffic >= ridge {:.0f}, yet the MTE time exceeds the "
+                                "compute time: ", intensity, ridge);
+  if (a.l2 > 0)
+    return why + fmt::format("its tiles also read {} bytes from L2 ({:.1f}x its HBM bytes), {:.1f} FLOP per byte the MTE "
+                             "moved", a.l2, ratio(l2, hbm), ratio(static_cast<double>(a.flops), hbm + l2));
+  return why + fmt::format("beyond its bytes' port time the MTE waited {} cycles on HBM", a.stall);
+}
+
 json op_entry(const graph::Op& op, std::uint32_t rank, const OpAcc& a, const ChipRates& r, std::string& bound) {
   const bool collective = a.collective > 0;
   const std::uint64_t cycles = a.cycles + a.collective;
@@ -105,9 +120,10 @@ json op_entry(const graph::Op& op, std::uint32_t rank, const OpAcc& a, const Chi
     const double intensity = ratio(static_cast<double>(a.flops), bytes);
     if (mem)
       evidence = fmt::format("MTE busy {:.0f}% of the op's time per core vs Cube {:.0f}%, Vector {:.0f}%; HBM {:.0f} GB/s "
-                             "(peak {:.0f}); {} of its MTE cycles stalled on HBM; intensity {:.1f} FLOP/B < ridge {:.0f}",
+                             "(peak {:.0f}); {} of its MTE cycles stalled on HBM; {}",
                              100 * ratio(per_core[2], cyc), 100 * ratio(per_core[0], cyc), 100 * ratio(per_core[1], cyc),
-                             gbps(bytes, cyc, r.mhz), r.bandwidth(cores) * r.mhz / 1e3, a.stall, intensity, ridge);
+                             gbps(bytes, cyc, r.mhz), r.bandwidth(cores) * r.mhz / 1e3, a.stall,
+                             memory_intensity_text(a, intensity, ridge));
     else
       evidence = fmt::format("{} busy {:.0f}% of the op's time per core vs MTE {:.0f}%; intensity {:.1f} FLOP/B "
                              "(ridge {:.0f}); {:.0f}% of the roofline",

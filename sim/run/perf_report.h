@@ -22,7 +22,9 @@
 //                bound: "launch" when the host/dispatch gap before the op's tasks exceeds the op's
 //                own cycles, "capture" when its probe tasks took longer than it, "communication"
 //                for collectives, else "memory" when the MTEs were the busiest unit per core,
-//                else "compute".
+//                else "compute". A memory-bound op's evidence compares its intensity with the
+//                ridge: below it, or at/above it with the reason the MTE still took longer (the L2
+//                re-reads of its tiles, which the HBM intensity does not count, or HBM waits).
 //   perf.steps  [{rank, step, cycles, critical_path: {compute, memory, communication, launch,
 //                 capture, other}, kernel_cycles, collective_cycles, exposed_collective_cycles,
 //                 overlapped_collective_cycles, bound, top_op, counters (profiler) | null}]

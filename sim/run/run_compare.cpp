@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "probes/dump_writer.h"
+#include "sim/run/run_manifests.h"
 #include "sim/scenario/scenario_error.h"
 
 namespace probelab::sim {
@@ -27,6 +28,7 @@ struct Capture {
   const json* manifest = nullptr;
   json entry;
   std::size_t index = 0;  // position in its manifest
+  std::uint64_t position = 0;  // the op's place in its rank's executed order (see run_compare.h)
 };
 
 using Key = std::tuple<std::uint32_t, std::uint32_t, std::string, std::string>;  // rank, step, op, edge
@@ -37,24 +39,40 @@ struct Run {
   std::vector<Key> order;
 };
 
+// (rank, op) -> the op's index in its rank's executed order: report.json `ops` of a run directory.
+using ExecutedOrder = std::map<std::pair<std::uint32_t, std::string>, std::uint64_t>;
+
+ExecutedOrder executed_order(const fs::path& root) {
+  ExecutedOrder order;
+  std::ifstream in(root / "report.json", std::ios::binary);
+  if (!in) return order;
+  const json r = json::parse(in, nullptr, false);
+  if (r.is_discarded() || !r.is_object() || !r.contains("ops") || !r["ops"].is_array()) return order;
+  std::map<std::uint32_t, std::uint64_t> next;  // per rank
+  for (const json& o : r["ops"]) {
+    if (!o.is_object() || !o.contains("op") || !o["op"].is_string()) continue;
+    const std::uint32_t rank = o.contains("rank") && o["rank"].is_number_unsigned() ? o["rank"].get<std::uint32_t>() : 0;
+    order.emplace(std::make_pair(rank, o["op"].get<std::string>()), next[rank]++);
+  }
+  return order;
+}
+
+// The op's place in the executed order: report.json's, else the op_id the dump recorded (the
+// graph's topological index), else after every known op (manifest order).
+std::uint64_t position_of(const ExecutedOrder& executed, std::uint32_t rank, const std::string& op, const json& e) {
+  if (auto it = executed.find({rank, op}); it != executed.end()) return it->second;
+  if (e.contains("op_id") && e["op_id"].is_number_unsigned()) return e["op_id"].get<std::uint64_t>();
+  return UINT64_MAX;
+}
+
+// Inputs of an op before its outputs.
+int edge_class(const std::string& edge) { return edge.starts_with("in") ? 0 : edge.starts_with("out") ? 1 : 2; }
+
 // `label` ("run A"/"run B") names the run in messages; unreadable manifests go to `damaged`.
 Run load_run(const fs::path& root, const std::string& label, std::vector<DamagedFile>& damaged) {
-  std::error_code ec;
-  if (!fs::is_directory(root, ec))
-    throw ScenarioError(root.string(), 0, 0, "", "a run output directory (or a directory of dump.json manifests)",
-                        "not a directory");
-  std::vector<fs::path> files;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_directory() && it->path().filename() == "variants" && it.depth() == 0) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file() && it->path().filename() == "dump.json") files.push_back(it->path());
-  }
-  if (ec) throw ScenarioError(root.string(), 0, 0, "", "a readable run output directory", ec.message());
-  std::sort(files.begin(), files.end());
+  std::vector<fs::path> files = run_manifests(root);
   if (files.empty()) throw ScenarioError(root.string(), 0, 0, "", "a directory holding dump.json manifests", "none");
+  const ExecutedOrder executed = executed_order(root);
   Run run;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -84,7 +102,8 @@ Run load_run(const fs::path& root, const std::string& label, std::vector<Damaged
       };
       try {
         Key k{uint_of("rank"), uint_of("step"), str_of("op"), str_of("edge")};
-        if (run.captures.emplace(k, Capture{f.parent_path(), f, m.get(), e, i}).second) run.order.push_back(k);
+        const std::uint64_t pos = position_of(executed, std::get<0>(k), std::get<2>(k), e);
+        if (run.captures.emplace(k, Capture{f.parent_path(), f, m.get(), e, i, pos}).second) run.order.push_back(k);
       } catch (const probes::DumpError& err) {
         damaged.push_back({label, f.string(), err.what()});
       }
@@ -92,9 +111,13 @@ Run load_run(const fs::path& root, const std::string& label, std::vector<Damaged
     }
     run.manifests.push_back(std::move(m));
   }
-  std::stable_sort(run.order.begin(), run.order.end(), [](const Key& x, const Key& y) {
-    return std::tie(std::get<1>(x), std::get<0>(x)) < std::tie(std::get<1>(y), std::get<0>(y));
-  });
+  // Causal order: step, then the op's place in the executed order, inputs before outputs, then
+  // rank (the ranks run the same program), then manifest order.
+  const auto causal = [&](const Key& k) {
+    const Capture& c = run.captures.at(k);
+    return std::make_tuple(std::get<1>(k), c.position, edge_class(std::get<3>(k)), std::get<0>(k));
+  };
+  std::stable_sort(run.order.begin(), run.order.end(), [&](const Key& x, const Key& y) { return causal(x) < causal(y); });
   return run;
 }
 

@@ -1,9 +1,18 @@
 // Differential replay: compares the dumps of two runs (e.g. with and without an injection, or two
 // chip configs) capture by capture and finds the first op whose captured values differ.
 // A run is an output directory of `probelab run` (<out>/<scenario>), or any directory holding
-// dump.json manifests (searched recursively; variants/ of a run directory are skipped).
-// Captures are matched by (rank, step, op, edge) and visited in run A's order (step, rank, capture
-// order); full tensors are compared element by element, statistics field by field, hashes bitwise.
+// dump.json manifests; only a run's own dumps are read (sim/run/run_manifests.h: not those of a
+// replay, query or `dump decode` written inside it, nor variants/).
+// Captures are matched by (rank, step, op, edge); full tensors are compared element by element,
+// statistics field by field, hashes bitwise.
+//
+// The first divergent op is the causally first divergent capture, the order `diffs` is in: by
+// step, then by the op's place in its rank's executed order (report.json `ops`, which lists each
+// rank's ops in executed, topological order; without a report, the op_id the dump recorded, the
+// graph's topological index), inputs before outputs, then by rank, then manifest order. The ranks
+// run the same program, so an op that diverges on rank 6 is named before a later op that
+// diverges on rank 4 because of it (e.g. a hierarchical allreduce's `inter` on one rank before the
+// `intra_ag` that spreads its result) — the op the run's own consistency check names.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +45,7 @@ struct RunComparison {
   std::size_t matched = 0;   // captures present in both runs
   std::size_t equal = 0;
   std::vector<std::string> only_a, only_b;  // "rank r step s op edge"
-  std::vector<CaptureDiff> diffs;           // in run A's order
+  std::vector<CaptureDiff> diffs;           // in causal order (above), from run A's captures
   std::vector<DamagedFile> damaged;         // captures that could not be compared (not counted equal)
   std::optional<CaptureDiff> first() const {
     return diffs.empty() ? std::nullopt : std::optional<CaptureDiff>(diffs.front());

@@ -1,6 +1,7 @@
 // `probelab compare`: msprobe's compare table (printed, CSV, JSON) with configurable tolerances,
 // between two probelab runs and between an msprobe dump (as from real hardware) and a simulated
-// run; foreign manifests are named errors (exit 2).
+// run; NaN/Inf on one side only in statistics captures; only a run's own dumps are read; foreign
+// manifests are named errors (exit 2).
 #include <filesystem>
 #include <fstream>
 
@@ -64,6 +65,71 @@ TEST(CompareTable, RunsPerTensorWithMsprobeColumnsAndTolerances) {
   ASSERT_EQ(run("run c.yaml --out out --no-trace --no-baseline", dir).code, 0);
   EXPECT_EQ(run("compare out/a out/c --output t1", dir).code, 1);
   EXPECT_EQ(run("compare out/a out/c --output t2 --cosine -1 --cosine-hard -1 --max-abs-err-hard 1e9", dir).code, 0);
+}
+
+// Statistics-mode runs (the default probe mode) carry no tensors: a NaN or Inf on one side only is
+// "No" from the captures' NaN and Inf counts, as for tensors, and the runs differ (exit 1).
+TEST(CompareTable, StatisticsCapturesWithNanOrInfOnOneSideOnlyAreNotReached) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  const auto stats = [](const std::string& name, const std::string& extra) {
+    std::string s = scenario(name, extra);
+    return s.replace(s.find("mode: full"), 10, "mode: statistics");
+  };
+  dir.write("a.yaml", stats("a", ""));
+  dir.write("b.yaml", stats("b", "injections:\n  - {kind: nan, op: relu, element: 5, step: 1}\n"));
+  dir.write("c.yaml", stats("c", "injections:\n  - {kind: inf, op: fc1_bias, element: 2, step: 0}\n"));
+  ASSERT_EQ(run("run a.yaml b.yaml c.yaml --out out --no-trace --no-baseline", dir).code, 0);
+  test::CmdResult r = run("compare out/a out/b --output tb", dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("first divergent op: relu (step 1"), std::string::npos) << r.out;
+  json t = json::parse(test::slurp(dir.path() / "tb/compare_result.json"));
+  const json* bad = row(t, "relu out0", 1);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ((*bad)["Accuracy Reached or Not"], "No") << bad->dump();
+  EXPECT_NE((*bad)["Err_message"].get<std::string>().find("NaN/Inf on one side only (NaN count 0 vs 1"), std::string::npos)
+      << bad->dump();
+  const json* clean = row(t, "relu out0", 0);
+  ASSERT_NE(clean, nullptr);
+  EXPECT_EQ((*clean)["Accuracy Reached or Not"], "Yes");
+  EXPECT_NE((*clean)["Err_message"].get<std::string>().find("largest relative statistics difference 0 ("), std::string::npos)
+      << clean->dump();
+  // An Inf on one side, at another op and step.
+  r = run("compare out/c out/a --output tc", dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  t = json::parse(test::slurp(dir.path() / "tc/compare_result.json"));
+  const json* inf = row(t, "fc1_bias out0", 0);
+  ASSERT_NE(inf, nullptr);
+  EXPECT_EQ((*inf)["Accuracy Reached or Not"], "No") << inf->dump();
+  EXPECT_NE((*inf)["Err_message"].get<std::string>().find("Inf count 1 vs 0"), std::string::npos) << inf->dump();
+  // The same NaN on both sides agrees.
+  r = run("compare out/b out/b --output tbb", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+}
+
+// Only a run's own dumps are compared: not a replay's written into it, nor `dump decode`'s
+// default output beside its manifests.
+TEST(CompareTable, OnlyTheRunsOwnDumpsAreCompared) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("a.yaml", scenario("a", "checkpoints: {every: 1}\n"));
+  ASSERT_EQ(run("run a.yaml --out x --no-trace --no-baseline", dir).code, 0);
+  ASSERT_EQ(run("run a.yaml --out y --no-trace --no-baseline", dir).code, 0);
+  // "N tensors compared: R reached, ... only in B"
+  const auto counts = [](const std::string& out) {
+    const auto at = out.rfind('\n', out.find(" tensors compared"));
+    return out.substr(at + 1, out.find("; table in") - at - 1);
+  };
+  const std::string clean = counts(run("compare x/a y/a --output c0", dir).out);
+  EXPECT_NE(clean.find("0 only in A, 0 only in B"), std::string::npos) << clean;
+  run("replay y/a --from-step 1 --set 'injections=[{kind: nan, op: relu, element: 3, step: 1}]'", dir);
+  ASSERT_TRUE(fs::exists(dir.path() / "y/a/replay.step1/a/dump/rank0/dump.json"));
+  ASSERT_EQ(run("dump decode y/a", dir).code, 0);
+  ASSERT_TRUE(fs::exists(dir.path() / "y/a/dump/rank0/decoded/dump.json"));
+  const test::CmdResult r = run("compare x/a y/a --output c1", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(counts(r.out), clean);
+  EXPECT_EQ(counts(run("compare y/a x/a --output c2", dir).out), clean);
 }
 
 TEST(CompareTable, MsprobeDumpAgainstASimulatedRun) {

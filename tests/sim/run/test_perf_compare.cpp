@@ -1,7 +1,8 @@
 // `probelab compare --perf RUN_A RUN_B`: a healthy run against each scenarios/perf/ fault names
 // the cause, the component and the ops; the same against faults where the bundled scenarios do
 // not put them (a launch delay on one rank of two, a straggler on rank 1 of a 2-rank MLP, fewer
-// cores on the wide block: a different tiling); a run against itself shows no regression; bad input exits 2.
+// cores on the wide block: a different tiling); a run against itself shows no regression; every
+// kind of finding names its component in the verdict; bad input exits 2.
 #include <filesystem>
 #include <set>
 #include <string>
@@ -9,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/run/perf_compare.h"
+#include "sim/run/perf_findings.h"
 #include "tests/sim/cli/cli_test_util.h"
 #include "tests/sim/scenario_suite.h"
 
@@ -84,6 +87,12 @@ TEST(PerfCompare, HealthyRunAgainstEachBundledPerfFault) {
     EXPECT_TRUE(causes(c, 2).count("compute"));
     EXPECT_FALSE(causes(c).count("link"));
   }
+  {  // A throttled core: the ops wait for its tiles; the verdict names the core, not "no component".
+    const json c = compare_json("out/healthy_throttled_core", "out/throttled_core", dir, 1);
+    EXPECT_EQ(c["verdict"]["cause"], "core") << c["verdict"].dump();
+    EXPECT_EQ(c["verdict"]["component"]["core"], 7) << c["verdict"].dump();
+    EXPECT_TRUE(causes(c, 0).count("core")) << c["ops"].dump();
+  }
   {  // A run against itself: nothing got slower, exit 0.
     const json c = compare_json("out/straggler_rank", "out/straggler_rank", dir, 0);
     EXPECT_FALSE(c["regression"].get<bool>());
@@ -139,6 +148,58 @@ TEST(PerfCompare, FaultsWhereTheBundledScenariosDoNotPutThem) {
   {  // B faster than A is no regression.
     const json c = compare_json("out/launch", "out/base", dir, 0);
     EXPECT_FALSE(c["regression"].get<bool>());
+  }
+}
+
+// A minimal report: one rank, one op of `kind` with the given cycles, and `findings`.
+json tiny_report(const std::string& op_kind, double cycles, double launch, double busy, const json& findings) {
+  const json op = {{"op", "op1"}, {"rank", 0}, {"kind", op_kind}, {"tasks", 4}, {"cores", 4}, {"cycles", cycles},
+                   {"launch_cycles", launch}, {"probe_cycles", 0},
+                   {"counters", {{"cube_busy_cycles", busy}, {"vector_busy_cycles", 0}, {"hbm_stall_cycles", 0}}}};
+  return {{"scenario", {{"name", "s"}}},
+          {"cycles", {{"total", cycles + launch}}},
+          {"perf", {{"ranks", json::array({{{"rank", 0}, {"cycles", cycles + launch}}})},
+                    {"steps", json::array()},
+                    {"ops", json::array({op})},
+                    {"findings", findings}}}};
+}
+
+// Every kind of finding the perf analysis gives (read from perf_findings.cpp, so a new kind cannot
+// be missed) is listed by perf_finding_causes(), explains an op cause of the comparison, and,
+// newly in B, is the verdict's component when an op got slower for that cause.
+TEST(PerfCompare, EveryFindingKindNamesItsComponentInTheVerdict) {
+  const std::string src = test::slurp(test::source_root() / "sim" / "run" / "perf_findings.cpp");
+  std::set<std::string> in_source;
+  const std::string tag = "{\"cause\", \"";
+  for (auto at = src.find(tag); at != std::string::npos; at = src.find(tag, at + 1)) {
+    const auto from = at + tag.size();
+    in_source.insert(src.substr(from, src.find('"', from) - from));
+  }
+  const std::set<std::string> listed(perf_finding_causes().begin(), perf_finding_causes().end());
+  EXPECT_EQ(in_source, listed);
+  for (const std::string& kind : perf_finding_causes()) {
+    SCOPED_TRACE(kind);
+    // A finding of this kind on rank 0, as perf_findings() writes it (the fields the comparison reads).
+    json f = {{"cause", kind}, {"rank", 0}, {"score", 0.5}, {"evidence", kind + " evidence"}};
+    if (kind == "hbm_channel") f.update({{"channel", 3}, {"gbps", 5.0}, {"nominal_gbps", 50.0}});
+    if (kind == "link") f.update({{"link", "r0 hccs->r1"}, {"gbps", 5.0}, {"nominal_gbps", 56.0}});
+    if (kind == "core") f.update({{"core", 11}, {"pace", 4.0}});
+    if (kind == "straggler") f.update({{"busy_cycles", 4000}, {"others_median_busy_cycles", 1000}});
+    // The op slows down the way that component slows it.
+    const bool collective = kind == "link";
+    const json a = tiny_report(collective ? "collective" : "kernel", 1000, 100, 500, json::array());
+    const json b = tiny_report(collective ? "collective" : "kernel", kind == "launch" ? 1000 : 3000,
+                          kind == "launch" ? 2100 : 100, 500, json::array({f}));
+    bool explains = false;
+    for (const char* cause : {"tiling", "compute", "hbm_channel", "core", "memory", "link", "straggler", "contention",
+                              "communication", "launch", "capture"})
+      for (const std::string& k : perf_findings_explaining(cause)) explains |= k == kind;
+    EXPECT_TRUE(explains) << "no op cause is summed under a " << kind << " finding";
+    const json c = compare_perf(a, b);
+    ASSERT_TRUE(c["verdict"].is_object()) << c.dump();
+    EXPECT_EQ(c["verdict"]["component"], f) << c["verdict"].dump();
+    EXPECT_EQ(c["verdict"]["evidence"], kind + " evidence");
+    EXPECT_DOUBLE_EQ(c["verdict"]["share_of_added_op_cycles"].get<double>(), 1.0);
   }
 }
 

@@ -2,8 +2,10 @@
 // passes through the probelab executable, and the fact it exists for is measured on report.json
 // against the same scenario without its fault. The faults are then placed elsewhere (another
 // model, rank, channel, link) and must be localized there too. Also: the profiler's per-step PMU
-// counters (read through Device) agree with the per-op records, and bad perf-fault descriptors
-// are refused naming the key.
+// counters (read through Device) agree with the per-op records, a memory-bound op's evidence
+// states its intensity against the ridge truthfully, and bad perf-fault descriptors are refused
+// naming the key.
+#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -38,6 +40,32 @@ std::uint64_t collective_cycles(const json& r) {
   return c;
 }
 
+/// A memory-bound op's evidence states the intensity against the ridge as it is: "<" only when it
+/// is below, and at or above it the reason the MTE still took longer (returns the ops checked).
+int check_memory_evidence(const json& r) {
+  const std::regex claim(R"(intensity ([0-9.]+) FLOP/B( of HBM traffic)? (<|>=) ridge ([0-9.]+))");
+  int n = 0;
+  for (const auto& o : r["perf"]["ops"]) {
+    if (o["bound"] != "memory") continue;
+    const std::string ev = o["evidence"].get<std::string>();
+    std::smatch m;
+    if (!std::regex_search(ev, m, claim)) {
+      ADD_FAILURE() << o["op"] << ": " << ev;
+      continue;
+    }
+    ++n;
+    const double intensity = std::stod(m[1].str()), ridge = std::stod(m[4].str());
+    if (m[3].str() == "<") {
+      EXPECT_LT(intensity, ridge) << o["op"] << ": " << ev;
+    } else {
+      EXPECT_GE(intensity + 0.05, ridge) << o["op"] << ": " << ev;
+      const bool l2 = o["counters"]["l2_read_bytes"].get<std::uint64_t>() > 0;
+      EXPECT_NE(ev.find(l2 ? "bytes from L2" : "waited"), std::string::npos) << o["op"] << ": " << ev;
+    }
+  }
+  return n;
+}
+
 class PerfScenario : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PerfScenario, PassesAndShowsWhatItIsFor) {
@@ -51,6 +79,8 @@ TEST_P(PerfScenario, PassesAndShowsWhatItIsFor) {
   const json clean = run_text(healthy(perf_yaml(name)), clean_dir);
   ASSERT_TRUE(clean.is_object());
   EXPECT_TRUE(clean["perf"]["findings"].empty()) << clean["perf"]["findings"].dump();
+  check_memory_evidence(r);
+  check_memory_evidence(clean);
   const json& top = r["perf"]["findings"][0];
   if (name == "hbm_channel_latency_spike") {
     // The ops memory-bound in the healthy run slow down and carry most of the added time.
@@ -154,6 +184,7 @@ expectations:
   ASSERT_TRUE(r.is_object());
   for (const auto& e : r["expectations"]) EXPECT_TRUE(e["passed"].get<bool>()) << e.dump() << r["perf"]["findings"].dump();
   EXPECT_NEAR(r["perf"]["findings"][0]["pace"].get<double>(), 2.0, 0.05);
+  EXPECT_GT(check_memory_evidence(r), 0) << "training: the backward GEMMs are memory-bound too";
   for (const auto& f : r["perf"]["findings"]) {
     if (f["cause"] == "core") {
       EXPECT_TRUE(f["rank"] == 1 && f["core"] == 11) << "only one core is slow: " << f.dump();
