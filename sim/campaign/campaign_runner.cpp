@@ -570,6 +570,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     env.ranks = static_cast<std::uint32_t>(base_.scenario.ranks);
     env.steps = static_cast<std::uint32_t>(base_.scenario.steps);
     env.seed = base_.scenario.seed;
+    env.vector_lanes = base_.chip.vector_lanes();
     for (const auto& t : mine) {
       try {
         inject::InjectorRegistry::instance().create(t.descriptor, fmt::format("campaign trial {}", t.index), env);

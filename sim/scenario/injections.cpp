@@ -42,6 +42,7 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.seed = run.scenario.seed;
   env.hbm_channels = run.chip.hbm_channels;
   env.cores = run.chip.num_cores;
+  env.vector_lanes = run.chip.vector_lanes();
   env.first_link = cluster_first_link(run);
   return env;
 }
