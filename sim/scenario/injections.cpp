@@ -82,6 +82,7 @@ void validate_injections(const PreparedRun& run) {
       const YAML::Mark m = spec.source.mark();
       std::string why = e.what();  // "<where>: key 'k': ...": the place is said once, by this error
       if (why.starts_with(where + ": ")) why.erase(0, where.size() + 2);
+      if (!e.key().empty() && spec.source.overridden(e.key())) spec.source.fail_at(e.key(), "a valid injection descriptor", why);
       throw ScenarioError(spec.source.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
                           fmt::format("injections[{}]", i), "a valid injection descriptor", why);
     }

@@ -462,6 +462,7 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   Scenario s;
   s.file = file;
   s.resolved = doc;
+  s.source = root;
   s.source_text = yaml_text;
   s.name = root["name"].str();
   check_name(root["name"], s.name);
