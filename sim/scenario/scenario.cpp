@@ -165,6 +165,8 @@ ClusterSpec parse_cluster(const YamlView& v) {
     if (key == "partition") {
       if (val.is_scalar() && val.str() == "auto") continue;
       for (const auto& item : val.items()) c.partition.push_back(static_cast<std::uint32_t>(item.integer(0, 65535)));
+      // An empty map would read as none (servers split evenly): say so instead.
+      if (c.partition.empty()) val.fail("one process index per rank (or auto: servers split evenly)", "an empty list");
       continue;
     }
     const auto& params = chip::cluster_params();
