@@ -234,7 +234,7 @@ void AiCore::execute(TaskContext& ctx) {
   }
   FaultSite out_site = ctx.site(lead);
   out_site.cycle = svc_.clock.ps_to_cycles(last_tile_ps);
-  run.finish(hooks, out_site, std::max<std::uint32_t>(svc_.config->vector_bytes_per_cycle / 4, 1));
+  run.finish(hooks, out_site, svc_.config->vector_lanes());
 
   // Detection reports: one per anomalous tensor, each kind with its own element and the cycle of
   // the tile holding it (inputs: when the first tile was loaded).

@@ -95,6 +95,8 @@ struct ChipConfig {
   std::uint32_t fp_mode_bits() const;
   /// Vector cores per AI core: vector_cores / num_cores on a split chip, 1 when coupled.
   std::uint32_t vector_per_core() const;
+  /// Lanes of the Vector unit as the fault hooks see them: 32-bit lanes of one cycle's bytes.
+  std::uint32_t vector_lanes() const { return vector_bytes_per_cycle / 4 > 0 ? vector_bytes_per_cycle / 4 : 1; }
   /// Cross-parameter checks (e.g. interleave is a power of two, fp_mode inf_nan only where
   /// supports_inf_nan); throws ConfigError naming the key.
   void validate() const;

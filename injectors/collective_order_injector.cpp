@@ -32,7 +32,15 @@ class CollectiveOrderInjector final : public Injector {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
     site_ = read_site(p, env.executed, env.ranks, env.steps, kCollectiveTypes);
-    order_ = p.choice("order", {"arrival", "reverse", "rotate", "random", "explicit"});
+    const auto algo = p.choice("algorithm", {"keep", "ring", "tree", "direct"});
+    // A ring or a tree adds in its own order: an imposed order needs the direct algorithm (as
+    // training.allreduce refuses `order` with ring or tree). Their default order is arrival.
+    const bool own_order = algo == "ring" || algo == "tree";
+    order_ = own_order && !p.has("order") ? "arrival" : p.choice("order", {"arrival", "reverse", "rotate", "random", "explicit"});
+    if (own_order && order_ != "arrival")
+      p.fail("order", fmt::format("algorithm {} adds in its own order: order {} needs algorithm direct (or keep), "
+                                  "or leave order out",
+                                  algo, order_));
     if (order_ == "explicit") {
       const auto n = p.node("orders");
       if (!n.IsSequence() || n.size() != env.ranks)
@@ -50,7 +58,6 @@ class CollectiveOrderInjector final : public Injector {
     } else if (p.has("orders")) {
       p.fail("orders", "only used with order: explicit");
     }
-    const auto algo = p.choice("algorithm", {"keep", "ring", "tree", "direct"});
     if (algo == "ring") algorithm_ = static_cast<std::uint32_t>(spec::CollectiveAlgo::Ring);
     if (algo == "tree") algorithm_ = static_cast<std::uint32_t>(spec::CollectiveAlgo::Tree);
     if (algo == "direct" || (algo == "keep" && order_ != "arrival"))
@@ -124,7 +131,8 @@ void register_collective_order_injector(InjectorRegistry& r) {
   ps[0].doc = "collective op name glob (AllReduce/ReduceScatter/AllGather/Broadcast ops)";
   ps.push_back({"order", "arrival|reverse|rotate|random|explicit", "rotate",
                 "per-rank reduction order of the direct algorithm: rotate starts at the rank itself, reverse flips odd "
-                "ranks, random is a seeded permutation per rank and step, arrival keeps the timing model's order"});
+                "ranks, random is a seeded permutation per rank and step, arrival keeps the timing model's order "
+                "(the only one with algorithm ring or tree, and their default)"});
   ps.push_back({"orders", "list of permutations", "-", "order: explicit: one permutation of the ranks per rank"});
   ps.push_back({"algorithm", "keep|ring|tree|direct", "keep",
                 "force an algorithm (keep: the task's, or direct when a reduction order is imposed); forced on every "

@@ -1,5 +1,7 @@
 // Faults of the device's control and debug paths: a stuck-at bit on one vector lane, a dropped
 // or delayed interrupt, a corrupted capture record — what the probe runtime must survive or report.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "chip_model/spec/capture_record.h"
@@ -17,7 +19,19 @@ class StuckAtInjector final : public Injector {
     seed_ = read_seed(p, env);
     site_ = read_site(p, env.executed, env.ranks, env.steps);
     lane_ = p.uinteger("lane");
-    bit_ = static_cast<unsigned>(p.uinteger("bit"));
+    if (env.vector_lanes && lane_ >= env.vector_lanes)
+      p.fail("lane", fmt::format("lane {} is outside the chip's Vector unit (lanes 0..{})", lane_, env.vector_lanes - 1));
+    // The widest output element of the matched ops bounds the bit (a narrower one skips it).
+    std::size_t widest = 0;
+    for (std::uint32_t id = 0; env.executed && id < env.executed->ops().size(); ++id)
+      if (site_.matches_op(id))
+        for (const auto& out : env.executed->op(id).outputs)
+          if (!out.empty()) widest = std::max(widest, element_bits(env.executed->tensor(out).desc.dtype));
+    const std::uint64_t bit = p.uinteger("bit");
+    if (widest && bit >= widest)
+      p.fail("bit", fmt::format("bit {} is outside the matched ops' output elements ({} bits at most: 0..{})", bit, widest,
+                                widest - 1));
+    bit_ = static_cast<unsigned>(bit);
     value_ = p.integer("value");
     if (value_ != 0 && value_ != 1) p.fail("value", "a stuck bit is 0 or 1");
   }

@@ -40,6 +40,7 @@ struct InjectionEnv {
   std::function<std::optional<TensorPlacement>(std::uint32_t rank, const std::string& tensor)> placement;
   std::uint32_t hbm_channels = 0;  // of the chip config (0: unknown, not checked)
   std::uint32_t cores = 0;         // AI cores of the chip config (0: unknown, not checked)
+  std::uint32_t vector_lanes = 0;  // lanes of the Vector unit (ChipConfig::vector_lanes; 0: not checked)
   /// The link chip `src` sends on towards chip `dst` (the first of the route), for injectors that
   /// name a link: its name, and whether it reaches dst directly (false: dst is further along an
   /// HCCS ring). Null: not known, not checked.

@@ -68,7 +68,7 @@ YAML::Node Params::value(const std::string& key) const {
 YAML::Node Params::node(const std::string& key) const { return value(key); }
 
 void Params::fail(const std::string& key, const std::string& what) const {
-  throw InjectorError(fmt::format("{}: key '{}': {}", where_, key, what));
+  throw InjectorError(fmt::format("{}: key '{}': {}", where_, key, what), key);
 }
 
 std::string Params::str(const std::string& key) const {

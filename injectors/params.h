@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -18,7 +19,12 @@ namespace probelab::inject {
 /// Bad injection descriptor (exit code 2 at the CLI).
 class InjectorError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  /// `key`: the descriptor key at fault, when one is ("" otherwise).
+  explicit InjectorError(const std::string& what, std::string key = {}) : std::runtime_error(what), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
 };
 
 struct ParamSpec {

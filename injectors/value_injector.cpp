@@ -32,6 +32,8 @@ class ValueInjector final : public Injector {
         random_value_ = true;
       } else {
         value_ = p.number("value");
+        if (!std::isfinite(value_))
+          p.fail("value", fmt::format("{} is not a finite number (kind nan or inf writes those)", v.Scalar()));
       }
     }
     if (p.has("inner")) {

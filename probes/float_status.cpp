@@ -1,41 +1,20 @@
 #include "probes/float_status.h"
 
-#include <cstring>
-#include <stdexcept>
-#include <vector>
+#include <span>
 
-#include "chip_model/spec/collective_args.h"
 #include "chip_model/spec/op_args.h"
-#include "graph/dtype.h"
 
 namespace probelab::probes {
 namespace {
 
 constexpr std::uint32_t kRecord = sizeof(spec::FloatStatusBuffer);
-constexpr std::uint32_t kFlagFloats = kRecord / sizeof(float);
 
 }  // namespace
 
 FloatStatusClient::FloatStatusClient(Device& dev, FloatStatusOptions opt, std::function<std::uint32_t()> next_task_id)
     : dev_(dev), opt_(opt), next_id_(std::move(next_task_id)) {
   buf_ = dev_.alloc(2 * kRecord, 64);
-  if (opt_.all_reduce) {
-    flag_ = dev_.alloc(2 * kRecord, 64);
-    spec::CollectiveArgs a;
-    const std::vector<std::int64_t> shape{kFlagFloats};
-    const auto f32 = static_cast<std::uint8_t>(graph::DType::F32);
-    a.input = spec::make_tensor_ref(flag_, f32, 0, shape);
-    a.output = spec::make_tensor_ref(flag_ + kRecord, f32, 0, shape);
-    a.count = kFlagFloats;
-    a.op = static_cast<std::uint8_t>(spec::CollectiveOp::AllReduce);
-    a.reduction = static_cast<std::uint8_t>(spec::ReduceOp::Sum);
-    a.algorithm = static_cast<std::uint8_t>(spec::CollectiveAlgo::Ring);
-    a.acc_dtype = f32;
-    a.comm_kind = static_cast<std::uint8_t>(spec::CommKindCode::World);
-    coll_args_size_ = sizeof a;
-    coll_args_ = dev_.alloc(coll_args_size_, 64);
-    dev_.dma_write(coll_args_, std::as_bytes(std::span(&a, 1)));
-  }
+  if (opt_.all_reduce) vote_ = std::make_unique<RankVote>(dev_, opt_.stream, next_id_);
 }
 
 void FloatStatusClient::submit(spec::TaskKind kind, std::uint32_t step, std::uint64_t args, std::uint32_t size) {
@@ -74,17 +53,10 @@ FloatStatusRead FloatStatusClient::get(std::uint32_t step) {
     }
   }
   r.found_inf = r.local_overflow;
-  if (opt_.all_reduce) {
-    float flags[kFlagFloats] = {};
-    flags[0] = r.local_overflow ? 1.0f : 0.0f;
-    dev_.dma_write(flag_, std::as_bytes(std::span(flags)));
-    submit(spec::TaskKind::Collective, step, coll_args_, coll_args_size_);
-    dev_.synchronize(opt_.stream);
-    float sum[kFlagFloats] = {};
-    dev_.dma_read(flag_ + kRecord, std::as_writable_bytes(std::span(sum)));
+  if (vote_) {
     r.reduced = true;
-    r.ranks_overflowing = sum[0];
-    r.found_inf = sum[0] > 0.0f;
+    r.ranks_overflowing = vote_->sum(r.local_overflow ? 1.0f : 0.0f, step);
+    r.found_inf = r.ranks_overflowing > 0.0f;
   }
   return r;
 }

@@ -18,9 +18,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "chip_model/spec/float_status.h"
 #include "probes/device.h"
+#include "probes/rank_vote.h"
 
 namespace probelab::probes {
 
@@ -64,9 +66,7 @@ class FloatStatusClient {
   FloatStatusOptions opt_;
   std::function<std::uint32_t()> next_id_;
   std::uint64_t buf_ = 0;         // [0, 64): record at the client's reset (guard); [64, 128): record at the read
-  std::uint64_t flag_ = 0;        // [0, 64): this rank's flag (F32 x 16); [64, 128): the all-reduced flags
-  std::uint64_t coll_args_ = 0;   // the AllReduce's argument block
-  std::uint32_t coll_args_size_ = 0;
+  std::unique_ptr<RankVote> vote_;  // all_reduce: the ranks' flags summed
   std::uint32_t resets_issued_ = 0;
 };
 

@@ -391,6 +391,22 @@ std::optional<ProbeTask> ProbeRuntime::plan_probe(const graph::Op& probe_op, std
 
 bool ProbeRuntime::stop_requested() const { return impl_->stop; }
 
+bool ProbeRuntime::may_stop() const {
+  const auto& s = *impl_;
+  if (!s.cfg.enabled) return false;
+  auto stops = [&](const std::vector<Action>& actions) {
+    for (Action a : actions)
+      if (a == Action::Stop || (a == Action::Rewind && s.opts.rewind_enabled)) return true;
+    return false;
+  };
+  for (const auto& wp : s.cfg.watch_points)
+    for (const auto& c : wp.conditions)
+      if (stops(c.actions)) return true;
+  for (const auto& r : s.cfg.rules)
+    if (stops(r.actions)) return true;
+  return false;
+}
+
 bool ProbeRuntime::wants_partial_dumps(const graph::Op& op) const {
   const auto& c = impl_->cfg;
   if (!c.enabled || !c.compare.enabled || !c.compare.decompose_fused || op.fused_body.empty()) return false;

@@ -176,6 +176,9 @@ class ProbeRuntime {
 
   /// A `stop` action fired: the executor should stop after the current step.
   bool stop_requested() const;
+  /// Whether the configuration can ask for a stop (a `stop` action, or a `rewind` one when
+  /// rewinds are enabled). The same on every rank: a job whose ranks may stop agrees on it.
+  bool may_stop() const;
 
   /// Partial dumps of a fused op's inner tensors ("<fused>/<inner>:<i>" -> value) captured at
   /// `step`, used by the fused-op decomposition in finish().

@@ -25,6 +25,7 @@
 #include "sim/campaign/site_census.h"
 #include "sim/run/process_pool.h"
 #include "sim/run/runner.h"
+#include "sim/scenario/bad_input.h"
 #include "sim/scenario/scenario_error.h"
 #include "sim/run/simulation.h"
 
@@ -208,6 +209,30 @@ std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
   return out;
 }
 
+void Campaign::check_clean_vary(const fs::path& file) const {
+  for (std::size_t i = 0; i < model_.clean.vary.size(); ++i) {
+    const auto& [key, values] = model_.clean.vary[i];
+    const CleanRuns::Source& src = model_.clean.vary_sources.at(i);
+    std::vector<std::string> check = values;
+    if (src.range && values.size() > 2) check = {values.front(), values.back()};
+    for (const auto& value : check) {
+      try {
+        LoadOptions lo = opts_.load;
+        lo.sets.push_back({key, value});
+        Scenario s = load_scenario(opts_.scenario, lo);
+        s.injections.clear();  // as a clean run
+        (void)prepare_run(s);
+      } catch (const std::exception& e) {
+        if (!is_bad_input(e)) throw;
+        throw ScenarioError(file.string(), src.mark.is_null() ? 0 : src.mark.line + 1,
+                            src.mark.is_null() ? 0 : src.mark.column + 1, "campaign.clean_runs.vary." + key,
+                            "a --set key and values every clean run can apply",
+                            fmt::format("'{}', which a clean run refuses: {}", value, e.what()));
+      }
+    }
+  }
+}
+
 void Campaign::prepare() {
   Scenario s = load_scenario(opts_.scenario, opts_.load);
   model_ = s.campaign.value_or(FaultModel{});
@@ -232,6 +257,7 @@ void Campaign::prepare() {
   if (model_.faults.empty() && model_.clean.runs == 0)
     throw ScenarioError(s.file.string(), 0, 0, "campaign.faults",
                         "a fault model: a `campaign: {faults: [...]}` section or --fault (or clean_runs alone)", "none");
+  check_clean_vary(s.file);
   trials_ = opts_.trials ? *opts_.trials : model_.trials;
   if (trials_ == 0 && model_.clean.runs == 0)
     throw ScenarioError(s.file.string(), 0, 0, "campaign.trials",
@@ -544,6 +570,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
     env.ranks = static_cast<std::uint32_t>(base_.scenario.ranks);
     env.steps = static_cast<std::uint32_t>(base_.scenario.steps);
     env.seed = base_.scenario.seed;
+    env.vector_lanes = base_.chip.vector_lanes();
     for (const auto& t : mine) {
       try {
         inject::InjectorRegistry::instance().create(t.descriptor, fmt::format("campaign trial {}", t.index), env);

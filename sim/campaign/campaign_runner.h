@@ -78,6 +78,9 @@ class Campaign {
   int run_trial(const TrialSpec& t, const Shared& sh, const std::filesystem::path& work,
                 const std::filesystem::path& scratch) const;
   nlohmann::json identity() const;
+  /// Every campaign.clean_runs.vary value a clean run may apply (a range: both ends) loads and
+  /// prepares as that run would. Throws ScenarioError naming the vary key.
+  void check_clean_vary(const std::filesystem::path& file) const;
   /// The fault model has performance faults (scored on perf findings; they flag clean runs too).
   bool scores_perf() const;
   /// Rank 0, before anything is written: --out is (or can be made) a writable directory whose

@@ -452,6 +452,8 @@ ExecutorResult Executor::run() {
   if (rt_) {
     rt_->configure_device();
     rt_->set_tensor_locator([this](const std::string& t) { return locate(t); });
+    if (cfg_.world > 1 && rt_->may_stop())
+      stop_vote_ = std::make_unique<probes::RankVote>(dev_, cfg_.stream, [this] { return next_task_id_++; });
   }
   // The uploads are posted writes; a register read does not pass them, so the weights and kernel
   // arguments are on the device before step 0 starts, with or without a probe runtime (whose
@@ -495,12 +497,15 @@ ExecutorResult Executor::run() {
     synchronize();
     if (rt_) read_partial_dumps(s);
     if (rt_) rt_->end_step(s);
+    // A stop on one rank alone would leave the others waiting in the next step's collectives:
+    // the ranks all-reduce their stop flags and stop together.
+    const bool stop = stop_vote_ ? stop_vote_->any(rt_->stop_requested(), s) : rt_ && rt_->stop_requested();
     std::map<std::string, graph::Tensor> got;
     for (const auto& name : cfg_.fetch_each_step) got.emplace(name, read_tensor(name));
     res_.fetched.push_back(std::move(got));
     res_.steps_run = s + 1;
     if (cfg_.on_step) cfg_.on_step(s, false);
-    if (rt_ && rt_->stop_requested()) {
+    if (stop) {
       res_.stopped = true;
       break;
     }

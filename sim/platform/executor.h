@@ -30,6 +30,7 @@
 #include "probes/float_status.h"
 #include "probes/loss_scaler.h"
 #include "probes/probe_runtime.h"
+#include "probes/rank_vote.h"
 
 namespace probelab::sim {
 
@@ -170,6 +171,7 @@ class Executor {
   std::set<std::uint32_t> update_ops_;
   std::unique_ptr<probes::LossScaler> scaler_;
   std::unique_ptr<probes::FloatStatusClient> status_;
+  std::unique_ptr<probes::RankVote> stop_vote_;  // ranks > 1 whose probes may stop: the job stops together
   double encoded_scale_ = 0;
 };
 

@@ -55,7 +55,10 @@ Scenario read_checkpoint_scenario(const fs::path& root, const LoadOptions& opts)
   const json m = json::parse(meta);
   const std::string yaml((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
   LoadOptions o = opts;
-  if (!o.seed) o.seed = m.at("seed").get<std::uint64_t>();
+  // The run's seed (it may have come from --seed, which scenario.yaml does not hold), unless the
+  // caller sets another one (replay --set seed=S: steps K.. with other data and injections).
+  const bool set_seed = std::any_of(o.sets.begin(), o.sets.end(), [](const auto& st) { return st.key == "seed"; });
+  if (!o.seed && !set_seed) o.seed = m.at("seed").get<std::uint64_t>();
   return parse_scenario(yaml, m.at("file").get<std::string>(), o);
 }
 

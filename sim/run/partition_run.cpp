@@ -13,6 +13,7 @@
 
 #include "chip_model/collective/network.h"
 #include "sim/run/detail/partition_wire.h"
+#include "sim/run/process_pool.h"
 #include "sim/scenario/bad_input.h"
 
 namespace probelab::sim {
@@ -92,6 +93,7 @@ struct Child {
   pid_t pid = -1;
   int fd = -1;
   bool done = false;
+  bool no_result = false;  // ended without its final frame (killed, e.g. by --timeout)
   PartitionOutcome outcome;
 };
 
@@ -101,8 +103,18 @@ void end_child(Child& c, const std::optional<std::pair<char, std::vector<std::ui
     c.outcome = PartitionOutcome::decode(f->second);
     return;
   }
+  c.no_result = true;
   c.outcome.ok = false;
   c.outcome.error = fmt::format("the process of partition {} ended without a result", c.partition);
+}
+
+/// Sends a grant; a child that died meanwhile (its socket closed) ends with what it left.
+void grant(Child& c, const WindowGrant& g) {
+  try {
+    detail::write_frame(c.fd, 'G', detail::encode_grant(g));
+  } catch (const std::runtime_error&) {
+    end_child(c, detail::read_frame(c.fd));
+  }
 }
 
 /// Every partition in this process.
@@ -148,7 +160,7 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
       run_child(sv[1], req, map, p, timeout_s);
     }
     ::close(sv[1]);
-    kids.push_back({p, pid, sv[0], false, {}});
+    kids.push_back({p, pid, sv[0], false, false, {}});
   }
   for (;;) {
     std::vector<WindowReport> reports;
@@ -165,7 +177,7 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
     std::vector<WindowGrant> grants = comm.exchange(std::move(reports), lookahead, cell);
     const bool stop = grants.at(0).stop;
     for (std::size_t i = 0; i < kids.size(); ++i)
-      if (!kids[i].done) detail::write_frame(kids[i].fd, 'G', detail::encode_grant(grants[i]));
+      if (!kids[i].done) grant(kids[i], grants[i]);
     if (!stop) continue;
     for (auto& k : kids)
       if (!k.done) end_child(k, detail::read_frame(k.fd));
@@ -176,8 +188,12 @@ json simulate_distributed(const SimRequest& req, PartitionComm& comm, unsigned t
     ::close(k.fd);
     int status = 0;
     ::waitpid(k.pid, &status, 0);
-    if (!k.outcome.ok && (WIFSIGNALED(status)))
-      k.outcome.error += fmt::format(" (killed by signal {})", WTERMSIG(status));
+    if (k.no_result) {  // as one process describes its simulation's child
+      ChildStatus st;
+      if (WIFSIGNALED(status)) st.signal = WTERMSIG(status);
+      else if (WIFEXITED(status)) st.exit_code = WEXITSTATUS(status);
+      k.outcome.error += fmt::format(" ({})", st.describe());
+    }
     local.push_back(std::move(k.outcome));
   }
   std::vector<PartitionOutcome> all = comm.gather(std::move(local));

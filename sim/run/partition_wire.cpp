@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <stdexcept>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace probelab::sim::detail {
@@ -113,7 +114,8 @@ namespace {
 bool write_all(int fd, const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t k = ::write(fd, p, n);
+    // A peer that died (a child killed by --timeout) is an error here, not SIGPIPE for the process.
+    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     p += k;

@@ -270,6 +270,7 @@ FaultModel parse_fault_model(const YamlView& v) {
         }
         if (values.empty()) val.fail("at least one value", val.describe());
         m.clean.vary.emplace_back(key, std::move(values));
+        m.clean.vary_sources.push_back({val.mark(), val.is_scalar()});
       }
     }
   }

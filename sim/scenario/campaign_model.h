@@ -71,6 +71,12 @@ struct FaultEntry {
 struct CleanRuns {
   std::uint64_t runs = 0;
   std::vector<std::pair<std::string, std::vector<std::string>>> vary;  // key -> values (YAML text), file order
+  /// Per `vary` key: where its values are (messages) and whether they are an "a-b" range.
+  struct Source {
+    YAML::Mark mark;
+    bool range = false;
+  };
+  std::vector<Source> vary_sources;
   /// The --set overrides of run k: for each key, the value at index splitmix64(k, key) mod count
   /// (a pure function of k and the key, so a longer list of runs extends a shorter one).
   std::vector<std::pair<std::string, std::string>> sets(std::uint64_t k) const;

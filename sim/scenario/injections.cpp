@@ -42,6 +42,7 @@ inject::InjectionEnv env_of(const PreparedRun& run, const graph::Graph& executed
   env.seed = run.scenario.seed;
   env.hbm_channels = run.chip.hbm_channels;
   env.cores = run.chip.num_cores;
+  env.vector_lanes = run.chip.vector_lanes();
   env.first_link = cluster_first_link(run);
   return env;
 }
@@ -81,6 +82,7 @@ void validate_injections(const PreparedRun& run) {
       const YAML::Mark m = spec.source.mark();
       std::string why = e.what();  // "<where>: key 'k': ...": the place is said once, by this error
       if (why.starts_with(where + ": ")) why.erase(0, where.size() + 2);
+      if (!e.key().empty() && spec.source.overridden(e.key())) spec.source.fail_at(e.key(), "a valid injection descriptor", why);
       throw ScenarioError(spec.source.file(), m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1,
                           fmt::format("injections[{}]", i), "a valid injection descriptor", why);
     }

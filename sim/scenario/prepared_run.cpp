@@ -19,7 +19,7 @@ namespace {
 // The chip of `chip: {preset, overrides}`: every error names the file, line and key.
 chip::ChipConfig resolve_chip(const Scenario& s) {
   const ChipSpec& c = s.chip;
-  const YamlView root(s.resolved, s.file.string(), "");
+  const YamlView root = s.view();
   const YamlView chip_view = c.source ? *c.source : YamlView(YAML::Node(), s.file.string(), "chip", root.mark());
   chip::ChipConfig cfg;
   const std::string preset = c.preset.empty() ? std::string("ascend910b") : c.preset;
@@ -51,7 +51,7 @@ chip::ChipConfig resolve_chip(const Scenario& s) {
 }  // namespace
 
 void fail_cluster_fit(const Scenario& s, const chip::ClusterFitError& e, std::string_view processes) {
-  YamlView root(s.resolved, s.file.string(), "");
+  YamlView root = s.view();
   const bool map = e.where() == "cluster.partition";
   YamlView at = map && s.cluster.source ? (*s.cluster.source)["partition"] : root.get("ranks") ? root["ranks"] : root;
   at.fail(processes.empty() || !map ? e.expected() : fmt::format("{} ({})", e.expected(), processes), e.got());
@@ -64,7 +64,7 @@ namespace {
 chip::ClusterConfig resolve_cluster(const Scenario& s, const chip::ChipConfig& chip) {
   chip::ClusterConfig c;
   for (const auto& [k, v] : s.cluster.params) chip::set_cluster_param(c, k, v, s.file.string());
-  YamlView root(s.resolved, s.file.string(), "");
+  YamlView root = s.view();
   const std::uint32_t ranks = static_cast<std::uint32_t>(s.ranks);
   try {
     const chip::ClusterTopology topo(chip, c, ranks);
@@ -117,12 +117,12 @@ PreparedRun prepare_run(const Scenario& s) {
   // chip.overrides.fp_mode), else the chip's.
   if (s.precision.overflow_mode_given) {
     if (s.chip.overrides.count("fp_mode") && r.chip.fp_mode != s.precision.overflow_mode)
-      YamlView(s.resolved, where, "")["precision"]["overflow_mode"].fail(
+      s.view()["precision"]["overflow_mode"].fail(
           fmt::format("the same float mode as chip.overrides.fp_mode ({})", r.chip.fp_mode),
           "'" + s.precision.overflow_mode + "'");
     r.chip.fp_mode = s.precision.overflow_mode;
     if (r.chip.fp_mode == "inf_nan" && !r.chip.supports_inf_nan)
-      YamlView(s.resolved, where, "")["precision"]["overflow_mode"].fail(
+      s.view()["precision"]["overflow_mode"].fail(
           fmt::format("saturation: chip preset '{}' has the saturation float mode only (supports_inf_nan=false)",
                       r.chip.preset),
           "'" + s.precision.overflow_mode + "'");
@@ -133,7 +133,7 @@ PreparedRun prepare_run(const Scenario& s) {
 
   LoadedModel model = load_model(s.model);
   if (!s.data.inputs.empty()) {  // the scenario's initialisers of model inputs win over the model file's
-    const YamlView inputs = YamlView(s.resolved, s.file.string(), "")["data"]["inputs"];
+    const YamlView inputs = s.view()["data"]["inputs"];
     const auto& names = model.graph.inputs();
     for (const auto& [name, text] : s.data.inputs) {
       if (std::find(names.begin(), names.end(), name) == names.end() || model.graph.initializers().count(name))
@@ -151,7 +151,14 @@ PreparedRun prepare_run(const Scenario& s) {
   }
 
   if (s.has_probes()) {
-    probes::ProbeConfig cfg = probes::ProbeConfig::from_yaml(s.probes, where);
+    probes::ProbeConfig cfg;
+    try {
+      cfg = probes::ProbeConfig::from_yaml(s.probes, where);
+    } catch (const probes::ConfigError& e) {  // its key is relative to `probes`
+      if (s.probes_source && s.probes_source->overridden(e.key()))
+        s.probes_source->fail_at(e.key(), "a value the probe config accepts", e.reason());
+      throw;
+    }
     for (const auto& w : cfg.load_warnings) r.warnings.push_back(w);
     if (cfg.enabled && cfg.consistency.enabled && cfg.consistency.reference_rank >= static_cast<std::uint32_t>(s.ranks)) {
       const std::string expected = fmt::format("a reference rank of the job (0..{})", s.ranks - 1);

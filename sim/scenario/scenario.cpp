@@ -165,6 +165,8 @@ ClusterSpec parse_cluster(const YamlView& v) {
     if (key == "partition") {
       if (val.is_scalar() && val.str() == "auto") continue;
       for (const auto& item : val.items()) c.partition.push_back(static_cast<std::uint32_t>(item.integer(0, 65535)));
+      // An empty map would read as none (servers split evenly): say so instead.
+      if (c.partition.empty()) val.fail("one process index per rank (or auto: servers split evenly)", "an empty list");
       continue;
     }
     const auto& params = chip::cluster_params();
@@ -462,6 +464,7 @@ Scenario parse_scenario(const std::string& yaml_text, const fs::path& file, cons
   Scenario s;
   s.file = file;
   s.resolved = doc;
+  s.source = root;
   s.source_text = yaml_text;
   s.name = root["name"].str();
   check_name(root["name"], s.name);

@@ -228,9 +228,13 @@ struct Scenario {
   std::vector<Expectation> expectations;
   std::optional<FaultModel> campaign;  // the `campaign:` section (probelab campaign)
   YAML::Node resolved;         // the document after --set overrides (for `probelab show`)
+  std::optional<YamlView> source;  // `resolved` knowing the --set paths (checks of the whole scenario)
   std::string source_text;     // the YAML text it was parsed from (variants re-parse it)
 
   bool has_probes() const { return probes.IsDefined() && !probes.IsNull(); }
+  /// The resolved document for error messages: a value given with --set is named by its --set
+  /// key, not by a position in the file.
+  YamlView view() const { return source ? *source : YamlView(resolved, file.string(), ""); }
 };
 
 /// A `--set key=value` override: dotted key path (sequence elements by index, e.g.

@@ -21,7 +21,8 @@ namespace {
 
 [[noreturn]] void fail_at(const Scenario& s, const std::string& key, const std::string& expected,
                           const std::string& got = {}) {
-  YamlView root(s.resolved, s.file.string(), "");
+  const YamlView root = s.view();
+  if (root.overridden(key)) root.fail_at(key, expected, got);
   YamlView v = root;
   std::string path;
   std::size_t pos = 0;
@@ -179,7 +180,7 @@ void zero_gather(graph::Graph& g, const Scenario& s, const std::string& t) {
 std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const Scenario& s) {
   std::set<std::string> shards;
   if (s.tensor_parallel.empty()) return shards;
-  YamlView where = s.parallel_source ? (*s.parallel_source)["tensor"] : YamlView(s.resolved, s.file.string(), "");
+  YamlView where = s.parallel_source ? (*s.parallel_source)["tensor"] : s.view();
   if (s.ranks < 2) where.fail("ranks >= 2 for tensor parallelism", std::to_string(s.ranks) + " rank");
   const std::int64_t R = s.ranks;
   std::vector<graph::Op> ops;

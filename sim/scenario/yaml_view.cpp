@@ -67,14 +67,27 @@ YamlView YamlView::with_overrides(std::vector<std::string> paths) const {
   return v;
 }
 
-void YamlView::fail(const std::string& expected, const std::string& got) const {
-  if (overridden_) {  // a value given with --set has no place in the file
-    for (const auto& k : *overridden_) {
-      const bool under = path_ == k || (path_.size() > k.size() && path_.compare(0, k.size(), k) == 0 &&
-                                        (path_[k.size()] == '.' || path_[k.size()] == '['));
-      if (under) throw ScenarioError(file_ + " (--set " + k + ")", 0, 0, path_, expected, got);
-    }
+const std::string* YamlView::override_of(const std::string& path) const {
+  if (!overridden_) return nullptr;
+  for (const auto& k : *overridden_) {
+    const bool under = path == k || (path.size() > k.size() && path.compare(0, k.size(), k) == 0 &&
+                                     (path[k.size()] == '.' || path[k.size()] == '['));
+    if (under) return &k;
   }
+  return nullptr;
+}
+
+bool YamlView::overridden(const std::string& rel) const { return override_of(join_path(path_, rel)) != nullptr; }
+
+void YamlView::fail_at(const std::string& rel, const std::string& expected, const std::string& got) const {
+  const std::string path = join_path(path_, rel);
+  if (const std::string* k = override_of(path)) throw ScenarioError(file_ + " (--set " + *k + ")", 0, 0, path, expected, got);
+  fail(expected, got);
+}
+
+void YamlView::fail(const std::string& expected, const std::string& got) const {
+  if (const std::string* k = override_of(path_))  // a value given with --set has no place in the file
+    throw ScenarioError(file_ + " (--set " + *k + ")", 0, 0, path_, expected, got);
   YAML::Mark m = mark();
   int line = m.is_null() ? 0 : m.line + 1;
   int col = m.is_null() ? 0 : m.column + 1;

@@ -66,6 +66,12 @@ class YamlView {
   bool bool_or(const std::string& key, bool def) const;
 
   [[noreturn]] void fail(const std::string& expected, const std::string& got = {}) const;
+  /// Whether the value at `rel` below this node ("a.b", "[0].c", as path() reads them) was given
+  /// with --set.
+  bool overridden(const std::string& rel) const;
+  /// For a validator of this node that knows which of its values is wrong: names the --set key
+  /// when the value at `rel` was given with --set, else fails as fail() (this node's position).
+  [[noreturn]] void fail_at(const std::string& rel, const std::string& expected, const std::string& got = {}) const;
   /// This view, and the views taken from it, with the values under `paths` (as path() reads them:
   /// "a[0].b") given on the command line: their errors name the --set key, not a file position.
   YamlView with_overrides(std::vector<std::string> paths) const;
@@ -75,6 +81,8 @@ class YamlView {
  private:
   YamlView child(const YAML::Node& n, const std::string& path) const;
   std::string scalar_or_fail(const std::string& expected) const;
+  /// The --set key `path` is under (or is), else null.
+  const std::string* override_of(const std::string& path) const;
 
   YAML::Node node_;
   std::string file_;

@@ -22,6 +22,7 @@ std::vector<std::uint8_t> encode_grant(const WindowGrant& g);
 WindowGrant decode_grant(const std::vector<std::uint8_t>& b);
 
 /// Frame kinds: R (report, child -> parent), G (grant, parent -> child), F (final outcome).
+/// `fd` is a socket; a peer that went away throws std::runtime_error (never SIGPIPE).
 void write_frame(int fd, char kind, const std::vector<std::uint8_t>& bytes);
 /// nullopt at end of file or on an I/O error.
 std::optional<std::pair<char, std::vector<std::uint8_t>>> read_frame(int fd);

@@ -127,5 +127,44 @@ TEST_F(Query, BadInputExitsWithTwo) {
   }
 }
 
+// A gradient that is non-finite on one rank of two (before the all-reduce): the scan's stop
+// condition fires on rank 1 alone, and the job stops together (the ranks all-reduce their stop
+// flags each step; rank 0 once waited in step 3's all-reduce until the synchronize timeout).
+TEST(QueryRanks, NonFiniteGradientOfOneRankOfTwo) {
+  TempDir dir;
+  // mlp on two ranks for 4 steps, then `rest`.
+  auto two_ranks = [](const std::string& name, const std::string& rest) {
+    return "name: " + name + "\nmodel: mlp\nchip: tiny\nmode: training\nranks: 2\nsteps: 4\nseed: 3\n" + rest;
+  };
+  dir.write("r2.yaml", two_ranks("r2", R"(checkpoints: {every: 1}
+training: {optimizer: {type: adam, lr: 0.001}}
+probes: {mode: statistics, watch_points: ["*"]}
+injections:
+  - {kind: inf, op: fc2/matmul/grad/b, element: 7, step: 2, rank: 1, sign: "-"}
+)"));
+  test::CmdResult r = test::run("run r2.yaml --out out --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  r = test::run("query out/r2 nonfinite fc2/matmul/weight/gradient --rank 1 --json", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["step"], 2);
+  EXPECT_EQ(j["element"], 7);
+  EXPECT_EQ(j["written_by"], "fc2/matmul/grad/b");
+  EXPECT_EQ(j["value"], "-inf");
+  // A stop in a run of its own, on rank 0 alone: both ranks end after step 1, the run passes.
+  dir.write("stop.yaml", two_ranks("stop", R"(training: {optimizer: {type: sgd, lr: 0.01}}
+probes:
+  mode: statistics
+  watch_points: [{match: ["fc1/matmul/weight/gradient"], conditions: [{when: "inf_count > 0", actions: [stop]}]}]
+injections:
+  - {kind: inf, op: fc1/matmul/grad/b, element: 0, step: 1, rank: 0}
+)"));
+  r = test::run("run stop.yaml --out out2", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto rep = nlohmann::json::parse(test::slurp(dir.path() / "out2" / "stop" / "report.json"));
+  ASSERT_EQ(rep["cycles"]["per_step"].size(), 2u) << rep["cycles"].dump();
+  for (const auto& steps : rep["cycles"]["per_step"]) EXPECT_EQ(steps.size(), 2u) << rep["cycles"].dump();
+}
+
 }  // namespace
 }  // namespace probelab::sim

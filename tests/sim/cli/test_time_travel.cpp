@@ -66,6 +66,28 @@ TEST(TimeTravel, CheckpointsThenReplayIsBitIdenticalWithProbesChanged) {
   EXPECT_FALSE(d["differences"].empty());
 }
 
+TEST(TimeTravel, ReplayKeepsTheRunsSeedUnlessSetSeedGivesAnother) {
+  // The run's seed came from --seed (scenario.yaml says 3): a plain replay uses it and repeats
+  // the run; --set seed=99 replays steps 1.. with seed 99's data, reports that seed and names the
+  // differences (it was once ignored: seed 5 and "bit-identical").
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("sgd.yaml", training("sgd", "{type: sgd, lr: 0.05}"));
+  test::CmdResult r = test::run("run sgd.yaml --out out --seed 5", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  r = test::run("replay out/sgd --from-step 1 --out same", dir);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(test::read_json(dir.path() / "same" / "sgd" / "report.json")["seed"], 5);
+  r = test::run("replay out/sgd --from-step 1 --out other --set seed=99", dir);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(test::read_json(dir.path() / "other" / "sgd" / "report.json")["seed"], 99);
+  const nlohmann::json d = test::read_json(dir.path() / "other" / "sgd" / "replay.json");
+  EXPECT_FALSE(d["identical"].get<bool>());
+  bool loss = false;
+  for (const auto& x : d["differences"]) loss = loss || x["what"] == "loss";
+  EXPECT_TRUE(loss) << d.dump(1);
+}
+
 TEST(TimeTravel, AdamStateAndStepCountSurviveTheCheckpoint) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);

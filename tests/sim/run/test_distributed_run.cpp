@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -182,6 +184,44 @@ TEST(DistributedRun, AValueJumpOnTheOtherServerIsDataCorruptionAsInOneProcess) {
   ASSERT_FALSE(r["diagnosis"].empty());
   EXPECT_EQ(r["diagnosis"][0]["cause"], "data_corruption") << r["diagnosis"][0].dump();
   EXPECT_EQ(r["diagnosis"][0]["op"], "fc2/matmul/weight/update");
+}
+
+// The 300-step, 12-rank job killed by --timeout 1: over 2 processes (--partitions, and mpirun when
+// installed) it ends as in one process, exit 3 naming the signal, and leaves no scratch directory
+// (the coordinator once died of SIGPIPE writing a window grant to a killed partition: exit 141,
+// no message, <out>/.slow.partial-<pid>/ left behind).
+TEST(DistributedRun, ATimeoutEndsAsInOneProcess) {
+  TempDir dir;
+  dir.write("slow.yaml", R"(name: slow
+model: mlp_loss_scaled
+mode: training
+ranks: 12
+steps: 300
+seed: 5
+cluster: {chips_per_server: 4}
+training:
+  loss: model
+  optimizer: {type: sgd, lr: 5.0e-5}
+  allreduce: {algorithm: hierarchical, inter_algorithm: direct, accumulation: fp16, order: group}
+probes:
+  mode: statistics
+  watch_points: ["*/gradient/reduced"]
+  consistency: {enabled: true, reference_rank: 0, mode: statistics}
+)");
+  std::vector<std::pair<std::string, std::string>> runs = {
+      {"one", probelab("run slow.yaml --no-baseline --timeout 1 --out one")},
+      {"parts", probelab("run slow.yaml --no-baseline --timeout 1 --partitions 2 --out parts")}};
+  if (have_mpirun()) runs.emplace_back("np2", mpirun(2, "run slow.yaml --no-baseline --timeout 1 --out np2"));
+  for (const auto& [out, cmd] : runs) {
+    const test::CmdResult r = test::shell(cmd, dir);
+    EXPECT_EQ(r.code, 3) << out << "\n" << r.err << r.out;
+    EXPECT_NE(r.out.find("ended without a result (killed by signal 14 (Alarm clock))"), std::string::npos)
+        << out << "\n" << r.out;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path() / out))
+      EXPECT_EQ(e.path().filename(), "slow") << out << ": left " << e.path();
+    const auto report = nlohmann::json::parse(test::slurp(dir.path() / out / "slow" / "report.json"));
+    EXPECT_NE(report.dump().find("killed by signal 14"), std::string::npos) << out;
+  }
 }
 
 TEST(DistributedRun, MoreProcessesThanChipsIsOneMessageAndExitTwo) {
