@@ -6,16 +6,42 @@
 
 namespace probelab::chip {
 
+class CaptureDma::Keeper final : public tlm_utils::tlm_quantumkeeper {
+ public:
+  explicit Keeper(CaptureDma& dma) : dma_(dma) {}
+  void sync() override {
+    dma_.resume_after(get_local_time());
+    reset();
+  }
+
+ private:
+  CaptureDma& dma_;
+};
+
 CaptureDma::CaptureDma(sc_core::sc_module_name name, const ChipServices& services)
     : sc_module(name), svc_(services) {
+  sc_core::sc_spawn_options relay_opts;
+  relay_opts.spawn_method();
+  relay_opts.set_sensitivity(&wake_);
+  relay_opts.dont_initialize();
+  sc_core::sc_spawn([this] { relay(); }, sc_core::sc_gen_unique_name("capture_dma_relay"), &relay_opts);
   sc_core::sc_spawn_options opts;
   sc_core::sc_spawn([this] { engine(); }, sc_core::sc_gen_unique_name("capture_dma"), &opts);
+}
+
+void CaptureDma::resume_after(const sc_core::sc_time& delay) {
+  // A method runs before the threads of its evaluation phase, and the thread it notifies at once
+  // runs after the threads the kernel resumed for that phase, in whatever order it took them.
+  wake_.notify(delay);
+  sc_core::wait(turn_);
 }
 
 void CaptureDma::push(Job job) {
   ++outstanding_.at(job.stream);
   queue_.push_back(std::move(job));
-  queued_.notify(sc_core::SC_ZERO_TIME);
+  if (!idle_) return;  // the engine looks at the queue before it waits again
+  idle_ = false;
+  wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void CaptureDma::enqueue(std::uint32_t stream, const spec::TaskDescriptor& task, const sc_core::sc_time& at) {
@@ -28,7 +54,7 @@ void CaptureDma::enqueue_dump(std::uint32_t stream, const spec::TaskDescriptor& 
 }
 
 void CaptureDma::engine() {
-  tlm_utils::tlm_quantumkeeper qk;
+  Keeper qk(*this);
   qk.set_global_quantum(sc_core::sc_time(static_cast<double>(svc_.config->quantum_ns), sc_core::SC_NS));
   qk.reset();
   for (;;) {
@@ -37,7 +63,8 @@ void CaptureDma::engine() {
         qk.sync();
         continue;
       }
-      sc_core::wait(queued_);
+      idle_ = true;
+      sc_core::wait(turn_);  // push() ended idle_ and notified wake_
     }
     const Job job = queue_.front();
     queue_.pop_front();

@@ -7,6 +7,15 @@
 // overwrites the tensor must wait — the stream engine holds every Barrier and every task flagged
 // kTaskFlagWaitCaptures until outstanding(stream) is 0 (done_event() tells when it changes).
 // Under the stall overrun policy a full capture buffer stalls this engine, not the stream.
+//
+// Same-instant order: the engine wakes at the times the stream engine hands it (a job's issue
+// time is the stream's own time), so it often resumes at the very instant a stream thread does.
+// The kernel resumes processes woken at one instant in an order of its own (SystemC's timer queue
+// breaks ties between equal times by its heap's shape, which every event of the kernel shapes, so
+// the order changes with the chips a process simulates). The engine therefore resumes, from its
+// time catch-ups (its quantum keeper's sync) and from waiting for a job, through a relay method:
+// after every other process woken at that instant (time and delta), so its reads reach the HBM
+// model and its records the capture unit after theirs, whichever chips share the kernel.
 #pragma once
 
 #include <array>
@@ -46,13 +55,19 @@ class CaptureDma : public sc_core::sc_module {
     spec::TensorRef ref{};
     std::uint16_t index = 0;
   };
+  class Keeper;  // the engine's quantum keeper: sync() resumes through the relay
   void push(Job job);
   void engine();
+  /// Resumes the engine after `delay` (SC_ZERO_TIME: the next delta), after the other processes
+  /// woken at that instant: wake_ runs relay(), which notifies turn_ at once.
+  void resume_after(const sc_core::sc_time& delay);
+  void relay() { turn_.notify(); }
 
   const ChipServices& svc_;
   std::deque<Job> queue_;
   std::array<std::uint32_t, spec::kNumStreams> outstanding_{};
-  sc_core::sc_event queued_, done_;
+  bool idle_ = false;  // waiting for a job (a push resumes it)
+  sc_core::sc_event wake_, turn_, done_;
 };
 
 }  // namespace probelab::chip

@@ -49,7 +49,14 @@ CaptureUnit::CaptureUnit(sc_core::sc_module_name name, const ChipConfig& cfg, Hb
       rank_(rank),
       trace_(trace),
       buf_size_(static_cast<std::uint32_t>(cfg.capture_buffer_bytes)),
-      hbm_latency_(ChipClock::from_ps(static_cast<std::uint64_t>(cfg.hbm_latency_ns) * 1000)) {}
+      hbm_latency_(ChipClock::from_ps(static_cast<std::uint64_t>(cfg.hbm_latency_ns) * 1000)) {
+  // A method's immediate notification resumes its threads after those the kernel resumed first.
+  sc_core::sc_spawn_options opts;
+  opts.spawn_method();
+  opts.set_sensitivity(&release_wake_);
+  opts.dont_initialize();
+  sc_core::sc_spawn([this] { relay_release(); }, sc_core::sc_gen_unique_name("release_relay"), &opts);
+}
 
 void CaptureUnit::close_active(const sc_core::sc_time& when) {
   Buffer& b = bufs_[active_];
@@ -218,7 +225,7 @@ void CaptureUnit::write_reg(std::uint32_t offset, std::uint32_t value, const sc_
       if (ping_pong() && !active_writable()) active_ = value;
       if (trace_ && trace_->enabled())
         trace_->instant(rank_, "capture", fmt::format("buffer {} released", value), "capture", ChipClock::to_ps(now));
-      released_.notify(now > sc_core::sc_time_stamp() ? now - sc_core::sc_time_stamp() : sc_core::SC_ZERO_TIME);
+      release_wake_.notify(now > sc_core::sc_time_stamp() ? now - sc_core::sc_time_stamp() : sc_core::SC_ZERO_TIME);
       break;
     }
     case kRegCapFlush:

@@ -14,6 +14,9 @@
 //    discards the record (counted). A record larger than a whole buffer, or a record produced
 //    while kCapEnable is 0, is dropped under either policy; the oversize ones are also counted
 //    in kRegCapOversize (with the largest size in kRegCapOversizeMax) for the host to report.
+//    Stalled producers resume after the other processes woken at the release's instant, as the
+//    capture DMA engine resumes (capture_dma.h: the kernel's own order among the processes of
+//    one instant depends on the chips a process simulates).
 //  Invariant: produced = drained + dropped + buffered (records in active or ready buffers).
 //  seq numbers count produced records in the order they were offered, dropped ones included
 //  (gaps in a drain = drops; producers stalled together may land slightly out of seq order).
@@ -100,6 +103,7 @@ class CaptureUnit : public sc_core::sc_module {
   bool active_writable() const { return !bufs_[active_].ready; }
   void close_active(const sc_core::sc_time& when);
   void trace_fill(const sc_core::sc_time& at, std::uint32_t fill);  // trace enabled
+  void relay_release() { released_.notify(); }
 
   const ChipConfig& cfg_;
   Hbm& hbm_;
@@ -121,6 +125,7 @@ class CaptureUnit : public sc_core::sc_module {
   std::uint64_t fill_trace_ps_ = 0;  // time of the last fill sample (trace)
   sc_core::sc_event released_;
   sc_core::sc_event ready_event_;
+  sc_core::sc_event release_wake_;  // a release: relay_release() notifies released_
 };
 
 }  // namespace probelab::chip
