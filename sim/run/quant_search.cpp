@@ -167,6 +167,19 @@ QuantSearchResult quantize_search(const fs::path& file, const QuantSearchOptions
                         "a loss_delta target on a training scenario (mode: training): inference has no loss",
                         "'" + target.text + "'");
   const PreparedRun prepared = prepare_run(base);  // validates everything before a run starts
+  if (target.metric == "cosine") {
+    // The outputs compared are the model's outputs: a cosine over one number (a scalar loss)
+    // is 1 whenever the signs agree, so any quantization would meet it.
+    std::int64_t elements = 0;
+    const graph::Graph& ref = prepared.workload.reference;
+    for (const std::string& o : ref.outputs())
+      if (o != prepared.workload.loss) elements += graph::numel(ref.tensor(o).desc.shape);
+    if (elements < 2)
+      throw ScenarioError(file.string(), 0, 0, opts.target ? "--target" : "quantization.search.target",
+                          "sqnr, max_rel or loss_delta: the model's only output is one number, whose cosine is 1 "
+                          "whenever the signs agree",
+                          "'" + target.text + "'");
+  }
   std::vector<std::string> candidates;
   for (const std::string& op : quantizable_ops(q, prepared.workload.snapshots.fused))
     if (prepared.quantization.count(op)) candidates.push_back(op);
