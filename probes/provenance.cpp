@@ -418,16 +418,23 @@ struct Resolver {
     return std::nullopt;
   }
 
-  /// Whether output `slot` of `o` (rank r, step s) holds a value beyond the bound of its inputs.
-  std::optional<JumpHit> check_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
-    const auto out = magnitude(obs(r, s, o, false, slot));
-    if (!out) return std::nullopt;
+  /// Magnitudes of each input of o at step s as rank r read them (nullopt: unknown or omitted).
+  std::vector<std::optional<Magnitude>> inputs_read(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
     std::vector<std::optional<Magnitude>> in(x.inputs.size());
     for (std::size_t i = 0; i < x.inputs.size(); ++i) {
       Writer w;
       if (!x.inputs[i].empty()) in[i] = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
     }
+    return in;
+  }
+
+  /// Whether output `slot` of `o` (rank r, step s) holds a value beyond the bound of its inputs.
+  std::optional<JumpHit> check_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
+    const auto out = magnitude(obs(r, s, o, false, slot));
+    if (!out) return std::nullopt;
+    const graph::Op& x = op(o);
+    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
     const auto bound = value_bound(x, slot, in);
     if (!bound || !(out->max_abs > kJumpFactor * *bound)) return std::nullopt;
     JumpHit h{r, s, o, slot, out->max_abs, *bound, {}};
@@ -459,11 +466,7 @@ struct Resolver {
       case graph::DType::F32: top = 3.3895313892515355e38; break;
       default: return false;
     }
-    std::vector<std::optional<Magnitude>> in(x.inputs.size());
-    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
-      Writer w;
-      if (!x.inputs[i].empty()) in[i] = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
-    }
+    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
       const auto bound = value_bound(x, slot, in);
       if (!bound || !(*bound < top / 2)) return false;
@@ -474,13 +477,12 @@ struct Resolver {
   /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.
   std::optional<std::vector<Magnitude>> input_magnitudes(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
+    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
     std::vector<Magnitude> m;
-    for (std::size_t i = 0; i < x.inputs.size(); ++i) {
+    for (std::size_t i = 0; i < in.size(); ++i) {
       if (x.inputs[i].empty()) continue;
-      Writer w;
-      const auto v = read_magnitude(r, s, o, static_cast<std::uint16_t>(i), w);
-      if (!v) return std::nullopt;
-      m.push_back(*v);
+      if (!in[i]) return std::nullopt;
+      m.push_back(*in[i]);
     }
     return m;
   }
