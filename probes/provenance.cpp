@@ -113,7 +113,7 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
     return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
   }
-  if ((t == "BatchNormalization" && batch_stats) || t == "LayerNormalization") {
+  if ((t == "BatchNormalization" && batch_stats) || t == "LayerNormalization" || t == "InstanceNormalization") {
     // batch statistics: |(x - mean) / std| <= sqrt(n - 1) over the n normalised values
     if (slot != 0 || in.empty() || !in[0]) return std::nullopt;
     const auto scale = mx(1);
@@ -447,9 +447,13 @@ struct Resolver {
   /// Whether the magnitudes of o's inputs (rank r, step s) rule out a non-finite result of its own
   /// arithmetic: for an op whose value_bound() also bounds every intermediate it computes (data
   /// movement and selection, sums and products, dot products: any partial sum is within
-  /// Cauchy-Schwarz too; not normalizations, pooling averages, softmax or transcendental
-  /// activations, whose intermediates can exceed their output), a bound below half the largest
-  /// finite value of its output type. Then no value upstream explains the non-finite value.
+  /// Cauchy-Schwarz too; not pooling averages or transcendental activations, whose intermediates
+  /// can exceed their output), a bound below half the largest finite value of its output type.
+  /// Then no value upstream explains the non-finite value. Softmax and the normalizations count
+  /// when their intermediates stay finite: the Vector unit computes them with FP32 or wider
+  /// intermediates (x - max and exp(.) <= 1 summed over n terms; (x - mean)^2 summed over n
+  /// values and 1 / sqrt(var + epsilon)), so from inputs below B none overflows while n (2B)^2 is
+  /// within the FP32 range, and with epsilon > 0 none is 0 / 0 or 0 * Inf.
   bool inputs_rule_out_overflow(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
     static const std::set<std::string> kBoundedInside = {
@@ -457,8 +461,15 @@ struct Resolver {
         "Add", "Sub", "Sum", "Mul", "Scale", "SumToShape", "SgdUpdate", "Relu", "ReluGrad", "Identity", "Reshape",
         "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat", "Slice", "Split", "MaxPool", "ReduceMax",
         "ReduceMin", "Neg", "Abs", "Max", "Min", "Cast", "Gather", "GatherElements"};
+    static const std::set<std::string> kWideInside = {"Softmax", "LayerNormalization", "InstanceNormalization",
+                                                      "BatchNormalization"};
+    const graph::OpDef* def = graph::OpRegistry::instance().find(x.type);
+    const std::string& type = def ? def->type : x.type;  // canonical (BatchNorm -> BatchNormalization)
     const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
-    if (!kBoundedInside.count(x.type) || !out) return false;
+    const bool wide = kWideInside.count(type) > 0;
+    if ((!kBoundedInside.count(type) && !wide) || !out) return false;
+    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
+    if (wide && !wide_intermediates_finite(x, type, in)) return false;
     double top = 0;
     switch (out->desc.dtype) {
       case graph::DType::F16: top = 65504.0; break;
@@ -466,12 +477,21 @@ struct Resolver {
       case graph::DType::F32: top = 3.3895313892515355e38; break;
       default: return false;
     }
-    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
       const auto bound = value_bound(x, slot, in);
       if (!bound || !(*bound < top / 2)) return false;
     }
     return true;
+  }
+
+  /// Softmax or a normalization (`type`) with inputs `in`: whether its FP32 intermediates stay
+  /// finite (inputs_rule_out_overflow()).
+  static bool wide_intermediates_finite(const graph::Op& x, const std::string& type,
+                                        std::span<const std::optional<Magnitude>> in) {
+    if (in.empty() || !in[0]) return false;
+    if (type != "Softmax" && !(x.attr_float("epsilon", 1e-5) > 0)) return false;
+    const double b = 2 * in[0]->max_abs, n = static_cast<double>(std::max<std::uint64_t>(in[0]->count, 1));
+    return type == "Softmax" ? b < 1.7e38 : n * b * b < 1.7e38;
   }
 
   /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.

@@ -396,7 +396,7 @@ TEST(Diagnosis, ValueJumpFoundThroughAChainDeeperThanAThreadStack) {
   for (int i = 1; i <= kChain; ++i)
     g.add_op(make_op(fmt::format("r{}", i), "Relu", {fmt::format("t{}", i - 1)}, {fmt::format("t{}", i)},
                      fmt::format("chain/r{}", i)));
-  g.add_op(make_op("sink", "Softmax", {fmt::format("t{}", kChain)}, {"probs"}, "chain/sink"));
+  g.add_op(make_op("sink", "Exp", {fmt::format("t{}", kChain)}, {"probs"}, "chain/sink"));
   g.mark_output("probs");
 
   Diag d;
@@ -412,6 +412,48 @@ TEST(Diagnosis, ValueJumpFoundThroughAChainDeeperThanAThreadStack) {
   ASSERT_EQ(d.origins.size(), 1u);
   ASSERT_TRUE(d.origins[0].jump);
   EXPECT_EQ(d.origins[0].jump->consumer, "sink@1");
+}
+
+// x -> jump (Relu) -> ln (LayerNormalization with scale and bias) -> probs, in `dt`; jump wrote
+// `big` from inputs of at most 2, and ln raised an invalid (NaN) latch at step 1.
+namespace {
+std::vector<probes::Candidate> nan_after_jump(graph::DType dt, double big, Diag& d) {
+  graph::Graph g("ln_chain");
+  g.add_tensor({"x", {dt, {2, 8}, graph::Format::ND}, graph::TensorKind::Input});
+  g.mark_input("x");
+  g.add_initializer("scale", graph::Tensor::from_f32({8}, ramp(8, 0.1f, 1.0f), dt));
+  g.add_initializer("bias", graph::Tensor::from_f32({8}, ramp(8, 0.01f), dt));
+  g.add_op(make_op("jump", "Relu", {"x"}, {"t0"}, "m/jump"));
+  graph::Op ln = make_op("ln", "LayerNormalization", {"t0", "scale", "bias"}, {"probs"}, "m/ln");
+  ln.attrs["axis"] = std::int64_t{-1};
+  ln.attrs["epsilon"] = 1e-5f;
+  g.add_op(std::move(ln));
+  g.mark_output("probs");
+  d.anomalies = {anomaly(g, "ln", AnomalyKind::Invalid, 1)};
+  d.obs[{1, g.find_op("jump")->id, true, 0}] = magnitude(2, 5);
+  d.obs[{1, g.find_op("jump")->id, false, 0}] = magnitude(big, big);
+  d.obs[{1, g.find_op("ln")->id, true, 1}] = magnitude(1.5, 3);
+  d.obs[{1, g.find_op("ln")->id, true, 2}] = magnitude(0.05, 0.1);
+  return d.run(g);
+}
+}  // namespace
+
+// A LayerNormalization computes with FP32 or wider intermediates: from FP16 inputs, however large,
+// none overflows and its output stays within sqrt(n) max|scale| + max|bias|, so the NaN it made is
+// its own, not the upstream value's. From FP32 inputs near the top of the range its squares can
+// overflow: then the value upstream explains it.
+TEST(Diagnosis, NanInANormalizationIsItsOwnUnlessItsIntermediatesCanOverflow) {
+  Diag d16;
+  auto c = nan_after_jump(graph::DType::F16, 60000, d16);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "ln");
+  EXPECT_EQ(c[0].cause, CauseClass::NanSource);
+  for (const auto& x : c) EXPECT_NE(x.cause, CauseClass::DataCorruption) << x.op;
+  Diag d32;
+  c = nan_after_jump(graph::DType::F32, 1e37, d32);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "jump");
+  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
 }
 
 // The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,

@@ -184,6 +184,10 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     // the earlier out-of-range value does not explain a NaN its reader could not have made
     EXPECT_EQ(top["op"], "attn/v");
     for (const auto& c : r["diagnosis"]) EXPECT_NE(c["op"], "mlp/fc2") << c.dump();
+  } else if (name == "layernorm_nan_after_softmax_value") {
+    // a LayerNormalization's FP32 intermediates and bounded output rule out the earlier value
+    EXPECT_EQ(top["op"], "ln1");
+    for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "data_corruption") << c.dump();
   } else if (name == "tensor_parallel_nan_late_step") {
     // each rank's shard bounds its first-step reads: nothing earlier looks like a value jump
     EXPECT_EQ(top["op"], "fc2/matmul");
