@@ -121,6 +121,23 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!scale || !bias) return std::nullopt;
     return *scale * std::sqrt(static_cast<double>(in[0]->count)) + *bias;
   }
+  if (t == "SoftmaxCrossEntropyLossGrad" || t == "MSELossGrad") {
+    // upstream * weight * (softmax - onehot), |softmax - onehot| <= 1; 2 (p - t) * upstream. The
+    // upstream is dLoss, divided by the weight sum (mean with class weights: unknown, no bound)
+    // or the count (mean, at least 1)
+    const bool mean_weighted = op.attr_str("reduction", "mean") == "mean" && op.inputs.size() > 3 &&
+                               !op.inputs[3].empty();
+    const auto dl = mx(0);
+    if (slot != 0 || !dl || mean_weighted) return std::nullopt;
+    if (t == "MSELossGrad") {
+      const auto p = mx(1), target = mx(2);
+      if (!p || !target) return std::nullopt;
+      return 2 * (*p + *target) * *dl;
+    }
+    const auto w = opt_mx(3);
+    if (!w) return std::nullopt;
+    return *dl * (op.inputs.size() > 3 && !op.inputs[3].empty() ? *w : 1.0);
+  }
   if (t == "SgdUpdate") {
     // v' = momentum v + grad + wd p; p' = p - lr v'
     const auto p = mx(0), g = mx(1), v = opt_mx(2);

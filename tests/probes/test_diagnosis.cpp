@@ -488,4 +488,17 @@ TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
                              probes::Magnitude{0.1, 0.1, 0.1, 1}, probes::Magnitude{0.2, 0.2, 0.2, 1},
                              probes::Magnitude{1, 1, 0.25, 1}};
   EXPECT_NEAR(*probes::value_bound(bn, 0, bn_in), 1.0 * 4.2 / std::sqrt(0.25 + 1e-5) + 0.1, 1e-9);
+  // loss gradients: dLoss * (softmax - onehot) and 2 (p - t) dLoss; mean with class weights divides
+  // by a weight sum the magnitudes do not give
+  const std::vector<M> sce_in{probes::Magnitude{128, 128, 128, 1}, probes::Magnitude{9, 20, -9, 40},
+                              probes::Magnitude{9, 20, 0, 4}, probes::Magnitude{2, 3, 0.5, 10}};
+  graph::Op sce = make_op("dl", "SoftmaxCrossEntropyLossGrad", {"g", "scores", "labels"}, {"dx"}, "model/dl");
+  EXPECT_DOUBLE_EQ(*probes::value_bound(sce, 0, std::span(sce_in).first(3)), 128.0);
+  sce.inputs.push_back("w");
+  sce.attrs["reduction"] = std::string("sum");
+  EXPECT_DOUBLE_EQ(*probes::value_bound(sce, 0, sce_in), 256.0);
+  sce.attrs["reduction"] = std::string("mean");
+  EXPECT_FALSE(probes::value_bound(sce, 0, sce_in));
+  const graph::Op mse = make_op("dm", "MSELossGrad", {"g", "p", "t"}, {"dp"}, "model/dm");
+  EXPECT_DOUBLE_EQ(*probes::value_bound(mse, 0, std::span(sce_in).first(3)), 2 * (9 + 9) * 128.0);
 }
