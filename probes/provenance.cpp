@@ -466,11 +466,13 @@ struct Resolver {
   /// movement and selection, sums and products, dot products: any partial sum is within
   /// Cauchy-Schwarz too; not pooling averages or transcendental activations, whose intermediates
   /// can exceed their output), a bound below half the largest finite value of its output type.
-  /// Then no value upstream explains the non-finite value. Softmax and the normalizations count
-  /// when their intermediates stay finite: the Vector unit computes them with FP32 or wider
-  /// intermediates (x - max and exp(.) <= 1 summed over n terms; (x - mean)^2 summed over n
-  /// values and 1 / sqrt(var + epsilon)), so from inputs below B none overflows while n (2B)^2 is
-  /// within the FP32 range, and with epsilon > 0 none is 0 / 0 or 0 * Inf.
+  /// Then no value upstream explains the non-finite value. Softmax, the normalizations and the
+  /// saturating activations count when their intermediates stay finite: the Vector unit computes
+  /// them with FP32 or wider intermediates (x - max and exp(.) <= 1 summed over n terms;
+  /// (x - mean)^2 summed over n values and 1 / sqrt(var + epsilon); tanh, erf and the logistic
+  /// function saturate at +-1, 0 and 1), so from inputs below B none overflows while n (2B)^2
+  /// (Gelu's tanh form: 0.045 B^3) is within the FP32 range, and with epsilon > 0 none is 0 / 0
+  /// or 0 * Inf.
   bool inputs_rule_out_overflow(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
     static const std::set<std::string> kBoundedInside = {
@@ -479,7 +481,7 @@ struct Resolver {
         "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat", "Slice", "Split", "MaxPool", "ReduceMax",
         "ReduceMin", "Neg", "Abs", "Max", "Min", "Cast", "Gather", "GatherElements"};
     static const std::set<std::string> kWideInside = {"Softmax", "LayerNormalization", "InstanceNormalization",
-                                                      "BatchNormalization"};
+                                                      "BatchNormalization", "Gelu", "Tanh", "Sigmoid"};
     const graph::OpDef* def = graph::OpRegistry::instance().find(x.type);
     const std::string& type = def ? def->type : x.type;  // canonical (BatchNorm -> BatchNormalization)
     const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
@@ -501,14 +503,16 @@ struct Resolver {
     return true;
   }
 
-  /// Softmax or a normalization (`type`) with inputs `in`: whether its FP32 intermediates stay
-  /// finite (inputs_rule_out_overflow()).
+  /// Softmax, a normalization or a saturating activation (`type`) with inputs `in`: whether its
+  /// FP32 intermediates stay finite (inputs_rule_out_overflow()).
   static bool wide_intermediates_finite(const graph::Op& x, const std::string& type,
                                         std::span<const std::optional<Magnitude>> in) {
     if (in.empty() || !in[0]) return false;
-    if (type != "Softmax" && !(x.attr_float("epsilon", 1e-5) > 0)) return false;
     const double b = 2 * in[0]->max_abs, n = static_cast<double>(std::max<std::uint64_t>(in[0]->count, 1));
-    return type == "Softmax" ? b < 1.7e38 : n * b * b < 1.7e38;
+    if (type == "Tanh" || type == "Sigmoid") return true;
+    if (type == "Gelu") return 0.045 * b * b * b < 1.7e38;
+    if (type == "Softmax") return b < 1.7e38;
+    return x.attr_float("epsilon", 1e-5) > 0 && n * b * b < 1.7e38;
   }
 
   /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.

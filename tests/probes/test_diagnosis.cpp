@@ -414,19 +414,23 @@ TEST(Diagnosis, ValueJumpFoundThroughAChainDeeperThanAThreadStack) {
   EXPECT_EQ(d.origins[0].jump->consumer, "sink@1");
 }
 
-// x -> jump (Relu) -> ln (LayerNormalization with scale and bias) -> probs, in `dt`; jump wrote
-// `big` from inputs of at most 2, and ln raised an invalid (NaN) latch at step 1.
+// x -> jump (Relu) -> ln (`type`: a LayerNormalization with scale and bias, or a unary op) -> probs,
+// in `dt`; jump wrote `big` from inputs of at most 2, and ln raised an invalid (NaN) latch at step 1.
 namespace {
-std::vector<probes::Candidate> nan_after_jump(graph::DType dt, double big, Diag& d) {
+std::vector<probes::Candidate> nan_after_jump(graph::DType dt, double big, Diag& d, const char* type = "LayerNormalization") {
   graph::Graph g("ln_chain");
   g.add_tensor({"x", {dt, {2, 8}, graph::Format::ND}, graph::TensorKind::Input});
   g.mark_input("x");
   g.add_initializer("scale", graph::Tensor::from_f32({8}, ramp(8, 0.1f, 1.0f), dt));
   g.add_initializer("bias", graph::Tensor::from_f32({8}, ramp(8, 0.01f), dt));
   g.add_op(make_op("jump", "Relu", {"x"}, {"t0"}, "m/jump"));
-  graph::Op ln = make_op("ln", "LayerNormalization", {"t0", "scale", "bias"}, {"probs"}, "m/ln");
-  ln.attrs["axis"] = std::int64_t{-1};
-  ln.attrs["epsilon"] = 1e-5f;
+  const bool norm = std::string_view(type) == "LayerNormalization";
+  graph::Op ln = norm ? make_op("ln", type, {"t0", "scale", "bias"}, {"probs"}, "m/ln")
+                      : make_op("ln", type, {"t0"}, {"probs"}, "m/ln");
+  if (norm) {
+    ln.attrs["axis"] = std::int64_t{-1};
+    ln.attrs["epsilon"] = 1e-5f;
+  }
   g.add_op(std::move(ln));
   g.mark_output("probs");
   d.anomalies = {anomaly(g, "ln", AnomalyKind::Invalid, 1)};
@@ -454,6 +458,16 @@ TEST(Diagnosis, NanInANormalizationIsItsOwnUnlessItsIntermediatesCanOverflow) {
   ASSERT_FALSE(c.empty());
   EXPECT_EQ(c[0].op, "jump");
   EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
+  // a GELU saturates (tanh, erf -> +-1) and its output is within its input's magnitude; an Exp
+  // of 20000 overflows, so there the value upstream explains the NaN
+  Diag gelu, exp;
+  c = nan_after_jump(graph::DType::F16, 20000, gelu, "Gelu");
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "ln");
+  EXPECT_EQ(c[0].cause, CauseClass::NanSource);
+  c = nan_after_jump(graph::DType::F16, 20000, exp, "Exp");
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "jump");
 }
 
 // The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,
