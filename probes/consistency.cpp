@@ -92,7 +92,7 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
   // Worst difference of an edge over its groups (NaN: bits differ, size unknown). With
   // `diverging`: over the ranks beyond the tolerance, which it receives.
   auto compare_edge = [&](const Key& key, const auto& by_group, std::vector<std::uint32_t>* diverging,
-                          std::vector<double>* diffs, std::string* basis, bool count) {
+                          std::vector<double>* diffs, std::vector<std::uint32_t>* refs, std::string* basis, bool count) {
     const auto& [step, order, op, in, index] = key;
     double worst = 0;
     bool unknown = false;
@@ -140,6 +140,7 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
       }
       diverging->insert(diverging->end(), away.begin(), away.end());
       diffs->insert(diffs->end(), away_diffs.begin(), away_diffs.end());
+      refs->insert(refs->end(), away.size(), ref_rank);
     }
     return unknown && worst == 0 ? kNaN : worst;
   };
@@ -151,9 +152,9 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
     d.tensor = by_group.begin()->second.begin()->second->tensor;
     d.is_input = in;
     d.index = index;
-    std::vector<std::uint32_t> rs;
+    std::vector<std::uint32_t> rs, refs;
     std::vector<double> ds;
-    d.max_abs_diff = compare_edge(key, by_group, &rs, &ds, &d.basis, true);
+    d.max_abs_diff = compare_edge(key, by_group, &rs, &ds, &refs, &d.basis, true);
     if (rs.empty()) continue;
     std::vector<std::size_t> idx(rs.size());
     for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
@@ -161,6 +162,7 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
     for (std::size_t i : idx) {
       d.ranks.push_back(rs[i]);
       d.rank_diffs.push_back(ds[i]);
+      d.references.push_back(refs[i]);
     }
     res.divergences.push_back(d);
   }
@@ -172,7 +174,7 @@ ConsistencyResult check_consistency(std::span<const SyncSample> samples, const C
   for (const auto& [key, by_group] : edges) {
     const auto& [step, order, op, in, index] = key;
     if (op != f.op || in != f.is_input || index != f.index) continue;
-    res.growth.emplace_back(step, compare_edge(key, by_group, nullptr, nullptr, nullptr, false));
+    res.growth.emplace_back(step, compare_edge(key, by_group, nullptr, nullptr, nullptr, nullptr, false));
   }
   std::vector<double> tail;
   for (auto [s, v] : res.growth)

@@ -43,6 +43,9 @@ struct Divergence {
   /// others all differ from it and agree with each other (the odd one out is the reference).
   std::vector<std::uint32_t> ranks;
   std::vector<double> rank_diffs;    // each of those ranks' own difference (same measure, NaN: unknown)
+  /// Each of those ranks' group reference (the rank itself when it is the reference out of line):
+  /// the reference rank, or the lowest rank of a group that does not hold it.
+  std::vector<std::uint32_t> references;
   /// Difference measure: tensors: max |x_r - x_ref| over elements and ranks; statistics:
   /// max over ranks of max(|dmin|, |dmax|, |dmean|, |dmax_abs|); hash only: NaN (bits differ,
   /// size unknown).

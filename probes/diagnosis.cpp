@@ -262,6 +262,20 @@ bool corruption_pattern(const Metrics& m, const graph::Op* op) {
 }
 
 /// "abs_mean = 3.2e-06 (threshold < 1e-05)" for each statistic the condition compares.
+/// Who diverges from whom: each rank is compared with its own group's reference (a member of a
+/// sub-communicator, or of a hierarchical stage's group, with that group's lowest rank when the
+/// reference rank is not a member). Divergences built without references name `reference_rank`.
+std::string divergence_who(const Divergence& d, std::uint32_t reference_rank) {
+  auto ref = [&](std::size_t i) { return i < d.references.size() ? d.references[i] : reference_rank; };
+  if (d.ranks.size() == 1 && ref(0) == d.ranks[0])
+    return fmt::format("reference rank {} diverges from the other ranks of its group", d.ranks[0]);
+  std::set<std::uint32_t> refs;
+  for (std::size_t i = 0; i < d.ranks.size(); ++i) refs.insert(ref(i));
+  if (refs.size() == 1) return fmt::format("ranks {} diverge from reference rank {}", fmt::join(d.ranks, ","), *refs.begin());
+  return fmt::format("ranks {} diverge from the reference ranks of their groups ({})", fmt::join(d.ranks, ","),
+                     fmt::join(refs, ","));
+}
+
 std::string condition_values(const TriggerEvent& t) {
   if (!t.stats) return "no statistics";
   Expr e;
@@ -496,11 +510,7 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
     std::string growth;
     for (auto [s, v] : in.consistency->growth)
       growth += fmt::format("{}step {}: {:.3g}", growth.empty() ? "" : ", ", s, v);
-    const bool odd_reference = d.ranks.size() == 1 && d.ranks[0] == in.consistency->reference_rank;
-    const std::string who = odd_reference ? fmt::format("reference rank {} diverges from the other ranks of its group",
-                                                        d.ranks[0])
-                                          : fmt::format("ranks {} diverge from reference rank {}", fmt::join(d.ranks, ","),
-                                                        in.consistency->reference_rank);
+    const std::string who = divergence_who(d, in.consistency->reference_rank);
     std::string ev = fmt::format("{} first at {} ({} {}{}) step {}: max abs diff {:.3g} ({}){}{}", who, d.op, d.tensor,
                                  d.is_input ? "in" : "out", d.index, d.step, d.max_abs_diff, d.basis,
                                  growth.empty() ? "" : "; growth " + growth, in.consistency->growing ? " (growing)" : "");

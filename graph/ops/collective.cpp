@@ -19,6 +19,9 @@
 // weight every rank holds by the gradient all-reduce (mean), a weight shard by 1/n
 // (sim/scenario/workload.h, tensor parallelism). The gradient collectives use the forward op's
 // communicator, algorithm and accumulation.
+#include <cstdint>
+#include <limits>
+
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
 
@@ -77,6 +80,9 @@ std::vector<TensorDesc> infer_collective(const Op& op, Descs in, bool reduces, i
   check_choice(op, "comm", a.s("comm"), {"world", "server", "peers"});
   check_choice(op, "replicas", a.s("replicas"), {"", "comm", "world", "none"});
   if (a.i("ranks") < 0 || a.i("root") < 0) fail(op, "attributes 'ranks' and 'root' must be >= 0");
+  if (reduces && (a.i("divisor") < 0 || a.i("divisor") > std::numeric_limits<std::uint32_t>::max()))
+    fail(op, "attribute 'divisor' must be in [0, {}] (0: the group size), got {}", std::numeric_limits<std::uint32_t>::max(),
+         a.i("divisor"));
   TensorDesc out = in[0];
   out.format = Format::ND;
   if (scale_dim0 != 0) {

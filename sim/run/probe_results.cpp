@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "chip_model/spec/registers.h"
 #include "probes/anomaly.h"
@@ -131,6 +132,8 @@ json consistency(const probes::ConsistencyResult& r) {
 void merge_probe_results(json& res, const probes::JobReport& job, const graph::Graph& executed) {
   json anomalies = json::array(), conditions = json::array(), breakpoints = json::array(), rules = json::array();
   json comparisons = json::array(), warnings = json::array();
+  std::map<std::string, std::vector<std::uint32_t>> warned;  // warning -> the ranks that gave it
+  std::vector<std::string> warning_order;                    // warnings in order of first appearance
   std::map<std::string, std::pair<std::uint64_t, std::string>> skipped;  // reason -> count, first example
   const probes::OpComparison* first = nullptr;
   std::vector<probes::OpComparison> all_cmp;
@@ -191,7 +194,20 @@ void merge_probe_results(json& res, const probes::JobReport& job, const graph::G
     add("dump_files", rr.dump_files);
     add("dump_bytes", rr.dump_bytes);
     cap["unaccounted"] = cap["unaccounted"].get<std::int64_t>() + a.unaccounted();
-    for (const auto& wmsg : rr.warnings) warnings.push_back(wmsg);
+    for (const auto& wmsg : rr.warnings) {
+      auto [it, fresh] = warned.try_emplace(wmsg);
+      if (fresh) warning_order.push_back(wmsg);
+      it->second.push_back(rr.rank);
+    }
+  }
+  // Every rank runs the same probe config, so most warnings come once per rank: each is reported
+  // once, naming its ranks unless every rank gave it.
+  for (const auto& wmsg : warning_order) {
+    const auto& on = warned.at(wmsg);
+    if (on.size() == job.ranks.size())
+      warnings.push_back(wmsg);
+    else
+      warnings.push_back(fmt::format("{} (rank{} {})", wmsg, on.size() > 1 ? "s" : "", fmt::join(on, ", ")));
   }
   first = probes::first_divergence(all_cmp, executed);
   for (auto& c : conditions) anomalies.push_back(std::move(c));

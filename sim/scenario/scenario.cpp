@@ -164,6 +164,7 @@ ClusterSpec parse_cluster(const YamlView& v) {
     YamlView val = v[key];
     if (key == "partition") {
       if (val.is_scalar() && val.str() == "auto") continue;
+      if (!val.is_seq()) val.fail("a list of process indices, one per rank, or auto (servers split evenly)", val.describe());
       for (const auto& item : val.items()) c.partition.push_back(static_cast<std::uint32_t>(item.integer(0, 65535)));
       // An empty map would read as none (servers split evenly): say so instead.
       if (c.partition.empty()) val.fail("one process index per rank (or auto: servers split evenly)", "an empty list");

@@ -447,9 +447,30 @@ graph::Tensor shard_value(const graph::Graph& g, const std::string& tensor, cons
   return graph::Tensor::from_f64(shape, block, g.tensor(tensor).desc.dtype);
 }
 
+// Attributes of the model's collective `op` that its algorithm or reduction would ignore, as
+// training.allreduce refuses them: `order` unless an addition happens in one place (direct, or a
+// hierarchical all-reduce whose inter-server stage is direct), `inter_algorithm` without
+// hierarchical, `divisor` without a mean.
+void check_ignored_collective_attrs(const Scenario& s, const graph::Op& op, const std::string& what) {
+  const std::string algo = op.attr_str("algorithm", "ring");
+  const bool hierarchical = algo == "hierarchical";
+  if (op.attrs.count("inter_algorithm") && !hierarchical)
+    fail_at(s, "model", fmt::format("{}: inter_algorithm only with algorithm hierarchical (it is the stage between servers)", what),
+            "algorithm " + algo);
+  const std::string inter = op.attr_str("inter_algorithm", "ring");
+  if (op.attrs.count("order") && algo != "direct" && !(hierarchical && inter == "direct"))
+    fail_at(s, "model", fmt::format("{}: order only with algorithm direct or hierarchical with inter_algorithm direct (ring "
+                                    "and tree fix their own order)", what),
+            hierarchical ? "inter_algorithm " + inter : "algorithm " + algo);
+  if (op.attrs.count("divisor") && op.attr_str("reduction", "mean") != "mean")
+    fail_at(s, "model", fmt::format("{}: divisor only with reduction mean", what),
+            "reduction " + op.attr_str("reduction", "mean"));
+}
+
 // The model's own collectives against the job, at load (a mismatch would stop the run on the
 // chips): one chip runs no collective; `ranks`, when given, is the size of the op's communicator
-// on every chip; a Broadcast root is a position in it; hierarchical all-reduce spans the world.
+// on every chip; a root (a Broadcast's, a tree's) is a position in it; hierarchical all-reduce
+// spans the world; no attribute is one the op would ignore.
 void check_model_collectives(const Scenario& s, const graph::Graph& g, std::uint32_t cps) {
   static const std::set<std::string> kTypes = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast"};
   const auto ranks = static_cast<std::uint32_t>(s.ranks);
@@ -479,7 +500,10 @@ void check_model_collectives(const Scenario& s, const graph::Graph& g, std::uint
                                       "chips per server)",
                                       what, comm, sizes, ranks, cps),
               fmt::format("ranks {}", op.attr_int("ranks")));
-    if (op.type == "Broadcast" && op.attr_int("root", 0) >= static_cast<std::int64_t>(lo))
+    check_ignored_collective_attrs(s, op, what);
+    // Every collective takes the root: a Broadcast's source, a tree's root (also when an injection
+    // forces the tree algorithm on the op).
+    if (op.attr_int("root", 0) >= static_cast<std::int64_t>(lo))
       fail_at(s, "model", fmt::format("{}: root a position in its {} communicator (0..{})", what, comm, lo - 1),
               fmt::format("root {}", op.attr_int("root", 0)));
   }

@@ -72,6 +72,17 @@ TEST(CollectiveOps, ShapesAndAttributesAreChecked) {
   EXPECT_THROW(m.op("AllReduce", "ar", {w}, {{"comm", std::string("rack")}}), GraphError);
   EXPECT_THROW(m.op("AllGather", "agh", {w}, {{"ranks", std::int64_t{3}}, {"algorithm", std::string("hierarchical")}}),
                GraphError);
+  // A mean's divisor reaches the chips as an unsigned count: a negative one divided by about 2^32.
+  try {
+    m.op("AllReduce", "arneg", {w}, {{"divisor", std::int64_t{-2}}});
+    ADD_FAILURE() << "a negative divisor was accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("attribute 'divisor' must be in [0, 4294967295] (0: the group size), got -2"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(m.op("ReduceScatter", "rsbig", {w}, {{"ranks", std::int64_t{3}}, {"divisor", std::int64_t{1} << 32}}),
+               GraphError);
+  EXPECT_EQ(m.g.tensor(m.op("AllReduce", "ar3", {w}, {{"divisor", std::int64_t{3}}})).desc.shape, (Shape{6, 2}));
 }
 
 }  // namespace

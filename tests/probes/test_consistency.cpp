@@ -137,3 +137,33 @@ TEST(Consistency, HashesStatisticsReferenceRankAndMissingSamples) {
   EXPECT_FALSE(r4.missing.empty());
   EXPECT_FALSE(r4.first);
 }
+
+TEST(Consistency, EachRankIsComparedWithItsOwnGroupsReference) {
+  // Two groups of a sub-communicator: {0, 1, 2, 3} (holds the reference rank 0) and {4, 5, 6, 7}
+  // (its reference is its lowest rank, 4). Rank 6 is out of line in the second group.
+  std::vector<SyncSample> s;
+  for (std::uint32_t r = 0; r < 8; ++r) {
+    SyncSample x = hash_sample(r, 0, "ar", 1, r == 6 ? 0xBB : 0xA0 + r / 4);
+    x.group = r / 4;
+    s.push_back(x);
+  }
+  auto res = probes::check_consistency(s, {});
+  ASSERT_TRUE(res.first);
+  EXPECT_EQ(res.first->ranks, (std::vector<std::uint32_t>{6}));
+  EXPECT_EQ(res.first->references, (std::vector<std::uint32_t>{4}));
+  // The second group's reference out of line: 5, 6 and 7 agree, so rank 4 is named, as its own reference.
+  s[6].hash = 0xA1;
+  s[4].hash = 0xBB;
+  res = probes::check_consistency(s, {});
+  ASSERT_TRUE(res.first);
+  EXPECT_EQ(res.first->ranks, (std::vector<std::uint32_t>{4}));
+  EXPECT_EQ(res.first->references, (std::vector<std::uint32_t>{4}));
+  // One rank out of line in each group: each with its group's reference.
+  s[4].hash = 0xA1;
+  s[2].hash = 0xCC;
+  s[5].hash = 0xCC;
+  res = probes::check_consistency(s, {});
+  ASSERT_TRUE(res.first);
+  EXPECT_EQ(res.first->ranks, (std::vector<std::uint32_t>{2, 5}));
+  EXPECT_EQ(res.first->references, (std::vector<std::uint32_t>{0, 4}));
+}

@@ -195,6 +195,40 @@ TEST(Diagnosis, CollectiveDivergenceAndFusedComparison) {
   EXPECT_EQ(d[2].op, "<capture path>");
 }
 
+TEST(Diagnosis, ADivergenceNamesTheReferenceOfTheRanksGroup) {
+  graph::Graph g = mlp();
+  probes::ConsistencyResult cr;
+  cr.checked = true;
+  cr.consistent = false;
+  cr.reference_rank = 0;
+  probes::Divergence dv;
+  dv.step = 1;
+  dv.op = "fc2";
+  dv.basis = "hash";
+  auto evidence = [&](std::vector<std::uint32_t> ranks, std::vector<std::uint32_t> refs) {
+    dv.ranks = std::move(ranks);
+    dv.references = std::move(refs);
+    cr.first = dv;
+    probes::DiagnosisInput in;
+    in.graph = &g;
+    in.consistency = &cr;
+    auto d = probes::diagnose(in, 5);
+    EXPECT_EQ(d.size(), 1u);
+    return d.empty() ? std::string() : d[0].evidence.at(0);
+  };
+  // rank 6 of a server communicator {4..7} was compared with rank 4, not with the reference rank 0
+  EXPECT_NE(evidence({6}, {4}).find("ranks 6 diverge from reference rank 4 first at fc2"), std::string::npos)
+      << evidence({6}, {4});
+  // that group's reference out of line
+  EXPECT_NE(evidence({4}, {4}).find("reference rank 4 diverges from the other ranks of its group"), std::string::npos)
+      << evidence({4}, {4});
+  EXPECT_NE(evidence({2, 5}, {0, 4}).find("ranks 2,5 diverge from the reference ranks of their groups (0,4)"),
+            std::string::npos) << evidence({2, 5}, {0, 4});
+  // without references (one group): the reference rank
+  EXPECT_NE(evidence({3}, {}).find("ranks 3 diverge from reference rank 0"), std::string::npos) << evidence({3}, {});
+  EXPECT_NE(evidence({0}, {}).find("reference rank 0 diverges"), std::string::npos) << evidence({0}, {});
+}
+
 TEST(Diagnosis, GradientVanishingEarliestTriggerWins) {
   graph::Graph g = mlp();
   auto trig = [&](const char* op, double abs_mean) {

@@ -174,6 +174,16 @@ TEST(Robustness, SigtermEndsACampaignAndRemovesItsScratch) {
   EXPECT_TRUE(fs::exists(dir.path() / "c" / "campaign.json"));  // what --resume needs stays
 }
 
+// A model with a 64x128 FP16 output (16 KiB, larger than a 4 KiB capture buffer) and another.
+const char* const kBigAndSmall = R"(name: m
+inputs:
+  - {name: x, shape: [64, 128]}
+ops:
+  - {name: big, type: Relu, inputs: [x]}
+  - {name: small, type: Sigmoid, inputs: [x]}
+outputs: [big, small]
+)";
+
 TEST(Robustness, OutputsWhoseNamesCollideAreAllKept) {
   TempDir dir;
   dir.write("m.yaml", R"(name: m
@@ -200,14 +210,7 @@ TEST(Robustness, CaptureLossesAndEmptyWatchPointsAreReported) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);
   // A full capture of a 64x128 FP16 tensor (16 KiB) cannot fit a 4 KiB buffer.
-  dir.write("m.yaml", R"(name: m
-inputs:
-  - {name: x, shape: [64, 128]}
-ops:
-  - {name: big, type: Relu, inputs: [x]}
-  - {name: small, type: Sigmoid, inputs: [x]}
-outputs: [big, small]
-)");
+  dir.write("m.yaml", kBigAndSmall);
   dir.write("oversize.yaml",
             "name: oversize\nmodel: m.yaml\nchip: tiny\nsteps: 2\n"
             "probes:\n  mode: full\n  watch_points: ['big', {name: ghost, match: ['no_such_op*']}]\n"
@@ -238,6 +241,34 @@ outputs: [big, small]
   EXPECT_GT(c["lost_in_corrupt_regions"].get<int>(), 0) << c.dump();
   EXPECT_NE(rep["warnings"].dump().find("capture record(s) were corrupt and not used"), std::string::npos)
       << rep["warnings"].dump();
+}
+
+TEST(Robustness, AWarningEveryRankGivesIsReportedOnce) {
+  TempDir dir;
+  dir.write("m.yaml", kBigAndSmall);
+  // Every rank's probe runtime finds the ghost watch point empty; only rank 2 captures `big` in
+  // full, which does not fit the buffer.
+  dir.write("w.yaml", "name: w\nmodel: m.yaml\nchip: tiny\nranks: 4\nsteps: 2\n"
+                      "probes:\n  mode: statistics\n  watch_points: ['small', {name: ghost, match: ['no_such_op*']},\n"
+                      "    {name: big_full, match: [big], ranks: [2], mode: full}]\n"
+                      "  capture: {buffer_bytes: 4096, overrun: stall}\n");
+  const test::CmdResult r = test::run("run w.yaml --no-trace", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  const json rep = json::parse(test::slurp(dir.path() / "out/w/report.json"));
+  std::size_t ghost = 0, oversize = 0;
+  for (const auto& w : rep["warnings"]) {
+    const std::string m = w.get<std::string>();
+    if (m.find("watch point 'ghost' selects no op or tensor") != std::string::npos) {
+      ++ghost;
+      EXPECT_EQ(m, "watch point 'ghost' selects no op or tensor");  // every rank: no rank list
+    }
+    if (m.find("larger than the 4096-byte capture buffer") != std::string::npos) {
+      ++oversize;
+      EXPECT_TRUE(m.ends_with(" (rank 2)")) << m;
+    }
+  }
+  EXPECT_EQ(ghost, 1u) << rep["warnings"].dump();
+  EXPECT_EQ(oversize, 1u) << rep["warnings"].dump();
 }
 
 TEST(Robustness, AFailingSimulationExitsWithThree) {

@@ -382,6 +382,25 @@ TEST(Scenario, TheModelsCollectivesMustFitTheJob) {
        "expected more than one chip for the model's collective AllReduce 'ar', got 1"},
       {"{name: ar, type: AllReduce, attrs: {algorithm: hierarchical, comm: server}}", "ranks: 16", "model",
        "AllReduce 'ar': algorithm hierarchical spans comm world, got comm server"},
+      // A tree's root outside the communicator stopped the run on the chips (exit 3), not at load.
+      {"{name: ar, type: AllReduce, attrs: {algorithm: tree, root: 20}}", "ranks: 12\ncluster: {chips_per_server: 4}",
+       "model", "AllReduce 'ar': root a position in its world communicator (0..11), got root 20"},
+      {"{name: ar, type: AllReduce, attrs: {algorithm: tree, root: 5, comm: peers}}",
+       "ranks: 12\ncluster: {chips_per_server: 4}", "model",
+       "AllReduce 'ar': root a position in its peers communicator (0..2), got root 5"},
+      {"{name: rs, type: ReduceScatter, attrs: {algorithm: tree, ranks: 8, root: 8}}", "ranks: 8", "model",
+       "ReduceScatter 'rs': root a position in its world communicator (0..7), got root 8"},
+      // Attributes the op would ignore, as training.allreduce refuses them.
+      {"{name: ar, type: AllReduce, attrs: {algorithm: ring, order: group}}", "ranks: 8", "model",
+       "AllReduce 'ar': order only with algorithm direct or hierarchical with inter_algorithm direct (ring and tree fix "
+       "their own order), got algorithm ring"},
+      {"{name: ar, type: AllReduce, attrs: {algorithm: hierarchical, order: group}}", "ranks: 16", "model",
+       "got inter_algorithm ring"},
+      {"{name: ar, type: AllReduce, attrs: {algorithm: tree, inter_algorithm: direct}}", "ranks: 8", "model",
+       "AllReduce 'ar': inter_algorithm only with algorithm hierarchical (it is the stage between servers), got "
+       "algorithm tree"},
+      {"{name: ar, type: AllReduce, attrs: {reduction: sum, divisor: 3}}", "ranks: 8", "model",
+       "AllReduce 'ar': divisor only with reduction mean, got reduction sum"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
@@ -402,6 +421,14 @@ TEST(Scenario, TheModelsCollectivesMustFitTheJob) {
                       "{comm: peers, ranks: 2}}\n  - {name: bc, type: Broadcast, attrs: {root: 7}}\n");
   EXPECT_NO_THROW(prepare_run(load_scenario(
       dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: inference\nranks: 8\ncluster: {chips_per_server: 4}\n"), opts())));
+  // So do a tree rooted inside its communicator, an order where the additions happen in one place
+  // and a divisor of a mean.
+  dir.write("m.yaml", "name: m\ninputs:\n  - {name: x, shape: [16, 8]}\nops:\n  - {name: a, type: AllReduce, attrs: "
+                      "{algorithm: tree, root: 2, comm: peers}}\n  - {name: b, type: AllReduce, attrs: {algorithm: "
+                      "hierarchical, inter_algorithm: direct, order: group}}\n  - {name: c, type: AllReduce, attrs: "
+                      "{algorithm: direct, order: group, divisor: 4}}\n");
+  EXPECT_NO_THROW(prepare_run(load_scenario(
+      dir.write("s.yaml", "name: s\nmodel: m.yaml\nmode: inference\nranks: 12\ncluster: {chips_per_server: 4}\n"), opts())));
 }
 
 TEST(Scenario, DataInputsGiveModelInputsTheirOwnInitialiser) {
