@@ -290,7 +290,7 @@ class Importer {
     fold_inputs(op, where);
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     adapt_legacy(op, where);
-    if ((op.type == "Softmax" || op.type == "LogSoftmax") && opset_ < 13) {
+    if ((op.type == "Softmax" || op.type == "LogSoftmax" || op.type == "Hardmax") && opset_ < 13) {
       add_legacy_softmax(std::move(op));
       return;
     }
@@ -541,7 +541,7 @@ class Importer {
     return o;
   }
 
-  // Opset < 13: softmax over the flattened dims [axis, rank) (default axis 1).
+  // Opset < 13 Softmax, LogSoftmax and Hardmax: over the flattened dims [axis, rank) (default axis 1).
   void add_legacy_softmax(Op op) {
     const std::string where = fmt::format("node '{}' ({})", op.name, op.type);
     if (op.inputs.size() != 1 || op.outputs.size() != 1)

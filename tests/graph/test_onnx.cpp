@@ -219,6 +219,20 @@ TEST(OnnxImport, LegacySoftmaxFlattensTrailingDims) {
   }
 }
 
+TEST(OnnxImport, LegacyHardmaxFlattensTrailingDims) {
+  const Graph g = import_onnx(kData + "legacy_hardmax.onnx");
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = float((i * 7) % 24);  // distinct values
+  const auto v = run_graph_reference(g, {{"x", Tensor::from_f32({2, 3, 4}, x)}}, RefPrecision::F32);
+  for (const char* out : {"y", "z"}) {  // one 1 per batch entry, at its largest of all 12 trailing elements
+    const auto y = v.at(out).to_f32();
+    for (int b = 0; b < 2; ++b) {
+      const int arg = int(std::max_element(x.begin() + b * 12, x.begin() + b * 12 + 12) - x.begin());
+      for (int j = b * 12; j < b * 12 + 12; ++j) EXPECT_EQ(y[j], j == arg ? 1.0f : 0.0f) << out << " element " << j;
+    }
+  }
+}
+
 TEST(OnnxImport, LegacyBatchNormStatisticsAreConstants) {
   const Graph g = import_onnx(kOnnx + "pytorch-converted/test_BatchNorm2d_eval/model.onnx");
   const Op& bn = g.ops().at(0);
