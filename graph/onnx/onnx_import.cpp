@@ -217,10 +217,14 @@ class Importer {
     }
   }
 
+  // A trainable weight: a float initializer with at least one dimension. A rank-0 one is a
+  // constant: exporters write scalar constants that way (ReLU6's Clip bounds, an epsilon, a Pow
+  // exponent, a mask's fill value) once constant folding or a simplifier has turned Constant nodes
+  // into initializers, while a framework's parameters have dimensions.
   bool is_weight(const std::string& name) const {
     auto it = consts_.find(name);
     return it != consts_.end() && inits_.count(name) && opts_.trainable_initializers && is_float(it->second.dtype()) &&
-           !frozen_.count(name) && !bound_.count(name);
+           !it->second.shape().empty() && !frozen_.count(name) && !bound_.count(name);
   }
   // A value the importer knows (so a node reading only such values is evaluated at import).
   bool known(const std::string& name) const { return consts_.count(name) && !is_weight(name); }

@@ -243,9 +243,8 @@ TEST(OnnxImport, LegacyBatchNormStatisticsAreConstants) {
   EXPECT_EQ(g.tensor(bn.inputs[4]).kind, TensorKind::Constant);
 }
 
-TEST(OnnxImport, ImportedModelTrains) {
-  Graph g = import_onnx(kOnnx + "pytorch-converted/test_Conv2d_groups/model.onnx");
-  const std::string out = g.outputs().at(0);
+// Adds "loss" = mean of `out`, the scalar a training graph needs.
+void add_mean_loss(Graph& g, const std::string& out) {
   Op mean;
   mean.name = "loss";
   mean.type = "ReduceMean";
@@ -253,6 +252,12 @@ TEST(OnnxImport, ImportedModelTrains) {
   mean.outputs = {"loss"};
   mean.attrs = {{"keepdims", std::int64_t{0}}};
   g.add_op(mean);
+}
+
+TEST(OnnxImport, ImportedModelTrains) {
+  Graph g = import_onnx(kOnnx + "pytorch-converted/test_Conv2d_groups/model.onnx");
+  const std::string out = g.outputs().at(0);
+  add_mean_loss(g, out);
   const Graph t = build_training_graph(g, "loss");
   t.validate();
   std::size_t updates = 0;
@@ -265,6 +270,22 @@ TEST(OnnxImport, ImportedModelTrains) {
     ASSERT_TRUE(v.count(gradient_name(name))) << name;
     EXPECT_EQ(v.at(gradient_name(name)).shape(), init.shape());
   }
+}
+
+TEST(OnnxImport, ScalarInitializersAreConstants) {
+  Graph g = import_onnx(kData + "scalar_initializers.onnx");
+  for (const char* scalar : {"lo", "hi", "scale", "thr"})
+    EXPECT_EQ(g.tensor(scalar).kind, TensorKind::Constant) << scalar;
+  EXPECT_EQ(g.tensor("W").kind, TensorKind::Weight);
+  EXPECT_EQ(g.tensor("slope").kind, TensorKind::Weight) << "a [1] initializer is a parameter";
+  add_mean_loss(g, "y");
+  const Graph t = build_training_graph(g, "loss");  // threw: Greater reads the trainable weight 'thr'
+  // y = prelu(where(h > 1, 0.5 * clip(h, 0, 6), clip(h, 0, 6)), 0.1) with h = x @ [4, -3]
+  const auto v = run_graph_reference(t, {{"x", Tensor::from_f32({3, 2}, std::vector<float>{1, 0, 1, 1, 5, 1})}},
+                                     RefPrecision::F32);
+  EXPECT_EQ(v.at("y").to_f32(), (std::vector<float>{2, 1, 3}));
+  for (const char* scalar : {"lo", "hi", "scale", "thr"}) EXPECT_EQ(v.count(gradient_name(scalar)), 0u) << scalar;
+  EXPECT_EQ(v.count(gradient_name("W")), 1u);
 }
 
 TEST(OnnxImport, UnreadableFilesNameThePath) {
