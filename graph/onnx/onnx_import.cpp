@@ -503,6 +503,11 @@ class Importer {
       }
     }
     if (opset_ < 7 && op.type == "Gemm") op.attrs.erase("broadcast");
+    if (opset_ < 4 && op.type == "Concat" && !op.has_attr("axis")) op.attrs["axis"] = std::int64_t{1};  // optional until 4
+    if (opset_ < 2 && op.type == "Pad" && op.has_attr("paddings")) {  // Pad-1 names its pads `paddings`
+      op.attrs["pads"] = op.attrs.at("paddings");
+      op.attrs.erase("paddings");
+    }
     if (op.type == "Upsample" || (op.type == "Resize" && opset_ < 11)) {
       // Opset <= 10 resizing: output coordinate x reads input x / scale, nearest rounds down.
       op.type = "Resize";

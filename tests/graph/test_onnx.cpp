@@ -233,6 +233,15 @@ TEST(OnnxImport, LegacyHardmaxFlattensTrailingDims) {
   }
 }
 
+TEST(OnnxImport, LegacyConcatAxisAndPadPaddings) {
+  const Graph g = import_onnx(kData + "legacy_concat_pad.onnx");
+  const auto v = run_graph_reference(g, {{"x", Tensor::from_f32({2, 2}, std::vector<float>{1, 2, 3, 4})}},
+                                     RefPrecision::F32);
+  // concat along axis 1: [[1, 2, 1, 2], [3, 4, 3, 4]]; one row of 0.5 before, two columns after
+  EXPECT_EQ(v.at("y").to_f32(), (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 1, 2, 1, 2, 0.5f, 0.5f, 3, 4,
+                                                    3, 4, 0.5f, 0.5f}));
+}
+
 TEST(OnnxImport, LegacyBatchNormStatisticsAreConstants) {
   const Graph g = import_onnx(kOnnx + "pytorch-converted/test_BatchNorm2d_eval/model.onnx");
   const Op& bn = g.ops().at(0);
