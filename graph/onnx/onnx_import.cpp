@@ -217,10 +217,14 @@ class Importer {
     }
   }
 
+  // A trainable weight: a float initializer with at least one dimension. A rank-0 one is a
+  // constant: exporters write scalar constants that way (ReLU6's Clip bounds, an epsilon, a Pow
+  // exponent, a mask's fill value) once constant folding or a simplifier has turned Constant nodes
+  // into initializers, while a framework's parameters have dimensions.
   bool is_weight(const std::string& name) const {
     auto it = consts_.find(name);
     return it != consts_.end() && inits_.count(name) && opts_.trainable_initializers && is_float(it->second.dtype()) &&
-           !frozen_.count(name) && !bound_.count(name);
+           !it->second.shape().empty() && !frozen_.count(name) && !bound_.count(name);
   }
   // A value the importer knows (so a node reading only such values is evaluated at import).
   bool known(const std::string& name) const { return consts_.count(name) && !is_weight(name); }
@@ -290,7 +294,7 @@ class Importer {
     fold_inputs(op, where);
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     adapt_legacy(op, where);
-    if ((op.type == "Softmax" || op.type == "LogSoftmax") && opset_ < 13) {
+    if ((op.type == "Softmax" || op.type == "LogSoftmax" || op.type == "Hardmax") && opset_ < 13) {
       add_legacy_softmax(std::move(op));
       return;
     }
@@ -499,6 +503,11 @@ class Importer {
       }
     }
     if (opset_ < 7 && op.type == "Gemm") op.attrs.erase("broadcast");
+    if (opset_ < 4 && op.type == "Concat" && !op.has_attr("axis")) op.attrs["axis"] = std::int64_t{1};  // optional until 4
+    if (opset_ < 2 && op.type == "Pad" && op.has_attr("paddings")) {  // Pad-1 names its pads `paddings`
+      op.attrs["pads"] = op.attrs.at("paddings");
+      op.attrs.erase("paddings");
+    }
     if (op.type == "Upsample" || (op.type == "Resize" && opset_ < 11)) {
       // Opset <= 10 resizing: output coordinate x reads input x / scale, nearest rounds down.
       op.type = "Resize";
@@ -541,7 +550,7 @@ class Importer {
     return o;
   }
 
-  // Opset < 13: softmax over the flattened dims [axis, rank) (default axis 1).
+  // Opset < 13 Softmax, LogSoftmax and Hardmax: over the flattened dims [axis, rank) (default axis 1).
   void add_legacy_softmax(Op op) {
     const std::string where = fmt::format("node '{}' ({})", op.name, op.type);
     if (op.inputs.size() != 1 || op.outputs.size() != 1)

@@ -44,7 +44,8 @@ struct OnnxImportOptions {
   /// values must be >= 1 (GraphError naming the dimension otherwise).
   std::map<std::string, std::int64_t> dim_params;
   /// Float initializers become trainable Weight tensors (else Constant). BatchNormalization's
-  /// running statistics and integer initializers are always Constants.
+  /// running statistics, quantization parameters, rank-0 (scalar) initializers (the scalar
+  /// constants exporters write) and integer initializers are always Constants.
   bool trainable_initializers = true;
 };
 

@@ -43,22 +43,30 @@ std::vector<TensorDesc> infer_pad(const Op& op, Descs in) {
   for (std::size_t d = 0; d < s.size(); ++d) {
     s[d] += p.begin[d] + p.end[d];
     if (s[d] < 0) fail(op, "pads make dimension {} negative", d);
-    if (p.mode == "reflect" && (p.begin[d] >= in[0].shape[d] || p.end[d] >= in[0].shape[d]) &&
-        (p.begin[d] > 0 || p.end[d] > 0) && in[0].shape[d] > 0 && in[0].shape[d] < 2)
-      fail(op, "reflect padding of dimension {} needs at least 2 elements", d);
+    const std::int64_t kept = in[0].shape[d] + std::min<std::int64_t>(0, p.begin[d]) + std::min<std::int64_t>(0, p.end[d]);
+    if (p.mode != "constant" && (p.begin[d] > 0 || p.end[d] > 0) && kept < (p.mode == "reflect" ? 2 : 1))
+      fail(op, "{} padding of dimension {} needs at least {} element{} left after cropping, {} left", p.mode, d,
+           p.mode == "reflect" ? 2 : 1, p.mode == "reflect" ? "s" : "", std::max<std::int64_t>(0, kept));
   }
   return {TensorDesc{in[0].dtype, s, Format::ND}};
 }
 
-std::int64_t pad_source(const std::string& mode, std::int64_t c, std::int64_t n) {
-  if (c >= 0 && c < n) return c;
-  if (mode == "constant") return -1;
-  if (mode == "edge") return c < 0 ? 0 : n - 1;
-  if (n == 1) return 0;
-  const std::int64_t period = 2 * (n - 1);
-  std::int64_t m = c % period;
+// The element of X that output coordinate c (in X's coordinates, c = output index - begin) of
+// dimension d copies, or -1 for constant fill. Negative pads crop first and the kept extent is
+// then padded, as ONNX Runtime does (and as exporters' Slice -> Pad rewrites read it): edge
+// repeats the first and last kept elements, reflect mirrors inside the kept extent.
+std::int64_t pad_source(const PadSpec& p, std::size_t d, std::int64_t c, std::int64_t n) {
+  const std::int64_t lo = std::max<std::int64_t>(0, -p.begin[d]);
+  const std::int64_t hi = n - std::max<std::int64_t>(0, -p.end[d]);
+  if (c >= lo && c < hi) return c;
+  if (p.mode == "constant") return -1;
+  if (p.mode == "edge") return c < lo ? lo : hi - 1;
+  const std::int64_t kept = hi - lo;
+  if (kept == 1) return lo;
+  const std::int64_t period = 2 * (kept - 1);
+  std::int64_t m = (c - lo) % period;
   if (m < 0) m += period;
-  return m < n ? m : period - m;
+  return lo + (m < kept ? m : period - m);
 }
 
 void pad_ref(const Op& op, Ins in, Outs out, RefPrecision) {
@@ -69,7 +77,7 @@ void pad_ref(const Op& op, Ins in, Outs out, RefPrecision) {
   const std::byte* src = in[0]->bytes().data();
   std::byte* dst = out[0].bytes().data();
   for_each_mapped(
-      out[0].shape(), xs, [&](std::size_t d, std::int64_t c) { return pad_source(p.mode, c - p.begin[d], xs[d]); },
+      out[0].shape(), xs, [&](std::size_t d, std::int64_t c) { return pad_source(p, d, c - p.begin[d], xs[d]); },
       [&](std::int64_t k, std::int64_t off) {
         std::memcpy(dst + k * static_cast<std::int64_t>(es), off < 0 ? fill.bytes().data() : src + off * static_cast<std::int64_t>(es), es);
       });
@@ -97,7 +105,7 @@ template <class T> void pad_grad_ref(const Op& op, Ins in, Outs out) {
   auto dx = mdata<T>(out[0]);
   std::fill(dx.begin(), dx.end(), T(0));
   for_each_mapped(
-      in[0]->shape(), xs, [&](std::size_t d, std::int64_t c) { return pad_source(p.mode, c - p.begin[d], xs[d]); },
+      in[0]->shape(), xs, [&](std::size_t d, std::int64_t c) { return pad_source(p, d, c - p.begin[d], xs[d]); },
       [&](std::int64_t k, std::int64_t off) {
         if (off >= 0) dx[static_cast<std::size_t>(off)] += dy[static_cast<std::size_t>(k)];
       });

@@ -219,6 +219,29 @@ TEST(OnnxImport, LegacySoftmaxFlattensTrailingDims) {
   }
 }
 
+TEST(OnnxImport, LegacyHardmaxFlattensTrailingDims) {
+  const Graph g = import_onnx(kData + "legacy_hardmax.onnx");
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = float((i * 7) % 24);  // distinct values
+  const auto v = run_graph_reference(g, {{"x", Tensor::from_f32({2, 3, 4}, x)}}, RefPrecision::F32);
+  for (const char* out : {"y", "z"}) {  // one 1 per batch entry, at its largest of all 12 trailing elements
+    const auto y = v.at(out).to_f32();
+    for (int b = 0; b < 2; ++b) {
+      const int arg = int(std::max_element(x.begin() + b * 12, x.begin() + b * 12 + 12) - x.begin());
+      for (int j = b * 12; j < b * 12 + 12; ++j) EXPECT_EQ(y[j], j == arg ? 1.0f : 0.0f) << out << " element " << j;
+    }
+  }
+}
+
+TEST(OnnxImport, LegacyConcatAxisAndPadPaddings) {
+  const Graph g = import_onnx(kData + "legacy_concat_pad.onnx");
+  const auto v = run_graph_reference(g, {{"x", Tensor::from_f32({2, 2}, std::vector<float>{1, 2, 3, 4})}},
+                                     RefPrecision::F32);
+  // concat along axis 1: [[1, 2, 1, 2], [3, 4, 3, 4]]; one row of 0.5 before, two columns after
+  EXPECT_EQ(v.at("y").to_f32(), (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 1, 2, 1, 2, 0.5f, 0.5f, 3, 4,
+                                                    3, 4, 0.5f, 0.5f}));
+}
+
 TEST(OnnxImport, LegacyBatchNormStatisticsAreConstants) {
   const Graph g = import_onnx(kOnnx + "pytorch-converted/test_BatchNorm2d_eval/model.onnx");
   const Op& bn = g.ops().at(0);
@@ -229,9 +252,8 @@ TEST(OnnxImport, LegacyBatchNormStatisticsAreConstants) {
   EXPECT_EQ(g.tensor(bn.inputs[4]).kind, TensorKind::Constant);
 }
 
-TEST(OnnxImport, ImportedModelTrains) {
-  Graph g = import_onnx(kOnnx + "pytorch-converted/test_Conv2d_groups/model.onnx");
-  const std::string out = g.outputs().at(0);
+// Adds "loss" = mean of `out`, the scalar a training graph needs.
+void add_mean_loss(Graph& g, const std::string& out) {
   Op mean;
   mean.name = "loss";
   mean.type = "ReduceMean";
@@ -239,6 +261,12 @@ TEST(OnnxImport, ImportedModelTrains) {
   mean.outputs = {"loss"};
   mean.attrs = {{"keepdims", std::int64_t{0}}};
   g.add_op(mean);
+}
+
+TEST(OnnxImport, ImportedModelTrains) {
+  Graph g = import_onnx(kOnnx + "pytorch-converted/test_Conv2d_groups/model.onnx");
+  const std::string out = g.outputs().at(0);
+  add_mean_loss(g, out);
   const Graph t = build_training_graph(g, "loss");
   t.validate();
   std::size_t updates = 0;
@@ -251,6 +279,22 @@ TEST(OnnxImport, ImportedModelTrains) {
     ASSERT_TRUE(v.count(gradient_name(name))) << name;
     EXPECT_EQ(v.at(gradient_name(name)).shape(), init.shape());
   }
+}
+
+TEST(OnnxImport, ScalarInitializersAreConstants) {
+  Graph g = import_onnx(kData + "scalar_initializers.onnx");
+  for (const char* scalar : {"lo", "hi", "scale", "thr"})
+    EXPECT_EQ(g.tensor(scalar).kind, TensorKind::Constant) << scalar;
+  EXPECT_EQ(g.tensor("W").kind, TensorKind::Weight);
+  EXPECT_EQ(g.tensor("slope").kind, TensorKind::Weight) << "a [1] initializer is a parameter";
+  add_mean_loss(g, "y");
+  const Graph t = build_training_graph(g, "loss");  // threw: Greater reads the trainable weight 'thr'
+  // y = prelu(where(h > 1, 0.5 * clip(h, 0, 6), clip(h, 0, 6)), 0.1) with h = x @ [4, -3]
+  const auto v = run_graph_reference(t, {{"x", Tensor::from_f32({3, 2}, std::vector<float>{1, 0, 1, 1, 5, 1})}},
+                                     RefPrecision::F32);
+  EXPECT_EQ(v.at("y").to_f32(), (std::vector<float>{2, 1, 3}));
+  for (const char* scalar : {"lo", "hi", "scale", "thr"}) EXPECT_EQ(v.count(gradient_name(scalar)), 0u) << scalar;
+  EXPECT_EQ(v.count(gradient_name("W")), 1u);
 }
 
 TEST(OnnxImport, UnreadableFilesNameThePath) {

@@ -338,6 +338,22 @@ TEST(Kernels, SumToShapeAndExpandAreAdjoint) {
   EXPECT_EQ(e.to_f32(), (std::vector<float>{5, 7, 9, 5, 7, 9}));
 }
 
+TEST(Kernels, PadCropsBeforeReflecting) {
+  // Negative pads crop first; reflect then mirrors inside what is kept (ONNX Runtime's order, and
+  // what exporters' Slice -> Pad rewrites compute): [10, 11, 12] cropped to [11, 12], then two more.
+  const Tensor x = f32({1, 3}, {10, 11, 12});
+  auto pad = [&](std::vector<std::int64_t> pads, const char* mode) {
+    return make_op("Pad", 1, {{"pads", std::move(pads)}, {"mode", std::string(mode)}});
+  };
+  EXPECT_EQ(run(pad({0, -1, 0, 2}, "reflect"), {&x})[0].to_f32(), (std::vector<float>{11, 12, 11, 12}));
+  EXPECT_EQ(run(pad({0, 3, 0, -1}, "reflect"), {&x})[0].to_f32(), (std::vector<float>{11, 10, 11, 10, 11}));
+  EXPECT_EQ(run(pad({0, -1, 0, 2}, "edge"), {&x})[0].to_f32(), (std::vector<float>{11, 12, 12, 12}));
+  const std::string e = error_of(pad({0, -2, 0, 1}, "reflect"), {&x});
+  EXPECT_NE(e.find("reflect padding of dimension 1 needs at least 2 elements left after cropping, 1 left"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Reference, ConvertsFp16AndPrivateFormatsFirst) {
   std::vector<float> xs(2 * 3 * 2 * 2);
   for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * float(i) - 2.0f;
