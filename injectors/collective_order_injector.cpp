@@ -66,27 +66,42 @@ class CollectiveOrderInjector final : public Injector {
     if (acc == "fp16") acc_ = graph::DType::F16;
     if (acc == "fp32") acc_ = graph::DType::F32;
     jitter_ps_ = p.uinteger("arrival_jitter_ps");
+    // An AllGather or a Broadcast adds nothing: an order or an accumulation dtype leaves its
+    // result as it is, and only a forced algorithm or arrival jitter changes how it runs.
+    forced_ = algo != "keep";
+    const bool moves_only = !forced_ && jitter_ps_ == 0;
+    bool any_reduction = site_.any_op;
+    for (std::uint32_t id : site_.op_ids) any_reduction = any_reduction || reduces(id);
+    if (moves_only && !any_reduction)
+      p.fail("op", "matches only AllGather and Broadcast ops, which add nothing: a reduction order or an "
+                   "accumulation dtype has no effect on them (force an algorithm or set arrival_jitter_ps, or "
+                   "target an AllReduce or ReduceScatter)");
   }
 
   std::uint32_t sites() const override { return chip::kFaultCollective; }
 
   void on_collective(const chip::FaultSite& s, chip::CollectiveOverride& o) override {
     if (!site_.matches_op(s.op_id) || !site_.steps.contains(s.step)) return;
+    // A data movement takes only an algorithm asked for by name (not the direct one an order
+    // implies) and the jitter; every member of the collective decides the same way.
+    const bool adds = reduces(s.op_id);
+    const std::optional<std::uint32_t> algorithm = adds || forced_ ? algorithm_ : std::nullopt;
     if (!site_.ranks.contains(s.rank)) {
       // Every member of a collective runs one algorithm: a rank outside `rank` takes the forced
       // one too (the targeted ranks' group may hold it), adding as the group agrees (a ring or
       // tree turned direct: in group order), with its own accumulation and timing. Not a fault
       // of this rank: nothing is recorded.
-      if (algorithm_) {
-        o.algorithm = algorithm_;
+      if (algorithm) {
+        o.algorithm = algorithm;
         o.follows_group = true;
       }
       return;
     }
+    if (!adds && !algorithm && jitter_ps_ == 0) return;  // nothing to change in a data movement
     const auto before = override_str(o);
-    if (algorithm_) o.algorithm = algorithm_;
-    if (acc_) o.acc_dtype = acc_;
-    o.reduction_order = order_for(s);
+    if (algorithm) o.algorithm = algorithm;
+    if (acc_ && adds) o.acc_dtype = acc_;
+    if (adds) o.reduction_order = order_for(s);
     if (jitter_ps_) {
       o.arrival_jitter_ps = jitter_ps_;
       o.jitter_seed = splitmix64(seed_ ^ (std::uint64_t{s.step} << 32) ^ s.rank);
@@ -95,6 +110,11 @@ class CollectiveOrderInjector final : public Injector {
   }
 
  private:
+  bool reduces(std::uint32_t op_id) const {
+    if (!graph_ || op_id >= graph_->ops().size()) return true;
+    const std::string& t = graph_->op(op_id).type;
+    return t != "AllGather" && t != "Broadcast";
+  }
   std::vector<std::uint32_t> order_for(const chip::FaultSite& s) const {
     if (order_ == "arrival") return {};
     if (order_ == "explicit") return explicit_.at(s.rank);
@@ -120,6 +140,7 @@ class CollectiveOrderInjector final : public Injector {
   std::string order_;
   std::vector<std::vector<std::uint32_t>> explicit_;
   std::optional<std::uint32_t> algorithm_;
+  bool forced_ = false;  // algorithm named, not implied by an order
   std::optional<graph::DType> acc_;
   std::uint64_t jitter_ps_ = 0;
 };

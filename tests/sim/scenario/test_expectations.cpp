@@ -127,6 +127,19 @@ TEST(Expectations, ConsistencyAtAnOpNeverComparedSaysWhatWas) {
             "l0/allreduce, l1/allreduce, l2/allreduce, l3/allreduce and 4 more)");
 }
 
+TEST(Expectations, ADivergenceComparedByHashHasNoSize) {
+  json r = report();
+  r["consistency"]["first_divergence"]["max_abs_diff"] = "nan";
+  r["consistency"]["first_divergence"]["basis"] = "hash";
+  const auto wrong = eval("consistency: {op: '*allreduce', ranks: [2]}", r);
+  EXPECT_FALSE(wrong.passed);
+  EXPECT_EQ(wrong.actual,
+            "first divergence at w/gradient/allreduce step 0 on ranks [3] by an unknown amount (compared by hash)");
+  r["consistency"]["consistent"] = false;
+  EXPECT_EQ(eval("consistency: {consistent: true}", r).actual,
+            "diverged at w/gradient/allreduce step 0 by an unknown amount (compared by hash)");
+}
+
 TEST(Expectations, ConsistencyOnTheRanksListed) {
   json r = report();
   EXPECT_TRUE(eval("consistency: {op: '*allreduce', ranks: [3]}", r).passed);
