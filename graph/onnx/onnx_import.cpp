@@ -179,17 +179,40 @@ class Importer {
   }
 
  private:
-  // Every bound dimension must be a symbolic dimension of the model, with a value >= 1.
+  // Every bound dimension must be a symbolic dimension of the model or an INPUT:AXIS naming an
+  // unnamed axis (or one of that fixed size) of a graph input, with a value >= 1.
   void check_dims() const {
     std::set<std::string> names;
     for (const auto& v : m_.graph().input())
       for (const std::string& d : onnx_detail::value_dim_params(v)) names.insert(d);
     for (const auto& [name, value] : opts_.dim_params) {
-      if (!names.count(name))
-        throw GraphError(fmt::format("dimension '{}' is not a symbolic dimension of the model (it has: {})", name,
-                                     names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
       if (value < 1) throw GraphError(fmt::format("dimension '{}' = {} must be >= 1", name, value));
+      const auto axis = onnx_detail::input_axis_key(m_.graph(), name);
+      if (names.count(name)) {
+        if (axis && axis->unnamed)
+          throw GraphError(fmt::format("dimension '{}' is ambiguous: the model has a symbolic dimension of that name "
+                                       "and axis {} of input '{}' has neither a size nor a name",
+                                       name, axis->axis, axis->input));
+        continue;
+      }
+      if (!axis)
+        throw GraphError(fmt::format("dimension '{}' is not a symbolic dimension of the model (it has: {}) nor "
+                                     "INPUT:AXIS of a graph input (inputs: {})",
+                                     name, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")),
+                                     fmt::join(onnx_detail::free_inputs(m_.graph()), ", ")));
+      check_axis_binding(name, value, *axis);
     }
+  }
+
+  static void check_axis_binding(const std::string& key, std::int64_t value, const onnx_detail::InputAxis& a) {
+    const std::string what = fmt::format("dimension '{}' (axis {} of input '{}')", key, a.axis, a.input);
+    if (a.axis >= a.rank)
+      throw GraphError(fmt::format("{}: the input has rank {}, so the axis must be in [0, {})", what, a.rank, a.rank));
+    if (!a.name.empty())
+      throw GraphError(fmt::format("{}: that axis is the symbolic dimension '{}'; bind it by name (dims: {{{}: N}})",
+                                   what, a.name, a.name));
+    if (a.size >= 0 && a.size != value)
+      throw GraphError(fmt::format("{}: that axis has the fixed size {}, the binding gives {}", what, a.size, value));
   }
 
   void check_initializer_shape(const onnx::ValueInfoProto& v, const Tensor& t) const {

@@ -39,9 +39,14 @@ inline constexpr std::int64_t kMaxOnnxOpset = 18;
 struct OnnxImportOptions {
   /// Values of graph inputs known at import time; they become Constant initializers.
   std::map<std::string, Tensor> bind_inputs;
-  /// Values of symbolic dimensions (dim_param) of graph inputs, e.g. {"batch", 4}. Every name
-  /// must be a symbolic dimension of the model, every symbolic dimension must have a value, and
-  /// values must be >= 1 (GraphError naming the dimension otherwise).
+  /// Values of symbolic dimensions (dim_param) of graph inputs, e.g. {"batch", 4}, and of
+  /// dimensions with neither a size nor a name, keyed "INPUT:AXIS" (e.g. {"x:0", 2}: axis 0 of
+  /// graph input x; split at the last ':', so an input named "in:0" is bound as "in:0:0"). A key
+  /// that is a symbolic dimension name of the model always means that dimension, so names holding
+  /// ':' keep their meaning; a key that is also INPUT:AXIS of an unnamed axis is ambiguous and an
+  /// error. Every key must be a symbolic dimension or an axis of a graph input that is unnamed (or
+  /// has that fixed size); every unbound dimension is an error, and values must be >= 1
+  /// (GraphError naming the dimension, input or axis otherwise).
   std::map<std::string, std::int64_t> dim_params;
   /// Float initializers become trainable Weight tensors (else Constant). BatchNormalization's
   /// running statistics, quantization parameters, rank-0 (scalar) initializers (the scalar

@@ -1,9 +1,12 @@
 // ONNX protobuf messages -> IR values: tensors, value types, attributes, Constant nodes; file parsing.
+#include <algorithm>
 #include <cstring>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -152,12 +155,18 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
       s.push_back(d.dim_value());
     } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
       s.push_back(it->second);
+    } else if (auto ax = opts.dim_params.find(fmt::format("{}:{}", v.name(), s.size()));
+               !(d.has_dim_param() && !d.dim_param().empty()) && ax != opts.dim_params.end()) {
+      s.push_back(ax->second);
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       throw GraphError(fmt::format("{}: dimension {} is symbolic ('{}') and no value is bound for it (a scenario binds it "
                                    "with model: {{..., dims: {{{}: N}}}}, probelab show with --dims {}=N)",
                                    where, s.size(), d.dim_param(), d.dim_param(), d.dim_param()));
     } else {
-      throw GraphError(fmt::format("{}: dimension {} has neither a size nor a name", where, s.size()));
+      throw GraphError(fmt::format("{}: dimension {} has neither a size nor a name; bind it as axis {} of input '{}' "
+                                   "(a scenario with model: {{..., dims: {{\"{}:{}\": N}}}}, probelab show with --dims "
+                                   "{}:{}=N)",
+                                   where, s.size(), s.size(), v.name(), v.name(), s.size(), v.name(), s.size()));
     }
   }
   return {*dt, s, Format::ND};
@@ -169,6 +178,40 @@ std::vector<std::string> value_dim_params(const onnx::ValueInfoProto& v) {
   for (const auto& d : v.type().tensor_type().shape().dim())
     if (!d.has_dim_value() && d.has_dim_param() && !d.dim_param().empty()) out.push_back(d.dim_param());
   return out;
+}
+
+std::vector<std::string> free_inputs(const onnx::GraphProto& g) {
+  std::set<std::string> inits;
+  for (const auto& t : g.initializer()) inits.insert(t.name());
+  std::vector<std::string> out;
+  for (const auto& v : g.input())
+    if (!inits.count(v.name())) out.push_back(v.name());
+  return out;
+}
+
+std::optional<InputAxis> input_axis_key(const onnx::GraphProto& g, const std::string& key) {
+  const auto colon = key.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == key.size()) return std::nullopt;
+  const std::string digits = key.substr(colon + 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) || digits.size() > 9)
+    return std::nullopt;
+  InputAxis a;
+  a.input = key.substr(0, colon);
+  a.axis = std::stoll(digits);
+  const auto inputs = free_inputs(g);
+  if (std::find(inputs.begin(), inputs.end(), a.input) == inputs.end()) return std::nullopt;
+  for (const auto& v : g.input()) {
+    if (v.name() != a.input || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    const auto& shape = v.type().tensor_type().shape();
+    a.rank = shape.dim_size();
+    if (a.axis >= a.rank) break;
+    const auto& d = shape.dim(static_cast<int>(a.axis));
+    if (d.has_dim_value()) a.size = d.dim_value();
+    else if (d.has_dim_param()) a.name = d.dim_param();
+    a.unnamed = a.size < 0 && a.name.empty();
+    break;
+  }
+  return a;
 }
 
 AttrValue attr_value(const onnx::AttributeProto& a, const std::string& where) {
