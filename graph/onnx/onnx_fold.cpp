@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "graph/onnx/onnx_import.h"
 #include "graph/op_registry.h"
 #include "graph/ops/op_util.h"
 
@@ -44,6 +45,28 @@ const FoldRule* fold_rule(const std::string& op, std::int64_t opset) {
   for (auto it = rules.rbegin(); it != rules.rend(); ++it)
     if (op == it->op && opset >= it->min_opset) return &*it;
   return nullptr;
+}
+
+std::optional<InputSince> input_since(const std::string& op, std::size_t pos) {
+  for (std::int64_t opset = 1; opset <= kMaxOnnxOpset; ++opset)
+    if (const FoldRule* r = fold_rule(op, opset); r && r->min_opset == opset)
+      for (const FoldInput& f : r->inputs)
+        if (f.pos == pos) return InputSince{opset, f.attr};
+  return std::nullopt;
+}
+
+void check_input_opsets(const Op& op, std::int64_t opset, const std::string& where) {
+  for (std::size_t pos = op.inputs.size(); pos-- > 0;) {
+    if (op.inputs[pos].empty()) continue;
+    const auto since = input_since(op.type, pos);
+    if (!since || opset >= since->opset) continue;
+    std::size_t allowed = 0;  // inputs the op takes at the model's opset
+    while (allowed < pos && !(input_since(op.type, allowed) && opset < input_since(op.type, allowed)->opset)) ++allowed;
+    throw GraphError(fmt::format("{}: has {} inputs, but at the model's opset {} {} takes {}: input {} ('{}') is an "
+                                 "input of {} from opset {} on",
+                                 where, op.inputs.size(), opset, op.type, allowed, pos, since->what, op.type,
+                                 since->opset));
+  }
 }
 
 bool is_folded(const FoldRule* rule, std::size_t pos) {

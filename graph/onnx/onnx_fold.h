@@ -30,6 +30,18 @@ struct FoldRule {
 const FoldRule* fold_rule(const std::string& op, std::int64_t opset);
 bool is_folded(const FoldRule* rule, std::size_t pos);
 
+/// The first opset at which input `pos` of `op` exists, and what it holds ("axes"), when a later
+/// opset added it: the first fold rule of the op holding `pos` (the rules are where inputs that
+/// were attributes became inputs); nullopt when no rule of the op holds it.
+struct InputSince {
+  std::int64_t opset;
+  std::string what;
+};
+std::optional<InputSince> input_since(const std::string& op, std::size_t pos);
+/// Throws GraphError (prefixed with `where`) when `op` (straight from the model, before folding)
+/// gives an input that only a later opset than the model's `opset` has, naming both opsets.
+void check_input_opsets(const Op& op, std::int64_t opset, const std::string& where);
+
 /// Attribute value of a folded input.
 AttrValue folded_attr(const Tensor& t, bool scalar);
 

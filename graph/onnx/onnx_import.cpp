@@ -314,6 +314,7 @@ class Importer {
     }
     if (op.type == "Range" && !op.inputs.empty() && consts_.count(op.inputs[0]))
       op.attrs["dtype"] = onnx_code(consts_.at(op.inputs[0]).dtype());
+    onnx_detail::check_input_opsets(op, opset_, where);
     fold_inputs(op, where);
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     adapt_legacy(op, where);
