@@ -22,6 +22,8 @@ double vector_passes(const graph::Op& op) {
       {"SoftmaxGrad", 4}, {"LogSoftmaxGrad", 4}, {"LayerNormalization", 6},
       {"LayerNormalizationGrad", 10}, {"BatchNormalization", 6}, {"BatchNormalizationGrad", 8},
       {"InstanceNormalization", 6}, {"InstanceNormalizationGrad", 10},
+      {"MeanVarianceNormalization", 6}, {"MeanVarianceNormalizationGrad", 10},
+      {"LpNormalization", 4}, {"LpNormalizationGrad", 6}, {"GlobalLpPool", 3}, {"GlobalLpPoolGrad", 4},
       {"SoftmaxCrossEntropyLoss", 6}, {"SoftmaxCrossEntropyLossGrad", 4}, {"MSELoss", 3},
       {"MSELossGrad", 2}, {"SgdUpdate", 3}, {"AdamUpdate", 12},
   };

@@ -36,6 +36,8 @@ void register_topk_ops(OpRegistry& r);
 void register_einsum_ops(OpRegistry& r);
 void register_gather_nd_ops(OpRegistry& r);
 void register_lrn_ops(OpRegistry& r);
+void register_lp_norm_ops(OpRegistry& r);
+void register_mvn_ops(OpRegistry& r);
 void register_axis_scan_ops(OpRegistry& r);
 void register_recurrent_ops(OpRegistry& r);
 void register_pointwise_grad_op(OpRegistry& r);
@@ -74,6 +76,8 @@ void register_builtin_ops(OpRegistry& r) {
   ops::register_einsum_ops(r);
   ops::register_gather_nd_ops(r);
   ops::register_lrn_ops(r);
+  ops::register_lp_norm_ops(r);
+  ops::register_mvn_ops(r);
   ops::register_scatter_ops(r);
   ops::register_axis_scan_ops(r);
   ops::register_recurrent_ops(r);
