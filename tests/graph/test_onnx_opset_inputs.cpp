@@ -34,5 +34,13 @@ TEST(OnnxOpsetInputs, SplitInputBeforeOpset13IsNamed) {
       << e;
 }
 
+TEST(OnnxOpsetInputs, PadAxesInputBeforeOpset18IsNamed) {
+  const std::string e = import_error("pad_axes_input_opset13.onnx");
+  EXPECT_NE(e.find("node 'pad' (Pad): has 4 inputs, but at the model's opset 13 Pad takes 3: input 3 ('axes') is an "
+                   "input of Pad from opset 18 on"),
+            std::string::npos)
+      << e;
+}
+
 }  // namespace
 }  // namespace probelab::graph
