@@ -150,6 +150,14 @@ class Importer {
       consts_.insert_or_assign(t.name(), tensor_from_proto(t, fmt::format("initializer '{}'", t.name()), base_dir_));
       inits_.insert(t.name());
     }
+    for (const std::string& name : opts_.trainable_scalars) {
+      auto it = consts_.find(name);
+      if (!inits_.count(name) || !is_float(it->second.dtype()) || !it->second.shape().empty())
+        throw GraphError(fmt::format("trainable scalar '{}' is not a rank-0 float initializer of the model{}", name,
+                                     inits_.count(name) ? fmt::format(" (it is {} {})", dtype_name(it->second.dtype()),
+                                                                      shape_str(it->second.shape()))
+                                                        : std::string()));
+    }
     for (const auto& bound : opts_.bind_inputs) {
       const auto& [name, value] = bound;
       const std::string& wanted = name;  // a named reference: clang before C++20 P1091 cannot capture a binding
@@ -243,11 +251,13 @@ class Importer {
   // A trainable weight: a float initializer with at least one dimension. A rank-0 one is a
   // constant: exporters write scalar constants that way (ReLU6's Clip bounds, an epsilon, a Pow
   // exponent, a mask's fill value) once constant folding or a simplifier has turned Constant nodes
-  // into initializers, while a framework's parameters have dimensions.
+  // into initializers, while a framework's parameters have dimensions (a scalar one is named in
+  // trainable_scalars).
   bool is_weight(const std::string& name) const {
     auto it = consts_.find(name);
     return it != consts_.end() && inits_.count(name) && opts_.trainable_initializers && is_float(it->second.dtype()) &&
-           !it->second.shape().empty() && !frozen_.count(name) && !bound_.count(name);
+           (!it->second.shape().empty() || opts_.trainable_scalars.count(name)) && !frozen_.count(name) &&
+           !bound_.count(name);
   }
   // A value the importer knows (so a node reading only such values is evaluated at import).
   bool known(const std::string& name) const { return consts_.count(name) && !is_weight(name); }

@@ -52,6 +52,10 @@ struct OnnxImportOptions {
   /// running statistics, quantization parameters, rank-0 (scalar) initializers (the scalar
   /// constants exporters write) and integer initializers are always Constants.
   bool trainable_initializers = true;
+  /// Rank-0 float initializers to train as weights all the same: a scalar parameter exported
+  /// without constant folding (a temperature such as CLIP's logit_scale). Each must name a rank-0
+  /// float initializer (GraphError naming it otherwise).
+  std::set<std::string> trainable_scalars;
 };
 
 /// The model uses op types or element/value types the importer cannot map. The message lists all

@@ -16,6 +16,7 @@ LoadedModel load_model(const ModelSpec& spec) {
   if (spec.source == ModelSpec::Source::Onnx) {
     graph::OnnxImportOptions opts;
     opts.dim_params = spec.dims;
+    opts.trainable_scalars = {spec.trainable.begin(), spec.trainable.end()};
     m.graph = graph::import_onnx(spec.path.string(), opts);
     return m;
   }

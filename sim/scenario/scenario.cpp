@@ -190,16 +190,20 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
     m.ref = v.str();
     kind = model_ref_kind(m.ref);
   } else {
-    v.expect_keys({"name", "file", "onnx", "dims"});
+    v.expect_keys({"name", "file", "onnx", "dims", "trainable"});
     std::vector<std::string> keys;
     for (const std::string& k : v.keys())
-      if (k != "dims") keys.push_back(k);
+      if (k != "dims" && k != "trainable") keys.push_back(k);
     if (keys.size() != 1) v.fail("exactly one of name, file, onnx", v.describe());
     kind = keys.front();
     m.ref = v[kind].str();
     if (auto d = v.get("dims")) {
       if (!d->is_map()) d->fail("a map of symbolic dimension names to sizes, e.g. {batch: 2, seq: 128}", d->describe());
       for (const std::string& k : d->keys()) m.dims[k] = (*d)[k].integer(1, std::int64_t{1} << 31);
+    }
+    if (auto t = v.get("trainable")) {
+      if (!t->is_seq()) t->fail("a list of scalar initializer names to train, e.g. [logit_scale]", t->describe());
+      for (const YamlView& x : t->items()) m.trainable.push_back(x.str());
     }
   }
   if (kind == "name") {
@@ -216,6 +220,8 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
     m.source = p->extension() == ".onnx" ? ModelSpec::Source::Onnx : ModelSpec::Source::Bundled;
     if (!m.dims.empty() && m.source != ModelSpec::Source::Onnx)
       v["dims"].fail("no dims: dimensions are bound for ONNX models only", "a YAML model");
+    if (!m.trainable.empty() && m.source != ModelSpec::Source::Onnx)
+      v["trainable"].fail("no trainable: a YAML model says `trainable` on each weight", "a YAML model");
     return m;
   }
   m.source = kind == "onnx" || m.ref.ends_with(".onnx") ? ModelSpec::Source::Onnx : ModelSpec::Source::YamlFile;
@@ -225,6 +231,8 @@ ModelSpec parse_model(const YamlView& v, const fs::path& scenario_dir, const fs:
   if (!fs::is_regular_file(p, ec)) v.fail("an existing model file (relative to the scenario)", "'" + p.string() + "' (not found)");
   if (!m.dims.empty() && m.source != ModelSpec::Source::Onnx)
     v["dims"].fail("no dims: dimensions are bound for ONNX models only", "a YAML model");
+  if (!m.trainable.empty() && m.source != ModelSpec::Source::Onnx)
+    v["trainable"].fail("no trainable: a YAML model says `trainable` on each weight", "a YAML model");
   m.path = fs::weakly_canonical(p, ec);
   if (ec) m.path = p;
   return m;

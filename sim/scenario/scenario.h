@@ -86,6 +86,9 @@ struct ModelSpec {
   /// ONNX models: values of the symbolic input dimensions, `model: {onnx: F, dims: {batch: 2}}`.
   /// Every name must be a symbolic dimension of the model and every symbolic dimension needs one.
   std::map<std::string, std::int64_t> dims;
+  /// ONNX models: rank-0 float initializers to train as weights (`trainable: [logit_scale]`);
+  /// the importer keeps other scalars constant.
+  std::vector<std::string> trainable;
 };
 
 struct OptimizerSpec {

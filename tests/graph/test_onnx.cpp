@@ -1,5 +1,6 @@
 // ONNX importer: initializers and Constant nodes, folding of shape inputs, symbolic dimensions,
 // legacy opsets, errors (every unsupported op listed), and autodiff on an imported model.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -295,6 +296,30 @@ TEST(OnnxImport, ScalarInitializersAreConstants) {
   EXPECT_EQ(v.at("y").to_f32(), (std::vector<float>{2, 1, 3}));
   for (const char* scalar : {"lo", "hi", "scale", "thr"}) EXPECT_EQ(v.count(gradient_name(scalar)), 0u) << scalar;
   EXPECT_EQ(v.count(gradient_name("W")), 1u);
+}
+
+TEST(OnnxImport, AScalarNamedTrainableIsAWeight) {
+  OnnxImportOptions o;
+  o.trainable_scalars = {"scale"};
+  Graph g = import_onnx(kData + "scalar_initializers.onnx", o);
+  EXPECT_EQ(g.tensor("scale").kind, TensorKind::Weight);
+  for (const char* scalar : {"lo", "hi", "thr"}) EXPECT_EQ(g.tensor(scalar).kind, TensorKind::Constant) << scalar;
+  add_mean_loss(g, "y");
+  const Graph t = build_training_graph(g, "loss");
+  const auto v = run_graph_reference(t, {{"x", Tensor::from_f32({3, 2}, std::vector<float>{1, 0, 1, 1, 5, 1})}},
+                                     RefPrecision::F32);
+  EXPECT_EQ(v.count(gradient_name("scale")), 1u);
+  for (const char* bad : {"W", "nope"}) {  // a [2, 1] weight already; no such initializer
+    o.trainable_scalars = {bad};
+    try {
+      import_onnx(kData + "scalar_initializers.onnx", o);
+      ADD_FAILURE() << bad;
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("trainable scalar '{}' is not a rank-0 float initializer", bad)),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(OnnxImport, UnreadableFilesNameThePath) {
