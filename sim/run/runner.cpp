@@ -22,6 +22,7 @@
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
 #include "sim/run/resources.h"
+#include "sim/run/resume_fit.h"
 #include "sim/run/rewind.h"
 #include "sim/run/simulation.h"
 #include "sim/scenario/bad_input.h"
@@ -170,6 +171,7 @@ void Runner::add(const Scenario& s) {
                         "'" + s.name + "'");
   Entry e;
   e.main = prepare_run(s);
+  check_resume_fits(e.main);
   for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
   check_dump_dir(e.main);
   for (const auto& v : e.variants) check_dump_dir(v);
