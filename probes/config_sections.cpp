@@ -88,12 +88,23 @@ OpRef op_ref(const Reader& r, const YAML::Node& n, const std::string& key) {
     r.glob(n, key, ref.text);
     return ref;
   }
-  if (!n.IsMap()) r.fail(n, key, "expected an op name glob or {type: T, index: N, direction: forward|backward}");
-  r.check_keys(n, key, {"type", "index", "direction"});
-  if (!n["type"]) r.fail(n, key, "missing key 'type'");
+  if (!n.IsMap())
+    r.fail(n, key, "expected an op name glob, {match: [GLOB, ...], direction: D} or {type: T, index: N, direction: D}");
+  r.check_keys(n, key, {"match", "type", "index", "direction"});
+  if (n["direction"]) ref.direction = r.direction(n["direction"], Reader::join(key, "direction"));
+  if (n["match"]) {
+    if (n["type"] || n["index"]) r.fail(n, key, "expected either 'match' or 'type' (with 'index'), not both");
+    const std::string mk = Reader::join(key, "match");
+    ref.globs = r.strings(n["match"], mk);
+    if (ref.globs.empty()) r.fail(n["match"], mk, "expected at least one glob");
+    for (std::size_t i = 0; i < ref.globs.size(); ++i)
+      r.glob(n["match"].IsSequence() ? n["match"][i] : n["match"], mk, ref.globs[i]);
+    for (const auto& g : ref.globs) ref.text += (ref.text.empty() ? "" : "|") + g;
+    return ref;
+  }
+  if (!n["type"]) r.fail(n, key, "missing key 'type' (or 'match')");
   ref.type = r.str(n["type"], Reader::join(key, "type"));
   if (n["index"]) ref.index = r.integer(n["index"], Reader::join(key, "index"), 0, INT64_MAX);
-  if (n["direction"]) ref.direction = r.direction(n["direction"], Reader::join(key, "direction"));
   ref.text = fmt::format("{}#{}", ref.type, ref.index);
   return ref;
 }

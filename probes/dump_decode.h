@@ -32,7 +32,8 @@ struct DecodeSummary {
 /// decoded dumps compare like the originals). Throws ConfigError naming the manifest and entry
 /// for a missing directory, no manifest, a manifest that is not probelab's, or a corrupt file,
 /// and DumpError (check_manifest) for a manifest that was edited (manifest_crc32 mismatch, a
-/// field of the wrong type); every manifest is checked before anything is written.
+/// field of the wrong type); every manifest and output directory is checked before anything is
+/// written, and a file that cannot be decoded removes what the call wrote before it.
 DecodeSummary decode_dumps(const std::filesystem::path& dir, const std::optional<std::filesystem::path>& out = {});
 
 }  // namespace probelab::probes

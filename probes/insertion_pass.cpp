@@ -53,7 +53,7 @@ namespace {
 
 bool matches(const OpRef& ref, const graph::Op& op) {
   if (!ref.type.empty()) return op_type_matches(ref.type, op.type) && direction_ok(ref.direction, op.direction);
-  return any_glob(ref.globs, op.name);
+  return any_glob(ref.globs, op.name) && direction_ok(ref.direction, op.direction);
 }
 
 bool any_type(const std::vector<std::string>& types, const std::string& op_type) {

@@ -222,6 +222,9 @@ class Translator {
             end["type"] = ref.type;
             end["index"] = ref.index;
             if (!ref.direction.empty()) end["direction"] = ref.direction;
+          } else if (ref.globs.size() > 1 || !ref.direction.empty()) {  // a module: the ops under it
+            for (const auto& g : ref.globs) end["match"].push_back(g);
+            if (!ref.direction.empty()) end["direction"] = ref.direction;
           } else {
             end = YAML::Node(ref.globs.front());
           }

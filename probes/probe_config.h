@@ -23,6 +23,8 @@
 //         types: [Softmax]          # op types (case and '_' ignored: layer_norm = LayerNormalization)
 //         range: [attn/qk, attn/softmax]   # only ops from the first to the second, in execution
 //                                   #   order; an end may be {type: MatMul, index: 0, direction: forward}
+//                                   #   or {match: [fc1, "fc1/*"], direction: forward} (the first /
+//                                   #   last op matching any of the globs in that direction)
 //         scope: ...; steps: ...; ranks: ...; direction: ...; mode: ...; sample_rate: ...
 //         data_mode: [input, output]
 //         halt_on_exception: false  # a break action also halts when the op latched an exception
@@ -140,7 +142,7 @@ struct Condition {
 
 /// One end of a watch point's `range`: the first (start) or last (end) op, in execution order,
 /// whose name matches one of `globs`; or, with `type`, the `index`-th op (0-based, execution
-/// order) of that type (matched as op_type_matches does), of `direction` when given.
+/// order) of that type (matched as op_type_matches does); either of `direction` when given.
 struct OpRef {
   std::string text;                  // as configured, for messages
   std::vector<std::string> globs;

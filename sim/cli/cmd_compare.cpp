@@ -18,6 +18,7 @@
 #include "sim/run/perf_compare.h"
 #include "sim/run/perf_summary.h"
 #include "sim/run/run_compare.h"
+#include "sim/run/runner.h"
 #include "sim/scenario/scenario_error.h"
 
 namespace probelab::cli {
@@ -75,6 +76,7 @@ Command add_compare(CLI::App& app) {
         fmt::print("{}", sim::compare_perf_text(c, a->max));
       return c.at("regression").get<bool>() ? 1 : 0;
     }
+    sim::check_output_dir(a->output, "output directory", false, "--output");  // before any work
     // Damaged input: every damaged file is named, and no table is written (it would be incomplete).
     auto report_damage = [&](const sim::RunComparison& c) {
       for (const auto& d : c.damaged)
@@ -103,7 +105,7 @@ Command add_compare(CLI::App& app) {
     std::optional<sim::RunComparison> c;
     if (!t.npu_msprobe && !t.bench_msprobe) c = sim::compare_runs(a->a, a->b);
     if (c && !c->damaged.empty()) return report_damage(*c);
-    std::filesystem::create_directories(a->output);
+    sim::check_output_dir(a->output, "output directory", true, "--output");
     const std::string csv = t.to_csv(), js = t.to_json().dump(1);
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.csv", std::as_bytes(std::span(csv.data(), csv.size())));
     probes::write_file_atomic(std::filesystem::path(a->output) / "compare_result.json", std::as_bytes(std::span(js.data(), js.size())));

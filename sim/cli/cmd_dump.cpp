@@ -9,6 +9,7 @@
 
 #include "probes/dump_decode.h"
 #include "sim/cli/commands.h"
+#include "sim/run/runner.h"
 
 namespace probelab::cli {
 
@@ -28,6 +29,7 @@ Command add_dump(CLI::App& app) {
   dec->add_option("--out", a->out, "Write under OUT (mirroring DIR) instead of <each dump dir>/decoded");
   dec->add_flag("--json", a->json, "Print the result as JSON");
   return [a] {
+    if (!a->out.empty()) sim::check_output_dir(a->out, "output directory", false);  // nothing made yet
     const auto s = probes::decode_dumps(a->dir, a->out.empty() ? std::nullopt : std::optional<std::filesystem::path>(a->out));
     if (a->json) {
       fmt::print("{}\n", s.to_json().dump(2));

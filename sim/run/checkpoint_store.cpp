@@ -83,6 +83,10 @@ std::map<std::string, graph::Tensor> read_checkpoint(const fs::path& root, std::
   std::ifstream in(dir / "checkpoint.json");
   if (!in) {
     const auto have = checkpoint_steps(root, rank);
+    if (have.empty() && rank > 0 && !checkpoint_steps(root, 0).empty())
+      throw ScenarioError(root.string(), 0, 0, "ranks",
+                          "only ranks the run has checkpoints of (was ranks changed with --set?)",
+                          fmt::format("rank {}, which has none", rank));
     throw ScenarioError(root.string(), 0, 0, "--from-step",
                         have.empty() ? std::string("a run with checkpoints (scenario key checkpoints: {every: N})")
                                      : fmt::format("a step with a checkpoint of rank {}: {}", rank, fmt::join(have, ", ")),

@@ -1,6 +1,7 @@
 #include "sim/run/compare_table.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -62,12 +63,24 @@ std::optional<double> num(const json& j, const char* k) {
   return std::nullopt;
 }
 
-std::uint32_t number_in(const fs::path& rel, const char* prefix) {
+// A number that names a step, rank or call in a dump: digits only, within 32 bits.
+std::optional<std::uint32_t> small_number(std::string_view digits) {
+  std::uint32_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return v;
+}
+
+// The number of the first path component "<prefix><digits>" (step3, rank12), 0 without one.
+std::uint32_t number_in(const fs::path& file, const fs::path& rel, const char* prefix) {
+  const std::size_t n = std::strlen(prefix);
   for (const auto& part : rel) {
     const std::string s = part.string();
-    if (s.rfind(prefix, 0) == 0 && s.size() > std::strlen(prefix) &&
-        std::all_of(s.begin() + static_cast<long>(std::strlen(prefix)), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      return static_cast<std::uint32_t>(std::stoul(s.substr(std::strlen(prefix))));
+    if (s.rfind(prefix, 0) != 0 || s.size() == n ||
+        !std::all_of(s.begin() + static_cast<long>(n), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      continue;
+    if (auto v = small_number(std::string_view(s).substr(n))) return *v;
+    throw ScenarioError(file.string(), 0, 0, "", fmt::format("a {} number below 2^32 in the directory name", prefix), s);
   }
   return 0;
 }
@@ -104,7 +117,7 @@ void probelab_items(const fs::path& root, const fs::path& file, const std::share
 
 void msprobe_items(const fs::path& root, const fs::path& file, const json& m, std::vector<Item>& out) {
   const fs::path rel = fs::relative(file.parent_path(), root);
-  const std::uint32_t step = number_in(rel, "step"), rank = number_in(rel, "rank");
+  const std::uint32_t step = number_in(file, rel, "step"), rank = number_in(file, rel, "rank");
   const fs::path data_dir = file.parent_path() / "dump_tensor_data";
   const std::regex api(R"(^[A-Za-z]+\.(.+)\.(\d+)\.(forward|backward)$)");
   for (const auto& [name, rec] : m["data"].items()) {
@@ -114,7 +127,9 @@ void msprobe_items(const fs::path& root, const fs::path& file, const json& m, st
     bool forward = name.find(".backward") == std::string::npos;
     if (std::regex_match(name, sm, api)) {
       type = sm[1].str();
-      call = std::stoll(sm[2].str());
+      const auto n = small_number(sm[2].str());
+      if (!n) throw ScenarioError(file.string(), 0, 0, "data." + name, "a call number below 2^32", sm[2].str());
+      call = *n;
       forward = sm[3].str() == "forward";
     }
     for (const char* side : {"input_args", "output"}) {
@@ -136,8 +151,21 @@ void msprobe_items(const fs::path& root, const fs::path& file, const json& m, st
         it.stats = {num(t, "Max"), num(t, "Min"), num(t, "Mean"), num(t, "Norm"), std::nullopt, std::nullopt};
         const std::string data = t.value("data_name", "");
         if (data.size() > 4 && data.ends_with(".npy")) {
-          const fs::path f = data_dir / data;
-          it.load = [f]() -> std::optional<graph::Tensor> { return graph::read_npy(f.string()); };
+          fs::path f;
+          try {
+            f = probes::dump_file_path(data_dir, data);  // inside dump_tensor_data, as probelab's own
+          } catch (const probes::DumpError& e) {
+            throw ScenarioError(file.string(), 0, 0, fmt::format("data.{}.{}[{}].data_name", name, side, i),
+                                "a file name inside dump_tensor_data", e.what());
+          }
+          const std::string key = fmt::format("data.{}.{}[{}].data_name", name, side, i);
+          it.load = [f, file, key]() -> std::optional<graph::Tensor> {
+            try {
+              return graph::read_npy(f.string());
+            } catch (const std::exception& e) {
+              throw ScenarioError(file.string(), 0, 0, key, "a readable .npy file in dump_tensor_data", e.what());
+            }
+          };
         } else if (!data.empty()) {
           it.note = fmt::format("{} needs torch: compared by statistics (dump with file_format npy to compare tensors)", data);
         } else {
@@ -307,6 +335,8 @@ CompareTable build_compare_table(const fs::path& a, const fs::path& b, const Tab
     try {
       if (x.load) tx = x.load();
       if (y.load) ty = y.load();
+    } catch (const ScenarioError&) {
+      throw;  // names the file already (an msprobe dump's data file)
     } catch (const std::exception& e) {
       throw ScenarioError(x.load && !tx ? a.string() : b.string(), 0, 0, r.npu_name, "a readable dump file", e.what());
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "graph/npy.h"
@@ -30,6 +31,15 @@ bool same_bits(const graph::Tensor& a, const graph::Tensor& b) {
          std::equal(a.bytes().begin(), a.bytes().end(), b.bytes().begin());
 }
 
+// Whether `p` is `dir` or lies under it, symbolic links resolved.
+bool within(const fs::path& p, const fs::path& dir) {
+  std::error_code ea, eb;
+  const fs::path a = fs::weakly_canonical(fs::absolute(p), ea), b = fs::weakly_canonical(fs::absolute(dir), eb);
+  if (ea || eb) return false;
+  const auto [ib, ia] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
+  return ib == b.end() || (std::next(ib) == b.end() && ib->empty());  // a trailing "/" of b is no component
+}
+
 }  // namespace
 
 ReplayResult replay_run(const fs::path& run_dir, const ReplayOptions& opts,
@@ -49,6 +59,11 @@ ReplayResult replay_run(const fs::path& run_dir, const ReplayOptions& opts,
 
   RunOptions ro;
   ro.out_root = opts.out_root.empty() ? run_dir / fmt::format("replay.step{}", opts.from_step) : opts.out_root;
+  // The replay's directory replaces an earlier run of that name: never the run it replays.
+  if (within(run_dir, ro.out_root / s.name))
+    throw ScenarioError("--out", 0, 0, "",
+                        fmt::format("an output directory whose '{}' is not the run being replayed", s.name),
+                        fmt::format("'{}': the replay would replace {}", ro.out_root.string(), run_dir.string()));
   ro.jobs = opts.jobs;
   ro.baseline = false;
   Runner runner(ro);

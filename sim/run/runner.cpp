@@ -22,6 +22,7 @@
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
 #include "sim/run/resources.h"
+#include "sim/run/resume_fit.h"
 #include "sim/run/rewind.h"
 #include "sim/run/simulation.h"
 #include "sim/scenario/bad_input.h"
@@ -36,26 +37,26 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   probes::write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
 }
 
-void check_output_dir(const fs::path& root, const std::string& what, bool create) {
+void check_output_dir(const fs::path& root, const std::string& what, bool create, const std::string& option) {
   std::error_code ec;
   const std::string shown = fmt::format("'{}'", root.string());
   const std::string a = what.find_first_of("aeiou") == 0 ? "an " : "a ";
   if (fs::exists(root, ec) && !fs::is_directory(root, ec))
-    throw ScenarioError("--out", 0, 0, "", a + what, shown + " (a file, not a directory)");
+    throw ScenarioError(option, 0, 0, "", a + what, shown + " (a file, not a directory)");
   if (!create) {  // the nearest existing directory on the way must let it be made
     fs::path p = fs::absolute(root, ec);
     while (!fs::exists(p, ec) && p.has_relative_path()) p = p.parent_path();
     if (!fs::is_directory(p, ec))
-      throw ScenarioError("--out", 0, 0, "", a + what + " that can be created", shown + ": '" + p.string() + "' is a file");
+      throw ScenarioError(option, 0, 0, "", a + what + " that can be created", shown + ": '" + p.string() + "' is a file");
     if (::access(p.c_str(), W_OK | X_OK) != 0)
-      throw ScenarioError("--out", 0, 0, "", "a writable " + what,
+      throw ScenarioError(option, 0, 0, "", "a writable " + what,
                           shown + ": " + std::error_code(errno, std::generic_category()).message());
     return;
   }
   fs::create_directories(root, ec);
-  if (ec) throw ScenarioError("--out", 0, 0, "", a + what + " that can be created", shown + ": " + ec.message());
+  if (ec) throw ScenarioError(option, 0, 0, "", a + what + " that can be created", shown + ": " + ec.message());
   if (::access(root.c_str(), W_OK | X_OK) != 0)
-    throw ScenarioError("--out", 0, 0, "", "a writable " + what,
+    throw ScenarioError(option, 0, 0, "", "a writable " + what,
                         shown + ": " + std::error_code(errno, std::generic_category()).message());
 }
 
@@ -170,6 +171,7 @@ void Runner::add(const Scenario& s) {
                         "'" + s.name + "'");
   Entry e;
   e.main = prepare_run(s);
+  check_resume_fits(e.main);
   for (const auto& v : s.variants) e.variants.push_back(prepare_variant(s, v, opts_.load));
   check_dump_dir(e.main);
   for (const auto& v : e.variants) check_dump_dir(v);

@@ -99,8 +99,9 @@ class Runner {
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
 /// Creates `root` if needed (`create` false: only checks that it could be); throws ScenarioError
-/// (key --out, exit code 2) naming `what` ("output directory") when it is a file, cannot be
+/// (naming `option`, exit code 2) naming `what` ("output directory") when it is a file, cannot be
 /// created or is not writable.
-void check_output_dir(const std::filesystem::path& root, const std::string& what, bool create = true);
+void check_output_dir(const std::filesystem::path& root, const std::string& what, bool create = true,
+                      const std::string& option = "--out");
 
 }  // namespace probelab::sim

@@ -109,6 +109,39 @@ TEST(Msprobe, ListNamesModulesApisAndTypes) {
   EXPECT_EQ(selected_ops(g, r.watch_points[0]), (std::vector<std::string>{"fc2", "softmax"}));
 }
 
+TEST(Msprobe, ScopeOfTwoModulesSpansTheirForwardOps) {
+  // x -> layer1/{fc, relu} -> layer2/{fc, relu} -> head/softmax, then a backward op under layer2
+  graph::Graph g("modules");
+  g.add_tensor({"x", {graph::DType::F16, {2, 8}, graph::Format::ND}, graph::TensorKind::Input});
+  g.mark_input("x");
+  g.add_initializer("w1", f16({8, 8}, ramp(64, 0.05f)));
+  g.add_initializer("w2", f16({8, 8}, ramp(64, 0.05f)));
+  g.add_op(make_op("layer1/fc", "MatMul", {"x", "w1"}, {"l1fc"}));
+  g.add_op(make_op("layer1/relu", "Relu", {"l1fc"}, {"l1"}));
+  g.add_op(make_op("layer2/fc", "MatMul", {"l1", "w2"}, {"l2fc"}));
+  g.add_op(make_op("layer2/relu", "Relu", {"l2fc"}, {"l2"}));
+  g.add_op(make_op("head/softmax", "Softmax", {"l2"}, {"probs"}));
+  graph::Op back = make_op("layer2/relu/grad", "Relu", {"probs"}, {"g2"});
+  back.direction = graph::Direction::Backward;
+  g.add_op(back);
+  g.mark_output("probs");
+  g.mark_output("g2");
+  const ProbeConfig c = ProbeConfig::from_string(R"({"task": "statistics", "dump_path": "d",
+      "statistics": {"scope": ["Module.layer1.Linear.forward.0", "Module.layer2.Linear.forward.0"]}})");
+  ASSERT_EQ(c.watch_points.size(), 1u);
+  // from the first forward op under layer1 to the last forward op under layer2
+  EXPECT_EQ(selected_ops(g, c.watch_points[0]),
+            (std::vector<std::string>{"layer1/fc", "layer1/relu", "layer2/fc", "layer2/relu"}));
+}
+
+TEST(Msprobe, RangeEndOfGlobsIsCheckedLikeAnyGlob) {
+  const ProbeConfig c = ProbeConfig::from_string(
+      "watch_points: [{range: [{match: [fc1, 'fc1/*'], direction: forward}, {match: fc2}]}]");
+  EXPECT_EQ(selected_ops(mlp(), c.watch_points[0]), (std::vector<std::string>{"fc1", "add1", "relu1", "fc2"}));
+  EXPECT_THROW((void)ProbeConfig::from_string("watch_points: [{range: [{match: [], type: Relu}, fc2]}]"), ConfigError);
+  EXPECT_THROW((void)ProbeConfig::from_string("watch_points: [{range: [{match: []}, fc2]}]"), ConfigError);
+}
+
 TEST(Msprobe, KeysWithoutEquivalentAreWarningsNamingWhatToUse) {
   const ProbeConfig c = ProbeConfig::from_string(R"({"task": "tensor", "dump_path": "d", "risk_level": "CORE",
       "tensor": {"bench_path": "./bench", "summary_mode": "md5", "diff_nums": 5, "file_format": "bin"}})");

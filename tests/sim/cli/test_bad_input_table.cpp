@@ -15,6 +15,7 @@
 //   mutate    edits after setup: {file: P, replace: [FROM, TO]} | {file: P, delete: true} |
 //             {file: P, flip_byte: OFFSET} (xor: MASK, default 1) | {file: P, json_set: {POINTER: VALUE}, fix_crc: true}
 //             (fix_crc recomputes a dump manifest's manifest_crc32 after the edit) | {file: P, write: TEXT}
+//             (creates P or replaces it)
 //   run       the probelab command line (without the binary)
 //   code      expected exit code
 //   message   fragment expected in stderr (or stdout); a list: every fragment
@@ -97,9 +98,9 @@ void make_file(const fs::path& p, const YAML::Node& content, const TempDir& dir)
 
 void mutate(const fs::path& root, const YAML::Node& m) {
   const fs::path p = root / m["file"].Scalar();
+  if (m["write"]) return write_bytes(p, m["write"].Scalar());  // creates the file or replaces it
   ASSERT_TRUE(fs::exists(p)) << "mutate: no file " << p;
   if (m["delete"]) return (void)fs::remove(p);
-  if (m["write"]) return write_bytes(p, m["write"].Scalar());
   std::string bytes = test::slurp(p);
   if (m["flip_byte"]) {
     const auto at = m["flip_byte"].as<std::size_t>() % bytes.size();
