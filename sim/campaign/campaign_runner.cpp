@@ -644,6 +644,14 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   const std::vector<CleanRun> clean = clean_runs(std::max(sh.timeout_s * 4, 600u));
 
   LoadedTrials all = load_trials(jsonl);
+  // The log holds the trials in the order they finished, which depends on --jobs and the ranks;
+  // once every trial is in, it is rewritten in trial order, so the file is the same however the
+  // trials ran.
+  std::sort(all.records.begin(), all.records.end(),
+            [](const TrialRecord& a, const TrialRecord& b) { return a.index < b.index; });
+  std::string lines;
+  for (const TrialRecord& r : all.records) lines += r.to_json().dump() + "\n";
+  write_text_atomic(jsonl, lines);
   std::erase_if(all.records, [&](const TrialRecord& r) { return r.index >= trials_; });
   CampaignInfo info;
   info.scenario = base_.scenario.name;

@@ -48,6 +48,8 @@ TEST(CampaignRun, OneAndTwoWorkersGiveTheSameSummary) {
   EXPECT_TRUE(one["complete"].get<bool>());
   EXPECT_EQ(slurp(dir.path() / "one" / "summary.json"), slurp(dir.path() / "two" / "summary.json"));
   EXPECT_EQ(slurp(dir.path() / "one" / "trials.csv"), slurp(dir.path() / "two" / "trials.csv"));
+  // the trial log ends in trial order, not in the order two workers finished them
+  EXPECT_EQ(slurp(dir.path() / "one" / "trials.jsonl"), slurp(dir.path() / "two" / "trials.jsonl"));
   EXPECT_EQ(one, two);
   // The fault-free runs agree with themselves: no false positive from the envelope.
   EXPECT_EQ(one["golden"]["runs"], 2);
