@@ -6,6 +6,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "graph/ops/pair_def.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -140,18 +141,6 @@ void pool_grad(GradBuilder& b, const Op& op) {
   b.emit(op, "", "GlobalLpPoolGrad", {b.dy(op), op.inputs[0]}, {b.dx(op, 0)}, op.attrs);
 }
 
-OpDef lp_def(std::string type, std::string doc, std::vector<AttrSpec> attrs, bool backward) {
-  OpDef d;
-  d.type = std::move(type);
-  d.doc = std::move(doc);
-  d.attrs = std::move(attrs);
-  d.input_names = backward ? std::vector<std::string>{"dY", "X"} : std::vector<std::string>{"X"};
-  d.output_names = {backward ? "dX" : "Y"};
-  d.min_inputs = d.max_inputs = backward ? 2 : 1;
-  d.backward = backward;
-  return d;
-}
-
 std::vector<AttrSpec> lp_attrs() {
   return {attr_int("axis", -1, "the dimension normalised"), attr_int("p", 2, "the norm's order: 1 or 2")};
 }
@@ -161,18 +150,19 @@ std::vector<AttrSpec> pool_attrs() { return {attr_int("p", 2, "the norm's order 
 }  // namespace
 
 void register_lp_norm_ops(OpRegistry& r) {
-  OpDef lp = lp_def("LpNormalization", "X / ||X||_p along `axis`, p 1 or 2 (ONNX LpNormalization)", lp_attrs(), false);
+  OpDef lp =
+      pair_def("LpNormalization", "X / ||X||_p along `axis`, p 1 or 2 (ONNX LpNormalization)", lp_attrs(), false);
   lp.infer = infer_lp;
   lp.reference = typed(lp_ref<float>, lp_ref<double>);
   lp.gradient = lp_grad;
   r.add(std::move(lp));
 
-  OpDef lpg = lp_def("LpNormalizationGrad", "dX of LpNormalization", lp_attrs(), true);
+  OpDef lpg = pair_def("LpNormalizationGrad", "dX of LpNormalization", lp_attrs(), true);
   lpg.infer = infer_lp_grad;
   lpg.reference = typed(lp_grad_ref<float>, lp_grad_ref<double>);
   r.add(std::move(lpg));
 
-  OpDef gp = lp_def("GlobalLpPool",
+  OpDef gp = pair_def("GlobalLpPool",
                     "(sum |X|^p)^(1/p) over all spatial dimensions of [N, C, D...], keeping them as size 1 (ONNX "
                     "GlobalLpPool)",
                     pool_attrs(), false);
@@ -181,7 +171,7 @@ void register_lp_norm_ops(OpRegistry& r) {
   gp.gradient = pool_grad;
   r.add(std::move(gp));
 
-  OpDef gpg = lp_def("GlobalLpPoolGrad", "dX of GlobalLpPool", pool_attrs(), true);
+  OpDef gpg = pair_def("GlobalLpPoolGrad", "dX of GlobalLpPool", pool_attrs(), true);
   gpg.infer = infer_pool_grad;
   gpg.reference = typed(pool_grad_ref<float>, pool_grad_ref<double>);
   r.add(std::move(gpg));

@@ -5,6 +5,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "graph/ops/pair_def.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -96,25 +97,13 @@ std::vector<AttrSpec> lrn_attrs() {
 }  // namespace
 
 void register_lrn_ops(OpRegistry& r) {
-  OpDef d;
-  d.type = "LRN";
-  d.doc = "local response normalization across channels (ONNX LRN)";
-  d.attrs = lrn_attrs();
-  d.input_names = {"X"};
-  d.output_names = {"Y"};
+  OpDef d = pair_def("LRN", "local response normalization across channels (ONNX LRN)", lrn_attrs(), false);
   d.infer = infer_lrn;
   d.reference = typed(lrn_ref<float>, lrn_ref<double>);
   d.gradient = lrn_grad;
   r.add(std::move(d));
 
-  OpDef g;
-  g.type = "LRNGrad";
-  g.doc = "dX of LRN";
-  g.attrs = lrn_attrs();
-  g.min_inputs = g.max_inputs = 2;
-  g.input_names = {"dY", "X"};
-  g.output_names = {"dX"};
-  g.backward = true;
+  OpDef g = pair_def("LRNGrad", "dX of LRN", lrn_attrs(), true);
   g.infer = infer_lrn_grad;
   g.reference = typed(lrn_grad_ref<float>, lrn_grad_ref<double>);
   r.add(std::move(g));

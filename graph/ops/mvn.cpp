@@ -4,6 +4,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "graph/ops/pair_def.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -116,25 +117,15 @@ std::vector<AttrSpec> mvn_attrs() {
 }  // namespace
 
 void register_mvn_ops(OpRegistry& r) {
-  OpDef d;
-  d.type = "MeanVarianceNormalization";
-  d.doc = "(X - mean) / (sqrt(var) + 1e-9) over `axes` (default [0, 2, 3]; ONNX MeanVarianceNormalization)";
-  d.attrs = mvn_attrs();
-  d.input_names = {"X"};
-  d.output_names = {"Y"};
+  OpDef d = pair_def("MeanVarianceNormalization",
+                     "(X - mean) / (sqrt(var) + 1e-9) over `axes` (default [0, 2, 3]; ONNX MeanVarianceNormalization)",
+                     mvn_attrs(), false);
   d.infer = infer_mvn;
   d.reference = typed(mvn_ref<float>, mvn_ref<double>);
   d.gradient = mvn_grad;
   r.add(std::move(d));
 
-  OpDef g;
-  g.type = "MeanVarianceNormalizationGrad";
-  g.doc = "dX of MeanVarianceNormalization";
-  g.attrs = mvn_attrs();
-  g.min_inputs = g.max_inputs = 2;
-  g.input_names = {"dY", "X"};
-  g.output_names = {"dX"};
-  g.backward = true;
+  OpDef g = pair_def("MeanVarianceNormalizationGrad", "dX of MeanVarianceNormalization", mvn_attrs(), true);
   g.infer = infer_mvn_grad;
   g.reference = typed(mvn_grad_ref<float>, mvn_grad_ref<double>);
   r.add(std::move(g));
