@@ -1,6 +1,7 @@
 #include "chip_model/hbm.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -55,6 +56,8 @@ Hbm::Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank
       channel_rate_(cfg.hbm_channels, cfg.hbm_bandwidth_gbps / cfg.hbm_channels),
       channel_stats_(cfg.hbm_channels),
       share_(cfg.hbm_channels, 0) {
+  if (std::has_single_bit(interleave_)) granule_shift_ = std::countr_zero(interleave_);
+  if (std::has_single_bit(channels_)) channel_mask_ = channels_ - 1;
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
 }
@@ -216,7 +219,7 @@ sc_core::sc_time Hbm::transfer(std::uint64_t addr, std::uint64_t bytes, const sc
 
 std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
                                bool is_write, double port_gbps, bool traced) {
-  check_range(addr, bytes, is_write ? "write" : "read");
+  if (addr > size_ || bytes > size_ - addr) check_range(addr, bytes, is_write ? "write" : "read");
   if (is_single(addr, bytes, who, is_write)) return single(addr, bytes, start_ps, who, is_write, port_gbps);
   return model(addr, bytes, start_ps, who, is_write, port_gbps, traced);
 }
@@ -224,7 +227,7 @@ std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::
 bool Hbm::is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool is_write) const {
   if (bytes == 0 || (trace_ && trace_->enabled())) return false;
   const std::uint64_t last = addr + bytes - 1;
-  if (addr / interleave_ != last / interleave_) return false;
+  if (granule_of(addr) != granule_of(last)) return false;
   if (!l2_) return true;
   return addr / L2Cache::kLineBytes == last / L2Cache::kLineBytes &&
          !(is_write && who == HbmClient::Capture && capture_allocates_);
@@ -245,7 +248,7 @@ std::uint64_t Hbm::single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t
         return start_ps + transfer_ps(bytes, port_gbps > 0 ? std::min(port_gbps, l2_read_gbps_) : l2_read_gbps_);
       }
       ls.miss_bytes += bytes;
-    } else {
+    } else if (l2_->resident(addr)) {  // the line of a single transfer: nothing to drop otherwise
       const L2Cache::Access a = l2_->invalidate(addr, bytes);
       ls.invalidated_bytes += a.invalidated_bytes;
       for (std::uint64_t line : a.writebacks) {
@@ -254,7 +257,7 @@ std::uint64_t Hbm::single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t
       }
     }
   }
-  const auto c = static_cast<std::uint32_t>((addr / interleave_) % channels_);
+  const auto c = channel_of(granule_of(addr));
   const Served sv = serve_share(busy_until_ps_[c], channel_rate_[c], channel_stats_[c], busy_ps_total_, bytes, start_ps);
   std::uint64_t done = std::max(start_ps, sv.begin + sv.dur);
   if (port_gbps > 0) done = std::max(done, start_ps + transfer_ps(bytes, port_gbps));

@@ -147,12 +147,20 @@ class Hbm : public sc_core::sc_module {
   bool is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool is_write) const;
   std::uint64_t single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who, bool is_write,
                        double port_gbps);
+  /// Interleave granule of `addr` and the channel of granule `g` (a shift and a mask when the
+  /// sizes are powers of two, as they are by default).
+  std::uint64_t granule_of(std::uint64_t addr) const { return granule_shift_ >= 0 ? addr >> granule_shift_ : addr / interleave_; }
+  std::uint32_t channel_of(std::uint64_t g) const {
+    return static_cast<std::uint32_t>(channel_mask_ != 0 ? g & channel_mask_ : g % channels_);
+  }
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
 
   std::uint64_t size_;
   std::uint32_t channels_;
   std::uint64_t interleave_;
+  int granule_shift_ = -1;          // log2(interleave_), -1: not a power of two
+  std::uint64_t channel_mask_ = 0;  // channels_ - 1 when a power of two (> 1), else 0
   double channel_gbps_;
   std::uint64_t latency_ps_;
   std::uint32_t rank_;

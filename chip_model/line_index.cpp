@@ -5,19 +5,20 @@ namespace probelab::chip {
 
 void LineIndex::insert(std::uint64_t line, std::uint32_t slot) {
   const std::uint64_t key = line >> kLineBits;
-  if (!stretch(key)) {
-    auto& s = stretches_[key];
-    s = std::make_unique<Stretch>();
-    cached_key_ = key;
-    cached_ = s.get();
+  Stretch* s = stretch(key);
+  if (!s) {
+    auto& owned = stretches_[key];
+    owned = std::make_unique<Stretch>();
+    s = owned.get();
+    memo_[key & (kMemo - 1)] = {key, s};
   }
-  cached_->slot[line & kLineMask] = slot;
+  s->slot[line & kLineMask] = slot;
   ++size_;
 }
 
 void LineIndex::erase(std::uint64_t line) {
-  stretch(line >> kLineBits);  // present: the stretch exists
-  cached_->slot[line & kLineMask] = kNone;
+  Stretch* s = stretch(line >> kLineBits);  // present: the stretch exists
+  s->slot[line & kLineMask] = kNone;
   --size_;
 }
 

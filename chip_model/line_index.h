@@ -1,9 +1,10 @@
 // A map from cache-line numbers to slot numbers for the L2 residency model (l2_cache.h): a table
 // of 64 KiB stretches of HBM (128 lines each), each holding the slots of its lines, created when a
 // line of the stretch first becomes resident and kept. A tile's lines are consecutive, so lookups
-// after the first in a stretch find it in a one-entry cache. Memory follows the HBM footprint the
-// L2 has seen (about 0.8% of it), not the L2's capacity. Never iterated, so its layout cannot leak
-// into a result. Not thread-safe (one chip, one thread).
+// after the first in a stretch find it in a small cache of the stretches looked up last, present
+// or missing (a collective's input and output ranges alternate in it, one lookup per message).
+// Memory follows the HBM footprint the L2 has seen (about 0.8% of it), not the L2's capacity.
+// Never iterated, so its layout cannot leak into a result. Not thread-safe (one chip, one thread).
 #pragma once
 
 #include <array>
@@ -35,19 +36,23 @@ class LineIndex {
     std::array<std::uint32_t, 1u << kLineBits> slot;
     Stretch() { slot.fill(kNone); }
   };
-  const Stretch* stretch(std::uint64_t key) const {
-    if (key != cached_key_) {
+  Stretch* stretch(std::uint64_t key) const {
+    Memo& m = memo_[key & (kMemo - 1)];
+    if (m.key != key) {
       const auto it = stretches_.find(key);
-      if (it == stretches_.end()) return nullptr;
-      cached_key_ = key;
-      cached_ = it->second.get();
+      m = {key, it == stretches_.end() ? nullptr : it->second.get()};
     }
-    return cached_;
+    return m.stretch;
   }
+  /// Stretches looked up recently, present or not (nullptr), direct-mapped by key.
+  struct Memo {
+    std::uint64_t key = UINT64_MAX;
+    Stretch* stretch = nullptr;
+  };
+  static constexpr std::size_t kMemo = 8;
 
   std::map<std::uint64_t, std::unique_ptr<Stretch>> stretches_;
-  mutable std::uint64_t cached_key_ = UINT64_MAX;
-  mutable Stretch* cached_ = nullptr;
+  mutable std::array<Memo, kMemo> memo_{};
   std::uint64_t size_ = 0;
 };
 

@@ -17,7 +17,7 @@ Network::Network(sc_core::sc_module_name name, const ClusterTopology& topo, cons
   SC_HAS_PROCESS(Network);
   links_.reserve(topo.num_links());
   for (std::size_t i = 0; i < topo.num_links(); ++i)
-    links_.push_back(std::make_unique<Link>(static_cast<std::uint32_t>(i), topo.link(i)));
+    links_.emplace_back(static_cast<std::uint32_t>(i), topo.link(i));
   lookahead_ps_ = cell_ps(topo);
   SC_METHOD(pump);
   sensitive << wake_;
@@ -50,7 +50,7 @@ std::uint64_t Network::send(Message&& m, std::uint64_t ready_ps, std::uint64_t d
   m.hop = 0;
   m.head_ps = ready_ps;
   m.tail_ps = data_ps;
-  Link& first = *links_.at(route.front());
+  Link& first = links_.at(route.front());
   std::optional<Link::Span> closed;
   const Link::Hop h = first.hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
   traced_hop(route.front(), h, m.wire_bytes, closed);
@@ -99,7 +99,7 @@ void Network::take_hop(Message&& m) {
   const Route route = topo_.route(m.src, m.dst);
   const std::uint32_t id = route.at(m.hop);
   std::optional<Link::Span> closed;
-  const Link::Hop h = links_.at(id)->hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
+  const Link::Hop h = links_.at(id).hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
   traced_hop(id, h, m.wire_bytes, closed);
   m.head_ps = h.head_ps;
   m.tail_ps = h.tail_ps;
@@ -185,7 +185,7 @@ void Network::trace_span(std::size_t link, const Link::Span& s) {
 
 void Network::flush_trace() {
   for (std::size_t i = 0; i < links_.size(); ++i)
-    if (auto s = links_[i]->close_span()) trace_span(i, *s);
+    if (auto s = links_[i].close_span()) trace_span(i, *s);
 }
 
 }  // namespace probelab::chip

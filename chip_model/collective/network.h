@@ -94,9 +94,9 @@ class Network : public sc_core::sc_module {
   std::uint64_t cell_start(std::uint64_t t) const { return lookahead_ps_ == 0 ? t : t - t % lookahead_ps_; }
   /// Time of the earliest queued hop or delivery; nullopt when nothing is queued.
   std::optional<std::uint64_t> next_event_ps() const;
-  const Link& link(std::size_t id) const { return *links_.at(id); }
+  const Link& link(std::size_t id) const { return links_.at(id); }
   /// Runs link `id` at `fraction` (0, 1] of its nominal bandwidth from now on (performance fault).
-  void degrade(std::size_t id, double fraction) { links_.at(id)->set_bandwidth_fraction(fraction); }
+  void degrade(std::size_t id, double fraction) { links_.at(id).set_bandwidth_fraction(fraction); }
   /// True when this partition processes the hops onto link `id` (and so holds its statistics).
   bool owns(std::size_t link) const;
   std::size_t num_links() const { return links_.size(); }
@@ -133,7 +133,7 @@ class Network : public sc_core::sc_module {
   std::uint32_t process_;
   Trace* trace_;
   Boundary* boundary_ = nullptr;
-  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<Link> links_;  // by id, contiguous (every hop touches one)
   std::vector<Receiver*> receivers_;  // by rank (nullptr: not in this partition)
   std::priority_queue<Event, std::vector<Event>, Later> queue_;
   std::vector<Message> slab_;          // messages of the queued events

@@ -3,7 +3,10 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <numeric>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "chip_model/hbm.h"
 #include "chip_model/l2_cache.h"
@@ -152,9 +155,14 @@ TEST(Hbm, BusTransportChargesTheModelledTime) {
 // that hit and miss, writes over clean and dirty lines (partial: write-back first; whole), port
 // caps, every client, capture records allocating in the L2, and transfers that are not single.
 TEST(Hbm, SingleGranuleTransfersMatchTheGeneralModel) {
+  // 4 channels (a power of two: the channel is a mask of the granule) and 3 (a remainder).
+  for (const std::uint32_t channels : {4u, 3u})
   for (bool with_l2 : {false, true}) {
+    pc::ChipConfig conf = cfg();
+    conf.hbm_channels = channels;
+    const std::string tag = fmt::format("{}{}", with_l2 ? "_l2_" : "_", channels);
     pc::Trace traced(true);
-    pc::Hbm fast(with_l2 ? "fast_l2" : "fast", cfg()), general(with_l2 ? "general_l2" : "general", cfg(), 0, &traced);
+    pc::Hbm fast(("fast" + tag).c_str(), conf), general(("general" + tag).c_str(), conf, 0, &traced);
     pc::L2Cache fast_l2(1 << 20), general_l2(1 << 20);
     if (with_l2) {
       fast.attach_l2(&fast_l2, 400.0, 300.0, true);
@@ -190,7 +198,7 @@ TEST(Hbm, SingleGranuleTransfersMatchTheGeneralModel) {
       const Op& o = ops[i];
       EXPECT_EQ(fast.transfer_at_ps(o.addr, o.bytes, o.start, o.who, o.write, o.port, false),
                 general.transfer_at_ps(o.addr, o.bytes, o.start, o.who, o.write, o.port, false))
-          << "op " << i << (with_l2 ? " with L2" : "");
+          << "op " << i << (with_l2 ? " with L2" : "") << ", " << channels << " channels";
     }
     for (int c = 0; c < pc::kHbmClientCount; ++c) {
       const auto who = static_cast<pc::HbmClient>(c);
