@@ -48,11 +48,45 @@ const FoldRule* fold_rule(const std::string& op, std::int64_t opset) {
   return nullptr;
 }
 
+namespace {
+
+const std::vector<MovedParam>& moved_params() {
+  static const std::vector<MovedParam> params = [] {
+    std::vector<MovedParam> v = {
+        {"Clip", 11, 1, "min"},     {"Clip", 11, 2, "max"},     {"Reshape", 5, 1, "shape"},
+        {"Slice", 10, 1, "starts"}, {"Slice", 10, 2, "ends"},   {"Slice", 10, 3, "axes"},
+        {"ReduceSum", 13, 1, "axes"}, {"Unsqueeze", 13, 1, "axes"}, {"Squeeze", 13, 1, "axes"},
+        {"Split", 13, 1, "split"},  {"Pad", 11, 1, "pads"},     {"Pad", 11, 2, "value"},
+        {"Upsample", 9, 1, "scales"}, {"TopK", 10, 1, "k"},     {"Dropout", 12, 1, "ratio"},
+    };
+    for (const char* r : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                          "ReduceLogSum", "ReduceLogSumExp"})
+      v.push_back({r, 18, 1, "axes"});
+    return v;
+  }();
+  return params;
+}
+
+const MovedParam* moved_input(const std::string& op, std::size_t pos) {
+  for (const MovedParam& m : moved_params())
+    if (op == m.op && pos == m.pos) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+const MovedParam* moved_attribute(const std::string& op, const std::string& attr) {
+  for (const MovedParam& m : moved_params())
+    if (op == m.op && attr == m.name) return &m;
+  return nullptr;
+}
+
 std::optional<InputSince> input_since(const std::string& op, std::size_t pos) {
   for (std::int64_t opset = 1; opset <= kMaxOnnxOpset; ++opset)
     if (const FoldRule* r = fold_rule(op, opset); r && r->min_opset == opset)
       for (const FoldInput& f : r->inputs)
         if (f.pos == pos) return InputSince{opset, f.attr};
+  if (const MovedParam* m = moved_input(op, pos)) return InputSince{m->opset, m->name};
   return std::nullopt;
 }
 
@@ -63,11 +97,19 @@ void check_input_opsets(const Op& op, std::int64_t opset, const std::string& whe
     if (!since || opset >= since->opset) continue;
     std::size_t allowed = 0;  // inputs the op takes at the model's opset
     while (allowed < pos && !(input_since(op.type, allowed) && opset < input_since(op.type, allowed)->opset)) ++allowed;
+    const MovedParam* m = moved_input(op.type, pos);
     throw GraphError(fmt::format("{}: has {} inputs, but at the model's opset {} {} takes {}: input {} ('{}') is an "
-                                 "input of {} from opset {} on",
+                                 "input of {} from opset {} on{}",
                                  where, op.inputs.size(), opset, op.type, allowed, pos, since->what, op.type,
-                                 since->opset));
+                                 since->opset,
+                                 m && opset < m->opset ? fmt::format(" (at opset {}, the attribute '{}')", opset, m->name)
+                                                       : std::string()));
   }
+  for (const auto& [attr, value] : op.attrs)
+    if (const MovedParam* m = moved_attribute(op.type, attr); m && opset >= m->opset)
+      throw GraphError(fmt::format("{}: has the attribute '{}', but at the model's opset {} {} takes {} as input {} "
+                                   "(an attribute of {} before opset {})",
+                                   where, attr, opset, op.type, m->name, m->pos, op.type, m->opset));
 }
 
 bool is_folded(const FoldRule* rule, std::size_t pos) {

@@ -30,16 +30,30 @@ struct FoldRule {
 const FoldRule* fold_rule(const std::string& op, std::int64_t opset);
 bool is_folded(const FoldRule* rule, std::size_t pos);
 
+/// A parameter that is the attribute `name` of `op` below `opset` and input `pos` from `opset` on
+/// (Clip's min and max, Reshape's shape, the reductions' axes, ...), whether the importer folds
+/// the input (FoldRule) or keeps it.
+struct MovedParam {
+  const char* op;
+  std::int64_t opset;
+  std::size_t pos;
+  const char* name;
+};
+/// The parameter of `op` that attribute `attr` became, when a later opset made it an input.
+const MovedParam* moved_attribute(const std::string& op, const std::string& attr);
+
 /// The first opset at which input `pos` of `op` exists, and what it holds ("axes"), when a later
-/// opset added it: the first fold rule of the op holding `pos` (the rules are where inputs that
-/// were attributes became inputs); nullopt when no rule of the op holds it.
+/// opset added it: the first fold rule of the op holding `pos`, or the MovedParam at `pos`;
+/// nullopt when neither holds it.
 struct InputSince {
   std::int64_t opset;
   std::string what;
 };
 std::optional<InputSince> input_since(const std::string& op, std::size_t pos);
 /// Throws GraphError (prefixed with `where`) when `op` (straight from the model, before folding)
-/// gives an input that only a later opset than the model's `opset` has, naming both opsets.
+/// has the inputs or attributes of another opset than the model's `opset`: an input that only a
+/// later opset has, or an attribute a later opset made an input (MovedParam) at an opset where it
+/// is that input. The message names the model's opset and what the op takes there.
 void check_input_opsets(const Op& op, std::int64_t opset, const std::string& where);
 
 /// Attribute value of a folded input.

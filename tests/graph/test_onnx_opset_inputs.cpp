@@ -1,5 +1,6 @@
 // ONNX import: a node giving an input that only a later opset of its op has names the model's
-// opset and the opset that added the input.
+// opset and the opset that added the input; one giving an attribute that a later opset made an
+// input, at such an opset, names the input it is there.
 #include <gtest/gtest.h>
 
 #include "graph/onnx/onnx_import.h"
@@ -37,6 +38,33 @@ TEST(OnnxOpsetInputs, AnInputALaterOpsetAddedIsNamedWithBothOpsets) {
     const std::string e = import_error(c.model);
     EXPECT_NE(e.find(c.message), std::string::npos) << c.model << ": " << e;
   }
+}
+
+TEST(OnnxOpsetInputs, ClipBoundsAreAttributesBeforeOpset11AndInputsFromIt) {
+  EXPECT_NE(import_error("clip_inputs_opset6.onnx")
+                .find("node 'clip' (Clip): has 3 inputs, but at the model's opset 6 Clip takes 1: input 2 ('max') is "
+                      "an input of Clip from opset 11 on (at opset 6, the attribute 'max')"),
+            std::string::npos)
+      << import_error("clip_inputs_opset6.onnx");
+  EXPECT_NE(import_error("clip_attributes_opset11.onnx")
+                .find("node 'clip' (Clip): has the attribute 'max', but at the model's opset 11 Clip takes max as input "
+                      "2 (an attribute of Clip before opset 11)"),
+            std::string::npos)
+      << import_error("clip_attributes_opset11.onnx");
+  // the opset-6 form imports, its bounds as the op's attributes
+  const Graph g = import_onnx(kDir + "clip_attributes_opset6.onnx");
+  ASSERT_EQ(g.ops().size(), 1u);
+  EXPECT_EQ(g.ops()[0].inputs.size(), 1u);
+  EXPECT_EQ(g.ops()[0].attr_float("min"), -1.0);
+  EXPECT_EQ(g.ops()[0].attr_float("max"), 1.0);
+}
+
+TEST(OnnxOpsetInputs, AnAttributeALaterOpsetMadeAnInputIsNamedWithTheInput) {
+  EXPECT_NE(import_error("squeeze_axes_attribute_opset13.onnx")
+                .find("node 'squeeze' (Squeeze): has the attribute 'axes', but at the model's opset 13 Squeeze takes "
+                      "axes as input 1 (an attribute of Squeeze before opset 13)"),
+            std::string::npos)
+      << import_error("squeeze_axes_attribute_opset13.onnx");
 }
 
 }  // namespace
