@@ -78,20 +78,30 @@ std::vector<std::uint32_t> checkpoint_steps(const fs::path& root, std::uint32_t 
   return out;
 }
 
+namespace {
+
+[[noreturn]] void no_checkpoint(const fs::path& root, std::uint32_t rank, std::uint32_t step) {
+  const auto have = checkpoint_steps(root, rank);
+  if (have.empty() && rank > 0 && !checkpoint_steps(root, 0).empty())
+    throw ScenarioError(root.string(), 0, 0, "ranks", "only ranks the run has checkpoints of (was ranks changed with --set?)",
+                        fmt::format("rank {}, which has none", rank));
+  throw ScenarioError(root.string(), 0, 0, "--from-step",
+                      have.empty() ? std::string("a run with checkpoints (scenario key checkpoints: {every: N})")
+                                   : fmt::format("a step with a checkpoint of rank {}: {}", rank, fmt::join(have, ", ")),
+                      std::to_string(step));
+}
+
+}  // namespace
+
+void require_checkpoint(const fs::path& root, std::uint32_t rank, std::uint32_t step) {
+  std::error_code ec;
+  if (!fs::is_regular_file(step_dir(root, rank, step) / "checkpoint.json", ec)) no_checkpoint(root, rank, step);
+}
+
 std::map<std::string, graph::Tensor> read_checkpoint(const fs::path& root, std::uint32_t rank, std::uint32_t step) {
   const fs::path dir = step_dir(root, rank, step);
   std::ifstream in(dir / "checkpoint.json");
-  if (!in) {
-    const auto have = checkpoint_steps(root, rank);
-    if (have.empty() && rank > 0 && !checkpoint_steps(root, 0).empty())
-      throw ScenarioError(root.string(), 0, 0, "ranks",
-                          "only ranks the run has checkpoints of (was ranks changed with --set?)",
-                          fmt::format("rank {}, which has none", rank));
-    throw ScenarioError(root.string(), 0, 0, "--from-step",
-                        have.empty() ? std::string("a run with checkpoints (scenario key checkpoints: {every: N})")
-                                     : fmt::format("a step with a checkpoint of rank {}: {}", rank, fmt::join(have, ", ")),
-                        std::to_string(step));
-  }
+  if (!in) no_checkpoint(root, rank, step);
   const json j = json::parse(in);
   std::map<std::string, graph::Tensor> state;
   for (const json& t : j.at("tensors"))

@@ -28,6 +28,9 @@ void write_checkpoint(const std::filesystem::path& root, std::uint32_t rank, std
 std::map<std::string, graph::Tensor> read_checkpoint(const std::filesystem::path& root, std::uint32_t rank,
                                                      std::uint32_t step);
 
+/// Throws what read_checkpoint throws for a missing or incomplete checkpoint, reading no tensor.
+void require_checkpoint(const std::filesystem::path& root, std::uint32_t rank, std::uint32_t step);
+
 /// The scenario a run's checkpoints belong to, as resolved (after --set and --seed):
 /// <root>/scenario.yaml plus <root>/run.json {file, seed} (the file anchors relative model paths).
 void write_checkpoint_scenario(const std::filesystem::path& root, const Scenario& s);

@@ -52,7 +52,8 @@ ReplayResult replay_run(const fs::path& run_dir, const ReplayOptions& opts,
   if (opts.from_step >= static_cast<std::uint32_t>(s.steps))
     throw ScenarioError(run_dir.string(), 0, 0, "--from-step", fmt::format("a step below steps ({})", s.steps),
                         std::to_string(opts.from_step));
-  for (int r = 0; r < s.ranks; ++r) (void)read_checkpoint(ckpt, static_cast<std::uint32_t>(r), opts.from_step);
+  // Missing checkpoints are named before anything else; the runner reads them (check_resume_fits).
+  for (int r = 0; r < s.ranks; ++r) require_checkpoint(ckpt, static_cast<std::uint32_t>(r), opts.from_step);
   s.resume = Scenario::Resume{opts.from_step, ckpt};
   s.expectations.clear();
   s.variants.clear();

@@ -8,14 +8,15 @@
 
 namespace probelab::sim {
 
-void check_resume_fits(const PreparedRun& run) {
+void check_resume_fits(PreparedRun& run) {
   const auto& resume = run.scenario.resume;
   if (!resume) return;
   const graph::Graph& executed = run.workload.snapshots.fused;
   for (int r = 0; r < run.scenario.ranks; ++r) {
     const auto rank = static_cast<std::uint32_t>(r);
     const std::string where = (resume->checkpoints / fmt::format("rank{}", r) / fmt::format("step{}", resume->from_step)).string();
-    for (const auto& [name, value] : read_checkpoint(resume->checkpoints, rank, resume->from_step)) {
+    const auto& values = run.resume_values[rank] = read_checkpoint(resume->checkpoints, rank, resume->from_step);
+    for (const auto& [name, value] : values) {
       auto fail = [&](const std::string& got) {
         throw ScenarioError(where, 0, 0, name, "a checkpoint of the model the resumed scenario runs (was it changed with --set?)",
                             got);

@@ -7,8 +7,9 @@
 
 namespace probelab::sim {
 
-/// Nothing for a run without `scenario.resume`. Otherwise reads the checkpoint of every rank and
-/// throws ScenarioError (bad input) naming the checkpoint directory, the tensor and what differs.
-void check_resume_fits(const PreparedRun& run);
+/// Nothing for a run without `scenario.resume`. Otherwise reads the checkpoint of every rank into
+/// `run.resume_values` (the simulation starts from them) and throws ScenarioError (bad input)
+/// naming the checkpoint directory, the tensor and what differs.
+void check_resume_fits(PreparedRun& run);
 
 }  // namespace probelab::sim

@@ -227,7 +227,9 @@ PartitionResult simulate_partition(const SimRequest& req) {
     }
     if (s.resume) {
       ec.first_step = s.resume->from_step;
-      ec.initial_values = read_checkpoint(s.resume->checkpoints, r, s.resume->from_step);
+      const auto read = run.resume_values.find(r);
+      ec.initial_values = read != run.resume_values.end() ? read->second
+                                                          : read_checkpoint(s.resume->checkpoints, r, s.resume->from_step);
     }
     if (rs.runtime) {
       rs.runtime->note_uploads(ec.rank_initializers);

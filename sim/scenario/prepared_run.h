@@ -12,6 +12,7 @@
 
 #include "chip_model/chip_config.h"
 #include "chip_model/collective/cluster_config.h"
+#include "graph/tensor.h"
 
 
 #include "probes/probe_config.h"
@@ -31,6 +32,9 @@ struct PreparedRun {
   /// config keys with no equivalent (msprobe), a probe config that selects nothing. `probelab run
   /// --strict` makes them bad input.
   std::vector<std::string> warnings;
+  /// A resumed run (scenario.resume): each rank's checkpoint, read once by check_resume_fits
+  /// (sim/run/resume_fit.h); the simulation starts from it.
+  std::map<std::uint32_t, std::map<std::string, graph::Tensor>> resume_values;
   /// Quantization attributes per op name of the executed graph (empty: nothing quantized).
   std::map<std::string, spec::OpAttrs> quantization;
 };
