@@ -152,6 +152,10 @@ const ProbeSite* InsertionResult::site(std::uint32_t probe_op_id) const {
   return it == by_probe_op.end() ? nullptr : &probes[it->second];
 }
 
+std::string no_selection_warning(const WatchPoint& wp) {
+  return fmt::format("watch point '{}' selects no op or tensor", wp.id);
+}
+
 InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
   register_probe_ops();
   InsertionResult res;
@@ -167,7 +171,7 @@ InsertionResult insert_probes(graph::Graph& g, const ProbeConfig& cfg) {
   for (std::size_t w = 0; w < cfg.watch_points.size(); ++w) {
     const WatchPoint& wp = cfg.watch_points[w];
     auto edges = select_edges(g, wp);
-    if (edges.empty()) res.warnings.push_back(fmt::format("watch point '{}' selects no op or tensor", wp.id));
+    if (edges.empty()) res.warnings.push_back(no_selection_warning(wp));
     for (const auto& e : edges) {
       const graph::Op& op = g.op(e.op_id);
       const std::string& tensor = e.is_input ? op.inputs[e.index] : op.outputs[e.index];

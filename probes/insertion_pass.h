@@ -96,4 +96,8 @@ struct SelectedEdge {
 };
 std::vector<SelectedEdge> select_edges(const graph::Graph& g, const WatchPoint& wp);
 
+/// The insertion pass's warning for a watch point that selects no edge: "watch point 'wp0' selects
+/// no op or tensor". A harness that checks a config against the graph before inserting words it so.
+std::string no_selection_warning(const WatchPoint& wp);
+
 }  // namespace probelab::probes

@@ -112,10 +112,14 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
                           "losses", "loss_scaling", "checkpoints", "perf", "quantization"}) {
     r[key] = result.contains(key) ? result[key] : json(nullptr);
   }
+  // The preparation's warnings, then the simulation's that none of them already says (the
+  // insertion pass names a watch point that selects nothing, which a preparation warning that
+  // the config selects nothing names too).
   json warnings = json::array();
   for (const auto& w : run.warnings) warnings.push_back(w);
   if (result.contains("warnings") && result["warnings"].is_array())
-    for (const auto& w : result["warnings"]) warnings.push_back(w);
+    for (const auto& w : result["warnings"])
+      if (!w.is_string() || !run.already_warned(w.get<std::string>())) warnings.push_back(w);
   r["warnings"] = warnings;
   if (run.probes) {
     json mapping = json::array();
@@ -208,11 +212,6 @@ std::string summary_text(const json& r) {
     for (const auto& m : r["probe_config"]["mapping"])
       out += fmt::format("    {} -> {}{}\n", m.value("from", ""), m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
                          m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
-  }
-  if (r["warnings"].is_array() && !r["warnings"].empty()) {
-    out += fmt::format("  warnings: {}\n", r["warnings"].size());
-    for (std::size_t i = 0; i < r["warnings"].size() && i < 8; ++i)
-      out += "    " + r["warnings"][i].get<std::string>() + "\n";
   }
   if (r.contains("quantization")) out += quant_summary(r["quantization"]);
   if (r.contains("rewind") && r["rewind"].is_object()) {

@@ -175,7 +175,8 @@ PreparedRun prepare_run(const Scenario& s) {
         r.warnings.push_back("probes: the config selects nothing to capture: " + why);
       r.probes = std::move(cfg);
     } else {
-      r.warnings.push_back("probes: enabled is false: nothing is captured and no exception is reported");
+      r.warnings.push_back(fmt::format("probes: {} is false: nothing is captured and no exception is reported",
+                                       cfg.format == "msprobe" ? "msprobe's dump_enable" : "enabled"));
     }
   }
   if (s.quantization) {
@@ -186,6 +187,10 @@ PreparedRun prepare_run(const Scenario& s) {
   return r;
 }
 
+bool PreparedRun::already_warned(const std::string& w) const {
+  return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& p) { return p.find(w) != std::string::npos; });
+}
+
 std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::Graph& executed, int steps, int ranks) {
   if (cfg.watch_points.empty())
     return "it has no watch point (add watch_points: [\"*\"], or `scope`; an msprobe config.json needs its dump_path "
@@ -193,7 +198,7 @@ std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::G
   std::vector<std::string> why;
   for (const auto& wp : cfg.watch_points) {
     if (probes::select_edges(executed, wp).empty()) {
-      why.push_back(fmt::format("watch point '{}' matches no op or tensor", wp.id));
+      why.push_back(probes::no_selection_warning(wp));
       continue;
     }
     bool step = false, rank = false;

@@ -32,6 +32,9 @@ struct PreparedRun {
   /// config keys with no equivalent (msprobe), a probe config that selects nothing. `probelab run
   /// --strict` makes them bad input.
   std::vector<std::string> warnings;
+  /// Whether one of `warnings` already says `w`, a warning of a later stage: the insertion pass's
+  /// "watch point 'wp0' selects no op or tensor" is part of "the config selects nothing ...".
+  bool already_warned(const std::string& w) const;
   /// A resumed run (scenario.resume): each rank's checkpoint, read once by check_resume_fits
   /// (sim/run/resume_fit.h); the simulation starts from it.
   std::map<std::uint32_t, std::map<std::string, graph::Tensor>> resume_values;

@@ -82,5 +82,31 @@ TEST(MsprobeCli, AConfigThatSelectsNothingWarnsAndFailsWithStrict) {
   EXPECT_NE(m.err.find("nowhere.json"), std::string::npos) << m.err;
 }
 
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST(MsprobeCli, EachWarningIsPrintedOnce) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  // every watch point selects nothing: the preparation says so, and the insertion pass of each rank
+  dir.write("nomatch.yaml", scenario("nomatch", "ranks: 2\nprobes: {watch_points: ['nosuch*']}\n"));
+  // msprobe's dump_enable: false: the translation and the preparation both knew the probes are off
+  dir.write("off.json", R"({"task": "statistics", "dump_path": "./d", "dump_enable": false})");
+  dir.write("off.yaml", scenario("off", "probes: off.json\n"));
+  for (const auto& [name, what] : {std::pair{"nomatch", "'wp0'"}, std::pair{"off", "nothing is captured"}}) {
+    const test::CmdResult r = run(std::string("run ") + name + ".yaml --out out --no-trace --no-baseline", dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(count(r.out, what), 1u) << name << ": " << r.out;
+    const std::string summary = test::slurp(dir.path() / "out" / name / "summary.txt");
+    EXPECT_EQ(count(summary, what), 1u) << name << ": " << summary;
+    EXPECT_EQ(count(summary, "warnings:"), 1u) << name << ": " << summary;
+    const json rep = json::parse(test::slurp(dir.path() / "out" / name / "report.json"));
+    EXPECT_EQ(rep["warnings"].size(), 1u) << name << ": " << rep["warnings"];
+  }
+}
+
 }  // namespace
 }  // namespace probelab::sim
