@@ -16,6 +16,8 @@ using detail::Reader;
 constexpr std::string_view kOwnKeys[] = {"dump_path", "level",      "async_dump",        "dump_enable", "extra_info",
                                          "precision", "risk_level", "is_deterministic", "enable_dataloader",
                                          "acl_config"};
+// Keys probelab's own config has too (task for mode, step and rank lists, seed).
+constexpr std::string_view kSharedKeys[] = {"task", "step", "rank", "seed"};
 constexpr std::string_view kSections[] = {"statistics", "tensor",     "overflow_check", "nan_check",      "acc_check",
                                           "run_ut",     "structure",  "free_benchmark", "grad_probe",     "exception_dump"};
 
@@ -122,6 +124,11 @@ class Translator {
   void put(const std::string& key, const YAML::Node& v, std::string to, std::string note) {
     map_.push_back({fmt::format("{}: {}", key, flow(v)), std::move(to), std::move(note)});
   }
+  // A key the config leaves out, read with msprobe's default `as` ("" when msprobe has none).
+  void absent(const std::string& key, const std::string& as, std::string to, std::string note) {
+    map_.push_back({fmt::format("{} (absent{})", key, as.empty() ? "" : ": msprobe's default " + as), std::move(to),
+                    std::move(note)});
+  }
   void none(const std::string& key, const YAML::Node& v, const std::string& instead) {
     map_.push_back({fmt::format("{}: {}", key, flow(v)), "", "no equivalent: " + instead});
     warn_.push_back(fmt::format("msprobe {}: {} has no equivalent here: {}", key, flow(v), instead));
@@ -130,6 +137,10 @@ class Translator {
   void task() {
     task_ = n_["task"] ? r_.str(n_["task"], "task") : "statistics";
     const YAML::Node tn = n_["task"] ? n_["task"] : YAML::Node("statistics");
+    const auto put_task = [&](std::string to, std::string note) {
+      if (n_["task"]) put("task", tn, std::move(to), std::move(note));
+      else absent("task", "\"statistics\"", std::move(to), std::move(note));
+    };
     static const std::pair<std::string_view, std::string_view> kNone[] = {
         {"structure", "`probelab show MODEL` prints the graph, its snapshots and fusion provenance"},
         {"acc_check", "`compare: {enabled: true}` compares every op against the CPU reference"},
@@ -148,10 +159,10 @@ class Translator {
     wp["data_mode"].push_back("output");
     if (task_ == "tensor") {
       out_["mode"] = "full";
-      put("task", tn, "mode: full", "full tensors of the selected ops (with statistics in dump.json)");
+      put_task("mode: full", "full tensors of the selected ops (with statistics in dump.json)");
     } else if (task_ == "statistics") {
       out_["mode"] = "statistics";
-      put("task", tn, "mode: statistics", "statistics records of the selected ops");
+      put_task("mode: statistics", "statistics records of the selected ops");
     } else {
       out_["mode"] = "statistics";
       YAML::Node kinds;
@@ -160,11 +171,11 @@ class Translator {
       if (task_ == "overflow_check") {
         wp["conditions"].push_back("inf_count > 0 || nan_count > 0");
         wp["actions"].push_back("full_dump");
-        put("task", tn, "exceptions: {kinds: [overflow, invalid, nan_input]}; conditions: [inf_count > 0 || nan_count > 0] -> full_dump",
-            "the exception latch reports each overflow (op, element, cycle); tensors holding Inf/NaN are dumped");
+        put_task("exceptions: {kinds: [overflow, invalid, nan_input]}; conditions: [inf_count > 0 || nan_count > 0] -> full_dump",
+                 "the exception latch reports each overflow (op, element, cycle); tensors holding Inf/NaN are dumped");
       } else {
-        put("task", tn, "exceptions: {kinds: [overflow, invalid, nan_input]}",
-            "the exception latch and the float-status register report NaN/Inf");
+        put_task("exceptions: {kinds: [overflow, invalid, nan_input]}",
+                 "the exception latch and the float-status register report NaN/Inf");
       }
     }
     for (const auto& s : kSections) {
@@ -177,7 +188,13 @@ class Translator {
       if (!sec.IsMap()) r_.fail(sec, std::string(s), "expected a mapping");
       section(sec, std::string(s), wp);
     }
-    if (!wp["match"] && !wp["types"] && !wp["range"]) wp["match"].push_back("*");
+    if (!wp["match"] && !wp["types"] && !wp["range"]) {
+      wp["match"].push_back("*");
+      const YAML::Node sec = n_[task_];
+      if (task_ != "overflow_check" && !(sec && (sec["list"] || sec["scope"])))
+        absent(task_ + ".list, " + task_ + ".scope", "[]", "match: [\"*\"]",
+               "every op (msprobe dumps every API and module when list and scope are empty)");
+    }
     wps_.push_back(wp);
     for (std::size_t i = 0; i < extra_wps_.size(); ++i) wps_.push_back(extra_wps_[i]);
   }
@@ -336,10 +353,15 @@ class Translator {
       if (dir.empty() || dir == "." || dir == "..") dir = "dump";
       out_["output"]["dir"] = dir;
       put("dump_path", d, "output.dir: " + dir, "dumps stay inside the run's output directory: <out>/<scenario>/" + dir);
+    } else {
+      absent("dump_path", "", "output.dir: dump", "dumps go to <out>/<scenario>/dump");
     }
     for (const auto& [from, to] : {std::pair{"step", "steps"}, std::pair{"rank", "ranks"}}) {
       const YAML::Node v = n_[from];
-      if (!v) continue;
+      if (!v) {
+        absent(from, "[]", std::string(to) + ": all", "every " + std::string(from));
+        continue;
+      }
       if (v.IsSequence() && v.size() == 0) {
         put(from, v, std::string(to) + ": all", "empty list: every " + std::string(from));
         continue;
@@ -356,6 +378,8 @@ class Translator {
       else if (lv == "mix") put("level", l, "", "modules and APIs: each op, and modules through their scope");
       else if (lv == "debug") r_.fail(l, "level", "single-point saving (level debug) has no equivalent here: use watch_points on the tensors to save");
       else r_.fail(l, "level", fmt::format("unknown level '{}' (expected L0, L1, L2, mix or debug)", lv));
+    } else {
+      absent("level", "\"L1\"", "", "API level: each op of the executed graph");
     }
     if (const auto& a = n_["async_dump"]) {
       if (r_.boolean(a, "async_dump")) {
@@ -418,12 +442,19 @@ bool is_msprobe_config(const YAML::Node& node) {
     if (node[std::string(k)]) return true;
   for (auto k : kSections)
     if (node[std::string(k)] && node[std::string(k)].IsMap()) return true;
-  if (const auto& t = node["task"]; t && t.IsScalar()) {
-    const std::string v = t.as<std::string>();
-    for (auto k : kSections)
-      if (v == k && v != "statistics" && v != "tensor") return true;
+  const YAML::Node t = node["task"];
+  const std::string task = t && t.IsScalar() ? t.as<std::string>() : "";
+  for (auto k : kSections)
+    if (task == k && task != "statistics" && task != "tensor") return true;
+  // Only keys both formats have: msprobe's when task (if given) is one of its tasks. probelab
+  // would read it as a config with no watch point, which selects nothing; msprobe dumps every op.
+  bool shared = false;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (std::find(std::begin(kSharedKeys), std::end(kSharedKeys), k) == std::end(kSharedKeys)) return false;
+    shared = shared || k != "seed";
   }
-  return false;
+  return shared && (!t || task == "statistics" || task == "tensor");
 }
 
 MsprobeTranslation translate_msprobe(const YAML::Node& node, const std::string& source) {

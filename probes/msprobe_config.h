@@ -20,6 +20,9 @@
 //   statistics.device                capture.in_kernel_statistics (device: true, host: false)
 //   async_dump                       capture.drain: buffer_full (no host wait between steps)
 //   dump_enable: false               enabled: false
+// A key left out reads as msprobe's default (task statistics, level L1, every step and rank,
+// empty list and scope: every op), listed in the mapping as "<key> (absent: ...)"; without
+// dump_path the dumps go to output.dir's default.
 // Keys with no equivalent (e.g. bench_path, risk_level CORE, check_mode aicore) are accepted and
 // listed as warnings naming what to use instead; a task with no equivalent (structure,
 // acc_check, free_benchmark, grad_probe, exception_dump) or a bad value is a ConfigError naming
@@ -38,7 +41,10 @@ namespace probelab::probes {
 /// msprobe's config.json rather than probelab's config: it has a key only msprobe has
 /// (dump_path, level, async_dump, dump_enable, extra_info, precision, risk_level,
 /// is_deterministic, enable_dataloader, acl_config), a task section (statistics, tensor,
-/// overflow_check, ... as a mapping), or a task probelab has no mode for.
+/// overflow_check, ... as a mapping), or a task probelab has no mode for; or it has only keys
+/// both formats have (task, step, rank, seed), at least one of task, step and rank, and a task
+/// (if any) msprobe has: {"task": "tensor", "step": [1]}. probelab's reading of such a config
+/// has no watch point and selects nothing.
 bool is_msprobe_config(const YAML::Node& node);
 
 struct MsprobeTranslation {

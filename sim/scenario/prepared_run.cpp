@@ -193,8 +193,8 @@ bool PreparedRun::already_warned(const std::string& w) const {
 
 std::string probes_select_nothing(const probes::ProbeConfig& cfg, const graph::Graph& executed, int steps, int ranks) {
   if (cfg.watch_points.empty())
-    return "it has no watch point (add watch_points: [\"*\"], or `scope`; an msprobe config.json needs its dump_path "
-           "or task section to be recognised)";
+    return "it has no watch point (add watch_points: [\"*\"], or `scope`; a config is read as msprobe's config.json "
+           "when its keys are msprobe's)";
   std::vector<std::string> why;
   for (const auto& wp : cfg.watch_points) {
     if (probes::select_edges(executed, wp).empty()) {

@@ -41,6 +41,17 @@ std::vector<std::string> selected_ops(const graph::Graph& g, const probes::Watch
   return v;
 }
 
+// The one watch point of a translation with no warnings, capturing the inputs and outputs of its ops.
+const probes::WatchPoint& inputs_and_outputs(const ProbeConfig& c) {
+  EXPECT_EQ(c.format, "msprobe");
+  EXPECT_TRUE(c.load_warnings.empty());
+  EXPECT_EQ(c.watch_points.size(), 1u);
+  const auto& wp = c.watch_points.at(0);
+  EXPECT_TRUE(wp.capture_inputs);
+  EXPECT_TRUE(wp.capture_outputs);
+  return wp;
+}
+
 bool mapped(const ProbeConfig& c, const std::string& from_prefix, const std::string& to_part) {
   for (const auto& m : c.mapping)
     if (m.from.rfind(from_prefix, 0) == 0 && m.to.find(to_part) != std::string::npos) return true;
@@ -51,13 +62,8 @@ bool mapped(const ProbeConfig& c, const std::string& from_prefix, const std::str
 
 TEST(Msprobe, DefaultConfigJsonSelectsEveryOpsInputsAndOutputs) {
   const ProbeConfig c = ProbeConfig::from_string(kDefault, "config.json");
-  EXPECT_EQ(c.format, "msprobe");
-  EXPECT_TRUE(c.load_warnings.empty());
-  ASSERT_EQ(c.watch_points.size(), 1u);
-  const auto& wp = c.watch_points[0];
+  const auto& wp = inputs_and_outputs(c);
   EXPECT_EQ(wp.mode, CaptureMode::Statistics);
-  EXPECT_TRUE(wp.capture_inputs);
-  EXPECT_TRUE(wp.capture_outputs);
   EXPECT_TRUE(wp.steps.is_all());
   EXPECT_TRUE(wp.ranks.is_all());
   EXPECT_EQ(c.output.dir, "dump_path");
@@ -175,10 +181,39 @@ TEST(Msprobe, TasksWithoutEquivalentAndBadValuesAreErrorsWithTheLine) {
 
 TEST(Msprobe, ProbelabConfigsAreNotMistakenForMsprobe) {
   EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{mode: statistics, watch_points: ['*']}")));
-  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{task: tensor, step: [0], rank: [0]}")));
+  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{task: tensor, step: [0], watch_points: ['*']}")));
+  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{task: tensor, steps: [0]}")));  // steps: probelab's key
+  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{task: full, step: [0]}")));     // full: probelab's mode
+  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{seed: 3}")));
+  EXPECT_FALSE(probes::is_msprobe_config(YAML::Load("{}")));
   EXPECT_TRUE(probes::is_msprobe_config(YAML::Load("{task: tensor, dump_path: x}")));
   EXPECT_TRUE(probes::is_msprobe_config(YAML::Load("{task: overflow_check}")));
   EXPECT_TRUE(probes::is_msprobe_config(YAML::Load("{statistics: {list: []}}")));
+}
+
+TEST(Msprobe, AConfigOfKeysBothFormatsHaveIsMsprobesWithItsDefaults) {
+  for (const char* text : {R"({"task": "tensor", "step": [1]})", "{task: statistics}", "{step: [1], rank: [0], seed: 3}"})
+    EXPECT_TRUE(probes::is_msprobe_config(YAML::Load(text))) << text;
+  // msprobe's defaults: level L1, every rank, no list or scope (every op), data_mode all
+  const ProbeConfig c = ProbeConfig::from_string(R"({"task": "tensor", "step": [1]})", "config.json");
+  const auto& wp = inputs_and_outputs(c);
+  EXPECT_EQ(wp.mode, CaptureMode::Full);
+  EXPECT_EQ(wp.steps.str(), "[1]");
+  EXPECT_TRUE(wp.ranks.is_all());
+  EXPECT_EQ(c.output.dir, "dump");
+  EXPECT_EQ(selected_ops(mlp(), wp).size(), 5u);
+  for (const char* from : {"level (absent: msprobe's default \"L1\")", "rank (absent: msprobe's default [])",
+                           "tensor.list, tensor.scope (absent: msprobe's default [])", "dump_path (absent)"}) {
+    bool seen = false;
+    for (const auto& m : c.mapping) seen = seen || m.from == from;
+    EXPECT_TRUE(seen) << "no mapping entry " << from;
+  }
+  EXPECT_TRUE(mapped(c, "tensor.list, tensor.scope", "match: [\"*\"]"));
+  // task absent: statistics
+  const ProbeConfig s = ProbeConfig::from_string("{step: [0]}", "config.json");
+  ASSERT_EQ(s.watch_points.size(), 1u);
+  EXPECT_EQ(s.watch_points[0].mode, CaptureMode::Statistics);
+  EXPECT_TRUE(mapped(s, "task (absent: msprobe's default \"statistics\")", "mode: statistics"));
 }
 
 TEST(Msprobe, OpTypesMatchPytorchApiNames) {

@@ -55,7 +55,7 @@ TEST(MsprobeCli, AConfigThatSelectsNothingWarnsAndFailsWithStrict) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);
   // probelab's own vocabulary with no watch point: nothing to capture
-  dir.write("none.yaml", scenario("none", "probes: {task: tensor, step: [0], rank: [0]}\n"));
+  dir.write("none.yaml", scenario("none", "probes: {mode: full, steps: [0], ranks: [0]}\n"));
   // msprobe's config.json selecting a step the run does not have
   dir.write("late.json", R"({"task": "tensor", "dump_path": "./d", "step": [7], "rank": []})");
   dir.write("late.yaml", scenario("late", "probes: late.json\n"));
@@ -80,6 +80,28 @@ TEST(MsprobeCli, AConfigThatSelectsNothingWarnsAndFailsWithStrict) {
   const test::CmdResult m = run("run missing.yaml --no-trace", dir);
   EXPECT_EQ(m.code, 2);
   EXPECT_NE(m.err.find("nowhere.json"), std::string::npos) << m.err;
+}
+
+TEST(MsprobeCli, AMinimalMsprobeConfigDumpsEveryOpOfItsSteps) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("cfg.json", R"({"task": "tensor", "step": [1]})");
+  dir.write("minimal.yaml", scenario("minimal", "probes: cfg.json\n"));
+  const test::CmdResult r = run("run minimal.yaml --out out --no-trace --no-baseline --strict", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("level (absent: msprobe's default \"L1\")"), std::string::npos) << r.out;
+  const json rep = json::parse(test::slurp(dir.path() / "out/minimal/report.json"));
+  EXPECT_EQ(rep["probe_config"]["format"], "msprobe");
+  EXPECT_TRUE(rep["warnings"].empty()) << rep["warnings"];
+  // every op's inputs and outputs, full tensors, at step 1 only, under output.dir's default
+  std::set<std::string> steps, ops;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path() / "out/minimal/dump/rank0"))
+    if (e.path().extension() == ".npy") {
+      steps.insert(e.path().parent_path().filename().string());
+      ops.insert(e.path().filename().string().substr(0, e.path().filename().string().find('.')));
+    }
+  EXPECT_EQ(steps, (std::set<std::string>{"step1"}));
+  EXPECT_EQ(ops, (std::set<std::string>{"fc1", "fc1_bias", "relu", "fc2"}));
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
