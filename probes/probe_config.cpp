@@ -159,6 +159,7 @@ ProbeConfig ProbeConfig::from_yaml(const YAML::Node& node, const std::string& so
       parse_sections(r, t.probes, cfg);
       cfg.format = "msprobe";
       cfg.mapping = std::move(t.mapping);
+      cfg.translated = YAML::Dump(t.probes);
       cfg.load_warnings = std::move(t.warnings);
     } else {
       parse_sections(r, node, cfg);

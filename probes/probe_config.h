@@ -283,6 +283,7 @@ struct ProbeConfig {
   std::string source = "<config>";  // file name for messages
   std::string format = "probelab";  // "probelab" | "msprobe" (translated, see msprobe_config.h)
   std::vector<ConfigMapping> mapping;     // msprobe: every key and what it became
+  std::string translated;                 // msprobe: the probelab config it became (YAML)
   std::vector<std::string> load_warnings; // keys with no equivalent, with what to use instead
   bool enabled = true;
   std::optional<std::uint64_t> seed;

@@ -13,6 +13,7 @@
 #include "sim/cli/commands.h"
 #include "sim/run/mpi_session.h"
 #include "sim/run/partition_run.h"
+#include "sim/run/report.h"
 #include "sim/run/runner.h"
 #include "sim/scenario/scenario_error.h"
 #include "sim/scenario/source_root.h"
@@ -119,9 +120,7 @@ int run(const RunArgs& a) {
       const auto& pc = r["probe_config"];
       if (pc.is_object() && pc.value("format", "") == "msprobe") {
         fmt::print("\n{}: probes from msprobe config.json {}:\n", o.name, pc.value("source", "?"));
-        for (const auto& m : pc["mapping"])
-          fmt::print("  {:<40} -> {}{}\n", m.value("from", ""), m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
-                     m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
+        fmt::print("{}", sim::mapping_text(pc["mapping"], "  ", 40));
       }
       if (r["warnings"].is_array() && !r["warnings"].empty()) {
         fmt::print("\n{}: {} warning(s):\n", o.name, r["warnings"].size());

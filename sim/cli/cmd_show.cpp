@@ -3,6 +3,7 @@
 // parameters it changes, the training graph it builds and the probe sites it inserts.
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "graph/snapshot.h"
 #include "probes/insertion_pass.h"
 #include "sim/cli/commands.h"
+#include "sim/run/report.h"
 #include "sim/run/resources.h"
 #include "sim/scenario/model_loader.h"
 #include "sim/scenario/prepared_run.h"
@@ -34,6 +36,14 @@ struct ShowArgs {
 };
 
 using nlohmann::json;
+
+// The insertion pass's warnings that no preparation warning already says.
+std::vector<std::string> later_warnings(const sim::PreparedRun& run, const probes::InsertionResult& ins) {
+  std::vector<std::string> out;
+  for (const auto& w : ins.warnings)
+    if (!run.already_warned(w)) out.push_back(w);
+  return out;
+}
 
 json graph_json(const graph::Graph& g) {
   json ops = json::array(), tensors = json::array();
@@ -147,15 +157,17 @@ int show(const ShowArgs& a) {
       if (run.probes) {
         graph::Graph g = run.workload.snapshots.fused;
         const probes::InsertionResult ins = probes::insert_probes(g, *run.probes);
-        json sites = json::array(), mapping = json::array();
+        json sites = json::array();
         for (const auto& p : ins.probes)
           sites.push_back({{"kind", std::string(probes::probe_kind_name(p.kind))},
                            {"position", p.position == probes::ProbePosition::Before ? "before" : "after"},
                            {"op", p.target_op}, {"edge", fmt::format("{}{}", p.is_input ? "in" : "out", p.index)},
                            {"mode", std::string(probes::capture_mode_name(p.mode))}, {"sample_rate", p.sample_rate}});
-        for (const auto& m : run.probes->mapping) mapping.push_back({{"from", m.from}, {"to", m.to}, {"note", m.note}});
-        j["probes"] = {{"format", run.probes->format}, {"source", run.probes->source}, {"mapping", mapping},
-                       {"sites", sites}, {"warnings", ins.warnings}};
+        j["probes"] = sim::probe_config_json(*run.probes);
+        j["probes"]["source"] = run.probes->source;
+        if (!run.probes->translated.empty()) j["probes"]["translated"] = yaml_json(YAML::Load(run.probes->translated));
+        j["probes"]["sites"] = sites;
+        j["probes"]["warnings"] = later_warnings(run, ins);
       }
       fmt::print("{}\n", j.dump(2));
       return 0;
@@ -176,6 +188,15 @@ int show(const ShowArgs& a) {
       fmt::print("collectives: {}\n", fmt::join(run.workload.collectives, ", "));
     fmt::print("\n");
     print_snapshots(run.workload.snapshots, a);
+    if (run.probes && run.probes->format == "msprobe") {
+      // What `run` uses: each msprobe key's translation, and the probelab config they make.
+      fmt::print("== probes: msprobe config.json {}, translated ==\n{}", run.probes->source,
+                 sim::mapping_text(sim::probe_config_json(*run.probes)["mapping"], "  ", 40));
+      fmt::print("as probelab's config:\n");
+      std::istringstream lines(run.probes->translated);
+      for (std::string line; std::getline(lines, line);) fmt::print("  {}\n", line);
+      fmt::print("\n");
+    }
     if (run.probes) {
       graph::Graph g = run.workload.snapshots.fused;
       const probes::InsertionResult ins = probes::insert_probes(g, *run.probes);
@@ -184,8 +205,9 @@ int show(const ShowArgs& a) {
         fmt::print("  {:<10} {:<6} {} {}{} ({}, rate {})\n", probes::probe_kind_name(p.kind),
                    p.position == probes::ProbePosition::Before ? "before" : "after", p.target_op,
                    p.is_input ? "in" : "out", p.index, probes::capture_mode_name(p.mode), p.sample_rate);
-      for (const auto& w : ins.warnings) fmt::print("  warning: {}\n", w);
+      for (const auto& w : later_warnings(run, ins)) fmt::print("  warning: {}\n", w);
     }
+    for (const auto& w : run.warnings) fmt::print("warning: {}\n", w);
     return 0;
   }
   if (!a.sets.empty())

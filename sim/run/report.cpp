@@ -121,13 +121,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
     for (const auto& w : result["warnings"])
       if (!w.is_string() || !run.already_warned(w.get<std::string>())) warnings.push_back(w);
   r["warnings"] = warnings;
-  if (run.probes) {
-    json mapping = json::array();
-    for (const auto& m : run.probes->mapping) mapping.push_back({{"from", m.from}, {"to", m.to}, {"note", m.note}});
-    r["probe_config"] = {{"format", run.probes->format}, {"source", display_path(run.probes->source)}, {"mapping", mapping}};
-  } else {
-    r["probe_config"] = nullptr;
-  }
+  r["probe_config"] = run.probes ? probe_config_json(*run.probes) : json(nullptr);
   json cycles = result.contains("cycles") ? result["cycles"] : json::object();
   cycles["baseline"] = baseline.is_object() && baseline.value("status", "") == "ok" ? json(total_cycles(baseline))
                                                                                    : json(nullptr);
@@ -151,6 +145,21 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
   }
   r["variants"] = vs;
   return r;
+}
+
+json probe_config_json(const probes::ProbeConfig& cfg) {
+  json mapping = json::array();
+  for (const auto& m : cfg.mapping) mapping.push_back({{"from", m.from}, {"to", m.to}, {"note", m.note}});
+  return {{"format", cfg.format}, {"source", display_path(cfg.source)}, {"mapping", mapping}};
+}
+
+std::string mapping_text(const json& mapping, std::string_view indent, std::size_t width) {
+  std::string out;
+  for (const auto& m : mapping)
+    out += fmt::format("{}{:<{}} -> {}{}\n", indent, m.value("from", ""), width,
+                       m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
+                       m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
+  return out;
 }
 
 void add_expectations(json& report, const Scenario& s) {
@@ -209,9 +218,7 @@ std::string summary_text(const json& r) {
   }
   if (r.contains("probe_config") && r["probe_config"].is_object() && r["probe_config"].value("format", "") == "msprobe") {
     out += fmt::format("  probes: msprobe config.json {}, translated:\n", r["probe_config"].value("source", "?"));
-    for (const auto& m : r["probe_config"]["mapping"])
-      out += fmt::format("    {} -> {}{}\n", m.value("from", ""), m.value("to", "").empty() ? "(nothing)" : m.value("to", ""),
-                         m.value("note", "").empty() ? "" : "  # " + m.value("note", ""));
+    out += mapping_text(r["probe_config"]["mapping"], "    ", 0);
   }
   if (r.contains("quantization")) out += quant_summary(r["quantization"]);
   if (r.contains("rewind") && r["rewind"].is_object()) {

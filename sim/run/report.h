@@ -64,6 +64,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -85,6 +86,12 @@ struct VariantOutcome {
 /// its no-probe baseline (null when there is none).
 nlohmann::json build_report(const PreparedRun& run, const nlohmann::json& result, const nlohmann::json& baseline,
                             const std::vector<VariantOutcome>& variants);
+
+/// report.json's probe_config: {format: probelab | msprobe, source, mapping: [{from, to, note}]}.
+nlohmann::json probe_config_json(const probes::ProbeConfig& cfg);
+/// An msprobe translation's mapping, one "from -> to  # note" line per key, each after `indent`
+/// with `from` padded to `width` ("(nothing)" for a key with no equivalent).
+std::string mapping_text(const nlohmann::json& mapping, std::string_view indent, std::size_t width);
 
 /// Evaluates the scenario's expectations against the report, adds `expectations` and `passed`.
 void add_expectations(nlohmann::json& report, const Scenario& s);

@@ -104,6 +104,26 @@ TEST(MsprobeCli, AMinimalMsprobeConfigDumpsEveryOpOfItsSteps) {
   EXPECT_EQ(ops, (std::set<std::string>{"fc1", "fc1_bias", "relu", "fc2"}));
 }
 
+TEST(MsprobeCli, ShowPrintsWhatTheConfigTranslatesTo) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("cfg.json", R"({"task": "tensor", "dump_path": "./d", "step": [1], "precision": "low"})");
+  dir.write("s.yaml", scenario("s", "probes: cfg.json\n"));
+  const test::CmdResult r = run("show s.yaml", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* part : {"== probes: msprobe config.json", "task: \"tensor\"", "-> mode: full", "dump_path: \"./d\"",
+                           "-> output.dir: d", "as probelab's config:\n", "\n  mode: full\n", "\n  steps:",
+                           "warning: msprobe precision: \"low\" has no equivalent here"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  const test::CmdResult j = run("show s.yaml --json", dir);
+  ASSERT_EQ(j.code, 0) << j.out << j.err;
+  const json show = json::parse(j.out);
+  EXPECT_EQ(show["probes"]["format"], "msprobe");
+  EXPECT_EQ(show["probes"]["translated"]["mode"], "full");
+  EXPECT_EQ(show["probes"]["translated"]["output"]["dir"], "d");
+  EXPECT_EQ(show["probes"]["translated"]["watch_points"][0]["match"][0], "*");
+}
+
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
