@@ -149,7 +149,7 @@ void AiCore::execute(TaskContext& ctx) {
   FaultHooks* hooks = svc_.faults;
   HbmMemory mem(hbm);
   kernels::OpRunner run(prepare(task, block), mode_of(ctx.fp_mode));
-  const std::string label = run.args().op_name.empty() ? run.args().op_type : run.args().op_name;
+  const std::string& label = run.args().op_name.empty() ? run.args().op_type : run.args().op_name;
   const sc_core::sc_time start = ctx.now();
   const std::uint64_t start_cycle = ctx.cycle();
   run.load(mem, hooks, ctx.site(lead));

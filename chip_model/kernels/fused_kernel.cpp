@@ -31,11 +31,12 @@ struct InnerOp {
   std::vector<graph::TensorDesc> out_descs;
 };
 
-/// One body op with its kernel, and whether that kernel is a Cube one.
+/// One body op with its kernel, whether that kernel is a Cube one and whether the op is quantized.
 struct BodyOp {
   InnerOp inner;
   const Kernel* kernel = nullptr;
   bool cube = false;
+  bool quantized = false;
 };
 
 /// The body as prepare() builds it from the args (output descs from shape inference,
@@ -70,12 +71,14 @@ class FusedKernel final : public Kernel {
     const spec::OpArgs& a = c.args;
     const auto n_in = a.inputs.size(), n_out = a.outputs.size();
     std::map<std::int32_t, graph::Tensor> values;  // FP32 intermediates and outputs by body index
-    std::map<std::int32_t, graph::TensorDesc> descs = input_descs(c);
+    const bool prepared = c.state != nullptr;
+    // Descs of the body tensors, for body ops built here (a prepared call has them built).
+    std::map<std::int32_t, graph::TensorDesc> descs;
+    if (!prepared) descs = input_descs(c);
     Computed out;
     out.values.resize(n_out);
     out.flags.resize(n_out);
     const graph::DType cube_dtype = first_float_dtype(c);
-    const bool prepared = c.state != nullptr;
     for (std::size_t k = 0; k < a.fused_body.size(); ++k) {
       const spec::FusedInner& f = a.fused_body[k];
       BodyOp scratch;
@@ -101,8 +104,8 @@ class FusedKernel final : public Kernel {
       std::vector<graph::Tensor> results;
       if (cube) {
         const KernelCall ic{inner.args, inner.op, ins, inner.out_descs, c.mode, c.accum, nullptr, nullptr, c.quant};
-        Computed r = is_quantized(inner.args.attrs) ? compute_quantized(kern, ic) : kern.compute(ic);
-        if (is_quantized(inner.args.attrs) && c.quant && !c.quant->records.empty()) {
+        Computed r = b.quantized ? compute_quantized(kern, ic) : kern.compute(ic);
+        if (b.quantized && c.quant && !c.quant->records.empty()) {
           // Operands of the fused op keep their input index; intermediates have none.
           QuantOpRecord& q = c.quant->records.back();
           for (QuantOperandRecord* o : {&q.activations, &q.weights}) {
@@ -132,7 +135,7 @@ class FusedKernel final : public Kernel {
                                              a.op_name, k, f.name, o, graph::dtype_name(d.dtype), graph::shape_str(d.shape),
                                              graph::dtype_name(inner.out_descs[o].dtype),
                                              graph::shape_str(inner.out_descs[o].shape)));
-        descs[f.outputs[o]] = d;
+        if (!prepared) descs[f.outputs[o]] = d;
         values[f.outputs[o]] = std::move(results[o]);
       }
     }
@@ -236,6 +239,7 @@ class FusedKernel final : public Kernel {
     b.inner = make_inner(a, op, k, descs);
     b.kernel = &KernelRegistry::instance().get(a.fused_body[k].type);
     b.cube = b.kernel->uses_cube(b.inner.args);
+    b.quantized = is_quantized(b.inner.args.attrs);
     return b;
   }
 

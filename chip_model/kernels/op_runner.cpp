@@ -158,6 +158,35 @@ PreparedOp::PreparedOp(spec::OpArgs a)
   accum.split_k_chunk = args.split_k_chunk;
   accum.partial_dtype = graph::DType::F16;
   state = kernel->prepare(args, op);
+  cube = kernel->uses_cube(args);
+  vector_out = kernel->vector_output(args);
+  quantized = is_quantized(args.attrs);
+  // The attribute names, made once (every op looks them up).
+  struct Keys {
+    const char* prefix;
+    std::string meta, history;
+  };
+  static const std::array<Keys, 2> kKeys = [] {
+    std::array<Keys, 2> k{Keys{spec::kQuantActivations, {}, {}}, Keys{spec::kQuantWeights, {}, {}}};
+    for (Keys& key : k) {
+      key.meta = std::string(key.prefix) + spec::kQuantMetaSuffix;
+      key.history = std::string(key.prefix) + spec::kQuantHistorySuffix;
+    }
+    return k;
+  }();
+  auto collect = [&](const spec::OpAttrs& attrs) {
+    if (attrs.empty()) return;
+    for (const Keys& key : kKeys) {
+      auto meta = attrs.find(key.meta);
+      auto len = attrs.find(key.history);
+      if (meta == attrs.end() || len == attrs.end() || !std::holds_alternative<std::int64_t>(meta->second) ||
+          !std::holds_alternative<std::int64_t>(len->second))
+        continue;
+      quant_state.push_back({key.prefix, std::get<std::int64_t>(meta->second), std::get<std::int64_t>(len->second)});
+    }
+  };
+  collect(args.attrs);
+  for (const auto& f : args.fused_body) collect(f.attrs);
 }
 
 OpRunner::OpRunner(spec::OpArgs args, const num::Mode& mode)
@@ -190,7 +219,7 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
     if (fault_wanted(hooks, kFaultCoreBuffer)) {
       // Where the operand sits on the core: Cube operands are staged in L1, then A in L0A and B
       // in L0B; vector operands in the Unified Buffer.
-      if (kernel_->uses_cube(args_)) {
+      if (prep_->cube) {
         hooks->on_core_buffer(site, CoreBuffer::L1, bytes);
         if (i < 2) hooks->on_core_buffer(site, i == 0 ? CoreBuffer::L0A : CoreBuffer::L0B, bytes);
       } else {
@@ -208,37 +237,13 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
 
 void OpRunner::load_quant_state(KernelMemory& mem) {
   quant_ = QuantContext{};
-  // The attribute names, made once (every op looks them up).
-  struct Keys {
-    const char* prefix;
-    std::string meta, history;
-  };
-  static const std::array<Keys, 2> kKeys = [] {
-    std::array<Keys, 2> k{Keys{spec::kQuantActivations, {}, {}}, Keys{spec::kQuantWeights, {}, {}}};
-    for (Keys& key : k) {
-      key.meta = std::string(key.prefix) + spec::kQuantMetaSuffix;
-      key.history = std::string(key.prefix) + spec::kQuantHistorySuffix;
-    }
-    return k;
-  }();
-  auto collect = [&](const spec::OpAttrs& attrs) {
-    if (attrs.empty()) return;
-    for (const Keys& key : kKeys) {
-      const char* prefix = key.prefix;
-      auto meta = attrs.find(key.meta);
-      auto len = attrs.find(key.history);
-      if (meta == attrs.end() || len == attrs.end() || !std::holds_alternative<std::int64_t>(meta->second) ||
-          !std::holds_alternative<std::int64_t>(len->second))
-        continue;
-      const std::int64_t n = std::get<std::int64_t>(len->second);
-      if (n < 1 || n > (1 << 20)) throw std::runtime_error(fmt::format("{}: {}{} must be in [1, 2^20]", op_label(args_), prefix, spec::kQuantHistorySuffix));
-      std::vector<float> v(static_cast<std::size_t>(n) + 1);
-      mem.read(static_cast<std::uint64_t>(std::get<std::int64_t>(meta->second)), std::as_writable_bytes(std::span(v)));
-      quant_.meta[static_cast<std::uint64_t>(std::get<std::int64_t>(meta->second))] = std::move(v);
-    }
-  };
-  collect(args_.attrs);
-  for (const auto& f : args_.fused_body) collect(f.attrs);
+  for (const PreparedOp::QuantState& q : prep_->quant_state) {
+    if (q.history < 1 || q.history > (1 << 20))
+      throw std::runtime_error(fmt::format("{}: {}{} must be in [1, 2^20]", op_label(args_), q.prefix, spec::kQuantHistorySuffix));
+    std::vector<float> v(static_cast<std::size_t>(q.history) + 1);
+    mem.read(static_cast<std::uint64_t>(q.addr), std::as_writable_bytes(std::span(v)));
+    quant_.meta[static_cast<std::uint64_t>(q.addr)] = std::move(v);
+  }
 }
 
 namespace {
@@ -300,17 +305,17 @@ std::shared_ptr<const TilePlan> PreparedOp::plan(const OpWork& w, const CoreTimi
 }
 
 void OpRunner::compute(FaultHooks* hooks, const FaultSite& site) {
-  if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultGemmAccumulation))
+  if (prep_->cube && fault_wanted(hooks, kFaultGemmAccumulation))
     hooks->on_gemm_accumulation(site, accum_);
   if (accum_.acc_dtype != graph::DType::F32 && accum_.acc_dtype != graph::DType::F16)
     throw std::runtime_error(fmt::format("{}: accumulation dtype {} is not supported (F32 or F16)", op_label(args_),
                                          graph::dtype_name(accum_.acc_dtype)));
   quant_.records.clear();
   KernelCall call{args_, op_, input_ptrs_, out_descs_, mode_, accum_, hooks, &site, &quant_, prep_->state.get()};
-  computed_ = is_quantized(args_.attrs) ? compute_quantized(*kernel_, call) : kernel_->compute(call);
+  computed_ = prep_->quantized ? compute_quantized(*kernel_, call) : kernel_->compute(call);
   note_quant_saturation();
   // Cube results sit in the L0C accumulator (FP32) until the output conversion.
-  if (kernel_->uses_cube(args_) && fault_wanted(hooks, kFaultCoreBuffer))
+  if (prep_->cube && fault_wanted(hooks, kFaultCoreBuffer))
     for (auto& v : computed_.values) hooks->on_core_buffer(site, CoreBuffer::L0C, std::as_writable_bytes(std::span(v)));
   if (computed_.values.size() != out_descs_.size())
     throw std::runtime_error(fmt::format("{}: kernel produced {} outputs, the args name {}", op_label(args_),
@@ -343,7 +348,7 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   outputs_.clear();
   output_scans_.clear();
   detection_.outputs.clear();
-  const bool lanes = kernel_->vector_output(args_) && fault_wanted(hooks, kFaultVectorLanes);
+  const bool lanes = prep_->vector_out && fault_wanted(hooks, kFaultVectorLanes);
   for (std::size_t o = 0; o < out_descs_.size(); ++o) {
     const graph::TensorDesc& d = out_descs_[o];
     const FloatBuffer& pre = computed_.values[o];
@@ -395,7 +400,7 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
   const num::ScanReport& fs = *scans.out;  // finish() scans the delivered tensor when the conversion did not
   TensorFlags f;
 
-  const bool cube = kernel_->uses_cube(args_);
+  const bool cube = prep_->cube;
   const std::uint32_t acc_detail =
       cube && accum_.acc_dtype == graph::DType::F16 ? spec::kExcDetailAccumulator | spec::kExcDetailAccFp16
       : cube && accum_.split_k_chunk != 0          ? spec::kExcDetailPartial

@@ -112,6 +112,17 @@ struct PreparedOp {
   std::vector<graph::TensorDesc> out_descs;
   AccumulationMode accum;
   std::shared_ptr<const KernelState> state;  // kernel->prepare(args, op)
+  // What the kernel says of these args, asked once (a fused kernel asks its body ops' kernels).
+  bool cube = false;        // kernel->uses_cube(args)
+  bool vector_out = true;   // kernel->vector_output(args)
+  bool quantized = false;   // is_quantized(args.attrs)
+  /// Delayed-scaling state the attrs name (`<prefix>.meta` address and `<prefix>.history`
+  /// length, both integers), op attrs first, then each fused body op's, activations before weights.
+  struct QuantState {
+    const char* prefix;
+    std::int64_t addr, history;
+  };
+  std::vector<QuantState> quant_state;
 
   /// The tile plan of this op's work `w` (its stats_bytes included) on `cores` units with core
   /// parameters `p` (plan_tiles), made on first use and kept: the work is a function of the args.
