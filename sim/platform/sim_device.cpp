@@ -21,31 +21,36 @@ std::uint64_t ps(const sc_core::sc_time& t) { return chip::ChipClock::to_ps(t); 
 
 SimDevice::SimDevice(std::uint32_t rank, const chip::ChipConfig& cfg, Bus bus, chip::Trace* trace,
                      HostCosts costs)
-    : rank_(rank), cfg_(cfg), bus_(std::move(bus)), trace_(trace), costs_(costs), alloc_(4096, cfg.hbm_bytes) {}
+    : rank_(rank), cfg_(cfg), bus_(std::move(bus)), trace_(trace), costs_(costs), alloc_(4096, cfg.hbm_bytes),
+      call_cost_(ns(costs.host_call_ns)), pcie_latency_(ns(cfg.pcie_latency_ns)) {}
 
 SimDevice::~SimDevice() = default;
 
-tlm_utils::tlm_quantumkeeper& SimDevice::qk() {
-  const void* key = sc_core::sc_get_current_process_handle().get_process_object();
-  auto it = qks_.find(key);
-  if (it == qks_.end()) {
-    auto q = std::make_unique<tlm_utils::tlm_quantumkeeper>();
+SimDevice::ThreadState& SimDevice::thread_state() {
+  // The calling process (sc_get_current_process_handle().get_process_object(), without making a
+  // handle); the host threads take turns, so the last one asking is remembered.
+  const void* key = static_cast<const sc_core::sc_object*>(sc_core::sc_get_current_process_b());
+  if (key == current_key_ && current_) return *current_;
+  ThreadState& t = threads_[key];
+  if (!t.qk) {
+    t.qk = std::make_unique<tlm_utils::tlm_quantumkeeper>();
     tlm_utils::tlm_quantumkeeper::set_global_quantum(ns(cfg_.quantum_ns));
-    q->reset();
-    it = qks_.emplace(key, std::move(q)).first;
+    t.qk->reset();
   }
-  return *it->second;
+  current_key_ = key;
+  current_ = &t;
+  return t;
 }
 
-std::uint64_t& SimDevice::thread_last_posted() {
-  return last_posted_seq_[sc_core::sc_get_current_process_handle().get_process_object()];
-}
+tlm_utils::tlm_quantumkeeper& SimDevice::qk() { return *thread_state().qk; }
+
+std::uint64_t& SimDevice::thread_last_posted() { return thread_state().last_posted; }
 
 sc_core::sc_time SimDevice::local_now() { return qk().get_current_time(); }
 
 void SimDevice::sync() { qk().sync(); }
 
-void SimDevice::charge_call() { qk().inc(ns(costs_.host_call_ns)); }
+void SimDevice::charge_call() { qk().inc(call_cost_); }
 
 sc_core::sc_time SimDevice::hbm_issue_delay() {
   // The HBM model serves requests in simulation order, each no earlier than its start: a request
@@ -62,7 +67,7 @@ sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::ui
   const sc_core::sc_time xfer = ns(static_cast<double>(bytes) / cfg_.pcie_bandwidth_gbps);
   free_at = start + xfer;
   stats_.pcie_busy_ps += ps(xfer);
-  const sc_core::sc_time arrive = start + ns(cfg_.pcie_latency_ns) + xfer;
+  const sc_core::sc_time arrive = start + pcie_latency_ + xfer;
   if (trace_ && trace_->enabled()) {
     // One track per direction: the link serializes one transfer at a time each way; the data
     // arrives a latency after it left (`arrive_ps`), overlapping the next transfer.
@@ -98,7 +103,7 @@ void SimDevice::read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out
     throw std::invalid_argument(fmt::format("rank {}: MMIO burst of {} registers exceeds {} bytes", rank_, out.size(),
                                             spec::kMmioMaxBurstBytes));
   auto& q = qk();
-  q.inc(ns(cfg_.pcie_latency_ns));  // request travels to the chip
+  q.inc(pcie_latency_);  // request travels to the chip
   q.sync();
   // PCIe ordering: a read does not pass posted writes that reached the chip at the same time,
   // nor the calling thread's own earlier writes (which a later-dated write of another thread may
@@ -111,7 +116,7 @@ void SimDevice::read_regs_now(std::uint32_t offset, std::span<std::uint32_t> out
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   transport(tlm::TLM_READ_COMMAND, offset, reinterpret_cast<std::byte*>(out.data()), out.size() * 4, delay, "MMIO read");
   // chip-side latency; the completion (with its payload) travels back
-  q.set(delay + ns(cfg_.pcie_latency_ns) + ns(static_cast<double>(out.size() * 4) / cfg_.pcie_bandwidth_gbps));
+  q.set(delay + pcie_latency_ + ns(static_cast<double>(out.size() * 4) / cfg_.pcie_bandwidth_gbps));
   q.sync();
   ++stats_.mmio_reads;
 }
@@ -134,7 +139,7 @@ std::uint32_t SimDevice::read_reg(std::uint32_t offset) {
 
 void SimDevice::write_reg(std::uint32_t offset, std::uint32_t value) {
   charge_call();
-  const sc_core::sc_time at = std::max(local_now() + ns(cfg_.pcie_latency_ns), last_posted_at_);
+  const sc_core::sc_time at = std::max(local_now() + pcie_latency_, last_posted_at_);
   last_posted_at_ = at;
   posted_.push_back(Posted{at, offset, value, ++posted_issued_});
   thread_last_posted() = posted_issued_;

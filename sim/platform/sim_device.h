@@ -117,7 +117,13 @@ class SimDevice final : public probes::Device {
     std::uint32_t value;
     std::uint64_t seq;  // issue order
   };
-  /// Issue number of the calling thread's last posted write (0: none).
+  /// Per host thread (SystemC process): its quantum keeper and the issue number of its last
+  /// posted write (0: none).
+  struct ThreadState {
+    std::unique_ptr<tlm_utils::tlm_quantumkeeper> qk;
+    std::uint64_t last_posted = 0;
+  };
+  ThreadState& thread_state();
   std::uint64_t& thread_last_posted();
   tlm_utils::tlm_quantumkeeper& qk();
   void charge_call();
@@ -140,8 +146,10 @@ class SimDevice final : public probes::Device {
   HostCosts costs_;
   HbmAllocator alloc_;
   IrqHandler handler_;
-  std::map<const void*, std::unique_ptr<tlm_utils::tlm_quantumkeeper>> qks_;
-  std::map<const void*, std::uint64_t> last_posted_seq_;  // per host thread
+  std::map<const void*, ThreadState> threads_;  // by process object
+  const void* current_key_ = nullptr;           // the process thread_state() last served
+  ThreadState* current_ = nullptr;
+  sc_core::sc_time call_cost_, pcie_latency_;   // host_call_ns, pcie_latency_ns
   std::uint64_t posted_issued_ = 0, posted_delivered_ = 0;
   std::array<sc_core::sc_time, 2> pcie_free_{};  // per LinkDir
   std::deque<Posted> posted_;
