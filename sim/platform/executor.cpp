@@ -72,18 +72,24 @@ void Executor::plan_memory() {
 
 void Executor::write_tensor(const std::string& name, const graph::Tensor& value) {
   const graph::TensorDesc& d = g_.tensor(name).desc;
-  graph::Tensor v = value;
-  if (v.dtype() != d.dtype) {
-    if (!graph::is_float(v.dtype()) || !graph::is_float(d.dtype))
+  // Converted only when the value's dtype or format differs from the tensor's (else sent as it is).
+  graph::Tensor converted;
+  const graph::Tensor* v = &value;
+  if (v->dtype() != d.dtype) {
+    if (!graph::is_float(v->dtype()) || !graph::is_float(d.dtype))
       throw std::runtime_error(fmt::format("tensor '{}': cannot feed {} data into a {} tensor", name,
-                                           graph::dtype_name(v.dtype()), graph::dtype_name(d.dtype)));
-    v = graph::Tensor::from_f64(v.shape(), graph::to_logical(v).to_f64(), d.dtype);
+                                           graph::dtype_name(v->dtype()), graph::dtype_name(d.dtype)));
+    converted = graph::Tensor::from_f64(v->shape(), graph::to_logical(*v).to_f64(), d.dtype);
+    v = &converted;
   }
-  if (v.shape() != d.shape)
+  if (v->shape() != d.shape)
     throw std::runtime_error(fmt::format("tensor '{}': fed shape {} but the graph declares {}", name,
-                                         graph::shape_str(v.shape()), graph::shape_str(d.shape)));
-  if (v.desc().format != d.format) v = graph::convert_format(v, d.format);
-  dev_.dma_write(addr_.at(name), v.bytes());
+                                         graph::shape_str(v->shape()), graph::shape_str(d.shape)));
+  if (v->desc().format != d.format) {
+    converted = graph::convert_format(*v, d.format);
+    v = &converted;
+  }
+  dev_.dma_write(addr_.at(name), v->bytes());
 }
 
 graph::Tensor Executor::read_tensor(const std::string& name) {
