@@ -298,25 +298,29 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         counters = probes::pmu_json(c->second->delta);
         der = derived(c->second->delta.counters, r);
       }
-      // Filled in place (an initializer list would copy every member once more).
-      json& st = steps.emplace_back(json::object());
-      st["rank"] = rank;
-      st["step"] = step;
-      st["cycles"] = e - b;
-      st["critical_path"] = std::move(path);
-      st["bound"] = kPathNames[best];
-      st["kernel_cycles"] = sp.kernel;
-      st["collective_cycles"] = sp.collective;
-      st["exposed_collective_cycles"] = sp.collective - sp.overlapped;
-      st["overlapped_collective_cycles"] = sp.overlapped;
-      json& top_op = st["top_op"];
+      // One entry per step: its members added in key order, each at the end of the object (an
+      // initializer list would copy every member once more, a keyed insert searches the object).
+      json::object_t st;
+      auto put = [&st](const char* key, json value) { st.emplace_hint(st.end(), key, std::move(value)); };
+      put("bound", kPathNames[best]);
+      put("collective_cycles", sp.collective);
+      put("counters", std::move(counters));
+      put("critical_path", std::move(path));
+      put("cycles", e - b);
+      put("derived", std::move(der));
+      put("exposed_collective_cycles", sp.collective - sp.overlapped);
+      put("kernel_cycles", sp.kernel);
+      put("overlapped_collective_cycles", sp.overlapped);
+      put("rank", rank);
+      put("step", step);
+      json top_op;
       if (top) {
         top_op["op"] = name_of.count(top->op_id) ? name_of[top->op_id] : top->op_name;
         top_op["cycles"] = top->cycles;
         top_op["bound"] = bound_of[top->op_id];
       }
-      st["counters"] = std::move(counters);
-      st["derived"] = std::move(der);
+      put("top_op", std::move(top_op));
+      steps.push_back(json(std::move(st)));
     }
     chip::PerfMonitor::Counters c = pr.counters;
     c[spec::kPmuCycle] = pr.cycles;

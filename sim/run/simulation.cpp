@@ -309,10 +309,10 @@ PartitionResult simulate_partition(const SimRequest& req) {
       if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));
     per_rank.push_back({{"rank", r},
                         {"finish_ps", chip::ChipClock::to_ps(platform.host(r).finish_time())},
-                        {"steps", steps},
+                        {"steps", std::move(steps)},
                         {"tasks", {er.kernel_tasks, er.collective_tasks, er.probe_tasks, er.barrier_tasks,
                                    er.in_kernel_statistics, er.in_kernel_dumps}},
-                        {"losses", l},
+                        {"losses", std::move(l)},
                         {"checkpoints", {er.checkpoints, er.checkpoint_bytes}},
                         {"loss_scale", loss_scale_json(er, s.training.loss_scaling.has_value())},
                         {"warnings", er.warnings}});
@@ -325,7 +325,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
     if (records[r]) quant.push_back(quant_executions(*records[r], r));
   out.data["quantization"] = std::move(quant);
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
-  out.data["ranks"] = per_rank;
+  out.data["ranks"] = std::move(per_rank);
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
   out.data["perf"] = perf_of_partition(run, platform, st, records, *cores);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
@@ -346,14 +346,14 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   const PreparedRun& run = *req.run;
   const Workload& w = run.workload;
   const chip::ChipClock clock(run.chip.clock_mhz);
-  std::map<std::uint32_t, const json*> ranks;
+  std::map<std::uint32_t, json*> ranks;  // the partitions' rank entries, moved from below
   std::uint64_t end_ps = 0;
   json ops = json::array();
   std::map<std::uint32_t, json> ops_by_rank;
   std::vector<json> injections;
   for (auto& p : parts) {
     end_ps = std::max(end_ps, p.data.at("end_ps").get<std::uint64_t>());
-    for (const auto& r : p.data.at("ranks")) ranks[r.at("rank").get<std::uint32_t>()] = &r;
+    for (auto& r : p.data.at("ranks")) ranks[r.at("rank").get<std::uint32_t>()] = &r;
     for (auto& o : p.data.at("ops")) ops_by_rank[o.at("rank").get<std::uint32_t>()].push_back(std::move(o));
     if (!p.data.at("injections").is_null()) injections.push_back(p.data.at("injections"));
   }
@@ -370,22 +370,23 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
     json steps = json::array();
     for (const auto& be : rj->at("steps"))
       steps.push_back(clock.ps_to_cycles(be.at(1).get<std::uint64_t>()) - clock.ps_to_cycles(be.at(0).get<std::uint64_t>()));
-    per_step.push_back(steps);
+    per_step.push_back(std::move(steps));
     for (int k = 0; k < 6; ++k) tasks[k] += rj->at("tasks").at(k).get<std::uint64_t>();
     checkpoints += rj->at("checkpoints").at(0).get<std::uint64_t>();
     checkpoint_bytes += rj->at("checkpoints").at(1).get<std::uint64_t>();
-    losses.push_back(rj->at("losses"));
+    losses.push_back(std::move(rj->at("losses")));
     if (!rj->at("loss_scale").is_null()) loss_scale.push_back(rj->at("loss_scale"));
     for (const auto& wmsg : rj->at("warnings")) warnings.push_back(wmsg);
   }
-  res["cycles"] = {{"total", clock.cycle_at(chip::ChipClock::from_ps(end_ps))}, {"per_rank", per_rank}, {"per_step", per_step}};
+  res["cycles"] = {{"total", clock.cycle_at(chip::ChipClock::from_ps(end_ps))}, {"per_rank", std::move(per_rank)},
+                   {"per_step", std::move(per_step)}};
   res["tasks"] = {{"kernel", tasks[0]},  {"collective", tasks[1]}, {"probe", tasks[2]}, {"barrier", tasks[3]},
                   {"in_kernel_statistics", tasks[4]}, {"in_kernel_dumps", tasks[5]}};
   const Scenario& s = run.scenario;
   if (s.checkpoint_every > 0 || s.resume)
     res["checkpoints"] = {{"every", s.checkpoint_every}, {"taken", checkpoints}, {"bytes", checkpoint_bytes},
                           {"resumed_from_step", s.resume ? json(s.resume->from_step) : json(nullptr)}};
-  res["losses"] = w.loss.empty() ? json(nullptr) : losses;
+  res["losses"] = w.loss.empty() ? json(nullptr) : std::move(losses);
   {
     std::vector<json> quant;
     for (const auto& p : parts)
