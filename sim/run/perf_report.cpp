@@ -54,6 +54,8 @@ struct Interval {
 };
 
 constexpr std::array<const char*, 5> kPathNames = {"compute", "memory", "communication", "capture", "launch"};
+/// kPathNames indices in the order of their names (the order of a JSON object's members).
+constexpr std::array<std::size_t, 5> kPathKeyOrder = {3, 2, 0, 4, 1};
 
 json counters_json(const chip::PerfMonitor::Counters& c) {
   probes::PmuSnapshot s;
@@ -285,12 +287,11 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
                                          [](const Interval& i, std::uint64_t v) { return i.b < v; });
       const auto to = std::lower_bound(from, iv.end(), e, [](const Interval& i, std::uint64_t v) { return i.b < v; });
       const PathSplit sp = split_step(b, e, std::span<const Interval>(from, to));
-      json path = json::object();
       std::size_t best = 0;
-      for (std::size_t c = 0; c < kPathNames.size(); ++c) {
-        path[kPathNames[c]] = sp.path[c];
+      for (std::size_t c = 0; c < kPathNames.size(); ++c)
         if (sp.path[c] > sp.path[best]) best = c;
-      }
+      json::object_t path;
+      for (std::size_t c : kPathKeyOrder) path.emplace_hint(path.end(), kPathNames[c], sp.path[c]);
       const auto top_it = top_of.find(step);
       const chip::OpRecord* top = top_it == top_of.end() ? nullptr : top_it->second;
       json counters = nullptr, der = nullptr;
@@ -315,9 +316,13 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
       put("step", step);
       json top_op;
       if (top) {
-        top_op["op"] = name_of.count(top->op_id) ? name_of[top->op_id] : top->op_name;
-        top_op["cycles"] = top->cycles;
-        top_op["bound"] = bound_of[top->op_id];
+        const auto name = name_of.find(top->op_id);
+        const auto bound = bound_of.find(top->op_id);
+        json::object_t t;
+        t.emplace_hint(t.end(), "bound", bound == bound_of.end() ? std::string() : bound->second);
+        t.emplace_hint(t.end(), "cycles", top->cycles);
+        t.emplace_hint(t.end(), "op", name == name_of.end() ? top->op_name : name->second);
+        top_op = std::move(t);
       }
       put("top_op", std::move(top_op));
       steps.push_back(json(std::move(st)));
@@ -383,13 +388,15 @@ json perf_section(const chip::ChipConfig& cfg, std::vector<json> parts, std::uin
                   (static_cast<std::uint64_t>(cfg.task_dispatch_ns + cfg.hbm_latency_ns) * cfg.clock_mhz + 999) / 1000}};
   // Each partition's ranks and links, merged in rank (link id) order.
   for (const char* key : {"ops", "steps", "ranks", "links"}) {
-    std::vector<json> all;
-    for (json& p : parts)
-      for (json& e : p.at(key)) all.push_back(std::move(e));
+    // (sort key, entry), the key read once per entry
+    std::vector<std::pair<std::uint64_t, json>> keyed;
     const char* by = std::string_view(key) == "links" ? "id" : "rank";
-    std::stable_sort(all.begin(), all.end(), [by](const json& a, const json& b) {
-      return a.at(by).get<std::uint64_t>() < b.at(by).get<std::uint64_t>();
-    });
+    for (json& p : parts)
+      for (json& e : p.at(key)) keyed.emplace_back(e.at(by).get<std::uint64_t>(), std::move(e));
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    json::array_t all;
+    all.reserve(keyed.size());
+    for (auto& [k, e] : keyed) all.push_back(std::move(e));
     out[key] = json(std::move(all));
   }
   for (json& l : out["links"]) {
