@@ -8,7 +8,9 @@
 
 #include "chip_model/spec/registers.h"
 #include "graph/autodiff.h"
+#include "graph/format.h"
 #include "graph/op_registry.h"
+#include "numerics/moments.h"
 #include "probes/insertion_pass.h"
 
 namespace probelab::probes {
@@ -794,6 +796,12 @@ std::vector<std::string> split_path(const std::vector<Hop>& path, std::uint32_t 
   return out;
 }
 
+// FP16/BF16 storage as the numerics types.
+template <class H> std::span<const H> halves(const graph::Tensor& t) {
+  const auto bits = t.data<std::uint16_t>();
+  return {reinterpret_cast<const H*>(bits.data()), bits.size()};
+}
+
 }  // namespace
 
 std::optional<Magnitude> UploadSummary::magnitude() const {
@@ -809,21 +817,20 @@ bool UploadSummary::is_finite(std::optional<std::uint64_t> e) const {
 }
 
 UploadSummary summarize_upload(const graph::Tensor& value) {
-  UploadSummary u;
-  double sq = 0;
-  for (double v : value.to_f64()) {
-    if (!std::isfinite(v)) {
-      if (u.nonfinite.size() < UploadSummary::kListed) u.nonfinite.push_back(u.elements);
-      ++u.nonfinite_count;
-    } else {
-      u.finite.max_abs = std::max(u.finite.max_abs, std::fabs(v));
-      u.finite.min = u.finite.count == 0 ? v : std::min(u.finite.min, v);
-      sq += v * v;
-      ++u.finite.count;
-    }
-    ++u.elements;
+  const graph::Format f = value.desc().format;
+  if (f != graph::Format::ND && f != graph::Format::NCHW) return summarize_upload(graph::to_logical(value));
+  num::FiniteMoments m;
+  switch (value.dtype()) {  // FP32/FP16/BF16 in their own storage; the rest widened to double
+    case graph::DType::F32: num::accumulate(m, value.data<float>(), UploadSummary::kListed); break;
+    case graph::DType::F16: num::accumulate(m, halves<num::f16>(value), UploadSummary::kListed); break;
+    case graph::DType::BF16: num::accumulate(m, halves<num::bf16>(value), UploadSummary::kListed); break;
+    default: num::accumulate(m, std::span<const double>(value.to_f64()), UploadSummary::kListed); break;
   }
-  u.finite.l2 = std::sqrt(sq);
+  UploadSummary u;
+  u.finite = Magnitude{m.max_abs, std::sqrt(m.sum_sq), m.min, m.count};
+  u.elements = m.elements;
+  u.nonfinite_count = m.nonfinite_count;
+  u.nonfinite = std::move(m.nonfinite);
   return u;
 }
 
