@@ -1,8 +1,8 @@
 // Standard normal samples by the Box-Muller transform, computed with this library's own logarithm
-// and sine/cosine (fdlibm's reductions and polynomials, four lanes of AVX2 at a time) instead of the
-// C library's: the values depend only on IEEE double arithmetic (+, *, /, sqrt, FMA), so the same
-// uniforms give the same bits on every machine and C library, and a tensor of samples costs about
-// as much as drawing its uniforms.
+// and sine/cosine (fdlibm's reductions and polynomials, four lanes of AVX2 or, where the CPU has
+// it, eight of AVX-512 at a time) instead of the C library's: the values depend only on IEEE
+// double arithmetic (+, *, /, sqrt, FMA), so the same uniforms give the same bits on every
+// machine and C library, and a tensor of samples costs about as much as drawing its uniforms.
 //
 // Accuracy: log, sin and cos are within 1 ulp of the exact values (fdlibm's bounds; the tests
 // compare with the C library over millions of arguments), so a sample rounded to FP32 equals the

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "numerics/detail/normal_isa.h"
+
 namespace probelab::num {
 namespace {
 
@@ -119,7 +121,7 @@ TEST(Normal, UniformPairsAreTheOneDrawAtATimeUniforms) {
 TEST(Normal, SamplesAreTheBoxMullerPairsOfConsecutiveDraws) {
   // Lengths around the vector width, odd ones and chunk boundaries (256 pairs), each against the
   // pair-at-a-time definition; mean and deviation applied before the rounding to FP32.
-  for (const std::size_t n : {0, 1, 2, 7, 8, 9, 15, 17, 511, 512, 513, 1031}) {
+  for (const std::size_t n : {0, 1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 33, 511, 512, 513, 1031}) {
     Mt19937_64 rng(99 + n), ref(99 + n);
     std::vector<float> out(n, -1.0f);
     normal_samples(rng, 0.25, 3.0, out);
@@ -136,6 +138,61 @@ TEST(Normal, SamplesAreTheBoxMullerPairsOfConsecutiveDraws) {
     }
     // The generator moved on by whole pairs: the next draw is the one after them.
     EXPECT_EQ(rng(), ref()) << n;
+  }
+}
+
+// The AVX-512 kernels against the AVX2 ones, bit for bit: edge uniforms (u1 = 1 and the smallest
+// u1, the log's reduction boundary at sqrt(2)/2, u2 at and next to the quadrant boundaries) among
+// random ones, every tail length, and normal_samples at lengths around both vector widths.
+class NormalIsa : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!detail::normal_avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  }
+  void TearDown() override { detail::set_normal_avx512(true); }
+};
+
+TEST_F(NormalIsa, BoxMullerGivesTheAvx2Bits) {
+  std::mt19937_64 rng(16);
+  std::vector<double> u1 = {1.0, 0x1p-53, 0x1.6a09e667f3bcdp-1, 0x1.6a09e667f3bccp-1, 0.5, 1.0 - 0x1p-53, 1e-300};
+  std::vector<double> u2 = {0.0, 0.125, 0.25, 0.5, 0.75, 1.0 - 0x1p-53, 0x1.fffffffffffffp-3};
+  for (int q = 1; q < 8; ++q) {
+    u2.push_back(std::nextafter(q / 8.0, 0.0));
+    u2.push_back(std::nextafter(q / 8.0, 1.0));
+  }
+  while (u1.size() < u2.size()) u1.push_back(1.0 - unit(rng));
+  while (u1.size() < 300) {
+    u1.push_back(1.0 - unit(rng));
+    u2.push_back(unit(rng));
+  }
+  for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{8},
+                          std::size_t{9}, std::size_t{13}, std::size_t{16}, std::size_t{17}, u1.size()}) {
+    std::vector<double> c(len), s(len), c2(len), s2(len);
+    detail::set_normal_avx512(true);
+    box_muller(std::span(u1).first(len), std::span(u2).first(len), 0.25, 3.0, c, s);
+    detail::set_normal_avx512(false);
+    box_muller(std::span(u1).first(len), std::span(u2).first(len), 0.25, 3.0, c2, s2);
+    for (std::size_t i = 0; i < len; ++i) {
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(c[i]), std::bit_cast<std::uint64_t>(c2[i])) << len << " " << i;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(s[i]), std::bit_cast<std::uint64_t>(s2[i])) << len << " " << i;
+    }
+  }
+}
+
+TEST_F(NormalIsa, SamplesGiveTheAvx2Bits) {
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 40; ++n) lengths.push_back(n);
+  for (std::size_t n : {511, 512, 513, 520, 1031, 4099}) lengths.push_back(n);
+  for (const std::size_t n : lengths) {
+    std::vector<float> a(n, -1.0f), b(n, -2.0f);
+    Mt19937_64 ra(7 + n), rb(7 + n);
+    detail::set_normal_avx512(true);
+    normal_samples(ra, -1.5, 0.5, a);
+    detail::set_normal_avx512(false);
+    normal_samples(rb, -1.5, 0.5, b);
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << n << " " << i;
+    EXPECT_EQ(ra(), rb()) << n;
   }
 }
 
