@@ -1,10 +1,12 @@
 #include "sim/scenario/data_gen.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "numerics/bulk.h"
 #include "numerics/mt19937.h"
 #include "numerics/normal.h"
 
@@ -27,6 +29,27 @@ graph::Tensor DataGenerator::make_float(const std::string& name, const graph::Te
                                         std::uint32_t rank) const {
   num::Mt19937_64 rng(stream_seed(spec_.seed, name, step, rank));
   const auto n = static_cast<std::size_t>(graph::numel(desc.shape));
+  const bool normal = spec_.generator != "ones" && spec_.generator != "uniform";
+  const graph::DType t = desc.dtype;
+  if (normal && (t == graph::DType::F32 || t == graph::DType::F16 || t == graph::DType::BF16)) {
+    // Straight into the tensor: FP32 samples in place; FP16/BF16 in pieces of whole Box-Muller
+    // pairs (so the same values as one call), each converted as from_f32 does.
+    graph::Tensor out = graph::Tensor::for_overwrite(graph::TensorDesc{t, desc.shape, graph::Format::ND});
+    if (t == graph::DType::F32) {
+      num::normal_samples(rng, spec_.mean, spec_.std, out.data<float>());
+      return out;
+    }
+    constexpr std::size_t kPiece = 4096;
+    std::array<float, kPiece> piece;
+    const auto bits = out.data<std::uint16_t>();
+    for (std::size_t i = 0; i < n; i += kPiece) {
+      const std::span<float> v = std::span(piece).first(std::min(kPiece, n - i));
+      num::normal_samples(rng, spec_.mean, spec_.std, v);
+      if (t == graph::DType::F16) num::convert(v, std::span(reinterpret_cast<num::f16*>(bits.data() + i), v.size()));
+      else num::convert(v, std::span(reinterpret_cast<num::bf16*>(bits.data() + i), v.size()));
+    }
+    return out;
+  }
   const std::unique_ptr<float[]> buf(new float[n]);  // every element is set below
   const std::span<float> v(buf.get(), n);
   if (spec_.generator == "ones") {

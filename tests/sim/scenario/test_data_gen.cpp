@@ -36,6 +36,23 @@ TEST(DataGen, NormalInputsEqualTheCLibrarysBoxMuller) {
   }
 }
 
+// FP16 and BF16 inputs are the FP32 samples of the whole tensor rounded once to the dtype, at
+// counts that are not a multiple of the generator's pieces, odd ones included.
+TEST(DataGen, HalfInputsAreTheFp32SamplesRounded) {
+  DataSpec spec;
+  spec.seed = 78;
+  spec.mean = 0.25;
+  spec.std = 3.0;
+  const DataGenerator gen(spec);
+  for (const graph::DType t : {graph::DType::F16, graph::DType::BF16}) {
+    for (const graph::Shape& shape : {graph::Shape{1}, graph::Shape{3, 5}, graph::Shape{4096}, graph::Shape{3, 4099}}) {
+      const graph::Tensor got = gen.make_float("x", graph::TensorDesc{t, shape, graph::Format::ND}, 2, 1);
+      const graph::Tensor fp32 = gen.make_float("x", graph::TensorDesc{graph::DType::F32, shape, graph::Format::ND}, 2, 1);
+      EXPECT_EQ(got, graph::Tensor::from_f32(shape, fp32.data<float>(), t)) << graph::dtype_name(t) << " " << shape.back();
+    }
+  }
+}
+
 TEST(DataGen, NormalAndKaimingInitialisersEqualTheCLibrarysBoxMuller) {
   const graph::TensorDesc desc{graph::DType::F32, {256, 513}, graph::Format::ND};
   for (const char* text : {"normal(0.1, 0.02)", "kaiming"}) {
