@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "numerics/detail/avx512.h"
+
 namespace probelab::num {
 namespace {
 
@@ -57,6 +59,8 @@ void Mt19937_64::generate(std::span<std::uint64_t> out) {
 }
 
 void Mt19937_64::refill() {
+  next_ = 0;
+  if (detail::avx512_kernels()) return detail::mt19937_refill_avx512(state_.data(), out_.data());
   std::uint64_t* mt = state_.data();
   // As std::mersenne_twister_engine::_M_gen_rand: word i from i, i + 1 (not yet updated) and
   // i + m (first n - m words; not yet updated) or i + m - n (the rest; already updated, 156 words
@@ -67,7 +71,6 @@ void Mt19937_64::refill() {
   for (; i < kN - 1; ++i) mt[i] = twist_one(mt[i], mt[i + 1], mt[i + kM - kN]);
   mt[kN - 1] = twist_one(mt[kN - 1], mt[0], mt[kM - 1]);
   for (std::size_t j = 0; j < kN; j += 4) store(out_.data() + j, temper4(load(mt + j)));
-  next_ = 0;
 }
 
 }  // namespace probelab::num

@@ -1,6 +1,6 @@
 // Mt19937_64: the sequence of std::mt19937_64 (the same seed gives the same outputs; the tests
 // compare them), computed 312 outputs at a time with AVX2 (the state update and the tempering four
-// lanes at a time). Drawing costs about a quarter of libstdc++'s engine on the machines here, which
+// lanes at a time; eight with AVX-512 where the CPU has it). Drawing costs about a quarter of libstdc++'s engine on the machines here, which
 // is most of the cost of generating a scenario's input tensors. Satisfies
 // std::uniform_random_bit_generator.
 #pragma once

@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 
+#include "numerics/detail/avx512.h"
 #include "numerics/detail/box_muller_steps.h"
-#include "numerics/detail/normal_isa.h"
 
 namespace probelab::num {
 namespace {
@@ -97,14 +96,14 @@ void uniform_pairs(std::span<const std::uint64_t> draws, bool complement, std::s
 }
 
 void normal_samples(Mt19937_64& rng, double mean, double stddev, std::span<float> out) {
-  if (detail::normal_avx512()) return detail::normal_samples_avx512(rng, mean, stddev, out);
+  if (detail::avx512_kernels()) return detail::normal_samples_avx512(rng, mean, stddev, out);
   const __m256d m = set(mean), sd = set(stddev);
   detail::normal_chunks<8>(rng, out, [&](const std::uint64_t* d, float* o) { normals8(d, m, sd, o); });
 }
 
 void box_muller(std::span<const double> u1, std::span<const double> u2, double mean, double stddev,
                 std::span<double> c, std::span<double> s) {
-  if (detail::normal_avx512()) return detail::box_muller_avx512(u1, u2, mean, stddev, c, s);
+  if (detail::avx512_kernels()) return detail::box_muller_avx512(u1, u2, mean, stddev, c, s);
   const std::size_t n = u1.size();
   const __m256d m = set(mean), sd = set(stddev);
   std::size_t i = 0;
@@ -124,26 +123,6 @@ void box_muller(std::span<const double> u1, std::span<const double> u2, double m
   std::copy(xs, xs + (n - i), c.begin() + static_cast<std::ptrdiff_t>(i));
   std::copy(ys, ys + (n - i), s.begin() + static_cast<std::ptrdiff_t>(i));
 }
-
-namespace detail {
-namespace {
-
-std::atomic<bool>& avx512_on() {
-  static std::atomic<bool> on{normal_avx512_available()};
-  return on;
-}
-
-}  // namespace
-
-bool normal_avx512_available() noexcept {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
-
-bool normal_avx512() noexcept { return avx512_on().load(std::memory_order_relaxed); }
-
-void set_normal_avx512(bool on) noexcept { avx512_on().store(on && normal_avx512_available(), std::memory_order_relaxed); }
-
-}  // namespace detail
 
 double det_log(double x) {
   double out[4];

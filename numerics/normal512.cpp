@@ -1,4 +1,4 @@
-// box_muller and normal_samples with AVX-512 (detail/normal_isa.h): the steps of
+// box_muller and normal_samples with AVX-512 (detail/avx512.h): the steps of
 // detail/box_muller_steps.h on eight lanes instead of normal.cpp's four, so every value has the
 // same bits. Compiled with AVX-512 F and DQ (numerics/CMakeLists.txt); used
 // only where the CPU has them.
@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "numerics/detail/box_muller_steps.h"
-#include "numerics/detail/normal_isa.h"
+#include "numerics/detail/avx512.h"
 
 namespace probelab::num::detail {
 namespace {

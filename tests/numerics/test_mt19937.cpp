@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "numerics/detail/avx512.h"
 #include "numerics/mt19937.h"
 
 namespace {
@@ -21,6 +22,19 @@ TEST(Mt19937_64, SameOutputsAsTheStandardEngine) {
     probelab::num::Mt19937_64 got(seed);
     for (int i = 0; i < 10 * 312 + 7; ++i) ASSERT_EQ(got(), want()) << "seed " << seed << ", output " << i;
   }
+}
+
+// Both state updates, AVX2 and (where the CPU has it) AVX-512, give the standard engine's outputs.
+TEST(Mt19937_64, BothInstructionSetsGiveTheStandardOutputs) {
+  for (const bool avx512 : {false, true}) {
+    probelab::num::detail::set_avx512_kernels(avx512);
+    for (std::uint64_t seed : {0ULL, 5489ULL, 0xFFFFFFFFFFFFFFFFULL, 123456789ULL}) {
+      std::mt19937_64 want(seed);
+      probelab::num::Mt19937_64 got(seed);
+      for (int i = 0; i < 10 * 312 + 7; ++i) ASSERT_EQ(got(), want()) << avx512 << " seed " << seed << ", output " << i;
+    }
+  }
+  probelab::num::detail::set_avx512_kernels(true);
 }
 
 TEST(Mt19937_64, GenerateEqualsSingleDraws) {

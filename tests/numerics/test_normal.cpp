@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "numerics/detail/normal_isa.h"
+#include "numerics/detail/avx512.h"
 
 namespace probelab::num {
 namespace {
@@ -147,9 +147,9 @@ TEST(Normal, SamplesAreTheBoxMullerPairsOfConsecutiveDraws) {
 class NormalIsa : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!detail::normal_avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    if (!detail::avx512_available()) GTEST_SKIP() << "no AVX-512 on this CPU";
   }
-  void TearDown() override { detail::set_normal_avx512(true); }
+  void TearDown() override { detail::set_avx512_kernels(true); }
 };
 
 TEST_F(NormalIsa, BoxMullerGivesTheAvx2Bits) {
@@ -168,9 +168,9 @@ TEST_F(NormalIsa, BoxMullerGivesTheAvx2Bits) {
   for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{8},
                           std::size_t{9}, std::size_t{13}, std::size_t{16}, std::size_t{17}, u1.size()}) {
     std::vector<double> c(len), s(len), c2(len), s2(len);
-    detail::set_normal_avx512(true);
+    detail::set_avx512_kernels(true);
     box_muller(std::span(u1).first(len), std::span(u2).first(len), 0.25, 3.0, c, s);
-    detail::set_normal_avx512(false);
+    detail::set_avx512_kernels(false);
     box_muller(std::span(u1).first(len), std::span(u2).first(len), 0.25, 3.0, c2, s2);
     for (std::size_t i = 0; i < len; ++i) {
       EXPECT_EQ(std::bit_cast<std::uint64_t>(c[i]), std::bit_cast<std::uint64_t>(c2[i])) << len << " " << i;
@@ -186,9 +186,9 @@ TEST_F(NormalIsa, SamplesGiveTheAvx2Bits) {
   for (const std::size_t n : lengths) {
     std::vector<float> a(n, -1.0f), b(n, -2.0f);
     Mt19937_64 ra(7 + n), rb(7 + n);
-    detail::set_normal_avx512(true);
+    detail::set_avx512_kernels(true);
     normal_samples(ra, -1.5, 0.5, a);
-    detail::set_normal_avx512(false);
+    detail::set_avx512_kernels(false);
     normal_samples(rb, -1.5, 0.5, b);
     for (std::size_t i = 0; i < n; ++i)
       EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << n << " " << i;
