@@ -227,6 +227,15 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
       }
     }
     inputs_.push_back(is_plain_layout(stored.format) ? std::move(t) : graph::to_logical(t));
+    // Bytes as HBM holds them and no scan noted (a DMA'd weight or input, read for the first time
+    // since it was written): scanned here and noted, so the next read of the same bytes takes it.
+    // Only a tensor whose scan costs more than the note (a map entry and a descriptor copy, and
+    // the entry's removal when the range is written again).
+    constexpr std::size_t kNoteInputBytes = 16384;
+    if (!changed && !input_scans_[i] && bytes.size() >= kNoteInputBytes) {
+      input_scans_[i] = scan_tensor(inputs_.back());
+      mem.note_scanned(ref.addr, bytes.size(), stored, *input_scans_[i]);
+    }
   }
   input_ptrs_.clear();
   for (std::size_t i = 0; i < inputs_.size(); ++i)

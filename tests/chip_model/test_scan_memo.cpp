@@ -7,6 +7,7 @@
 #include "chip_model/hbm.h"
 #include "chip_model/scan_memo.h"
 #include "tests/chip_model/chip_test_util.h"
+#include "tests/chip_model/kernel_test_util.h"
 
 namespace pc = probelab::chip;
 namespace pg = probelab::graph;
@@ -96,4 +97,64 @@ TEST(ScanMemo, TheHbmForgetsAScanOnEveryWritePath) {
   hbm.scans().note(0x4000, 512, kF16, report(0, -1));
   hbm.debug_read(0x4000, bytes);
   EXPECT_TRUE(hbm.scans().find(0x4000, 512, kF16));
+}
+
+namespace {
+
+// A kernel memory with a scan memo that forgets on every write, as Hbm's.
+class MemoStore final : public pc::kernels::KernelMemory {
+ public:
+  pc::testing::MemStore bytes;
+  pc::ScanMemo memo;
+  void read(std::uint64_t addr, std::span<std::byte> dst) override { bytes.read(addr, dst); }
+  void write(std::uint64_t addr, std::span<const std::byte> src) override {
+    memo.forget(addr, src.size());
+    bytes.write(addr, src);
+  }
+  std::optional<pn::ScanReport> scanned(std::uint64_t addr, std::uint64_t len, const pg::TensorDesc& stored) const override {
+    return memo.find(addr, len, stored);
+  }
+  void note_scanned(std::uint64_t addr, std::uint64_t len, const pg::TensorDesc& stored, const pn::ScanReport& scan) override {
+    memo.note(addr, len, stored, scan);
+  }
+};
+
+pc::kernels::OpRunner run(MemoStore& mem, const probelab::spec::OpArgs& args) {
+  pc::kernels::OpRunner r(probelab::spec::decode_op_args(probelab::spec::encode_op_args(args)), pn::Mode{});
+  r.load(mem, nullptr, pc::FaultSite{});
+  r.compute(nullptr, pc::FaultSite{});
+  r.finish(nullptr, pc::FaultSite{}, 64);
+  r.store(mem);
+  return r;
+}
+
+}  // namespace
+
+TEST(ScanMemo, AnInputScannedAsHbmHoldsItIsNotedForItsNextRead) {
+  // A weight (of a size worth noting) written by a DMA, no scan noted, with two NaNs: the first op
+  // that reads it scans it and notes the scan; the next read takes the note and latches the same; a write over it makes
+  // the reader scan again.
+  MemoStore mem;
+  pc::testing::Placer place(mem.bytes);
+  pg::Tensor a = pc::testing::random_f16({8, 256}, 1), b = pc::testing::random_f16({256, 64}, 2);  // b: 32 KiB
+  pc::testing::set_bits(b, 37, 0x7E00);
+  pc::testing::set_bits(b, 90, 0x7E00);
+  const auto ra = place.put(a), rb = place.put(b);
+  const auto args = pc::testing::op_args("MatMul", {ra, rb}, {place.out(pg::DType::F16, {8, 64})});
+  const pg::TensorDesc b_desc{pg::DType::F16, {256, 64}, pg::Format::ND};
+  ASSERT_FALSE(mem.memo.find(rb.addr, b.nbytes(), b_desc));
+  for (int read = 0; read < 2; ++read) {
+    const auto r = run(mem, args);
+    const auto noted = mem.memo.find(rb.addr, b.nbytes(), b_desc);
+    ASSERT_TRUE(noted) << read;
+    EXPECT_EQ(noted->nan_count, 2) << read;
+    EXPECT_EQ(noted->first_nan, 37) << read;
+    EXPECT_EQ(r.detection().nan_input, 1) << read;
+    EXPECT_EQ(r.detection().inputs.first_elem(), 37) << read;
+  }
+  pc::testing::set_bits(b, 37, 0x3C00);
+  pc::testing::set_bits(b, 90, 0x3C00);
+  mem.write(rb.addr, b.bytes());
+  EXPECT_FALSE(mem.memo.find(rb.addr, b.nbytes(), b_desc));
+  EXPECT_EQ(run(mem, args).detection().nan_input, -1);
 }
