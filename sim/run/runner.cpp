@@ -187,9 +187,15 @@ void Runner::add(const Scenario& s) {
     }
   }
   check_output_dir(opts_.out_root, "output directory", false);  // made when the run starts
-  if (opts_.strict && !e.main.warnings.empty())
-    throw ScenarioError(s.file.string(), 0, 0, "probes",
-                        "a probe config that selects something and translates whole (--strict)", e.main.warnings.front());
+  if (opts_.strict) {
+    const std::string expected = "a probe config that selects something and translates whole (--strict)";
+    if (!e.main.warnings.empty()) throw ScenarioError(s.file.string(), 0, 0, "probes", expected, e.main.warnings.front());
+    for (std::size_t v = 0; v < e.variants.size(); ++v)
+      if (const auto ws = variant_warnings(e.main, e.variants[v]); !ws.empty()) {
+        if (s.variants[v].source) s.variants[v].source->fail(expected, ws.front());
+        throw ScenarioError(s.file.string(), 0, 0, "variants", expected, ws.front());
+      }
+  }
   e.out_dir = opts_.out_root / s.name;
   check_previous_results(s, e.out_dir);
   e.stage_dir = opts_.out_root / fmt::format(".{}.partial-{}", s.name, ::getpid());

@@ -233,6 +233,14 @@ PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOp
   }
 }
 
+std::vector<std::string> variant_warnings(const PreparedRun& main, const PreparedRun& variant) {
+  std::vector<std::string> out;
+  for (const auto& w : variant.warnings)
+    if (std::find(main.warnings.begin(), main.warnings.end(), w) == main.warnings.end())
+      out.push_back(fmt::format("variant '{}': {}", variant.variant, w));
+  return out;
+}
+
 bool variant_changes_probes_only(const Variant& v) {
   for (const auto& [key, value] : v.sets)
     if (key != "probes" && key.rfind("probes.", 0) != 0) return false;

@@ -61,6 +61,10 @@ PreparedRun prepare_run(const Scenario& s);
 /// the text `base` was loaded from (a file or a document built in memory).
 PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOptions& opts);
 
+/// The variant's preparation warnings that the scenario's own run (`main`) does not give too, each
+/// prefixed "variant 'NAME': " so that the summary and `--strict` name the variant.
+std::vector<std::string> variant_warnings(const PreparedRun& main, const PreparedRun& variant);
+
 /// Whether a variant only changes the probe configuration (then it shares the scenario's
 /// no-probe baseline run).
 bool variant_changes_probes_only(const Variant& v);

@@ -1,0 +1,64 @@
+// A variant's preparation warnings (a probe config that selects nothing) are reported like the
+// scenario's own: once, naming the variant, on stdout, in summary.txt and report.json; --strict
+// makes them bad input.
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/sim/cli/cli_test_util.h"
+
+namespace probelab::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+// A scenario on the tiny net with `probes` and one variant `variant` setting `set`.
+std::string scenario(const std::string& name, const std::string& probes, const std::string& variant,
+                     const std::string& set) {
+  return "name: " + name + "\nmodel: tinynet.yaml\nchip: tiny\nseed: 3\nsteps: 2\nprobes: " + probes +
+         "\nvariants:\n  - name: " + variant + "\n    set: " + set + "\n";
+}
+
+TEST(VariantWarnings, AVariantSelectingNothingIsReportedOnceAndFailsWithStrict) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("vw.yaml", scenario("vw", "{watch_points: ['*']}", "blind", "{probes.watch_points: ['no_such_op']}"));
+  const std::string named = "variant 'blind': probes: the config selects nothing to capture";
+
+  test::CmdResult r = test::run("run vw.yaml --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(count(r.out, named), 1u) << r.out;
+  EXPECT_EQ(count(test::slurp(dir.path() / "out/vw/summary.txt"), named), 1u);
+  const json rep = json::parse(test::slurp(dir.path() / "out/vw/report.json"));
+  ASSERT_EQ(rep["warnings"].size(), 1u) << rep["warnings"];
+  EXPECT_EQ(rep["warnings"][0].get<std::string>().rfind(named, 0), 0u) << rep["warnings"];
+
+  r = test::run("run vw.yaml --out strict --no-trace --no-baseline --strict", dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "strict" / "vw")) << "nothing runs on bad input";
+}
+
+TEST(VariantWarnings, AWarningTheScenarioGivesItselfIsNotRepeatedPerVariant) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("same.yaml", scenario("same", "{watch_points: ['no_such_op']}", "full", "{probes.mode: full}"));
+  const test::CmdResult r = test::run("run same.yaml --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json rep = json::parse(test::slurp(dir.path() / "out/same/report.json"));
+  ASSERT_EQ(rep["warnings"].size(), 1u) << rep["warnings"];
+  EXPECT_EQ(rep["warnings"][0].get<std::string>().find("variant"), std::string::npos) << rep["warnings"];
+}
+
+}  // namespace
+}  // namespace probelab::sim
