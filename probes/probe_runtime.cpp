@@ -46,7 +46,7 @@ EvalContext RuntimeState::context(std::uint32_t at_step) const {
 }
 
 void RuntimeState::warn(std::string msg) {
-  log::warn("runtime", "rank {}: {}", opts.rank, msg);
+  log::warn_rank("runtime", opts.rank, opts.world_size, msg);
   if (rep.warnings.size() < 256) rep.warnings.push_back(std::move(msg));
 }
 

@@ -12,6 +12,7 @@
 #include "graph/npy.h"
 #include "probes/dump_writer.h"
 #include "probes/insertion_pass.h"
+#include "probes/log.h"
 #include "probes/probe_runtime.h"
 #include "sim/platform/core_factory.h"
 #include "sim/scenario/data_gen.h"
@@ -165,6 +166,11 @@ json perf_of_partition(const PreparedRun& run, Platform& platform, const std::ve
 }  // namespace
 
 PartitionResult simulate_partition(const SimRequest& req) {
+  // The ranks' held-back runtime warnings print when the simulation ends, error or not: a forked
+  // simulation process ends without exit handlers.
+  struct FlushWarnings {
+    ~FlushWarnings() { probes::log::flush_rank_warnings(); }
+  } flush_warnings;
   const PreparedRun& run = *req.run;
   const Scenario& s = run.scenario;
   const Workload& w = run.workload;

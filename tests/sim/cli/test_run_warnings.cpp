@@ -1,6 +1,7 @@
-// A variant's preparation warnings (a probe config that selects nothing) are reported like the
-// scenario's own: once, naming the variant, on stdout, in summary.txt and report.json; --strict
-// makes them bad input.
+// Warnings of `probelab run`: a variant's preparation warnings (a probe config that selects
+// nothing) are reported like the scenario's own: once, naming the variant, on stdout, in
+// summary.txt and report.json; --strict makes them bad input. A runtime warning every rank gives
+// is on stderr once.
 #include <filesystem>
 #include <string>
 
@@ -58,6 +59,22 @@ TEST(VariantWarnings, AWarningTheScenarioGivesItselfIsNotRepeatedPerVariant) {
   const json rep = json::parse(test::slurp(dir.path() / "out/same/report.json"));
   ASSERT_EQ(rep["warnings"].size(), 1u) << rep["warnings"];
   EXPECT_EQ(rep["warnings"][0].get<std::string>().find("variant"), std::string::npos) << rep["warnings"];
+}
+
+TEST(RankWarnings, ARuntimeWarningOfEveryRankIsOnStderrOnce) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("r16.yaml", "name: r16\nmodel: tinynet.yaml\nchip: tiny\nseed: 3\nsteps: 2\nranks: 16\n"
+                        "probes: {watch_points: ['*', 'no_such_op']}\n");
+  const test::CmdResult r = test::run("run r16.yaml --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string msg = "watch point 'wp1' selects no op or tensor";
+  EXPECT_EQ(count(r.err, msg), 1u) << r.err;
+  EXPECT_NE(r.err.find("[probes:runtime] warning: rank 0: " + msg + " (and 15 more ranks)\n"), std::string::npos)
+      << r.err;
+  // the report's list is the simulation's own, one entry for all ranks
+  const json rep = json::parse(test::slurp(dir.path() / "out/r16/report.json"));
+  EXPECT_EQ(rep["warnings"], json::array({msg})) << rep["warnings"];
 }
 
 }  // namespace
