@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -138,6 +139,10 @@ int show(const ShowArgs& a) {
     // Everything `run` would check before running: the variants too.
     std::vector<sim::PreparedRun> variants;
     for (const auto& v : s.variants) variants.push_back(sim::prepare_variant(s, v, lo));
+    // The preparation warnings `run` reports: the scenario's, then each variant's own.
+    std::vector<std::string> warnings = run.warnings;
+    for (const auto& v : variants)
+      for (auto& w : sim::variant_warnings(run, v)) warnings.push_back(std::move(w));
     if (a.json) {
       json chip = json::object();
       const chip::ChipConfig preset = chip::chip_preset(run.chip.preset);
@@ -153,7 +158,7 @@ int show(const ShowArgs& a) {
                 {"loss", run.workload.loss},
                 {"collectives", run.workload.collectives},
                 {"snapshots", snapshots_json(run.workload.snapshots, a)},
-                {"warnings", run.warnings}};
+                {"warnings", warnings}};
       if (run.probes) {
         graph::Graph g = run.workload.snapshots.fused;
         const probes::InsertionResult ins = probes::insert_probes(g, *run.probes);
@@ -207,7 +212,7 @@ int show(const ShowArgs& a) {
                    p.is_input ? "in" : "out", p.index, probes::capture_mode_name(p.mode), p.sample_rate);
       for (const auto& w : later_warnings(run, ins)) fmt::print("  warning: {}\n", w);
     }
-    for (const auto& w : run.warnings) fmt::print("warning: {}\n", w);
+    for (const auto& w : warnings) fmt::print("warning: {}\n", w);
     return 0;
   }
   if (!a.sets.empty())

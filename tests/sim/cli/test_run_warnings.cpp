@@ -1,6 +1,6 @@
 // Warnings of `probelab run`: a variant's preparation warnings (a probe config that selects
 // nothing) are reported like the scenario's own: once, naming the variant, on stdout, in
-// summary.txt and report.json; --strict makes them bad input. A runtime warning every rank gives
+// summary.txt and report.json, and by `show`; --strict makes them bad input. A runtime warning every rank gives
 // is on stderr once.
 #include <filesystem>
 #include <string>
@@ -30,24 +30,46 @@ std::string scenario(const std::string& name, const std::string& probes, const s
          "\nvariants:\n  - name: " + variant + "\n    set: " + set + "\n";
 }
 
-TEST(VariantWarnings, AVariantSelectingNothingIsReportedOnceAndFailsWithStrict) {
-  TempDir dir;
+// vw.yaml: the scenario's watch point selects every op, its variant 'blind's selects nothing.
+void write_blind_variant(TempDir& dir) {
   dir.write("tinynet.yaml", test::kTinyNet);
   dir.write("vw.yaml", scenario("vw", "{watch_points: ['*']}", "blind", "{probes.watch_points: ['no_such_op']}"));
-  const std::string named = "variant 'blind': probes: the config selects nothing to capture";
+}
+// `warnings` is one warning, starting with `named`.
+void expect_only_warning(const json& warnings, const std::string& named) {
+  ASSERT_EQ(warnings.size(), 1u) << warnings;
+  EXPECT_EQ(warnings[0].get<std::string>().rfind(named, 0), 0u) << warnings;
+}
+const std::string kBlind = "variant 'blind': probes: the config selects nothing to capture";
+
+TEST(VariantWarnings, AVariantSelectingNothingIsReportedOnceAndFailsWithStrict) {
+  TempDir dir;
+  write_blind_variant(dir);
+  const std::string& named = kBlind;
 
   test::CmdResult r = test::run("run vw.yaml --out out --no-trace --no-baseline", dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(count(r.out, named), 1u) << r.out;
   EXPECT_EQ(count(test::slurp(dir.path() / "out/vw/summary.txt"), named), 1u);
   const json rep = json::parse(test::slurp(dir.path() / "out/vw/report.json"));
-  ASSERT_EQ(rep["warnings"].size(), 1u) << rep["warnings"];
-  EXPECT_EQ(rep["warnings"][0].get<std::string>().rfind(named, 0), 0u) << rep["warnings"];
+  expect_only_warning(rep["warnings"], named);
 
   r = test::run("run vw.yaml --out strict --no-trace --no-baseline --strict", dir);
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir.path() / "strict" / "vw")) << "nothing runs on bad input";
+}
+
+TEST(VariantWarnings, ShowListsAVariantsWarningAsRunReportsIt) {
+  TempDir dir;
+  write_blind_variant(dir);
+  test::CmdResult r = test::run("show vw.yaml", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(count(r.out, "warning: " + kBlind), 1u) << r.out;
+  r = test::run("show vw.yaml --json", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json j = json::parse(r.out);
+  expect_only_warning(j["warnings"], kBlind);
 }
 
 TEST(VariantWarnings, AWarningTheScenarioGivesItselfIsNotRepeatedPerVariant) {
