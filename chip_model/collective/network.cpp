@@ -92,7 +92,45 @@ void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
     free_.pop_back();
     slab_[e.slot] = std::move(m);
   }
-  queue_.push(e);
+  push_event(e);
+}
+
+void Network::push_event(const Event& e) {
+  const std::uint64_t cell = cell_start(e.time);
+  if (batch_next_ < batch_.size() && cell <= batch_cell_) {
+    batch_.insert(std::upper_bound(batch_.begin() + static_cast<std::ptrdiff_t>(batch_next_), batch_.end(), e, Earlier{}),
+                  e);
+    return;
+  }
+  if (!push_events_ || push_cell_ != cell) {
+    auto it = cells_.find(cell);
+    if (it == cells_.end()) {
+      if (spare_cells_.empty()) {
+        it = cells_.try_emplace(cell).first;
+      } else {
+        Cells::node_type node = std::move(spare_cells_.back());
+        spare_cells_.pop_back();
+        node.key() = cell;
+        it = cells_.insert(std::move(node)).position;
+      }
+    }
+    push_cell_ = cell;
+    push_events_ = &it->second;
+  }
+  push_events_->push_back(e);
+}
+
+bool Network::next_cell() {
+  if (cells_.empty()) return false;
+  Cells::node_type node = cells_.extract(cells_.begin());
+  if (push_events_ && push_cell_ == node.key()) push_events_ = nullptr;
+  batch_.clear();
+  batch_.swap(node.mapped());
+  batch_cell_ = node.key();
+  batch_next_ = 0;
+  spare_cells_.push_back(std::move(node));
+  if (!std::is_sorted(batch_.begin(), batch_.end(), Earlier{})) std::sort(batch_.begin(), batch_.end(), Earlier{});
+  return true;
 }
 
 void Network::take_hop(Message&& m) {
@@ -131,9 +169,10 @@ void Network::pump() {
   // those are notified once, below.
   pumping_ = true;
   try {
-    while (!queue_.empty() && (queue_.top().time <= now || queue_.top().time < limit)) {
-      const Event e = queue_.top();
-      queue_.pop();
+    while (const Event* next = front_event()) {
+      if (next->time > now && next->time >= limit) break;
+      const Event e = *next;
+      pop_event();
       if (!e.deliver) {
         Message m = std::move(slab_[e.slot]);
         free_.push_back(e.slot);
@@ -153,15 +192,17 @@ void Network::pump() {
     throw;
   }
   pumping_ = false;
-  if (!queue_.empty()) {
-    wake_ps_ = std::max(now, cell_start(queue_.top().time));
+  if (const Event* next = front_event()) {
+    wake_ps_ = std::max(now, cell_start(next->time));
     wake_.notify(ChipClock::from_ps(wake_ps_ - now));
   }
 }
 
 std::optional<std::uint64_t> Network::next_event_ps() const {
-  if (queue_.empty()) return std::nullopt;
-  return queue_.top().time;
+  if (batch_next_ < batch_.size()) return batch_[batch_next_].time;
+  if (cells_.empty()) return std::nullopt;
+  const std::vector<Event>& first = cells_.begin()->second;
+  return std::min_element(first.begin(), first.end(), Earlier{})->time;
 }
 
 void Network::traced_hop(std::size_t link, const Link::Hop& h, std::uint64_t bytes,

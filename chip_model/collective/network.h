@@ -33,9 +33,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <vector>
 
 #include <systemc>
@@ -105,21 +105,31 @@ class Network : public sc_core::sc_module {
 
  private:
   /// A queued hop or delivery; the message waits in `slab_`. Processed in (time, sender,
-  /// sequence, hop) order, a total order, so the order does not depend on the heap.
+  /// sequence, hop) order, a total order, so the order does not depend on how events are stored.
   struct Event {
     std::uint64_t time = 0, seq = 0;
     std::uint32_t src = 0, slot = 0;
     std::uint16_t hop = 0;
     bool deliver = false;
   };
-  struct Later {
+  struct Earlier {
     bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      if (a.src != b.src) return a.src > b.src;
-      if (a.seq != b.seq) return a.seq > b.seq;
-      return a.hop > b.hop;
+      if (a.time != b.time) return a.time < b.time;
+      if (a.src != b.src) return a.src < b.src;
+      if (a.seq != b.seq) return a.seq < b.seq;
+      return a.hop < b.hop;
     }
   };
+  /// Queued events by cell (cell_start() of their time), unsorted: every event of a cell exists
+  /// before the cell is processed (above), so each cell is sorted once when it becomes the batch.
+  using Cells = std::map<std::uint64_t, std::vector<Event>>;
+  /// Adds `e`: to the batch in order when its cell is not after the batch's, else to its cell.
+  void push_event(const Event& e);
+  /// The next event in order (nullptr: none queued).
+  const Event* front_event() { return batch_next_ < batch_.size() || next_cell() ? &batch_[batch_next_] : nullptr; }
+  /// Takes the first queued cell as the batch, sorted (the batch is used up); false when none.
+  bool next_cell();
+  void pop_event() { ++batch_next_; }
   void pump();
   void take_hop(Message&& m);
   /// After a hop: delivery (no next link), the next hop here, or a relay to the link's partition.
@@ -135,7 +145,15 @@ class Network : public sc_core::sc_module {
   Boundary* boundary_ = nullptr;
   std::vector<Link> links_;  // by id, contiguous (every hop touches one)
   std::vector<Receiver*> receivers_;  // by rank (nullptr: not in this partition)
-  std::priority_queue<Event, std::vector<Event>, Later> queue_;
+  // The batch: the events of cell batch_cell_ (and any queued later at or before it) in order,
+  // [batch_next_, end) still to process; every event in cells_ comes after all of them.
+  std::vector<Event> batch_;
+  std::size_t batch_next_ = 0;
+  std::uint64_t batch_cell_ = 0;
+  Cells cells_;
+  std::vector<Cells::node_type> spare_cells_;  // used-up cells, their storage reused
+  std::uint64_t push_cell_ = 0;                // the cell pushed to last and its events in cells_
+  std::vector<Event>* push_events_ = nullptr;  // (nullptr: none)
   std::vector<Message> slab_;          // messages of the queued events
   std::vector<std::uint32_t> free_;    // unused slots of slab_
   sc_core::sc_event wake_;
