@@ -113,7 +113,7 @@ void CollectiveEngine::deliver(Message&& m) {
       it != parked_.end()) {
     CollectiveExecution* ex = *it;
     parked_.erase(it);
-    ex->give(std::move(m));
+    ex->give(m);  // used in place: the network keeps it until this returns
     resume(*ex);
     return;
   }

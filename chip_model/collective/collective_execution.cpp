@@ -36,7 +36,7 @@ bool CollectiveExecution::advance() {
         Message* m = next_message(st, st.peer);
         if (!m) return false;
         recv(st, *m);
-        given_.reset();
+        given_ = nullptr;
         break;
       }
       case ProgStep::Kind::Finalize: finalize(st); break;
@@ -50,7 +50,7 @@ bool CollectiveExecution::advance() {
           Message* m = next_message(st, fold_next_);
           if (!m) return false;
           fold_msgs_[fold_next_] = std::move(*m);
-          given_.reset();
+          given_ = nullptr;
         }
         fold_all(st);
         fold_msgs_.clear();
@@ -68,7 +68,7 @@ Message* CollectiveExecution::next_message(const ProgStep& st, std::uint32_t fro
   const MessageKey key{s_.comm, s_.seq, st.tag, from_pos};
   Message* m = nullptr;
   if (given_ && given_->key == key) {
-    m = &*given_;
+    m = given_;
   } else if (s_.source->take(key, took_)) {
     m = &took_;
   } else {

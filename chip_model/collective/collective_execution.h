@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <optional>
 #include <random>
 #include <vector>
 
@@ -74,11 +73,11 @@ class CollectiveExecution {
   /// The message the execution waits for, and the rank that sends it (after advance() == false).
   const MessageKey& awaited() const { return awaited_; }
   std::uint32_t awaited_rank() const { return awaited_rank_; }
-  /// Hands over the awaited message (the next advance() consumes it), delivered at its tail's
-  /// arrival.
-  void give(Message&& m) {
+  /// Hands over the awaited message, delivered at its tail's arrival: the next advance()
+  /// consumes it (uses it in place or moves from it), and `m` must live until then.
+  void give(Message& m) {
     resumed_ps_ = std::max(resumed_ps_, m.tail_ps);
-    given_ = std::move(m);
+    given_ = &m;
   }
   /// When the last handed-over message was delivered: the time a thread that waited for each
   /// message would have resumed at (0: none handed over).
@@ -146,7 +145,7 @@ class CollectiveExecution {
   std::uint64_t t_ = 0, send_free_ = 0, recv_wait_ = 0, bytes_sent_ = 0, messages_ = 0;
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> order_;
-  std::optional<Message> given_;
+  Message* given_ = nullptr;  // the message handed over by give(), until consumed
   Message took_;
   std::uint64_t resumed_ps_ = 0;
   MessageKey awaited_;

@@ -179,8 +179,8 @@ void Network::pump() {
         take_hop(std::move(m));
         continue;
       }
-      // Handed over from the slab (Receiver::deliver moves it out before it runs anything that
-      // could queue another message and grow the slab); the slot is free once it returns.
+      // Handed over in the slab (growing the slab while the receiver runs moves no message); the
+      // slot is free once it returns.
       Message& m = slab_[e.slot];
       Receiver* r = receivers_.at(m.dst);
       if (!r) throw std::logic_error(fmt::format("{}: message for r{}, which is not simulated here", name(), m.dst));

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,8 +54,8 @@ class Network : public sc_core::sc_module {
   class Receiver {
    public:
     virtual ~Receiver() = default;
-    /// Takes `m` over: moves it out before doing anything that may send a message (`m` lives in
-    /// the network's storage, which a send may move).
+    /// Takes `m` over: it stays where it is (the network's storage, which a send does not move)
+    /// until deliver() returns, to be used in place or moved out; the network reuses it after.
     virtual void deliver(Message&& m) = 0;
   };
   class Boundary {
@@ -154,7 +155,7 @@ class Network : public sc_core::sc_module {
   std::vector<Cells::node_type> spare_cells_;  // used-up cells, their storage reused
   std::uint64_t push_cell_ = 0;                // the cell pushed to last and its events in cells_
   std::vector<Event>* push_events_ = nullptr;  // (nullptr: none)
-  std::vector<Message> slab_;          // messages of the queued events
+  std::deque<Message> slab_;           // messages of the queued events (a message never moves)
   std::vector<std::uint32_t> free_;    // unused slots of slab_
   sc_core::sc_event wake_;
   std::uint64_t wake_ps_ = ~std::uint64_t{0};  // when wake_ is due (none: max)
