@@ -224,7 +224,9 @@ std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::
   return model(addr, bytes, start_ps, who, is_write, port_gbps, traced);
 }
 
-bool Hbm::is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool is_write) const {
+// Inlined into transfer_at_ps(), like single(): a collective calls it for every message.
+[[gnu::always_inline]] inline bool Hbm::is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who,
+                                                bool is_write) const {
   if (bytes == 0 || (trace_ && trace_->enabled())) return false;
   const std::uint64_t last = addr + bytes - 1;
   if (granule_of(addr) != granule_of(last)) return false;
@@ -234,8 +236,8 @@ bool Hbm::is_single(std::uint64_t addr, std::uint64_t bytes, HbmClient who, bool
 }
 
 // model() -> coherent() -> channels() for one granule of one channel and one L2 line.
-std::uint64_t Hbm::single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps, HbmClient who,
-                          bool is_write, double port_gbps) {
+[[gnu::always_inline]] inline std::uint64_t Hbm::single(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start_ps,
+                                                       HbmClient who, bool is_write, double port_gbps) {
   auto& st = stats_[static_cast<int>(who)];
   ++st.transfers;
   (is_write ? st.bytes_written : st.bytes_read) += bytes;

@@ -50,8 +50,6 @@ void apply(num::BinaryOp op, Value& a, const Value& b, const num::Mode& mode, nu
 
 }  // namespace
 
-std::size_t Value::size() const { return dt == DType::F32 ? f.size() : dt == DType::F16 ? h.size() : b.size(); }
-
 std::vector<std::byte> Value::bytes() const {
   std::vector<std::byte> out(size() * graph::dtype_size(dt));
   if (!out.empty()) std::memcpy(out.data(), data_of(*this), out.size());

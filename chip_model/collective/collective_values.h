@@ -22,7 +22,9 @@ struct Value {
   std::vector<float> f;
   std::vector<num::f16> h;
   std::vector<num::bf16> b;
-  std::size_t size() const;
+  std::size_t size() const {
+    return dt == graph::DType::F32 ? f.size() : dt == graph::DType::F16 ? h.size() : b.size();
+  }
   std::vector<std::byte> bytes() const;
   /// The elements' bytes, in place.
   std::span<const std::byte> view() const;
