@@ -93,7 +93,9 @@ void CollectiveExecution::check(const Message& m, const ProgStep& st) const {
                                          s_.comm, s_.seq, m.src, elems, m.dst, st.count));
 }
 
-std::uint64_t CollectiveExecution::hbm_time(std::uint64_t addr, std::uint64_t bytes, std::uint64_t start, bool write) {
+// The helpers below are inlined where they are called: every message goes through them.
+[[gnu::always_inline]] inline std::uint64_t CollectiveExecution::hbm_time(std::uint64_t addr, std::uint64_t bytes,
+                                                                        std::uint64_t start, bool write) {
   if (bytes == 0) return start;
   return s_.hbm->transfer_at_ps(addr, bytes, start, HbmClient::Collective, write, 0, false);
 }
@@ -106,7 +108,7 @@ void CollectiveExecution::own_into(Value& v, std::uint64_t begin, std::uint64_t 
   load_value_into(v, s_.input.bytes(), s_.data, begin, count);
 }
 
-CollectiveExecution::Slot* CollectiveExecution::find_slot(std::uint32_t id) {
+[[gnu::always_inline]] inline CollectiveExecution::Slot* CollectiveExecution::find_slot(std::uint32_t id) {
   for (Slot& sl : slots_)
     if (sl.live && sl.id == id) return &sl;
   return nullptr;
@@ -162,7 +164,7 @@ std::uint64_t CollectiveExecution::land(const Message& m, std::uint64_t dst, std
   return landed + jitter();
 }
 
-void CollectiveExecution::advance_to(std::uint64_t landed) {
+[[gnu::always_inline]] inline void CollectiveExecution::advance_to(std::uint64_t landed) {
   if (landed > t_) recv_wait_ += landed - t_;
   t_ = std::max(t_, landed);
 }

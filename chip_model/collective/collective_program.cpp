@@ -374,7 +374,8 @@ std::uint64_t ProgramCursor::ring_skip(std::uint64_t k) const {
   return first + 2 * s2 - 1;                 // the caller's ++k lands on exchange s2's send
 }
 
-bool ProgramCursor::ring_candidate(std::uint64_t k) {
+// Inlined into settle(), its one caller: it runs for every step of a ring.
+[[gnu::always_inline]] inline bool ProgramCursor::ring_candidate(std::uint64_t k) {
   const std::uint32_t n = req_.size, p = req_.position;
   const std::uint64_t cnt = req_.count, q = chunk_q_, r = chunk_r_;
   const bool blocks = blocks_;
