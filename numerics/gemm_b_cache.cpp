@@ -1,14 +1,20 @@
 // The packed B operand kept between GEMMs of one thread (detail/gemm_internal.h: packed_b). A
 // product by the same weights again - a recurrent cell multiplies its hidden state by R at every
-// step, 32 to 128 times per op - finds B already packed: the cache holds the source patterns it
-// was packed from and is used only when the operand's patterns are equal to them (and its shape,
-// type and Mode are the same), so the result is the one packing again would give, bit for bit.
-// Only an operand seen again among the last few calls (same address and shape) is cached, in one
-// of a few entries (a GRU's gate blocks, both directions), so a GEMM that never repeats pays a few
-// comparisons of addresses; a buffer whose values change at every call (an im2col scratch) is
-// not cached again once its entry has missed without ever being used.
+// step, 32 to 128 times per op; a model's weights, read into a fresh buffer for every op, at every
+// step - finds B already packed: the cache holds the source patterns it was packed from and is
+// used only when the operand's patterns are equal to them (and its shape, type and Mode are the
+// same), so the result is the one packing again would give, bit for bit. An operand is known by
+// its shape and a sample of its patterns (not by its address, which a fresh buffer does not
+// keep). Only an operand seen again among the last calls (same shape and sample) is cached, in
+// one of a few entries (a GRU's gate blocks, both directions, the weights of a block), so a GEMM
+// that never repeats pays a sample of its patterns and a few comparisons of keys; an operand
+// whose values change at every call but not at the sampled places (an im2col scratch) is not
+// cached again once its entry has missed without ever being used.
+#include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include <boost/container_hash/hash.hpp>
 
 #include "numerics/detail/gemm_internal.h"
 
@@ -16,7 +22,7 @@ namespace probelab::num::detail {
 namespace {
 
 struct Key {
-  const std::uint16_t* data = nullptr;
+  std::size_t sample = 0;  // hash of sampled patterns (sample_of)
   InType type = InType::F16;
   std::int64_t ld = 0, K = 0, N = 0;
   bool trans = false;
@@ -35,7 +41,7 @@ struct Entry {
   std::uint64_t hits = 0;  // uses since it was packed
 };
 
-constexpr std::size_t kEntries = 4, kHistory = 8;
+constexpr std::size_t kEntries = 8, kHistory = 32;
 
 struct Cache {
   Entry entries[kEntries];
@@ -51,11 +57,29 @@ Cache& cache() {
   return c;
 }
 
-// Rows of the stored operand: K rows of N (row-major) or N rows of K (stored transposed).
+// Rows of the stored operand: K rows of N (row-major) or N rows of K (stored transposed); rows
+// laid end to end (ld equal to their length) come as one block.
 template <class F>
 void for_rows(const GemmOperand& b, std::int64_t K, std::int64_t N, F&& f) {
   const std::int64_t rows = b.trans ? N : K, len = b.trans ? K : N;
+  if (b.ld == len) {
+    f(b.data, rows * len, 0);
+    return;
+  }
   for (std::int64_t r = 0; r < rows; ++r) f(b.data + r * b.ld, len, r * len);
+}
+
+// Hash of kSamples patterns spread evenly over the stored rows (all of them when fewer).
+std::size_t sample_of(const GemmOperand& b, std::int64_t K, std::int64_t N) {
+  constexpr std::int64_t kSamples = 64;
+  const std::int64_t rows = b.trans ? N : K, len = b.trans ? K : N, total = rows * len;
+  const std::int64_t n = std::min(total, kSamples);
+  std::size_t h = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t at = i * total / n;
+    boost::hash_combine(h, b.data[at / len * b.ld + at % len]);
+  }
+  return h;
 }
 
 bool same_source(const Entry& e, const GemmOperand& b, std::int64_t K, std::int64_t N) {
@@ -72,7 +96,7 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
                        std::int64_t& capacity, Packed& scratch) {
   Cache& c = cache();
   ++c.calls;
-  const Key key{b.data, b.type, b.ld, K, N, b.trans, mode};
+  const Key key{sample_of(b, K, N), b.type, b.ld, K, N, b.trans, mode};
   for (Entry& e : c.entries)
     if (e.valid && e.key == key) {
       if (same_source(e, b, K, N)) {
@@ -80,7 +104,7 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
         ++e.hits;
         return e.packed;
       }
-      // New values at the same place: packed again below (updated weights), unless the entry was
+      // Other values of the same shape and sample: packed again below, unless the entry was
       // never used (a scratch buffer), which is then left uncached.
       if (e.hits == 0) {
         e.valid = false;
@@ -107,9 +131,9 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
     if (!x.valid || x.used < e->used) e = &x;
   }
   e->valid = false;
-  e->source.resize(static_cast<std::size_t>(K * N));
-  for_rows(b, K, N, [&](const std::uint16_t* row, std::int64_t len, std::int64_t at) {
-    std::memcpy(e->source.data() + at, row, static_cast<std::size_t>(len) * 2);
+  e->source.clear();  // the rows appended in order: `at` is always the current end
+  for_rows(b, K, N, [&](const std::uint16_t* row, std::int64_t len, std::int64_t) {
+    e->source.insert(e->source.end(), row, row + len);
   });
   e->packed = pack_b(b, K, N, mode, e->buf, e->cap);
   e->key = key;

@@ -9,9 +9,15 @@
 namespace probelab::num::testing {
 namespace {
 
-// The product by a copy of B at another address (its own key: packed afresh).
+// The product by a copy of B laid out with a leading dimension no call used before (its own
+// key: packed afresh, never taken from the cache).
 GemmRun fresh(const Mat& A, const Mat& B, const GemmOptions& o) {
-  const Mat copy = B;
+  static std::int64_t extra = 0;
+  Mat copy = B;
+  copy.ld = B.ld + ++extra;
+  copy.data.assign(static_cast<std::size_t>((B.trans ? B.cols : B.rows) * copy.ld), 0xFFFF);
+  for (std::int64_t r = 0; r < B.rows; ++r)
+    for (std::int64_t c = 0; c < B.cols; ++c) copy.at(r, c) = B.at(r, c);
   return run(A, copy, OutType::F32, o);
 }
 
@@ -30,6 +36,11 @@ TEST(GemmBCache, RepeatedOperandsGiveTheFreshResult) {
       const std::string what = std::string(trans ? "B^T " : "B ") + (acc == Accum::Fp32 ? "fp32" : "fp16rn");
       const GemmRun want = fresh(A, B, o);
       for (int i = 0; i < 4; ++i) expect_same(run(A, B, OutType::F32, o), want, what + " repeat " + std::to_string(i));
+      // The same patterns in another buffer (an op's operand read afresh from memory).
+      for (int i = 0; i < 3; ++i) {
+        const Mat copy = B;
+        expect_same(run(A, copy, OutType::F32, o), want, what + " copy " + std::to_string(i));
+      }
       // Values changed in place, at the same address: one ulp, then a NaN, then a subnormal.
       B.at(17, 3) = static_cast<std::uint16_t>(B.at(17, 3) + 1);
       expect_same(run(A, B, OutType::F32, o), fresh(A, B, o), what + " one ulp");
@@ -53,7 +64,7 @@ TEST(GemmBCache, MoreOperandsThanEntriesRotate) {
   const Mat A = random_mat(4, 24, InType::F16, false, 21);
   std::vector<Mat> Bs;
   std::vector<GemmRun> want;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < 11; ++i) {
     Bs.push_back(random_mat(24, 18 + i, InType::F16, i % 2 == 1, 30 + static_cast<std::uint64_t>(i)));
     want.push_back(fresh(A, Bs.back(), {}));
   }
