@@ -12,17 +12,18 @@
 // cached again once its entry has missed without ever being used.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <vector>
-
-#include <boost/container_hash/hash.hpp>
 
 #include "numerics/detail/gemm_internal.h"
 
 namespace probelab::num::detail {
 namespace {
 
+constexpr std::int64_t kSampleRows = 8;
+
 struct Key {
-  std::size_t sample = 0;  // hash of sampled patterns (sample_of)
+  std::uint64_t sample = 0;  // sampled patterns (sample_of)
   InType type = InType::F16;
   std::int64_t ld = 0, K = 0, N = 0;
   bool trans = false;
@@ -69,15 +70,19 @@ void for_rows(const GemmOperand& b, std::int64_t K, std::int64_t N, F&& f) {
   for (std::int64_t r = 0; r < rows; ++r) f(b.data + r * b.ld, len, r * len);
 }
 
-// Hash of kSamples patterns spread evenly over the stored rows (all of them when fewer).
-std::size_t sample_of(const GemmOperand& b, std::int64_t K, std::int64_t N) {
-  constexpr std::int64_t kSamples = 64;
-  const std::int64_t rows = b.trans ? N : K, len = b.trans ? K : N, total = rows * len;
-  const std::int64_t n = std::min(total, kSamples);
-  std::size_t h = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t at = i * total / n;
-    boost::hash_combine(h, b.data[at / len * b.ld + at % len]);
+// Four patterns (first, a third, two thirds, last) of each of kSampleRows stored rows spread
+// evenly over the operand (all rows when fewer), folded FNV-1a style into one word: a few dozen
+// loads and multiplies, and a key whose first member tells most operands apart.
+std::uint64_t sample_of(const GemmOperand& b, std::int64_t K, std::int64_t N) {
+  const std::int64_t rows = b.trans ? N : K, len = b.trans ? K : N;
+  if (rows <= 0 || len <= 0) return 0;
+  const std::int64_t stride = std::max<std::int64_t>(1, rows / kSampleRows), third = len / 3, two_thirds = len * 2 / 3;
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::int64_t i = 0; i < kSampleRows && i * stride < rows; ++i) {
+    const std::uint16_t* row = b.data + i * stride * b.ld;
+    h = (h ^ (std::uint64_t{row[0]} | std::uint64_t{row[third]} << 16 | std::uint64_t{row[two_thirds]} << 32 |
+              std::uint64_t{row[len - 1]} << 48)) *
+        0x100000001b3ull;
   }
   return h;
 }
@@ -113,9 +118,9 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
       }
       break;
     }
-  bool seen = false;
-  for (const Key& k : c.recent) seen = seen || k == key;
-  for (const Key& k : c.volatile_keys) seen = seen && !(k == key);
+  // Keys differ mostly in their sample, their first member: most comparisons stop there.
+  const bool seen = std::ranges::find(c.recent, key) != std::end(c.recent) &&
+                    std::ranges::find(c.volatile_keys, key) == std::end(c.volatile_keys);
   c.recent[c.next] = key;
   c.next = (c.next + 1) % kHistory;
   if (!seen) {
