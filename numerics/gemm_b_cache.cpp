@@ -43,6 +43,10 @@ struct Entry {
 };
 
 constexpr std::size_t kEntries = 8, kHistory = 32;
+// Larger operands are packed every time: an entry holds about 6 bytes per element (patterns and
+// packed floats), and packing costs 1/M of the product, small where B is this large (a
+// transformer's projections over a whole sequence). The entries hold at most about 48 MiB.
+constexpr std::int64_t kMaxCachedElems = std::int64_t{1} << 20;
 
 struct Cache {
   Entry entries[kEntries];
@@ -99,6 +103,10 @@ bool same_source(const Entry& e, const GemmOperand& b, std::int64_t K, std::int6
 
 const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
                        std::int64_t& capacity, Packed& scratch) {
+  if (K * N > kMaxCachedElems) {
+    scratch = pack_b(b, K, N, mode, storage, capacity);
+    return scratch;
+  }
   Cache& c = cache();
   ++c.calls;
   const Key key{sample_of(b, K, N), b.type, b.ld, K, N, b.trans, mode};

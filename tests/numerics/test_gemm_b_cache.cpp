@@ -80,5 +80,15 @@ TEST(GemmBCache, MoreOperandsThanEntriesRotate) {
   }
 }
 
+TEST(GemmBCache, OperandsOverTheSizeLimitArePackedEveryTime) {
+  // 1100 x 1000 patterns: more than an entry may hold; repeated, and changed in place.
+  const Mat A = random_mat(2, 1100, InType::F16, false, 41);
+  Mat B = random_mat(1100, 1000, InType::F16, false, 42, 1.0f, 0);
+  const GemmRun want = fresh(A, B, {});
+  for (int i = 0; i < 3; ++i) expect_same(run(A, B, OutType::F32, {}), want, "repeat " + std::to_string(i));
+  B.at(700, 500) = 0x7E00;
+  expect_same(run(A, B, OutType::F32, {}), fresh(A, B, {}), "NaN");
+}
+
 }  // namespace
 }  // namespace probelab::num::testing
