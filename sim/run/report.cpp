@@ -114,14 +114,23 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
   }
   // The preparation's warnings, then the simulation's that none of them already says (the
   // insertion pass names a watch point that selects nothing, which a preparation warning that
-  // the config selects nothing names too); then the variants' preparation warnings, naming them.
+  // the config selects nothing names too); then each variant's, naming it: its preparation
+  // warnings the scenario does not give, and its simulation's that neither the list so far nor
+  // its own preparation already says.
   json warnings = json::array();
   for (const auto& w : run.warnings) warnings.push_back(w);
   if (result.contains("warnings") && result["warnings"].is_array())
     for (const auto& w : result["warnings"])
       if (!w.is_string() || !run.already_warned(w.get<std::string>())) warnings.push_back(w);
-  for (const auto& v : variants)
+  for (const auto& v : variants) {
     for (const auto& w : variant_warnings(run, *v.run)) warnings.push_back(w);
+    if (!v.result.contains("warnings") || !v.result["warnings"].is_array()) continue;
+    for (const auto& w : v.result["warnings"]) {
+      if (!w.is_string() || v.run->already_warned(w.get<std::string>())) continue;
+      if (std::find(warnings.begin(), warnings.end(), w) != warnings.end()) continue;
+      warnings.push_back(fmt::format("variant '{}': {}", v.run->variant, w.get<std::string>()));
+    }
+  }
   r["warnings"] = warnings;
   r["probe_config"] = run.probes ? probe_config_json(*run.probes) : json(nullptr);
   json cycles = result.contains("cycles") ? result["cycles"] : json::object();

@@ -1,7 +1,8 @@
 // Warnings of `probelab run`: a variant's preparation warnings (a probe config that selects
 // nothing) are reported like the scenario's own: once, naming the variant, on stdout, in
-// summary.txt and report.json, and by `show`; --strict makes them bad input. A runtime warning every rank gives
-// is on stderr once.
+// summary.txt and report.json, and by `show`; --strict makes them bad input. A variant's runtime
+// warnings are reported too, naming it, unless the scenario's own run gave the same. A runtime
+// warning every rank gives is on stderr once.
 #include <filesystem>
 #include <string>
 
@@ -81,6 +82,40 @@ TEST(VariantWarnings, AWarningTheScenarioGivesItselfIsNotRepeatedPerVariant) {
   const json rep = json::parse(test::slurp(dir.path() / "out/same/report.json"));
   ASSERT_EQ(rep["warnings"].size(), 1u) << rep["warnings"];
   EXPECT_EQ(rep["warnings"][0].get<std::string>().find("variant"), std::string::npos) << rep["warnings"];
+}
+
+// Full capture compared on the host; variant 'tight' keeps 64 bytes of comparison store, which
+// its run warns about at simulation time (the scenario's own run keeps everything).
+TEST(VariantWarnings, AVariantsRuntimeWarningsAreReportedNamingIt) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("rt.yaml", scenario("rt", "{watch_points: ['*'], mode: full, compare: {enabled: true}}", "tight",
+                                "{probes.compare.max_store_bytes: 64}"));
+  const test::CmdResult r = test::run("run rt.yaml --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json rep = json::parse(test::slurp(dir.path() / "out/rt/report.json"));
+  ASSERT_FALSE(rep["warnings"].empty()) << rep["warnings"];
+  const std::string full = "variant 'tight': comparison store full (64 bytes): ";
+  for (const auto& w : rep["warnings"]) EXPECT_EQ(w.get<std::string>().rfind(full, 0), 0u) << w;
+  const std::string first = rep["warnings"][0].get<std::string>();
+  EXPECT_EQ(count(r.out, first), 1u) << r.out;
+  EXPECT_EQ(count(test::slurp(dir.path() / "out/rt/summary.txt"), first), 1u);
+}
+
+// The same store limit on the scenario itself: its run and the variant's give the same warnings,
+// which are reported once, as the scenario's.
+TEST(VariantWarnings, ARuntimeWarningTheScenarioGivesItselfIsNotRepeatedPerVariant) {
+  TempDir dir;
+  dir.write("tinynet.yaml", test::kTinyNet);
+  dir.write("rs.yaml", scenario("rs", "{watch_points: ['*'], mode: full, compare: {enabled: true, max_store_bytes: 64}}",
+                                "again", "{seed: 4}"));
+  const test::CmdResult r = test::run("run rs.yaml --out out --no-trace --no-baseline", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json rep = json::parse(test::slurp(dir.path() / "out/rs/report.json"));
+  ASSERT_FALSE(rep["warnings"].empty()) << rep["warnings"];
+  for (const auto& w : rep["warnings"]) {
+    EXPECT_EQ(w.get<std::string>().rfind("comparison store full (64 bytes): ", 0), 0u) << w;
+  }
 }
 
 TEST(RankWarnings, ARuntimeWarningOfEveryRankIsOnStderrOnce) {
