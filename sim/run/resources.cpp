@@ -50,6 +50,9 @@ ResourceEstimate estimate_resources(const PreparedRun& run) {
   const auto ranks = static_cast<std::uint64_t>(std::max(1, run.scenario.ranks));
   std::uint64_t host = mul_sat(add_sat(e.hbm_bytes_per_rank, tensors), ranks);
   if (run.probes && run.probes->compare.enabled) host = add_sat(host, run.probes->compare.max_store_bytes);
+  // A resumed run holds every rank's checkpoint values (read before it starts) while it runs.
+  for (const auto& [rank, values] : run.resume_values)
+    for (const auto& [name, t] : values) host = add_sat(host, t.nbytes());
   e.host_bytes = add_sat(host, kFixedHost);
   return e;
 }

@@ -16,7 +16,8 @@ struct ResourceEstimate {
   /// its own 512-byte aligned block of its physical size), the capture buffers, stream rings.
   std::uint64_t hbm_bytes_per_rank = 0;
   /// Peak memory of one simulating process: the touched HBM of every rank (the backing store
-  /// holds real bytes), host copies of inputs and results, the comparison store, a fixed base.
+  /// holds real bytes), host copies of inputs and results, the comparison store, a resumed run's
+  /// checkpoint values (PreparedRun::resume_values), a fixed base.
   std::uint64_t host_bytes = 0;
   std::string str() const;  // "HBM 1.2 GiB per chip, host ~2.5 GiB"
 };
