@@ -24,6 +24,37 @@ std::map<std::string, std::string> carried_tensors(const graph::Graph& g) {
   return out;
 }
 
+namespace {
+
+/// max |dF/dX_wrt| of the forward pointwise op of a PointwiseGrad (attribute `of`), for the forward
+/// ops where it does not grow with the inputs (Clip, the piecewise-linear and saturating
+/// activations, selections and sums); PRelu from the magnitude of its other input. Its inputs are
+/// dY, Y, X0, X1, ...
+std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<const std::optional<Magnitude>> in) {
+  const std::string of = op.attr_str("of", "");
+  const std::int64_t wrt = op.attr_int("wrt", 0);
+  static const std::set<std::string> kUnit = {"Clip", "Celu",  "ThresholdedRelu", "Shrink",   "Max",  "Min",
+                                              "Sum",  "Mean",  "Abs",             "Neg",      "Sin",  "Cos",
+                                              "Atan", "Where", "Softsign",        "Softplus", "Tanh", "Sigmoid"};
+  if (kUnit.count(of)) return 1.0;
+  if (of == "Erf") return 1.1283791670955126;  // 2 / sqrt(pi)
+  if (of == "HardSwish") return 1.5;           // x / 3 + 1/2 on [-3, 3]
+  if (of == "HardSigmoid") return std::fabs(op.attr_float("alpha", 0.2));
+  if (of == "LeakyRelu") return std::max(1.0, std::fabs(op.attr_float("alpha", 0.01)));
+  if (of == "Elu") return std::max(1.0, std::fabs(op.attr_float("alpha", 1.0)));
+  if (of == "Selu")
+    return std::fabs(op.attr_float("gamma", 1.05070102214813232421875)) *
+           std::max(1.0, std::fabs(op.attr_float("alpha", 1.67326319217681884765625)));
+  if (of == "PRelu") {  // dX = slope (x < 0) or 1; dSlope = x (x < 0)
+    const std::size_t other = wrt == 0 ? 3 : 2;
+    if (other >= in.size() || !in[other]) return std::nullopt;
+    return wrt == 0 ? std::max(1.0, in[other]->max_abs) : in[other]->max_abs;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in) {
   const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
   const std::string& t = def ? def->type : op.type;  // canonical (BatchNorm -> BatchNormalization)
@@ -55,7 +86,52 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!all_mx(sum, top)) return std::nullopt;
     return top;
   }
-  if (t == "Softmax" || t == "Sigmoid") return 1.0;
+  if (t == "Softmax" || t == "Sigmoid" || t == "HardSigmoid" || t == "Erf" || t == "Sin" || t == "Cos" ||
+      t == "Softsign")
+    return 1.0;
+  if (t == "Clip") {
+    // the input, or a bound it was clamped to (an input, or an attribute before opset 11)
+    double hi = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const auto m = i == 0 ? mx(0) : opt_mx(i);
+      if (!m) return std::nullopt;
+      hi = std::max(hi, *m);
+    }
+    for (const char* a : {"min", "max"})
+      if (const double v = std::fabs(op.attr_float(a, 0.0)); std::isfinite(v)) hi = std::max(hi, v);
+    return hi;
+  }
+  if (t == "HardSwish" || t == "ThresholdedRelu" || t == "Shrink") {  // |x| times a factor in [0, 1]; Shrink - bias
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    return *x + (t == "Shrink" ? std::fabs(op.attr_float("bias", 0.0)) : 0.0);
+  }
+  if (t == "Elu" || t == "Celu" || t == "Selu") {  // x, or alpha (e^x - 1) in (-alpha, 0]; Selu times gamma
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    const double alpha = std::fabs(op.attr_float("alpha", t == "Selu" ? 1.67326319217681884765625 : 1.0));
+    return std::max(*x, alpha) * (t == "Selu" ? std::fabs(op.attr_float("gamma", 1.05070102214813232421875)) : 1.0);
+  }
+  if (t == "PRelu") {
+    const auto x = mx(0), slope = mx(1);
+    if (!x || !slope) return std::nullopt;
+    return *x * std::max(1.0, *slope);
+  }
+  if (t == "Where") {  // selects X or Y
+    const auto a = mx(1), b = mx(2);
+    if (!a || !b) return std::nullopt;
+    return std::max(*a, *b);
+  }
+  if (t == "Mean") {
+    if (!all_mx(sum, top)) return std::nullopt;
+    return top;
+  }
+  if (t == "PointwiseGrad") {
+    // dY times the forward op's derivative, where that is bounded whatever the inputs
+    const auto dy = mx(0), factor = pointwise_derivative_bound(op, in);
+    if (!dy || !factor) return std::nullopt;
+    return *dy * *factor;
+  }
   if (t == "Gather" || t == "GatherElements") return mx(0);  // data; the indices select
   if (t == "ReluGrad" || t == "MaxPoolGrad" || t == "GeluGrad") {
     const auto dy = mx(0);
@@ -63,6 +139,11 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (t == "GeluGrad") return 1.13 * *dy;  // max Gelu'(x) = 1.129
     if (t == "MaxPoolGrad") return std::nullopt;  // overlapping windows add up
     return *dy;
+  }
+  if (t == "TanhGrad" || t == "SigmoidGrad") {  // dY (1 - Y^2), dY Y (1 - Y): Y in [-1, 1] or [0, 1] unless corrupted
+    const auto dy = mx(0), y = mx(1);
+    if (!dy || !y) return std::nullopt;
+    return *dy * (t == "TanhGrad" ? std::max(1.0, *y * *y) : std::max(0.25, *y * (1 + *y)));
   }
   if (t == "LeakyRelu") {
     const auto x = mx(0);

@@ -124,7 +124,11 @@ struct RankEvidence {
 /// their gradients), |scale| sqrt(count) + |B| for batch/layer normalization with batch
 /// statistics, |scale| (|X| + |mean|) / sqrt(min var + epsilon) + |B| with running statistics
 /// (dScale and dB of BatchNormalizationGrad with batch statistics: sqrt(count) l2(dY)),
-/// |p| + lr (|grad| + ...) for SgdUpdate; nullopt for
+/// |p| + lr (|grad| + ...) for SgdUpdate; the input or its clamp bounds for Clip, 1 for the
+/// saturating ops (HardSigmoid, Erf, Sin, Cos, Softsign), max(|X|, alpha) for Elu/Celu (Selu:
+/// times gamma), max |X| max(1, |slope|) for PRelu, the selected inputs for Where; |dY| times the
+/// largest derivative for TanhGrad/SigmoidGrad (from |Y|) and for PointwiseGrad of a forward op
+/// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in);
 

@@ -521,6 +521,58 @@ TEST(Diagnosis, OverflowOnValuesGrownWithinTheirBoundsStaysAtTheConsumer) {
   EXPECT_FALSE(d.origins[0].jump);
 }
 
+// Clip (ReLU6), the saturating and piecewise-linear activations, and the gradients of the
+// pointwise ops whose derivative does not grow with the inputs: a value written into ReLU6's
+// gradient is beyond |dY|, which the search for an earlier value out of range has to see.
+TEST(Diagnosis, ValueBoundsOfActivationsAndPointwiseGradients) {
+  using M = std::optional<probes::Magnitude>;
+  auto mag = [](double max_abs) { return M(probes::Magnitude{max_abs, max_abs, -max_abs, 1}); };
+  const graph::Op relu6 = make_op("r6", "Clip", {"x", "lo", "hi"}, {"y"});
+  EXPECT_DOUBLE_EQ(*probes::value_bound(relu6, 0, std::vector<M>{mag(3), mag(0), mag(6)}), 6.0);
+  EXPECT_FALSE(probes::value_bound(relu6, 0, std::vector<M>{mag(3), std::nullopt, mag(6)}));  // a bound unknown
+  graph::Op clip_attrs = make_op("c", "Clip", {"x"}, {"y"});  // opset 6: bounds as attributes
+  clip_attrs.attrs["min"] = -1.0;
+  clip_attrs.attrs["max"] = 2.0;
+  EXPECT_DOUBLE_EQ(*probes::value_bound(clip_attrs, 0, std::vector<M>{mag(0.5)}), 2.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("hs", "HardSigmoid", {"x"}, {"y"}), 0, std::vector<M>{mag(900)}), 1.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("hw", "HardSwish", {"x"}, {"y"}), 0, std::vector<M>{mag(9)}), 9.0);
+  EXPECT_NEAR(*probes::value_bound(make_op("se", "Selu", {"x"}, {"y"}), 0, std::vector<M>{mag(1)}),
+              1.67326319217681884765625 * 1.05070102214813232421875, 1e-12);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("w", "Where", {"c", "a", "b"}, {"y"}), 0,
+                                        std::vector<M>{mag(1), mag(2), mag(7)}),
+                   7.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("p", "PRelu", {"x", "s"}, {"y"}), 0, std::vector<M>{mag(4), mag(3)}),
+                   12.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("tg", "TanhGrad", {"dy", "y"}, {"dx"}), 0,
+                                        std::vector<M>{mag(5), mag(0.9)}),
+                   5.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("sg", "SigmoidGrad", {"dy", "y"}, {"dx"}), 0,
+                                        std::vector<M>{mag(5), mag(1)}),
+                   10.0);  // Y out of [0, 1] is not assumed away
+
+  // PointwiseGrad(dY, Y, X0, X1, ...; of, wrt)
+  auto grad = [](const std::string& of, std::int64_t wrt, std::vector<std::string> xs) {
+    std::vector<std::string> in{"dy", "y"};
+    in.insert(in.end(), xs.begin(), xs.end());
+    graph::Op o = make_op("g_" + of, "PointwiseGrad", in, {"dx"});
+    o.attrs["of"] = of;
+    o.attrs["wrt"] = wrt;
+    return o;
+  };
+  const std::vector<M> clip_in{mag(5), mag(6), mag(100), mag(0), mag(6)};
+  EXPECT_DOUBLE_EQ(*probes::value_bound(grad("Clip", 0, {"x", "lo", "hi"}), 0, clip_in), 5.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(grad("HardSwish", 0, {"x"}), 0, std::span(clip_in).first(3)), 7.5);
+  graph::Op leaky = grad("LeakyRelu", 0, {"x"});
+  leaky.attrs["alpha"] = -3.0;
+  EXPECT_DOUBLE_EQ(*probes::value_bound(leaky, 0, std::span(clip_in).first(3)), 15.0);
+  const std::vector<M> prelu_in{mag(5), mag(1), mag(100), mag(3)};
+  EXPECT_DOUBLE_EQ(*probes::value_bound(grad("PRelu", 0, {"x", "s"}), 0, prelu_in), 15.0);   // dY max(1, |slope|)
+  EXPECT_DOUBLE_EQ(*probes::value_bound(grad("PRelu", 1, {"x", "s"}), 0, prelu_in), 500.0);  // dY |x|
+  // a derivative that grows with the input: no bound
+  EXPECT_FALSE(probes::value_bound(grad("Exp", 0, {"x"}), 0, std::span(clip_in).first(3)));
+  EXPECT_FALSE(probes::value_bound(grad("Clip", 0, {"x"}), 0, std::vector<M>{std::nullopt, mag(1), mag(1)}));
+}
+
 TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
   graph::Graph g = mlp();
   using M = std::optional<probes::Magnitude>;
