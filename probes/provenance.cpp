@@ -117,6 +117,39 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!x || !slope) return std::nullopt;
     return *x * std::max(1.0, *slope);
   }
+  // Decomposed normalizations and activations as exporters write them (LayerNorm: Pow, ReduceMean,
+  // Sqrt, Div; tanh-GELU: Pow 3): powers with non-negative exponents, roots, and quotients and
+  // logarithms of operands that are positive throughout (their captured minimum > 0).
+  auto positive_min = [&](std::size_t i) -> std::optional<double> {
+    if (i >= in.size() || !in[i] || !(in[i]->min > 0)) return std::nullopt;
+    return in[i]->min;
+  };
+  if (t == "Pow") {  // exponents in (0, p]: |x|^e <= max(1, |x|)^p (an unknown minimum reads 0: no bound)
+    const auto x = mx(0);
+    if (!x || !positive_min(1)) return std::nullopt;
+    return std::pow(std::max(1.0, *x), in[1]->max_abs);
+  }
+  if (t == "Sqrt") {
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    return std::sqrt(*x);
+  }
+  if (t == "Exp") {
+    const auto x = mx(0);
+    if (!x) return std::nullopt;
+    return std::exp(*x);
+  }
+  if (t == "Div" || t == "Reciprocal") {
+    const auto a = t == "Div" ? mx(0) : std::optional<double>(1.0);
+    const auto b = positive_min(t == "Div" ? 1 : 0);
+    if (!a || !b) return std::nullopt;
+    return *a / *b;
+  }
+  if (t == "Log") {
+    const auto lo = positive_min(0), x = mx(0);
+    if (!lo || !x) return std::nullopt;
+    return std::max(std::fabs(std::log(*lo)), std::fabs(std::log(*x)));
+  }
   if (t == "Where") {  // selects X or Y
     const auto a = mx(1), b = mx(2);
     if (!a || !b) return std::nullopt;

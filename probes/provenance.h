@@ -126,7 +126,9 @@ struct RankEvidence {
 /// (dScale and dB of BatchNormalizationGrad with batch statistics: sqrt(count) l2(dY)),
 /// |p| + lr (|grad| + ...) for SgdUpdate; the input or its clamp bounds for Clip, 1 for the
 /// saturating ops (HardSigmoid, Erf, Sin, Cos, Softsign), max(|X|, alpha) for Elu/Celu (Selu:
-/// times gamma), max |X| max(1, |slope|) for PRelu, the selected inputs for Where; |dY| times the
+/// times gamma), max |X| max(1, |slope|) for PRelu, the selected inputs for Where; max(1, |X|)^|p|
+/// for Pow with exponents > 0, sqrt|X|, e^|X|, |A| / min B and |log| at the ends for Div,
+/// Reciprocal and Log of operands whose captured minimum is > 0 (a decomposed LayerNorm); |dY| times the
 /// largest derivative for TanhGrad/SigmoidGrad (from |Y|) and for PointwiseGrad of a forward op
 /// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.

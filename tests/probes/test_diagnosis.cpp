@@ -550,6 +550,22 @@ TEST(Diagnosis, ValueBoundsOfActivationsAndPointwiseGradients) {
                                         std::vector<M>{mag(5), mag(1)}),
                    10.0);  // Y out of [0, 1] is not assumed away
 
+  // a decomposed LayerNorm and tanh-GELU: powers, roots, quotients by positive operands
+  auto signed_mag = [](double max_abs, double min) { return M(probes::Magnitude{max_abs, max_abs, min, 1}); };
+  const graph::Op pw = make_op("pw", "Pow", {"x", "p"}, {"y"});
+  EXPECT_DOUBLE_EQ(*probes::value_bound(pw, 0, std::vector<M>{mag(4), signed_mag(2, 2)}), 16.0);
+  EXPECT_DOUBLE_EQ(*probes::value_bound(pw, 0, std::vector<M>{mag(0.5), signed_mag(3, 3)}), 1.0);
+  EXPECT_FALSE(probes::value_bound(pw, 0, std::vector<M>{mag(4), signed_mag(2, -1)}));  // 1 / x: unbounded
+  EXPECT_FALSE(probes::value_bound(pw, 0, std::vector<M>{mag(4), signed_mag(2, 0)}));   // minimum unknown
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("sq", "Sqrt", {"x"}, {"y"}), 0, std::vector<M>{mag(16)}), 4.0);
+  const graph::Op dv = make_op("dv", "Div", {"a", "b"}, {"y"});
+  EXPECT_DOUBLE_EQ(*probes::value_bound(dv, 0, std::vector<M>{mag(3), signed_mag(2, 0.25)}), 12.0);
+  EXPECT_FALSE(probes::value_bound(dv, 0, std::vector<M>{mag(3), signed_mag(2, -0.25)}));  // b changes sign
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("rc", "Reciprocal", {"x"}, {"y"}), 0, std::vector<M>{signed_mag(9, 0.5)}),
+                   2.0);
+  EXPECT_NEAR(*probes::value_bound(make_op("lg", "Log", {"x"}, {"y"}), 0, std::vector<M>{signed_mag(10, 0.001)}),
+              std::log(1000.0), 1e-12);
+
   // PointwiseGrad(dY, Y, X0, X1, ...; of, wrt)
   auto grad = [](const std::string& of, std::int64_t wrt, std::vector<std::string> xs) {
     std::vector<std::string> in{"dy", "y"};
