@@ -55,7 +55,26 @@ std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<
 
 }  // namespace
 
-std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in) {
+std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
+  auto shape = [&](std::size_t i) -> const graph::Shape* {
+    if (i >= op.inputs.size() || op.inputs[i].empty()) return nullptr;
+    const graph::TensorInfo* t = g.find_tensor(op.inputs[i]);
+    return t ? &t->desc.shape : nullptr;
+  };
+  const graph::Shape* a = shape(0);
+  const graph::Shape* w = shape(1);
+  if (op.type == "Conv" && w && w->size() >= 3) {  // W [M, C / group, k...]
+    double k = 1;
+    for (std::size_t i = 1; i < w->size(); ++i) k *= static_cast<double>((*w)[i]);
+    return k;
+  }
+  if (op.type == "MatMul" && a && !a->empty()) return static_cast<double>(a->back());
+  if (op.type == "Gemm" && a && a->size() == 2) return static_cast<double>((*a)[op.attr_int("transA", 0) != 0 ? 0 : 1]);
+  return std::nullopt;
+}
+
+std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
+                                  std::optional<double> dot_len) {
   const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
   const std::string& t = def ? def->type : op.type;  // canonical (BatchNorm -> BatchNormalization)
   auto mx = [&](std::size_t i) -> std::optional<double> {
@@ -211,7 +230,16 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     }
     const auto bias = opt_mx(2);
     if (!bias) return std::nullopt;
-    return alpha * in[0]->l2 * in[1]->l2 + beta * *bias;
+    double dot = in[0]->l2 * in[1]->l2;
+    if (dot_len && (t == "Conv" || t == "MatMul" || t == "Gemm")) {
+      // a dot product of k terms, each operand's part within its l2 and every term within
+      // max|a| max|b|: |sum a_i b_i| <= max|a| l1(b part) <= max|a| sqrt(k) l2(b), and the same
+      // with a and b exchanged; partial sums too
+      const double k = *dot_len, rk = std::sqrt(k);
+      dot = std::min({dot, k * in[0]->max_abs * in[1]->max_abs, rk * in[0]->max_abs * in[1]->l2,
+                      rk * in[1]->max_abs * in[0]->l2});
+    }
+    return alpha * dot + beta * *bias;
   }
   if (t == "SumToShape") {  // a sum of at most count elements: <= sqrt(count) l2
     if (in.empty() || !in[0]) return std::nullopt;
@@ -225,6 +253,23 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     const double rstd = 1.0 / std::sqrt(std::max(in[4]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
     return *scale * (*x + *mean) * rstd + *bias;
   }
+  if (t == "BatchNormalizationGrad" && slot == 0) {
+    // dX = scale rstd (dY - mean(dY) - xhat mean(dY xhat)) with batch statistics (a channel's
+    // xhat^2 sum to at most its count n, so |xhat mean(dY xhat)| <= l2(dY)), scale rstd dY with
+    // running ones; rstd = 1 / sqrt(var + epsilon) <= 1 / sqrt(epsilon) for batch variances
+    // (>= 0), 1 / sqrt(min input_var + epsilon) for running ones whose captured minimum is > 0
+    // (an unknown minimum reads 0: no bound)
+    const auto dy = mx(0), scale = mx(2);
+    if (!dy || !scale) return std::nullopt;
+    const bool batch = op.attr_int("training_mode", 0) != 0;  // as the kernel reads it
+    double floor = std::fabs(op.attr_float("epsilon", 1e-5));
+    if (!batch) {
+      if (in.size() < 5 || !in[4] || !(in[4]->min > 0)) return std::nullopt;
+      floor += in[4]->min;
+    }
+    if (!(floor > 0)) return std::nullopt;
+    return *scale / std::sqrt(floor) * (batch ? 2 * *dy + in[0]->l2 : *dy);
+  }
   if (t == "BatchNormalizationGrad" && batch_stats && slot > 0 && in.size() > 1 && in[0] && in[1]) {
     // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
     return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
@@ -236,6 +281,14 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     const auto bias = opt_mx(2);
     if (!scale || !bias) return std::nullopt;
     return *scale * std::sqrt(static_cast<double>(in[0]->count)) + *bias;
+  }
+  if (t == "SoftmaxCrossEntropyLoss" && (op.inputs.size() < 3 || op.inputs[2].empty())) {
+    // -log_softmax(x)[label] = logsumexp(x) - x[label] in [0, 2 max |x| + log C], C <= count;
+    // log_prob likewise; the mean of such terms too, their sum at most count of them (unweighted)
+    if (in.empty() || !in[0] || in[0]->count == 0) return std::nullopt;
+    const double n = static_cast<double>(in[0]->count);
+    const double term = 2 * in[0]->max_abs + std::log(n);
+    return slot == 0 && op.attr_str("reduction", "mean") == "sum" ? n * term : term;
   }
   if (t == "SoftmaxCrossEntropyLossGrad" || t == "MSELossGrad") {
     // upstream * weight * (softmax - onehot), |softmax - onehot| <= 1; 2 (p - t) * upstream. The
@@ -568,7 +621,7 @@ struct Resolver {
     if (!out) return std::nullopt;
     const graph::Op& x = op(o);
     const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
-    const auto bound = value_bound(x, slot, in);
+    const auto bound = value_bound(x, slot, in, dot_length(g, x));
     if (!bound || !(out->max_abs > kJumpFactor * *bound)) return std::nullopt;
     JumpHit h{r, s, o, slot, out->max_abs, *bound, {}};
     h.path.push_back(hop(r, s, o));
@@ -613,7 +666,7 @@ struct Resolver {
       default: return false;
     }
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
-      const auto bound = value_bound(x, slot, in);
+      const auto bound = value_bound(x, slot, in, dot_length(g, x));
       if (!bound || !(*bound < top / 2)) return false;
     }
     return true;

@@ -132,7 +132,15 @@ struct RankEvidence {
 /// largest derivative for TanhGrad/SigmoidGrad (from |Y|) and for PointwiseGrad of a forward op
 /// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
-std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in);
+/// With `dot_len` (dot_length()), MatMul, Gemm and Conv take the smallest of Cauchy-Schwarz over
+/// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms.
+std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
+                                  std::optional<double> dot_len = std::nullopt);
+
+/// The number of terms of each dot product of a MatMul (A's last dimension), Gemm (A's inner
+/// dimension) or Conv (W's count per output channel: C / group times the kernel), from the shapes
+/// in `g`; nullopt for other ops or unknown shapes.
+std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op);
 
 /// An op origin that wrote a finite value beyond what its inputs allow.
 struct ValueJump {

@@ -589,6 +589,113 @@ TEST(Diagnosis, ValueBoundsOfActivationsAndPointwiseGradients) {
   EXPECT_FALSE(probes::value_bound(grad("Clip", 0, {"x"}), 0, std::vector<M>{std::nullopt, mag(1), mag(1)}));
 }
 
+namespace {
+
+// The magnitudes of a tensor as captures summarize them (FP32 data).
+probes::Magnitude magnitude_of(const graph::Tensor& t) {
+  probes::Magnitude m{0, 0, t.data<float>()[0], 0};
+  double sq = 0;
+  for (const float v : t.data<float>()) {
+    m.max_abs = std::max(m.max_abs, static_cast<double>(std::fabs(v)));
+    m.min = std::min(m.min, static_cast<double>(v));
+    sq += static_cast<double>(v) * v;
+    ++m.count;
+  }
+  m.l2 = std::sqrt(sq);
+  return m;
+}
+
+}  // namespace
+
+// A dot product of k terms: k max|a| max|b| and sqrt(k) max l2 beat Cauchy-Schwarz over whole
+// operands (a 1x1 convolution of a large activation), and hold for the reference MatMul.
+TEST(Diagnosis, ValueBoundOfShortDotProducts) {
+  using M = std::optional<probes::Magnitude>;
+  const graph::Op mm = make_op("mm", "MatMul", {"a", "b"}, {"y"});
+  const std::vector<M> big{probes::Magnitude{2, 100, -2, 4000}, probes::Magnitude{0.5, 10, -0.5, 900}};
+  EXPECT_DOUBLE_EQ(*probes::value_bound(mm, 0, big), 1000.0);                   // l2 l2
+  EXPECT_DOUBLE_EQ(*probes::value_bound(mm, 0, big, 9.0), 9.0);                 // 9 * 2 * 0.5
+  EXPECT_DOUBLE_EQ(*probes::value_bound(mm, 0, big, 900.0), 600.0);             // sqrt(900) * 2 * 10 < 900
+  EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("sm", "Softmax", {"a"}, {"y"}), 0, big, 9.0), 1.0);  // not a dot
+  std::vector<float> a(4 * 8), b(8 * 3);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 % 11) - 5) * (i == 9 ? 40.0f : 1.0f);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5 % 7) - 3) * 0.25f;
+  const graph::Tensor ta = graph::Tensor::from_f32({4, 8}, a), tb = graph::Tensor::from_f32({8, 3}, b);
+  const std::vector<const graph::Tensor*> args{&ta, &tb};
+  const graph::Tensor y = graph::run_reference(mm, args, graph::RefPrecision::F32).at(0);
+  const std::vector<M> in{magnitude_of(ta), magnitude_of(tb)};
+  const double tight = *probes::value_bound(mm, 0, in, 8.0);
+  EXPECT_LE(magnitude_of(y).max_abs, tight * (1 + 1e-6));
+  EXPECT_LT(tight, *probes::value_bound(mm, 0, in));
+}
+
+// SoftmaxCrossEntropyLoss without class weights: logsumexp(x) - x[label] <= 2 max|x| + log C per
+// position, the reference's loss and log_prob within it; the sum of the positions' terms.
+TEST(Diagnosis, ValueBoundOfCrossEntropyLoss) {
+  using M = std::optional<probes::Magnitude>;
+  const std::vector<float> scores{30, -30, 0, 1, -2, 29, 5, 5, -30, 30, 0, 0};  // [4, 3]
+  const graph::Tensor ts = graph::Tensor::from_f32({4, 3}, scores);
+  graph::Tensor labels(graph::TensorDesc{graph::DType::I64, {4}, graph::Format::ND});
+  const std::vector<std::int64_t> lab{1, 2, 0, 0};
+  std::copy(lab.begin(), lab.end(), labels.data<std::int64_t>().begin());
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    graph::Op ce = make_op("ce", "SoftmaxCrossEntropyLoss", {"s", "l"}, {"loss", "log_prob"});
+    ce.attrs["reduction"] = std::string(reduction);
+    const std::vector<const graph::Tensor*> args{&ts, &labels};
+    const auto out = graph::run_reference(ce, args, graph::RefPrecision::F32);
+    const std::vector<M> in{magnitude_of(ts), std::nullopt};
+    for (std::uint16_t slot = 0; slot < 2; ++slot) {
+      const auto bound = probes::value_bound(ce, slot, in);
+      ASSERT_TRUE(bound) << reduction;
+      EXPECT_LE(magnitude_of(out[slot]).max_abs, *bound) << reduction << slot;
+    }
+    if (std::string(reduction) == "none") {  // one position near its bound
+      EXPECT_GT(magnitude_of(out[0]).max_abs, 0.9 * *probes::value_bound(ce, 0, in)) << reduction;
+    }
+  }
+  const graph::Op weighted = make_op("cw", "SoftmaxCrossEntropyLoss", {"s", "l", "w"}, {"loss"});
+  EXPECT_FALSE(probes::value_bound(weighted, 0, std::vector<M>{magnitude_of(ts), std::nullopt, magnitude_of(ts)}));
+}
+
+// BatchNormalizationGrad's dX against the reference kernel on inputs that make rstd large (a
+// channel of nearly equal values, variance far below epsilon) and dY uneven: the bound holds, and
+// the kernel's result comes within 16 times of it.
+TEST(Diagnosis, ValueBoundOfBatchNormalizationGradInput) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  const graph::Shape shape{2, 2, 1, 4};
+  const std::vector<float> x{1, 1.0001f, 1, 1, -3, 5, 0, 2, 1, 1, 1, 0.9999f, 7, -1, 4, 4};
+  const std::vector<float> dy{0.5f, -2, 0.1f, 0, 1, 1, -1, 3, 0, 0.25f, -0.75f, 4, 0, 0, 1, -2};
+  const std::vector<float> scale{-1.5f, 0.5f}, mean{0.5f, -1}, var{0.25f, 2};
+  const graph::Tensor tdy = graph::Tensor::from_f32(shape, dy), tx = graph::Tensor::from_f32(shape, x);
+  const graph::Tensor ts = graph::Tensor::from_f32({2}, scale), tm = graph::Tensor::from_f32({2}, mean),
+                      tv = graph::Tensor::from_f32({2}, var);
+  for (const std::int64_t training : {1, 0}) {
+    graph::Op op = make_op("bng", "BatchNormalizationGrad", {"dy", "x", "s", "m", "v"}, {"dx", "ds", "db"});
+    op.attrs["epsilon"] = 1e-5;
+    op.attrs["training_mode"] = training;
+    if (training) op.inputs.resize(3);
+    std::vector<const graph::Tensor*> args{&tdy, &tx, &ts};
+    std::vector<M> in{magnitude(tdy), magnitude(tx), magnitude(ts)};
+    if (!training) {
+      args.insert(args.end(), {&tm, &tv});
+      in.insert(in.end(), {magnitude(tm), magnitude(tv)});
+    }
+    const auto dx = graph::run_reference(op, args, graph::RefPrecision::F32).at(0);
+    const auto bound = probes::value_bound(op, 0, in);
+    ASSERT_TRUE(bound) << training;
+    EXPECT_LE(magnitude(dx)->max_abs, *bound * (1 + 1e-6)) << training;  // dX rounded to FP32
+    EXPECT_GT(magnitude(dx)->max_abs, *bound / 16) << training;  // within the factor a written value must exceed
+    if (!training) {  // a running variance not known to be positive: rstd unbounded
+      in[4]->min = 0;
+      EXPECT_FALSE(probes::value_bound(op, 0, in));
+    } else {  // epsilon 0: a constant channel divides by 0
+      op.attrs["epsilon"] = 0.0;
+      EXPECT_FALSE(probes::value_bound(op, 0, in));
+    }
+  }
+}
+
 TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
   graph::Graph g = mlp();
   using M = std::optional<probes::Magnitude>;
