@@ -420,7 +420,7 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     static const char* kWhat[] = {"load", "compute", "epilogue", "store"};
     for (const PipelineResult::StepSpan& s : r.spans) {
       const char* pipe = s.pipe == 1 ? (s.cube ? "cube" : "vector") : kPipes[s.pipe];
-      const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+      const std::size_t per = std::max<std::size_t>(1, r.units / std::max<std::size_t>(ctx.cores.size(), 1));
       const std::string track = per > 1 && !s.cube ? fmt::format("aiv{}.{}", s.core % per, pipe) : std::string(pipe);
       tr.complete(svc_.rank, TaskContext::core_track(ctx.cores[s.core / per], track.c_str()), name, kWhat[s.pipe], s.start_ps,
                   s.end_ps - s.start_ps, base);
@@ -436,7 +436,7 @@ void AiCore::trace_op(const TaskContext& ctx, const std::string& name, const Pip
     tr.complete(svc_.rank, TaskContext::core_track(core, pipe), name, "kernel", first, last - first, std::move(a));
   };
   // More pipeline units than granted cores: the Vector cores of a split chip, per AI core "aiv<j>.mte"/"aiv<j>.vector".
-  const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+  const std::size_t per = std::max<std::size_t>(1, r.units / std::max<std::size_t>(ctx.cores.size(), 1));
   for (std::size_t c = 0; c < r.cores.size(); ++c) {
     const PipelineResult::CoreSpan& s = r.cores[c];
     const std::uint32_t core = ctx.cores[c / per];
@@ -489,7 +489,7 @@ void AiCore::trace_handoffs(const TaskContext& ctx, const std::string& name, con
 }
 
 void AiCore::account_cores(const TaskContext& ctx, const PipelineResult& r) {
-  const std::size_t per = std::max<std::size_t>(1, r.cores.size() / std::max<std::size_t>(ctx.cores.size(), 1));
+  const std::size_t per = std::max<std::size_t>(1, r.units / std::max<std::size_t>(ctx.cores.size(), 1));
   // A mixed kernel's epilogue ran on the unit's AIVs: count it with the unit.
   const std::size_t aiv_per = r.aivs.size() / std::max<std::size_t>(r.cores.size(), 1);
   auto aiv_busy = [&](std::size_t c) {

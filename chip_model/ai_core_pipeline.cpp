@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <span>
 
 #include "chip_model/clock.h"
 #include "chip_model/hbm.h"
@@ -42,6 +44,54 @@ struct CoreState {
   }
 };
 
+/// The per-op working storage of run_pipeline, kept between ops so that its vectors keep their
+/// capacity: every field is reset before use (states[0, busy.size()) fully), so what an earlier
+/// op left there never reaches a result.
+struct Scratch {
+  std::vector<CoreState> states;  // the first busy.size() are this op's
+  std::vector<std::size_t> busy;
+  std::vector<CoreState*> cs;
+  // Op-reuse L2 model: block b was loaded by this op iff touched[b] == epoch (a new epoch per op,
+  // so the blocks need no clearing; all are cleared when the counter wraps).
+  std::vector<std::uint32_t> touched;
+  std::uint32_t epoch = 0;
+
+  /// Starts an op over `blocks` blocks, none touched.
+  void new_epoch(std::size_t blocks) {
+    if (++epoch == 0) {
+      std::fill(touched.begin(), touched.end(), 0u);
+      epoch = 1;
+    }
+    if (touched.size() < blocks) touched.resize(blocks, 0u);
+  }
+};
+
+/// A Scratch for one run_pipeline call, returned to this thread's pool when the call ends. A
+/// call may wait() inside its SC_THREAD while another one runs (on the same host thread), so each
+/// call holds its own.
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (pool().empty()) {
+      scratch_ = std::make_unique<Scratch>();
+    } else {
+      scratch_ = std::move(pool().back());
+      pool().pop_back();
+    }
+  }
+  ~ScratchLease() { pool().push_back(std::move(scratch_)); }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() const { return *scratch_; }
+
+ private:
+  static std::vector<std::unique_ptr<Scratch>>& pool() {
+    thread_local std::vector<std::unique_ptr<Scratch>> free;
+    return free;
+  }
+  std::unique_ptr<Scratch> scratch_;
+};
+
 /// Calls f(addr, bytes) for the pieces of [off, off + len) of `ranges` laid end to end.
 template <class F>
 void for_pieces(const std::vector<AddrRange>& ranges, std::uint64_t off, std::uint64_t len, F&& f) {
@@ -77,16 +127,24 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
   PipelineResult res;
   res.start_ps = res.end_ps = t0;
   res.tile_done_ps.assign(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_tiles, 0)), t0);
-  res.cores.resize(plan.steps.size());
-  std::vector<char> touched(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_blocks, 0)), 0);
+  res.units = plan.steps.size();
+  const ScratchLease lease;
+  Scratch& scratch = *lease;
+  if (!opt.l2) scratch.new_epoch(static_cast<std::size_t>(std::max<std::int64_t>(plan.num_blocks, 0)));
+  std::vector<std::uint32_t>& touched = scratch.touched;
+  const std::uint32_t epoch = scratch.epoch;
 
   // State only for the cores with work (in core order): a small op tiles over a few of the 24-48
   // units, and only these are set up and searched for the next action.
-  std::vector<std::size_t> busy;
+  std::vector<std::size_t>& busy = scratch.busy;
+  busy.clear();
   for (std::size_t c = 0; c < plan.steps.size(); ++c)
     if (!plan.steps[c].empty()) busy.push_back(c);
-  std::vector<CoreState> states(busy.size());
-  std::vector<CoreState*> cs(plan.steps.size(), nullptr);  // by core; null: no work
+  res.cores.resize(busy.empty() ? 0 : busy.back() + 1);
+  if (scratch.states.size() < busy.size()) scratch.states.resize(busy.size());
+  const std::span<CoreState> states(scratch.states.data(), busy.size());
+  std::vector<CoreState*>& cs = scratch.cs;  // by core; null: no work
+  cs.assign(plan.steps.size(), nullptr);
   for (std::size_t b = 0; b < busy.size(); ++b) {
     const std::size_t c = busy[b];
     CoreState& s = states[b];
@@ -94,7 +152,10 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     s.steps = &plan.steps[c];
     s.load_end.assign(s.n(), kUnknown);
     s.comp_end.assign(s.n(), kUnknown);
-    s.step_tile.resize(s.n());
+    s.step_tile.resize(s.n());  // fully written below
+    s.tile_first.clear();
+    s.tile_last.clear();
+    s.next_load = s.next_comp = s.next_store = 0;
     bool open = false;
     for (std::size_t i = 0; i < s.n(); ++i) {
       if (!open) {
@@ -113,16 +174,24 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     if (opt.aiv_per_unit > 0) {
       s.aiv_free.assign(opt.aiv_per_unit, t0);
       // The AIVs store the outputs only when the epilogue writes them (workspace mode).
-      if (!opt.epilogue_reads_output) s.aiv_store_free.assign(opt.aiv_per_unit, t0);
+      if (opt.epilogue_reads_output)
+        s.aiv_store_free.clear();
+      else
+        s.aiv_store_free.assign(opt.aiv_per_unit, t0);
       s.slot_free.assign(s.tile_first.size(), kUnknown);
       s.l0c_free.assign(s.tile_first.size(), kUnknown);
+    } else {
+      s.aiv_free.clear();
+      s.aiv_store_free.clear();
+      s.slot_free.clear();
+      s.l0c_free.clear();
     }
   }
   const bool mixed = opt.aiv_per_unit > 0;
   // workspace: the fused epilogue's FP32 tiles go through the workspace; readback: the AIC
   // stores its output and the AIV reads the stored tile back for its (statistics) pass.
   const bool workspace = mixed && !opt.epilogue_reads_output, readback = mixed && opt.epilogue_reads_output;
-  if (mixed) res.aivs.resize(plan.steps.size() * opt.aiv_per_unit);
+  if (mixed) res.aivs.resize(res.cores.size() * opt.aiv_per_unit);
   res.readback = readback;
   auto issue_free = [&](std::uint64_t start, std::uint64_t end, bool hbm_used) {
     return hbm_used && end >= start + opt.hbm_latency_ps ? end - opt.hbm_latency_ps : end;
@@ -329,8 +398,8 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       for (std::uint8_t k = 0; !opt.l2 && k < step.num_loads; ++k) {
         const kernels::TileLoad& l = step.loads[k];
         if (l.resident) continue;
-        const bool hit = l.block >= 0 && touched[static_cast<std::size_t>(l.block)];
-        if (l.block >= 0) touched[static_cast<std::size_t>(l.block)] = 1;
+        const bool hit = l.block >= 0 && touched[static_cast<std::size_t>(l.block)] == epoch;
+        if (l.block >= 0) touched[static_cast<std::size_t>(l.block)] = epoch;
         if (hit) {
           l2_bytes += l.bytes;
         } else if (l.hbm_bytes > 0) {

@@ -59,8 +59,12 @@ struct PipelineResult {
     std::uint64_t vec_first_ps = 0, vec_last_ps = 0, vec_busy_ps = 0;
     std::uint64_t tiles = 0;
   };
-  std::vector<CoreSpan> cores;  // per granted core (plan order)
-  /// Mixed kernels: per Vector core (unit u's AIV a at u * aiv_per_unit + a): its epilogue and MTE work.
+  std::size_t units = 0;  // the plan's units (plan.steps.size())
+  /// Per plan unit up to the last one with work (the units after it did nothing: a small op's
+  /// tiles go to the first units), so cores.size() <= units.
+  std::vector<CoreSpan> cores;
+  /// Mixed kernels: per Vector core (unit u's AIV a at u * aiv_per_unit + a): its epilogue and
+  /// MTE work, for the units of `cores`.
   std::vector<CoreSpan> aivs;
   /// Mixed kernels: one hand-over per tile, AIC -> AIV through the workspace.
   struct Handoff {
