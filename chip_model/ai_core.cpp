@@ -497,7 +497,8 @@ void AiCore::account_cores(const TaskContext& ctx, const PipelineResult& r) {
     for (std::size_t a = 0; a < aiv_per; ++a) b += r.aivs[c * aiv_per + a].vec_busy_ps;
     return b;
   };
-  std::vector<double> pace;  // busy ps per tile of each unit that ran tiles
+  std::vector<double>& pace = pace_;  // busy ps per tile of each unit that ran tiles
+  pace.clear();
   for (std::size_t c = 0; c < r.cores.size(); ++c) {
     const PipelineResult::CoreSpan& s = r.cores[c];
     if (s.tiles) pace.push_back(static_cast<double>(s.cube_busy_ps + s.vec_busy_ps + aiv_busy(c)) / static_cast<double>(s.tiles));

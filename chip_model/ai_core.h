@@ -122,6 +122,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   AiCoreOptions opts_;
   std::vector<OpRecord> records_;
   std::map<std::uint32_t, CoreLoad> core_loads_;
+  std::vector<double> pace_;  // account_cores' working storage, kept between ops
   /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again
   /// with the same bytes (every step of a training or inference loop) is not decoded again.
   struct PreparedBlock {

@@ -28,6 +28,8 @@ struct CoreState {
   std::uint64_t fix_free = 0;
   std::vector<std::uint64_t> aiv_free, aiv_store_free, slot_free, l0c_free;
   std::uint64_t load_issue_free = 0, store_issue_free = 0;  // MTE ready for the next request
+  // store_ready() / load_ready() of the next store and load, kUnknown when none is issuable.
+  std::uint64_t store_at = kUnknown, load_at = kUnknown;
 
   std::size_t n() const { return steps->size(); }
   std::uint64_t load_ready(std::uint64_t t0, std::size_t depth) const {
@@ -314,6 +316,14 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     }
   };
 
+  // A core's next store and load times depend on its own state only: they are computed when
+  // it starts and again after each of its own actions.
+  const std::size_t depth = std::max<std::uint32_t>(plan.depth, 2);
+  auto refresh = [&](CoreState& s) {
+    s.store_at = s.next_store < s.tile_first.size() ? s.store_ready() : kUnknown;
+    s.load_at = s.next_load < s.n() ? s.load_ready(t0, depth) : kUnknown;
+  };
+  for (CoreState& s : states) refresh(s);
   for (;;) {
     // The earliest issuable MTE action over all cores (ties: lowest core, store first).
     std::size_t best_core = 0;
@@ -321,18 +331,8 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
     std::uint64_t best_t = kUnknown;
     for (const std::size_t c : busy) {
       const CoreState& s = *cs[c];
-      if (s.next_store < s.tile_first.size()) {
-        const std::uint64_t t = s.store_ready();
-        if (t != kUnknown && (!found || t < best_t)) {
-          best_t = t, best_core = c, best_store = true, found = true;
-        }
-      }
-      if (s.next_load < s.n()) {
-        const std::uint64_t t = s.load_ready(t0, std::max<std::uint32_t>(plan.depth, 2));
-        if (t != kUnknown && (!found || t < best_t)) {
-          best_t = t, best_core = c, best_store = false, found = true;
-        }
-      }
+      if (s.store_at < best_t) best_t = s.store_at, best_core = c, best_store = true, found = true;
+      if (s.load_at < best_t) best_t = s.load_at, best_core = c, best_store = false, found = true;
     }
     if (!found) break;
     // Let the rest of the system catch up before issuing far ahead of SystemC time.
@@ -426,6 +426,7 @@ PipelineResult run_pipeline(const kernels::TilePlan& plan, Hbm& hbm, const sc_co
       s.load_end[s.next_load++] = end;
     }
     advance(best_core);
+    refresh(s);
   }
   for (const CoreState& s : states) {
     for (std::uint64_t t : s.comp_end)

@@ -42,6 +42,7 @@ std::vector<std::uint32_t> CoreScheduler::acquire(std::uint32_t mask, bool any_o
   // The next request in line may be satisfiable with the remaining cores.
   changed_.notify(sc_core::SC_ZERO_TIME);
   std::vector<std::uint32_t> cores;
+  cores.reserve(static_cast<std::size_t>(std::popcount(grant)));
   for (std::uint64_t g = grant; g != 0; g &= g - 1) cores.push_back(static_cast<std::uint32_t>(std::countr_zero(g)));
   return cores;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
 #include <regex>
 #include <span>
 
@@ -145,11 +146,14 @@ std::uint64_t derive_seed(std::uint64_t model_seed, const std::string& name) {
 
 Tensor make_init(const InitSpec& spec, const TensorDesc& desc, std::uint64_t seed) {
   using K = InitSpec::Kind;
-  std::vector<double> v(static_cast<std::size_t>(numel(desc.shape)));
+  // Every kind writes all of v (Zeros too), so it starts uninitialised.
+  const auto n = static_cast<std::size_t>(numel(desc.shape));
+  const auto values = std::make_unique_for_overwrite<double[]>(n);
+  const std::span<double> v(values.get(), n);
   num::Mt19937_64 rng(seed);
   const Fans f = fans_of(desc.shape);
   switch (spec.kind) {
-    case K::Zeros: break;
+    case K::Zeros: std::fill(v.begin(), v.end(), 0.0); break;
     case K::Ones: std::fill(v.begin(), v.end(), 1.0); break;
     case K::Constant: std::fill(v.begin(), v.end(), spec.a); break;
     case K::Normal:
