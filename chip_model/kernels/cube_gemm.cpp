@@ -130,6 +130,18 @@ std::pair<std::int64_t, std::int64_t> tap_columns(const ConvShape& g, std::int64
 
 namespace {
 
+// Zeroes dst[0, n): the padding at a row's ends is mostly one or two elements, stored directly
+// (a fill loop would become a library call per row end).
+template <class E>
+void zero_pad(E* dst, std::int64_t n) {
+  if (n > 2) {
+    std::fill(dst, dst + n, E{});
+    return;
+  }
+  if (n > 0) dst[0] = E{};
+  if (n > 1) dst[1] = E{};
+}
+
 // Element copies of one fixed width: a typed load/store, never a library call per element.
 template <class E>
 void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
@@ -147,13 +159,13 @@ void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
             continue;
           }
           const E* src = img + (ci * g.h + iy) * g.w;  // input column x*sw + off
-          std::fill(dst, dst + x0, E{});
+          zero_pad(dst, x0);
           if (g.sw == 1) {
             if (x1 > x0) std::copy(src + x0 + off, src + x1 + off, dst + x0);
           } else {
             for (std::int64_t x = x0; x < x1; ++x) dst[x] = src[x * g.sw + off];
           }
-          std::fill(dst + x1, dst + g.ow, E{});
+          zero_pad(dst + x1, g.ow - x1);
         }
       }
 }
