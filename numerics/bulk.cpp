@@ -20,7 +20,7 @@
 
 namespace probelab::num {
 
-void BulkReport::merge(const BulkReport& other, std::int64_t offset) noexcept {
+void BulkReport::merge_indices(const BulkReport& other, std::int64_t offset) noexcept {
   flags |= other.flags;
   for (int k = 0; k < kFlagCount; ++k) {
     if (other.first[k] < 0) continue;

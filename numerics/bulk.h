@@ -34,7 +34,16 @@ struct BulkReport {
     }
   }
   // Merges a report whose indices are relative to `offset`.
-  void merge(const BulkReport& other, std::int64_t offset = 0) noexcept;
+  void merge(const BulkReport& other, std::int64_t offset = 0) noexcept {
+    // A report with no flag and no index (the common case of a clean operation) changes nothing.
+    std::int64_t all = -1;
+    for (std::int64_t i : other.first) all &= i;
+    if (other.flags.none() && all < 0) return;
+    merge_indices(other, offset);
+  }
+
+ private:
+  void merge_indices(const BulkReport& other, std::int64_t offset) noexcept;
 };
 
 // Conversions (values and flags exactly those of to_f16 / to_f32 / to_bf16 of each element).

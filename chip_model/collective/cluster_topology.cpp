@@ -91,15 +91,11 @@ std::uint32_t ClusterTopology::chips_in_server(std::uint32_t s) const {
   return std::min(cps_, ranks_ - std::min(ranks_, s * cps_));
 }
 
-std::uint32_t Route::at(std::size_t i) const {
-  if (i >= n_) throw std::out_of_range(fmt::format("route: hop {} of {}", i, n_));
-  return ids_[i];
+void Route::out_of_range(std::size_t i) const {
+  throw std::out_of_range(fmt::format("route: hop {} of {}", i, n_));
 }
 
-void Route::push_back(std::uint32_t id) {
-  if (n_ == kMaxHops) throw std::length_error(fmt::format("route: more than {} hops", kMaxHops));
-  ids_[n_++] = id;
-}
+void Route::too_long() { throw std::length_error(fmt::format("route: more than {} hops", kMaxHops)); }
 
 Route ClusterTopology::route(std::uint32_t src, std::uint32_t dst) const {
   if (src >= ranks_ || dst >= ranks_ || src == dst)

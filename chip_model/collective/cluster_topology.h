@@ -66,13 +66,22 @@ class Route {
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   std::uint32_t operator[](std::size_t i) const { return ids_[i]; }
-  std::uint32_t at(std::size_t i) const;
+  std::uint32_t at(std::size_t i) const {
+    if (i >= n_) [[unlikely]] out_of_range(i);
+    return ids_[i];
+  }
   std::uint32_t front() const { return ids_[0]; }
   const std::uint32_t* begin() const { return ids_.data(); }
   const std::uint32_t* end() const { return ids_.data() + n_; }
-  void push_back(std::uint32_t id);
+  void push_back(std::uint32_t id) {
+    if (n_ == kMaxHops) [[unlikely]] too_long();
+    ids_[n_++] = id;
+  }
 
  private:
+  [[noreturn]] void out_of_range(std::size_t i) const;
+  [[noreturn]] static void too_long();
+
   std::array<std::uint32_t, kMaxHops> ids_;  // the first n_ hold the route
   std::size_t n_ = 0;
 };

@@ -118,29 +118,9 @@ void CollectiveEngine::deliver(Message&& m) {
     return;
   }
   const MessageKey k = m.key;
-  // A node of a message taken before, reused: no allocation per message that waits here.
-  bool inserted = false;
-  if (spare_.empty()) {
-    inserted = mailbox_.emplace(k, std::move(m)).second;
-  } else {
-    auto node = std::move(spare_.back());
-    spare_.pop_back();
-    node.key() = k;
-    node.mapped() = std::move(m);
-    inserted = mailbox_.insert(std::move(node)).inserted;
-  }
-  if (!inserted)
+  if (!mailbox_.put(std::move(m)))
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} received message {} from position {} twice", k.comm,
                                          k.seq, rank_, k.step, k.src_pos));
-}
-
-bool CollectiveEngine::take(const MessageKey& key, Message& out) {
-  auto it = mailbox_.find(key);
-  if (it == mailbox_.end()) return false;
-  auto node = mailbox_.extract(it);
-  out = std::move(node.mapped());
-  spare_.push_back(std::move(node));
-  return true;
 }
 
 void CollectiveEngine::resume(CollectiveExecution& ex) {

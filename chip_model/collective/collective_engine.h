@@ -38,6 +38,7 @@
 
 #include "chip_model/collective/collective_execution.h"
 #include "chip_model/collective/collective_record.h"
+#include "chip_model/collective/mailbox.h"
 #include "chip_model/collective/message.h"
 #include "chip_model/collective/network.h"
 #include "chip_model/collective_handler.h"
@@ -65,7 +66,7 @@ class CollectiveEngine : public sc_core::sc_module,
   std::string waiting() const;
 
  private:
-  bool take(const MessageKey& key, Message& out) override;
+  Message* take(const MessageKey& key) override { return mailbox_.take(key); }
   /// Continues a parked execution after its message was handed over; parks it again or wakes
   /// the threads waiting for their collectives.
   void resume(CollectiveExecution& ex);
@@ -73,8 +74,7 @@ class CollectiveEngine : public sc_core::sc_module,
   std::uint32_t rank_;
   CollectiveFabric& fabric_;
   sc_core::sc_event finished_;                        // a parked execution finished
-  std::map<MessageKey, Message> mailbox_;             // arrived before they were asked for
-  std::vector<std::map<MessageKey, Message>::node_type> spare_;  // mailbox nodes to reuse
+  Mailbox mailbox_;                                   // arrived before they were asked for
   std::vector<CollectiveExecution*> parked_;          // each waits for its awaited() message
   std::map<std::uint32_t, std::uint32_t> next_seq_;  // per communicator
   std::uint64_t send_seq_ = 0;

@@ -66,12 +66,8 @@ bool CollectiveExecution::advance() {
 
 Message* CollectiveExecution::next_message(const ProgStep& st, std::uint32_t from_pos) {
   const MessageKey key{s_.comm, s_.seq, st.tag, from_pos};
-  Message* m = nullptr;
-  if (given_ && given_->key == key) {
-    m = given_;
-  } else if (s_.source->take(key, took_)) {
-    m = &took_;
-  } else {
+  Message* m = given_ && given_->key == key ? given_ : s_.source->take(key);
+  if (!m) {
     awaited_ = key;
     awaited_rank_ = s_.group.member(from_pos);
     return nullptr;

@@ -39,8 +39,9 @@ class Network;
 class MessageSource {
  public:
   virtual ~MessageSource() = default;
-  /// Moves the message `key` into `out` and returns true, or returns false when it has not arrived.
-  virtual bool take(const MessageKey& key, Message& out) = 0;
+  /// The message `key`, no longer the source's, or nullptr when it has not arrived. It stays
+  /// valid, to be used in place or moved from, until the source receives another message.
+  virtual Message* take(const MessageKey& key) = 0;
 };
 
 class CollectiveExecution {
@@ -118,7 +119,7 @@ class CollectiveExecution {
   void own_into(Value& v, std::uint64_t begin, std::uint64_t count) const;
   std::uint64_t jitter() { return s_.jitter_ps == 0 ? 0 : rng_() % (s_.jitter_ps + 1); }
   /// The message `st.tag` from group position `from_pos`, checked: the one handed over, or one
-  /// from the source (in `took_`); nullptr (and awaited() set) when it has not arrived.
+  /// from the source (used in place); nullptr (and awaited() set) when it has not arrived.
   Message* next_message(const ProgStep& st, std::uint32_t from_pos);
   void check(const Message& m, const ProgStep& st) const;
   void send(const ProgStep& st);
@@ -146,7 +147,6 @@ class CollectiveExecution {
   std::mt19937_64 rng_;
   std::vector<std::uint32_t> order_;
   Message* given_ = nullptr;  // the message handed over by give(), until consumed
-  Message took_;
   std::uint64_t resumed_ps_ = 0;
   MessageKey awaited_;
   std::uint32_t awaited_rank_ = 0;
