@@ -60,7 +60,9 @@ TEST(Mailbox, ManyWaitingThenTakenInOrder) {
     ASSERT_NE(m, nullptr) << step;
     EXPECT_EQ(m->src, step);
     // A message taken stays intact while the next one waits in another slot.
-    if (step + 1 < 200) EXPECT_EQ(box.take({7, 0, step, 3}), nullptr);
+    if (step + 1 < 200) {
+      EXPECT_EQ(box.take({7, 0, step, 3}), nullptr);
+    }
   }
   EXPECT_TRUE(box.empty());
   ASSERT_TRUE(box.put(message(2, 0, 3, 9)));
