@@ -99,7 +99,7 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
   static const std::set<std::string> kSelect = {
       "Relu", "Identity", "Reshape", "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat",
       "Slice", "Split", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMax", "ReduceMin", "ReduceMean",
-      "Neg", "Abs", "Max", "Min", "Tanh", "Gelu", "Cast"};
+      "Neg", "Abs", "Max", "Min", "Mean", "Tanh", "Gelu", "Cast"};
   double sum = 0, top = 0;
   if (kSelect.count(t)) {
     if (!all_mx(sum, top)) return std::nullopt;
@@ -173,10 +173,6 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     const auto a = mx(1), b = mx(2);
     if (!a || !b) return std::nullopt;
     return std::max(*a, *b);
-  }
-  if (t == "Mean") {
-    if (!all_mx(sum, top)) return std::nullopt;
-    return top;
   }
   if (t == "PointwiseGrad") {
     // dY times the forward op's derivative, where that is bounded whatever the inputs
