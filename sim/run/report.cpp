@@ -128,7 +128,7 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
     for (const auto& w : v.result["warnings"]) {
       if (!w.is_string() || v.run->already_warned(w.get<std::string>())) continue;
       if (std::find(warnings.begin(), warnings.end(), w) != warnings.end()) continue;
-      warnings.push_back(fmt::format("variant '{}': {}", v.run->variant, w.get<std::string>()));
+      warnings.push_back(variant_warning(v.run->variant, w.get<std::string>()));
     }
   }
   r["warnings"] = warnings;

@@ -237,8 +237,12 @@ std::vector<std::string> variant_warnings(const PreparedRun& main, const Prepare
   std::vector<std::string> out;
   for (const auto& w : variant.warnings)
     if (std::find(main.warnings.begin(), main.warnings.end(), w) == main.warnings.end())
-      out.push_back(fmt::format("variant '{}': {}", variant.variant, w));
+      out.push_back(variant_warning(variant.variant, w));
   return out;
+}
+
+std::string variant_warning(const std::string& variant, const std::string& warning) {
+  return fmt::format("variant '{}': {}", variant, warning);
 }
 
 bool variant_changes_probes_only(const Variant& v) {

@@ -64,6 +64,9 @@ PreparedRun prepare_variant(const Scenario& base, const Variant& v, const LoadOp
 /// The variant's preparation warnings that the scenario's own run (`main`) does not give too, each
 /// prefixed "variant 'NAME': " so that the summary and `--strict` name the variant.
 std::vector<std::string> variant_warnings(const PreparedRun& main, const PreparedRun& variant);
+/// `warning` named as variant `variant`'s: "variant 'NAME': warning" (preparation and simulation
+/// warnings alike).
+std::string variant_warning(const std::string& variant, const std::string& warning);
 
 /// Whether a variant only changes the probe configuration (then it shares the scenario's
 /// no-probe baseline run).
