@@ -1,5 +1,7 @@
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -353,6 +355,39 @@ TEST(Trace, PartitionTracesMergeIntoTheOneProcessBytes) {
   EXPECT_THROW(other_bin.append_serialized(c.serialize()), std::runtime_error);
 }
 
+// A counter's value prints as the JSON library prints the same double, for doubles of every
+// form: random bit patterns (subnormals, huge, negative), integers, short decimals, not finite.
+TEST(Trace, CounterValuesPrintAsTheLibraryDoes) {
+  std::mt19937_64 gen(20261206);
+  std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 0.1, 1e21, 1e22, 1e-7, 123456789.0, 4.9e-324, 1.7976931348623157e308,
+                                std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t bits = gen();
+    double d = 0;
+    std::memcpy(&d, &bits, sizeof d);
+    values.push_back(i % 3 == 0 ? d : i % 3 == 1 ? static_cast<double>(static_cast<std::int64_t>(bits >> 11)) - 4e15
+                                                 : static_cast<double>(bits % 100000) / 1000.0);
+  }
+  Trace t(true);
+  for (std::size_t i = 0; i < values.size(); ++i) t.counter(0, "level", "v", (i + 1) * 1000, values[i]);
+  const json all = json::parse(t.to_json_string(), nullptr, true, true);
+  std::istringstream lines(t.to_json_string());
+  std::string line;
+  std::size_t checked = 0;
+  while (std::getline(lines, line)) {
+    const std::size_t at = line.find("{\"args\":{\"v\":");
+    if (at == std::string::npos) continue;
+    const std::size_t end = line.find('}', at);
+    const std::string text = line.substr(at + 13, end - at - 13);
+    const json v = json::parse(text);
+    EXPECT_EQ(text, v.dump()) << text;
+    ++checked;
+  }
+  // Consecutive equal values are one sample; every other one was checked.
+  EXPECT_GT(checked, values.size() * 9 / 10);
+  EXPECT_TRUE(all.contains("traceEvents"));
+}
+
 // Every event line is what the JSON library writes for the same object (keys sorted, strings
 // escaped, a repeated argument keeping its last value, numbers as it prints them), followed by
 // "ts" (and "dur") as exact decimals: strings that need escaping, UTF-8, doubles of every form.
@@ -370,7 +405,7 @@ TEST(Trace, EventTextIsTheLibrarysDumpOfTheSameObject) {
   t.flow("k", 0, "irq", 3'000);
   std::istringstream lines(t.to_json_string());
   std::string line;
-  int events = 0;
+  int events = 0, metadata = 0;
   while (std::getline(lines, line)) {
     if (line.rfind("{\"traceEvents\":[", 0) == 0) line.erase(0, 16);
     if (line.size() >= 3 && line.compare(line.size() - 3, 3, "]}\n") == 0) line.resize(line.size() - 3);
@@ -378,7 +413,11 @@ TEST(Trace, EventTextIsTheLibrarysDumpOfTheSameObject) {
     if (!line.empty() && line.back() == ',') line.pop_back();
     if (line.empty()) continue;
     const std::size_t ts = line.find(",\"ts\":");
-    if (ts == std::string::npos) continue;  // metadata events
+    if (ts == std::string::npos) {  // metadata events: the whole line
+      EXPECT_EQ(line, json::parse(line).dump()) << line;
+      ++metadata;
+      continue;
+    }
     json j = json::parse(line);
     j.erase("ts");
     j.erase("dur");
@@ -386,6 +425,7 @@ TEST(Trace, EventTextIsTheLibrarysDumpOfTheSameObject) {
     ++events;
   }
   EXPECT_EQ(events, 3 + 1 + 1 + 2);  // three slices, the instant, the counter, two flow steps
+  EXPECT_EQ(metadata, 1 + 2 * 2);    // the process name; name and sort index of the two tracks
   const json all = parse(t);
   for (const auto& e : all["traceEvents"])
     if (e["name"] == "mat\"mul\\1\n") {
