@@ -97,9 +97,9 @@ void Network::queue(std::uint64_t time, bool deliver, Message&& m) {
 
 void Network::push_event(const Event& e) {
   const std::uint64_t cell = cell_start(e.time);
-  if (batch_next_ < batch_.size() && cell <= batch_cell_) {
-    batch_.insert(std::upper_bound(batch_.begin() + static_cast<std::ptrdiff_t>(batch_next_), batch_.end(), e, Earlier{}),
-                  e);
+  if ((batch_next_ < batch_.size() || !late_.empty()) && cell <= batch_cell_) {
+    late_.push_back(e);
+    std::push_heap(late_.begin(), late_.end(), Later{});
     return;
   }
   if (!push_events_ || push_cell_ != cell) {
@@ -199,7 +199,9 @@ void Network::pump() {
 }
 
 std::optional<std::uint64_t> Network::next_event_ps() const {
+  if (batch_next_ < batch_.size() && !late_.empty()) return std::min(batch_[batch_next_].time, late_.front().time);
   if (batch_next_ < batch_.size()) return batch_[batch_next_].time;
+  if (!late_.empty()) return late_.front().time;
   if (cells_.empty()) return std::nullopt;
   const std::vector<Event>& first = cells_.begin()->second;
   return std::min_element(first.begin(), first.end(), Earlier{})->time;

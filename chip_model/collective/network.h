@@ -32,6 +32,8 @@
 // Trace: one span per link and collective (link.h), on the link owner's timeline.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -126,11 +128,33 @@ class Network : public sc_core::sc_module {
   using Cells = std::map<std::uint64_t, std::vector<Event>>;
   /// Adds `e`: to the batch in order when its cell is not after the batch's, else to its cell.
   void push_event(const Event& e);
-  /// The next event in order (nullptr: none queued).
-  const Event* front_event() { return batch_next_ < batch_.size() || next_cell() ? &batch_[batch_next_] : nullptr; }
-  /// Takes the first queued cell as the batch, sorted (the batch is used up); false when none.
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const { return Earlier{}(b, a); }
+  };
+  /// The next event in order (nullptr: none queued): the earlier of the batch's next and the
+  /// first late event.
+  const Event* front_event() {
+    const bool in_batch = batch_next_ < batch_.size();
+    if (!in_batch && late_.empty()) {
+      front_late_ = false;
+      return next_cell() ? &batch_[batch_next_] : nullptr;
+    }
+    front_late_ = !in_batch || (!late_.empty() && Earlier{}(late_.front(), batch_[batch_next_]));
+    return front_late_ ? &late_.front() : &batch_[batch_next_];
+  }
+  /// Takes the first queued cell as the batch, sorted (the batch and the late events are used
+  /// up); false when none.
   bool next_cell();
-  void pop_event() { ++batch_next_; }
+  /// Removes the event front_event() gave.
+  void pop_event() {
+    if (!front_late_) {
+      ++batch_next_;
+      return;
+    }
+    std::pop_heap(late_.begin(), late_.end(), Later{});
+    late_.pop_back();
+    front_late_ = false;
+  }
   void pump();
   void take_hop(Message&& m);
   /// After a hop: delivery (no next link), the next hop here, or a relay to the link's partition.
@@ -151,6 +175,11 @@ class Network : public sc_core::sc_module {
   std::vector<Event> batch_;
   std::size_t batch_next_ = 0;
   std::uint64_t batch_cell_ = 0;
+  // Events queued into the batch's cell while it is processed (a hop's delivery whose tail
+  // arrives within the cell): a heap by Later, merged with the batch as events are taken (an
+  // insertion into the sorted batch would move every event after it).
+  std::vector<Event> late_;
+  bool front_late_ = false;  // front_event() gave late_.front()
   Cells cells_;
   std::vector<Cells::node_type> spare_cells_;  // used-up cells, their storage reused
   std::uint64_t push_cell_ = 0;                // the cell pushed to last and its events in cells_
