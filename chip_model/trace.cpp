@@ -46,11 +46,28 @@ void Trace::counter(std::uint32_t pid, std::string_view name, std::string_view u
 void Trace::rate(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t start_ps,
                  std::uint64_t dur_ps, std::uint64_t amount) {
   if (!enabled_ || amount == 0) return;
-  Rate& r = rates_[{pid, std::string(name)}];
+  auto it = rates_.find(std::pair<std::uint32_t, std::string_view>(pid, name));
+  if (it == rates_.end()) it = rates_.try_emplace(std::pair<std::uint32_t, std::string>(pid, name)).first;
+  Rate& r = it->second;
   if (r.unit.empty()) r.unit = std::string(unit);
   const std::uint64_t bin = rate_bin_ps_;
+  // Bins mostly come in time order: the last one, or a new one after it, without a search.
+  auto add = [&r](std::uint64_t b, std::uint64_t v) {
+    if (!r.bins.empty()) {
+      auto last = std::prev(r.bins.end());
+      if (last->first == b) {
+        last->second += v;
+        return;
+      }
+      if (last->first < b) {
+        r.bins.emplace_hint(r.bins.end(), b, v);
+        return;
+      }
+    }
+    r.bins[b] += v;
+  };
   if (dur_ps == 0) {
-    r.bins[start_ps / bin] += amount;
+    add(start_ps / bin, amount);
     return;
   }
   // Cumulative integer shares: the bins of one call add up to `amount` exactly.
@@ -59,7 +76,7 @@ void Trace::rate(std::uint32_t pid, std::string_view name, std::string_view unit
   for (std::uint64_t b = start_ps / bin; b * bin < end; ++b) {
     const std::uint64_t upto = std::min(end, (b + 1) * bin) - start_ps;
     const auto cum = static_cast<std::uint64_t>(static_cast<U128>(amount) * upto / dur_ps);
-    if (cum > given) r.bins[b] += cum - given;
+    if (cum > given) add(b, cum - given);
     given = cum;
   }
 }

@@ -99,7 +99,17 @@ class Trace {
   };
   const std::vector<Event>& events() const { return events_; }
   const std::vector<FlowPoint>& flow_points() const { return flows_; }
-  const std::map<std::pair<std::uint32_t, std::string>, Rate>& rates() const { return rates_; }
+  /// Rate keys (pid, name) in (pid, name) order; found by a (pid, string_view) without a copy.
+  struct RateKeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      return std::string_view(a.second) < std::string_view(b.second);
+    }
+  };
+  using Rates = std::map<std::pair<std::uint32_t, std::string>, Rate, RateKeyLess>;
+  const Rates& rates() const { return rates_; }
   const std::map<std::uint32_t, std::string>& process_names() const { return process_names_; }
   const std::map<std::pair<std::uint32_t, std::string>, int>& track_orders() const { return track_order_; }
   /// For each (pid, ts_ps) query, the innermost slice of (pid, track) enclosing ts_ps, as recorded
@@ -158,7 +168,7 @@ class Trace {
   std::uint64_t rate_bin_ps_ = 100'000;  // 100 ns
   std::vector<Event> events_;
   std::vector<FlowPoint> flows_;
-  std::map<std::pair<std::uint32_t, std::string>, Rate> rates_;
+  Rates rates_;
   std::map<std::uint32_t, std::string> process_names_;
   std::map<std::pair<std::uint32_t, std::string>, int> track_order_;
 };
