@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "sim/run/process_pool.h"
 #include "sim/run/report.h"
 #include "sim/run/resources.h"
+#include "sim/run/result_codec.h"
 #include "sim/run/resume_fit.h"
 #include "sim/run/rewind.h"
 #include "sim/run/simulation.h"
@@ -217,10 +219,9 @@ struct Job {
 json read_result(const Job& job, const ChildStatus& st) {
   std::ifstream in(job.result_file, std::ios::binary);
   if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
+    const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     try {
-      return json::parse(ss.str());
+      return decode_result(bytes);
     } catch (const std::exception& e) {
       return {{"status", "error"}, {"error", fmt::format("unreadable simulation result: {}", e.what())}};
     }
@@ -291,9 +292,10 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     // One simulation at a time, each over every process of the run.
     opts_.distributed->agree(0);  // the writer cleaned the output directories
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      // As text and back, as one process's result file is read: numbers JSON has no text for
-      // (a NaN loss) become null, so the summary and the page say what they say for one process.
-      results[j] = json::parse(simulate_distributed(request(jobs[j]), *opts_.distributed, opts_.timeout_s).dump());
+      // As one process's result file is read: numbers JSON has no text for (a NaN loss) become
+      // null, so the summary and the page say what they say for one process.
+      results[j] = simulate_distributed(request(jobs[j]), *opts_.distributed, opts_.timeout_s);
+      as_text_would_read(results[j]);
       if (writer()) status_line(j + 1, j);
     }
     if (!writer()) return {};
@@ -314,7 +316,8 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
         } catch (const std::exception& ex) {
           res = {{"status", "error"}, {"error", ex.what()}, {"bad_input", is_bad_input(ex)}};
         }
-        write_text_atomic(job.result_file, res.dump());
+        const std::vector<std::uint8_t> bytes = encode_result(std::move(res));
+        probes::write_file_atomic(job.result_file, std::as_bytes(std::span(bytes)));
         return 0;
       });
     }
