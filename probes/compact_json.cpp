@@ -11,29 +11,43 @@
 
 namespace probelab::probes {
 
-std::string json_quoted(std::string_view s) {
-  // Printable ASCII other than '"' and '\' is written as is; anything else takes nlohmann's own
-  // escaping (control characters, UTF-8 validation).
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; });
-  if (!plain) return nlohmann::json(std::string(s)).dump();
-  std::string out;
-  out.reserve(s.size() + 2);
+namespace {
+
+// Printable ASCII other than '"' and '\' is written as is; anything else takes nlohmann's own
+// escaping (control characters, UTF-8 validation).
+bool plain(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; });
+}
+void append_quoted(std::string& out, std::string_view s) {
+  if (!plain(s)) {
+    out += nlohmann::json(std::string(s)).dump();
+    return;
+  }
   out += '"';
   out += s;
   out += '"';
+}
+
+}  // namespace
+
+std::string json_quoted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  append_quoted(out, s);
   return out;
 }
 
 CompactObject& CompactObject::add(std::string_view key, std::string_view text) {
   const std::size_t begin = values_.size();
-  values_ += json_quoted(text);
+  append_quoted(values_, text);
   added(key, begin);
   return *this;
 }
 
 CompactObject& CompactObject::add(std::string_view key, std::uint64_t v) {
   const std::size_t begin = values_.size();
-  fmt::format_to(std::back_inserter(values_), "{}", v);
+  const fmt::format_int text(v);
+  values_.append(text.data(), text.size());
   added(key, begin);
   return *this;
 }
