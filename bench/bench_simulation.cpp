@@ -1,7 +1,8 @@
 // Cost of simulating, and cost of probing, measured on bundled models:
 //  - BM_SimulatedStep/<model>: host CPU seconds of one simulated step against the same graph on
 //    the FP32 CPU reference (graph::run_graph_reference, in the parent). A forked child runs the
-//    scenario with 1 and with 6 steps; the step's cost is the difference divided by 5, so
+//    scenario with 1 and with S steps (S >= 6, and enough for about 50 ms of CPU between the two
+//    runs: hundreds for the small models); the step's cost is the difference divided by S - 1, so
 //    elaboration and setup (weights uploaded once) are left out; `setup_ms` reports them. The
 //    step includes generating its inputs (the data generator, as the simulated host does;
 //    `input_generation_ms`), the reference does not. Counters: simulated cycles per host second
@@ -96,9 +97,22 @@ probes:
 // Host time of a simulated step with all detection on vs the FP32 CPU reference of the same graph.
 constexpr double kStepRatioTarget = 1.5;
 
+// Steps of the longer run: at least 6, and enough that the difference of the two runs is about
+// kDifferenceS of CPU (a small model's step is a fraction of a millisecond, within the spread of
+// a run's setup), estimated from one pair of runs.
+constexpr double kDifferenceS = 0.05;
+int steps_for(const sim::PreparedRun& one, const std::string& model) {
+  constexpr int kMinSteps = 6, kMaxSteps = 2001;
+  const double a = simulate_in_child(one, true).cpu_s;
+  const double b = simulate_in_child(prepare(step_scenario(model, kMinSteps)), true).cpu_s;
+  const double step = std::max(1e-6, (b - a) / (kMinSteps - 1));
+  return std::clamp(1 + static_cast<int>(std::ceil(kDifferenceS / step)), kMinSteps, kMaxSteps);
+}
+
 void BM_SimulatedStep(benchmark::State& state, const std::string& model) {
-  constexpr int kSteps = 6, kRounds = 5;
+  constexpr int kRounds = 5;
   const sim::PreparedRun one = prepare(step_scenario(model, 1));
+  const int kSteps = steps_for(one, model);
   const sim::PreparedRun many = prepare(step_scenario(model, kSteps));
   for (auto _ : state) {
     // The measurements alternate, so a change of load on the machine meets all of them; the
@@ -125,11 +139,12 @@ void BM_SimulatedStep(benchmark::State& state, const std::string& model) {
     state.counters["setup_ms"] = (a.cpu_s - step_s) * 1e3;
     state.counters["reference_ms"] = ref * 1e3;
     state.counters["input_generation_ms"] = gen * 1e3;
+    state.counters["steps"] = kSteps;
     state.counters["ratio_vs_reference"] = step_s / ref;
     fmt::print(stderr,
                "[simulated step] {}: {:.0f} cycles in {:.2f} ms host CPU ({:.3g} cycles/s; setup {:.1f} ms; of the step, "
-               "generating its inputs {:.2f} ms), CPU reference {:.2f} ms, ratio {:.2f}x (target <= {:.1f}x: {})\n",
-               model, step_cycles, step_s * 1e3, step_cycles / step_s, (a.cpu_s - step_s) * 1e3, gen * 1e3, ref * 1e3,
+               "generating its inputs {:.2f} ms; {} steps against 1), CPU reference {:.2f} ms, ratio {:.2f}x (target <= {:.1f}x: {})\n",
+               model, step_cycles, step_s * 1e3, step_cycles / step_s, (a.cpu_s - step_s) * 1e3, gen * 1e3, kSteps, ref * 1e3,
                step_s / ref, kStepRatioTarget, step_s / ref <= kStepRatioTarget ? "met" : "missed");
   }
 }
