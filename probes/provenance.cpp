@@ -243,11 +243,14 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
   }
   const bool batch_stats = op.attr_int("training_mode", 0) == 1;
   if (t == "BatchNormalization" && !batch_stats) {
-    // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps)
+    // running statistics: |(x - mean) / sqrt(var + eps)| <= (|x| + |mean|) / sqrt(min var + eps),
+    // the captured minimum as it is: a variance written below zero makes rstd larger than
+    // 1 / sqrt(eps), and at or below -eps unbounded (no bound)
     const auto x = mx(0), scale = mx(1), bias = mx(2), mean = mx(3);
     if (slot != 0 || !x || !scale || !bias || !mean || in.size() < 5 || !in[4]) return std::nullopt;
-    const double rstd = 1.0 / std::sqrt(std::max(in[4]->min, 0.0) + std::fabs(op.attr_float("epsilon", 1e-5)));
-    return *scale * (*x + *mean) * rstd + *bias;
+    const double floor = in[4]->min + std::fabs(op.attr_float("epsilon", 1e-5));
+    if (!(floor > 0)) return std::nullopt;
+    return *scale * (*x + *mean) / std::sqrt(floor) + *bias;
   }
   if (t == "BatchNormalizationGrad" && slot == 0) {
     // dX = scale rstd (dY - mean(dY) - xhat mean(dY xhat)) with batch statistics (a channel's

@@ -696,6 +696,31 @@ TEST(Diagnosis, ValueBoundOfBatchNormalizationGradInput) {
   }
 }
 
+// BatchNormalization with running statistics against the reference kernel when a variance was
+// written just below zero (above -epsilon: the kernel still gives finite values, larger than
+// 1 / sqrt(epsilon) allows): the bound holds.
+TEST(Diagnosis, ValueBoundOfBatchNormalizationWithANegativeRunningVariance) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  const graph::Shape shape{1, 2, 1, 4};
+  const std::vector<float> x{3, -2, 0.5f, 1, 4, -4, 2, 0}, scale{1.5f, -0.5f}, bias{0.1f, 0}, mean{0.5f, -1},
+      var{-0.9e-5f, 2};
+  const graph::Tensor tx = graph::Tensor::from_f32(shape, x), ts = graph::Tensor::from_f32({2}, scale),
+                      tb = graph::Tensor::from_f32({2}, bias), tm = graph::Tensor::from_f32({2}, mean),
+                      tv = graph::Tensor::from_f32({2}, var);
+  graph::Op op = make_op("bn", "BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
+  op.attrs["epsilon"] = 1e-5;
+  const std::vector<const graph::Tensor*> args{&tx, &ts, &tb, &tm, &tv};
+  const auto y = graph::run_reference(op, args, graph::RefPrecision::F32).at(0);
+  const std::vector<M> in{magnitude(tx), magnitude(ts), magnitude(tb), magnitude(tm), magnitude(tv)};
+  const auto bound = probes::value_bound(op, 0, in);
+  ASSERT_TRUE(bound);
+  ASSERT_TRUE(std::isfinite(magnitude(y)->max_abs));
+  EXPECT_LE(magnitude(y)->max_abs, *bound * (1 + 1e-6));
+  // the variance taken as 0 would give a bound the kernel's values exceed
+  EXPECT_GT(magnitude(y)->max_abs, 1.5 * (4 + 1) / std::sqrt(1e-5) + 0.1);
+}
+
 TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
   graph::Graph g = mlp();
   using M = std::optional<probes::Magnitude>;
@@ -711,6 +736,15 @@ TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
                              probes::Magnitude{0.1, 0.1, 0.1, 1}, probes::Magnitude{0.2, 0.2, 0.2, 1},
                              probes::Magnitude{1, 1, 0.25, 1}};
   EXPECT_NEAR(*probes::value_bound(bn, 0, bn_in), 1.0 * 4.2 / std::sqrt(0.25 + 1e-5) + 0.1, 1e-9);
+  // a running variance written below zero (a corrupted statistic): the bound follows it, and none
+  // once var + eps can reach zero
+  std::vector<M> neg = bn_in;
+  neg[4]->min = -0.5e-5;
+  EXPECT_NEAR(*probes::value_bound(bn, 0, neg), 1.0 * 4.2 / std::sqrt(0.5e-5) + 0.1, 1e-6);
+  neg[4]->min = -1e-5;
+  EXPECT_FALSE(probes::value_bound(bn, 0, neg));
+  neg[4]->min = -2.0;
+  EXPECT_FALSE(probes::value_bound(bn, 0, neg));
   // loss gradients: dLoss * (softmax - onehot) and 2 (p - t) dLoss; mean with class weights divides
   // by a weight sum the magnitudes do not give
   const std::vector<M> sce_in{probes::Magnitude{128, 128, 128, 1}, probes::Magnitude{9, 20, -9, 40},
