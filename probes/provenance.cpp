@@ -10,6 +10,7 @@
 #include "graph/autodiff.h"
 #include "graph/format.h"
 #include "graph/op_registry.h"
+#include "graph/ops/einsum.h"
 #include "numerics/moments.h"
 #include "probes/insertion_pass.h"
 
@@ -67,6 +68,39 @@ std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
     double k = 1;
     for (std::size_t i = 1; i < w->size(); ++i) k *= static_cast<double>((*w)[i]);
     return k;
+  }
+  if (op.type == "Einsum") {  // the products each output element sums
+    std::vector<graph::Shape> shapes;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const graph::Shape* s = shape(i);
+      if (!s) return std::nullopt;
+      shapes.push_back(*s);
+    }
+    try {
+      return static_cast<double>(graph::ops::einsum_summed_terms(op, shapes));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  if (op.type == "GatherNDGrad" && w && !w->empty()) {  // index tuples per batch: each can add to one slice
+    const auto batch = static_cast<std::size_t>(std::max<std::int64_t>(op.attr_int("batch_dims", 0), 0));
+    double k = 1;
+    for (std::size_t i = batch; i + 1 < w->size(); ++i) k *= static_cast<double>((*w)[i]);
+    return k;
+  }
+  if (op.type == "GatherElementsGrad" && w && !w->empty()) {  // indices along the axis: each can add to one element
+    const auto rank = static_cast<std::int64_t>(w->size());
+    std::int64_t axis = op.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    return static_cast<double>((*w)[static_cast<std::size_t>(axis)]);
+  }
+  if (op.type == "SoftmaxGrad" && a && !a->empty()) {  // the axis' length
+    const auto rank = static_cast<std::int64_t>(a->size());
+    std::int64_t axis = op.attr_int("axis", -1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    return static_cast<double>((*a)[static_cast<std::size_t>(axis)]);
   }
   if (op.type == "MatMul" && a && !a->empty()) return static_cast<double>(a->back());
   if (op.type == "Gemm" && a && a->size() == 2) return static_cast<double>((*a)[op.attr_int("transA", 0) != 0 ? 0 : 1]);
@@ -236,6 +270,29 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
                       rk * in[1]->max_abs * in[0]->l2});
     }
     return alpha * dot + beta * *bias;
+  }
+  if (t == "SoftmaxGrad" && slot == 0 && in.size() > 1 && in[0] && in[1]) {
+    // over a row of n: dX = Y (dY - sum dY Y), |sum dY Y| <= min(n max|dY| max|Y|, l2(dY) l2(Y)),
+    // whatever Y holds (LogSoftmaxGrad's exp(Y) would need Y's maximum, not its magnitude)
+    const double dy = in[0]->max_abs, y = in[1]->max_abs;
+    const double dot = dot_len ? std::min(*dot_len * dy * y, in[0]->l2 * in[1]->l2) : in[0]->l2 * in[1]->l2;
+    return y * (dy + dot);
+  }
+  if ((t == "GatherNDGrad" || t == "GatherElementsGrad") && slot == 0 && dot_len) {
+    // a scatter-add: an element of dData sums at most dot_len values of dY (one per index)
+    const auto dy = mx(0);
+    if (!dy) return std::nullopt;
+    return *dot_len * *dy;
+  }
+  if (t == "Einsum" && dot_len) {
+    // each output element sums dot_len products of one element of every operand
+    double product = *dot_len;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      const auto m = mx(i);
+      if (!m) return std::nullopt;
+      product *= *m;
+    }
+    return op.inputs.empty() ? std::nullopt : std::optional<double>(product);
   }
   if (t == "SumToShape") {  // a sum of at most count elements: <= sqrt(count) l2
     if (in.empty() || !in[0]) return std::nullopt;

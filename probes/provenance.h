@@ -133,13 +133,19 @@ struct RankEvidence {
 /// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
 /// With `dot_len` (dot_length()), MatMul, Gemm and Conv take the smallest of Cauchy-Schwarz over
-/// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms.
+/// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms;
+/// Einsum (a gradient of one too) k times the product of its operands' max |x|; SoftmaxGrad over
+/// rows of k (the axis' length; Cauchy-Schwarz without it); k max|dY| for GatherNDGrad and
+/// GatherElementsGrad (scatter-adds of at most k values each).
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
                                   std::optional<double> dot_len = std::nullopt);
 
 /// The number of terms of each dot product of a MatMul (A's last dimension), Gemm (A's inner
-/// dimension) or Conv (W's count per output channel: C / group times the kernel), from the shapes
-/// in `g`; nullopt for other ops or unknown shapes.
+/// dimension) or Conv (W's count per output channel: C / group times the kernel), or of each sum
+/// of products of an Einsum (the sizes of the labels its output lacks), or the row length of a
+/// SoftmaxGrad (its axis), or the most values a GatherNDGrad / GatherElementsGrad
+/// adds into one element (index tuples per batch; indices along the axis), from the shapes in `g`;
+/// nullopt for other ops or unknown shapes.
 std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op);
 
 /// An op origin that wrote a finite value beyond what its inputs allow.

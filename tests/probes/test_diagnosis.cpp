@@ -759,3 +759,101 @@ TEST(Diagnosis, ValueBoundsFollowTheArithmetic) {
   const graph::Op mse = make_op("dm", "MSELossGrad", {"g", "p", "t"}, {"dp"}, "model/dm");
   EXPECT_DOUBLE_EQ(*probes::value_bound(mse, 0, std::span(sce_in).first(3)), 2 * (9 + 9) * 128.0);
 }
+
+namespace {
+
+graph::Tensor i64_tensor(const graph::Shape& shape, const std::vector<std::int64_t>& v) {
+  graph::Tensor t(graph::TensorDesc{graph::DType::I64, shape, graph::Format::ND});
+  std::copy(v.begin(), v.end(), t.data<std::int64_t>().begin());
+  return t;
+}
+
+std::vector<float> pattern(std::size_t n, int mul, int mod, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i * mul % mod) - mod / 2) * scale;
+  return v;
+}
+
+// The op's reference result on `args` stays within value_bound() with dot_length() from a graph
+// holding the inputs' shapes, and comes within `within` of it (the bound is not vacuous; 0: not
+// checked); without the length there is no bound unless `bound_without_length`.
+void expect_bound_holds(const graph::Op& op, const std::vector<const graph::Tensor*>& args, double within,
+                        bool bound_without_length = false) {
+  using M = std::optional<probes::Magnitude>;
+  graph::Graph g("bounds");
+  std::vector<M> in;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    g.add_tensor({op.inputs[i], args[i]->desc(), graph::TensorKind::Input});
+    in.push_back(args[i]->dtype() == graph::DType::F32 ? M(magnitude_of(*args[i])) : std::nullopt);
+  }
+  const auto len = probes::dot_length(g, op);
+  ASSERT_TRUE(len) << op.type;
+  const auto y = graph::run_reference(op, args, graph::RefPrecision::F32).at(0);
+  const auto bound = probes::value_bound(op, 0, in, len);
+  ASSERT_TRUE(bound) << op.type;
+  EXPECT_LE(magnitude_of(y).max_abs, *bound * (1 + 1e-6)) << op.type;
+  if (within > 0) {
+    EXPECT_GT(magnitude_of(y).max_abs, *bound / within) << op.type;
+  }
+  EXPECT_EQ(probes::value_bound(op, 0, in).has_value(), bound_without_length) << op.type;
+}
+
+}  // namespace
+
+// Einsum (the mixture-of-experts' expert product and its mixing, and their gradients, are
+// Einsums): each output sums the products over the labels it lacks.
+TEST(Diagnosis, ValueBoundOfEinsum) {
+  const graph::Tensor x = graph::Tensor::from_f32({6, 8}, pattern(48, 7, 11, 0.5f));
+  const graph::Tensor experts = graph::Tensor::from_f32({4, 8, 8}, pattern(256, 5, 13, 0.25f));
+  graph::Op expert = make_op("e", "Einsum", {"x", "experts"}, {"y"});
+  expert.attrs["equation"] = std::string("td,edh->teh");
+  expect_bound_holds(expert, {&x, &experts}, 16);
+  const std::vector<float> gates{1, 0, 0.5f, 0.5f, 0.9f, 0.1f, 0, 1, 0.3f, 0.7f, 1, 0};
+  const graph::Tensor gate = graph::Tensor::from_f32({6, 2}, gates);
+  const graph::Tensor chosen = graph::Tensor::from_f32({6, 2, 8}, pattern(96, 3, 17, 4.0f));
+  graph::Op mix = make_op("m", "Einsum", {"gate", "chosen"}, {"y"});
+  mix.attrs["equation"] = std::string("tk,tkh->th");
+  expect_bound_holds(mix, {&gate, &chosen}, 16);
+  graph::Op trace = make_op("t", "Einsum", {"sq"}, {"y"});  // a diagonal summed: 5 terms
+  trace.attrs["equation"] = std::string("ii->");
+  const graph::Tensor sq = graph::Tensor::from_f32({5, 5}, pattern(25, 1, 3, 2.0f));
+  expect_bound_holds(trace, {&sq}, 16);
+}
+
+// SoftmaxGrad over rows of n, also for a Y that is no distribution (a corrupted softmax result);
+// LogSoftmaxGrad has none (exp(Y) needs Y's maximum, which magnitudes do not give).
+TEST(Diagnosis, ValueBoundOfSoftmaxGradients) {
+  const graph::Tensor x = graph::Tensor::from_f32({3, 5}, pattern(15, 7, 9, 1.5f));
+  const graph::Tensor dy = graph::Tensor::from_f32({3, 5}, pattern(15, 4, 7, 3.0f));
+  graph::Op fwd = make_op("s", "Softmax", {"x"}, {"y"});
+  fwd.attrs["axis"] = std::int64_t{-1};
+  const std::vector<const graph::Tensor*> fargs{&x};
+  const graph::Tensor y = graph::run_reference(fwd, fargs, graph::RefPrecision::F32).at(0);
+  graph::Op grad = make_op("g", "SoftmaxGrad", {"dy", "y"}, {"dx"});
+  grad.attrs["axis"] = std::int64_t{-1};
+  expect_bound_holds(grad, {&dy, &y}, 32, true);  // Cauchy-Schwarz without n
+  grad.attrs["axis"] = std::int64_t{1};
+  const graph::Tensor bad_y = graph::Tensor::from_f32({3, 5}, pattern(15, 2, 5, 30.0f));
+  expect_bound_holds(grad, {&dy, &bad_y}, 0, true);
+  using M = std::optional<probes::Magnitude>;
+  const graph::Op log_grad = make_op("l", "LogSoftmaxGrad", {"dy", "y"}, {"dx"});
+  EXPECT_FALSE(probes::value_bound(log_grad, 0, std::vector<M>{magnitude_of(dy), magnitude_of(y)}, 5.0));
+}
+
+// The scatter-adds of GatherND's and GatherElements' gradients with indices that repeat: an
+// element of dData sums one dY value per index that selects it.
+TEST(Diagnosis, ValueBoundOfGatherGradients) {
+  const graph::Tensor dy = graph::Tensor::from_f32({2, 3, 4}, pattern(24, 5, 7, 2.0f));
+  const graph::Tensor idx = i64_tensor({2, 3, 1}, {1, 1, 1, 0, 2, 0});  // batch 0 selects slice 1 three times
+  graph::Op nd = make_op("g", "GatherNDGrad", {"dy", "i"}, {"dx"});
+  nd.attrs["batch_dims"] = std::int64_t{1};
+  nd.attrs["data_shape"] = std::vector<std::int64_t>{2, 3, 4};
+  expect_bound_holds(nd, {&dy, &idx}, 3.01);
+  const std::vector<float> dys{5, 5, 5, -1, 2, 0.5f};
+  const graph::Tensor dy2 = graph::Tensor::from_f32({2, 3}, dys);
+  const graph::Tensor idx2 = i64_tensor({2, 3}, {4, 4, 4, 0, 1, 2});  // row 0 adds three values into element 4
+  graph::Op el = make_op("e", "GatherElementsGrad", {"dy", "i"}, {"dx"});
+  el.attrs["axis"] = std::int64_t{1};
+  el.attrs["data_shape"] = std::vector<std::int64_t>{2, 6};
+  expect_bound_holds(el, {&dy2, &idx2}, 1.01);
+}
