@@ -1,7 +1,9 @@
 #include "probes/provenance.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,7 +12,6 @@
 #include "graph/autodiff.h"
 #include "graph/format.h"
 #include "graph/op_registry.h"
-#include "graph/ops/einsum.h"
 #include "numerics/moments.h"
 #include "probes/insertion_pass.h"
 
@@ -56,6 +57,44 @@ std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<
 
 }  // namespace
 
+namespace {
+
+// The products each output element of an Einsum sums: the sizes of the labels its output lacks
+// (an implicit output holds the labels used once). nullopt for "..." (broadcast dimensions) or
+// terms that do not fit the shapes.
+std::optional<double> einsum_summed_terms(const std::string& equation, const std::vector<const graph::Shape*>& shapes) {
+  if (equation.find("...") != std::string::npos) return std::nullopt;
+  const auto arrow = equation.find("->");
+  std::map<char, std::int64_t> size;
+  std::map<char, int> uses;
+  std::size_t term = 0, dim = 0;
+  for (const char c : equation.substr(0, arrow)) {
+    if (c == ',') {
+      if (term >= shapes.size() || dim != shapes[term]->size()) return std::nullopt;
+      ++term, dim = 0;
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      if (term >= shapes.size() || dim >= shapes[term]->size()) return std::nullopt;
+      const std::int64_t s = (*shapes[term])[dim++];
+      if (!size.emplace(c, s).second && size[c] != s) return std::nullopt;
+      ++uses[c];
+    }
+  }
+  if (term + 1 != shapes.size() || dim != shapes[term]->size()) return std::nullopt;
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = equation.substr(arrow + 2);
+  } else {
+    for (const auto& [c, n] : uses)
+      if (n == 1) out += c;
+  }
+  double k = 1;
+  for (const auto& [c, s] : size)
+    if (out.find(c) == std::string::npos) k *= static_cast<double>(s);
+  return k;
+}
+
+}  // namespace
+
 std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
   auto shape = [&](std::size_t i) -> const graph::Shape* {
     if (i >= op.inputs.size() || op.inputs[i].empty()) return nullptr;
@@ -70,17 +109,12 @@ std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
     return k;
   }
   if (op.type == "Einsum") {  // the products each output element sums
-    std::vector<graph::Shape> shapes;
+    std::vector<const graph::Shape*> shapes;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      const graph::Shape* s = shape(i);
-      if (!s) return std::nullopt;
-      shapes.push_back(*s);
+      if (!shape(i)) return std::nullopt;
+      shapes.push_back(shape(i));
     }
-    try {
-      return static_cast<double>(graph::ops::einsum_summed_terms(op, shapes));
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
+    return einsum_summed_terms(op.attr_str("equation"), shapes);
   }
   if (op.type == "GatherNDGrad" && w && !w->empty()) {  // index tuples per batch: each can add to one slice
     const auto batch = static_cast<std::size_t>(std::max<std::int64_t>(op.attr_int("batch_dims", 0), 0));

@@ -93,18 +93,6 @@ Equation parse(const Op& op, const std::vector<Shape>& shapes) {
   return e;
 }
 
-}  // namespace
-
-std::int64_t einsum_summed_terms(const Op& op, const std::vector<Shape>& shapes) {
-  const Equation e = parse(op, shapes);
-  std::int64_t n = 1;
-  for (const auto& [label, size] : e.size)
-    if (std::find(e.out.begin(), e.out.end(), label) == e.out.end()) n *= size;
-  return n;
-}
-
-namespace {
-
 std::vector<TensorDesc> infer_einsum(const Op& op, Descs in) {
   if (in.empty()) fail(op, "needs at least one input");
   std::vector<Shape> shapes;

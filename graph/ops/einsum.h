@@ -24,11 +24,6 @@ struct EinsumGemm {
 /// output ordered batch, M, N (e.g. "bhqd,bhkd->bhqk", "td,edh->teh"); nullopt otherwise.
 std::optional<EinsumGemm> einsum_as_gemm(const Op& op, const std::vector<Shape>& shapes);
 
-/// How many products each output element of Einsum `op` over input shapes `shapes` sums: the
-/// product of the sizes of the labels the output lacks (1 when it lacks none). Throws GraphError
-/// on an equation or shapes infer_shapes() would refuse.
-std::int64_t einsum_summed_terms(const Op& op, const std::vector<Shape>& shapes);
-
 /// `t` with its dimensions permuted: dimension i of the result is dimension perm[i] of t (any dtype).
 Tensor permuted(const Tensor& t, const std::vector<std::size_t>& perm);
 
