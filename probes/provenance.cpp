@@ -55,10 +55,6 @@ std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
-
 // The products each output element of an Einsum sums: the sizes of the labels its output lacks
 // (an implicit output holds the labels used once). nullopt for "..." (broadcast dimensions) or
 // terms that do not fit the shapes.
@@ -93,6 +89,14 @@ std::optional<double> einsum_summed_terms(const std::string& equation, const std
   return k;
 }
 
+// The length of dimension `axis` of `shape` (negative: from the end); nullopt when out of range.
+std::optional<double> axis_length(const graph::Shape& shape, std::int64_t axis) {
+  const auto rank = static_cast<std::int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  return static_cast<double>(shape[static_cast<std::size_t>(axis)]);
+}
+
 }  // namespace
 
 std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
@@ -111,8 +115,8 @@ std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
   if (op.type == "Einsum") {  // the products each output element sums
     std::vector<const graph::Shape*> shapes;
     for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-      if (!shape(i)) return std::nullopt;
       shapes.push_back(shape(i));
+      if (!shapes.back()) return std::nullopt;
     }
     return einsum_summed_terms(op.attr_str("equation"), shapes);
   }
@@ -122,20 +126,8 @@ std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
     for (std::size_t i = batch; i + 1 < w->size(); ++i) k *= static_cast<double>((*w)[i]);
     return k;
   }
-  if (op.type == "GatherElementsGrad" && w && !w->empty()) {  // indices along the axis: each can add to one element
-    const auto rank = static_cast<std::int64_t>(w->size());
-    std::int64_t axis = op.attr_int("axis", 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return std::nullopt;
-    return static_cast<double>((*w)[static_cast<std::size_t>(axis)]);
-  }
-  if (op.type == "SoftmaxGrad" && a && !a->empty()) {  // the axis' length
-    const auto rank = static_cast<std::int64_t>(a->size());
-    std::int64_t axis = op.attr_int("axis", -1);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return std::nullopt;
-    return static_cast<double>((*a)[static_cast<std::size_t>(axis)]);
-  }
+  if (op.type == "GatherElementsGrad" && w) return axis_length(*w, op.attr_int("axis", 0));  // indices along the axis
+  if (op.type == "SoftmaxGrad" && a) return axis_length(*a, op.attr_int("axis", -1));      // a row's length
   if (op.type == "MatMul" && a && !a->empty()) return static_cast<double>(a->back());
   if (op.type == "Gemm" && a && a->size() == 2) return static_cast<double>((*a)[op.attr_int("transA", 0) != 0 ? 0 : 1]);
   return std::nullopt;
@@ -755,8 +747,9 @@ struct Resolver {
       case graph::DType::F32: top = 3.3895313892515355e38; break;
       default: return false;
     }
+    const auto len = dot_length(g, x);
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
-      const auto bound = value_bound(x, slot, in, dot_length(g, x));
+      const auto bound = value_bound(x, slot, in, len);
       if (!bound || !(*bound < top / 2)) return false;
     }
     return true;

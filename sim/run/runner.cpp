@@ -9,7 +9,6 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fcntl.h>
 #include <stdio.h>
