@@ -335,15 +335,17 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!(floor > 0)) return std::nullopt;
     return *scale * (*x + *mean) / std::sqrt(floor) + *bias;
   }
-  if (t == "BatchNormalizationGrad" && slot == 0) {
+  const bool ln_grad = t == "LayerNormalizationGrad";  // a row's own statistics, as batch ones
+  if ((t == "BatchNormalizationGrad" || ln_grad) && slot == 0) {
     // dX = scale rstd (dY - mean(dY) - xhat mean(dY xhat)) with batch statistics (a channel's
     // xhat^2 sum to at most its count n, so |xhat mean(dY xhat)| <= l2(dY)), scale rstd dY with
     // running ones; rstd = 1 / sqrt(var + epsilon) <= 1 / sqrt(epsilon) for batch variances
     // (>= 0), 1 / sqrt(min input_var + epsilon) for running ones whose captured minimum is > 0
-    // (an unknown minimum reads 0: no bound)
+    // (an unknown minimum reads 0: no bound). LayerNormalizationGrad: the same over each row of
+    // the normalised dims, with (dY scale) for dY
     const auto dy = mx(0), scale = mx(2);
     if (!dy || !scale) return std::nullopt;
-    const bool batch = op.attr_int("training_mode", 0) != 0;  // as the kernel reads it
+    const bool batch = ln_grad || op.attr_int("training_mode", 0) != 0;  // as the kernel reads it
     double floor = std::fabs(op.attr_float("epsilon", 1e-5));
     if (!batch) {
       if (in.size() < 5 || !in[4] || !(in[4]->min > 0)) return std::nullopt;
@@ -352,9 +354,17 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!(floor > 0)) return std::nullopt;
     return *scale / std::sqrt(floor) * (batch ? 2 * *dy + in[0]->l2 : *dy);
   }
-  if (t == "BatchNormalizationGrad" && batch_stats && slot > 0 && in.size() > 1 && in[0] && in[1]) {
-    // batch statistics: |xhat| <= sqrt(n), so dScale <= l2(dY) sqrt(n); dB <= sqrt(n) l2(dY)
-    return std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
+  if ((t == "BatchNormalizationGrad" || ln_grad) && slot > 0 && in.size() > 1 && in[0] && in[1]) {
+    // dB sums dY over a channel: <= sqrt(n) l2(dY), n = X's count. dScale sums dY xhat: with batch
+    // statistics |xhat| <= sqrt(n), so <= l2(dY) sqrt(n) (LayerNormalizationGrad: over the rows,
+    // the xhat^2 of all rows summing to at most n); with running ones |xhat| <= (max|x| +
+    // max|mean|) / sqrt(min input_var + epsilon) for a captured minimum > 0, so <= sqrt(n) l2(dY)
+    // max|xhat|
+    const double sums = std::sqrt(static_cast<double>(in[1]->count)) * in[0]->l2;
+    if (ln_grad || batch_stats || slot == 2) return sums;
+    const auto mean = mx(3);
+    if (!mean || in.size() < 5 || !in[4] || !(in[4]->min > 0)) return std::nullopt;
+    return sums * (in[1]->max_abs + *mean) / std::sqrt(std::fabs(op.attr_float("epsilon", 1e-5)) + in[4]->min);
   }
   if ((t == "BatchNormalization" && batch_stats) || t == "LayerNormalization" || t == "InstanceNormalization") {
     // batch statistics: |(x - mean) / std| <= sqrt(n - 1) over the n normalised values
@@ -608,7 +618,8 @@ struct Resolver {
     std::vector<Hop> path;  // from the writer to the op searched from (origin first)
   };
   struct JumpSearch {
-    std::set<std::tuple<std::size_t, std::uint32_t, std::uint32_t>> seen;
+    std::set<std::tuple<std::size_t, std::uint32_t, std::uint32_t>> seen;  // ops whose inputs are followed
+    std::set<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint16_t>> checked;  // outputs checked
     std::size_t visits = 0;
   };
 
@@ -664,13 +675,15 @@ struct Resolver {
       const Lead& l = f.leads[f.next++];
       if (l.w.kind == Writer::Upload || l.w.kind == Writer::Feed) continue;
       const std::uint32_t ws = writer_step(f, l);
-      if (!js.seen.insert({l.rank, ws, l.w.op}).second || ++js.visits > kJumpVisits) continue;
+      // An op reached again through another of its outputs (a gradient's dX, then its dScale) has
+      // that output checked; its inputs are followed once.
+      const bool follow = js.seen.insert({l.rank, ws, l.w.op}).second;
+      const bool check = js.checked.insert({l.rank, ws, l.w.op, l.w.slot}).second;
+      if ((!follow && !check) || ++js.visits > kJumpVisits) continue;
       std::optional<JumpHit> hit;
-      if (l.w.kind != Writer::Collective) hit = check_jump(l.rank, ws, l.w.op, l.w.slot);
+      if (check && l.w.kind != Writer::Collective) hit = check_jump(l.rank, ws, l.w.op, l.w.slot);
       if (!hit) {
-        const std::size_t q = l.rank;
-        const std::uint32_t wo = l.w.op;
-        stack.push_back({ws, large_inputs(q, ws, wo), 0});
+        if (follow) stack.push_back({ws, large_inputs(l.rank, ws, l.w.op), 0});
         continue;
       }
       // The path from the writer found back to `o`, through the lead being searched at each level.
@@ -740,13 +753,8 @@ struct Resolver {
     if ((!kBoundedInside.count(type) && !wide) || !out) return false;
     const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
     if (wide && !wide_intermediates_finite(x, type, in)) return false;
-    double top = 0;
-    switch (out->desc.dtype) {
-      case graph::DType::F16: top = 65504.0; break;
-      case graph::DType::BF16:
-      case graph::DType::F32: top = 3.3895313892515355e38; break;
-      default: return false;
-    }
+    const double top = largest_finite(*out);
+    if (top == 0) return false;
     const auto len = dot_length(g, x);
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
       const auto bound = value_bound(x, slot, in, len);
@@ -767,6 +775,16 @@ struct Resolver {
     return x.attr_float("epsilon", 1e-5) > 0 && n * b * b < 1.7e38;
   }
 
+  /// The largest finite value of a tensor's dtype (0: not FP16, BF16 or FP32).
+  static double largest_finite(const graph::TensorInfo& t) {
+    switch (t.desc.dtype) {
+      case graph::DType::F16: return 65504.0;
+      case graph::DType::BF16:
+      case graph::DType::F32: return 3.3895313892515355e38;
+      default: return 0;
+    }
+  }
+
   /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.
   std::optional<std::vector<Magnitude>> input_magnitudes(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
@@ -781,11 +799,19 @@ struct Resolver {
   }
 
   /// Whether o (rank r) computed a finite result at an earlier step from inputs at least half as
-  /// large as those it read at step s (every input's max |x|): then the size of its inputs does
-  /// not explain the non-finite value, whatever wrote them.
+  /// large as those it read at step s (every input's max |x|), a result that stays below half its
+  /// dtype's range when grown as the inputs allow (by the ratio of the bounds value_bound() puts on
+  /// the two results, when it exceeds 1): then the size of its inputs does not explain the
+  /// non-finite value, whatever wrote them. A result already within a factor 2 of the range (56,384
+  /// in FP16, say) is no such evidence: inputs as large may well have carried it past.
   bool inputs_seen_before(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const auto now = input_magnitudes(r, s, o);
     if (!now || now->empty()) return false;
+    const graph::Op& x = op(o);
+    const auto len = dot_length(g, x);
+    const auto bound_now = value_bound(x, 0, inputs_read(r, s, o), len);
+    const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
+    const double top = out ? largest_finite(*out) : 0;
     for (std::uint32_t e = ev(r).first_step; e < s; ++e) {
       if (output(r, e, o, 0) != Tri::No) continue;
       const auto then = input_magnitudes(r, e, o);
@@ -793,7 +819,16 @@ struct Resolver {
       bool as_large = true;
       for (std::size_t i = 0; i < now->size() && as_large; ++i)
         as_large = (*now)[i].max_abs <= 2 * (*then)[i].max_abs;
-      if (as_large) return true;
+      if (!as_large) continue;
+      if (top > 0) {
+        double growth = 1;
+        if (bound_now)
+          if (const auto bound_then = value_bound(x, 0, inputs_read(r, e, o), len); bound_then && *bound_then > 0)
+            growth = std::max(1.0, *bound_now / *bound_then);
+        const auto out_then = magnitude(obs(r, e, o, false, 0));
+        if (out_then && out_then->max_abs * growth >= top / 2) continue;
+      }
+      return true;
     }
     return false;
   }

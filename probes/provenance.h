@@ -37,7 +37,12 @@
 // or the initial value). The first op whose captured output max |x| exceeds 16 times the bound
 // its inputs' magnitudes put on its result wrote a value no arithmetic gives: it becomes the
 // origin (Origin::jump), the overflowing op is on the path. No such op (every value grew within
-// its bound), or magnitudes unknown: the overflowing op stays the origin.
+// its bound), or magnitudes unknown: the overflowing op stays the origin. An op reached again
+// through another of its outputs has that output checked too (its inputs are followed once).
+// No search when the op's inputs cannot explain its result: they bound every value it computes
+// below half its output type's range, or it computed a finite result at an earlier step from
+// inputs at least half as large, a result that stays below half the range when grown by the
+// ratio of the two steps' bounds (a result already near the range clears nothing).
 
 #pragma once
 
@@ -123,7 +128,9 @@ struct RankEvidence {
 /// Cauchy-Schwarz l2(a) l2(b) (+ max |bias|) for every dot-product op (MatMul, Gemm, Conv and
 /// their gradients), |scale| sqrt(count) + |B| for batch/layer normalization with batch
 /// statistics, |scale| (|X| + |mean|) / sqrt(min var + epsilon) + |B| with running statistics
-/// (dScale and dB of BatchNormalizationGrad with batch statistics: sqrt(count) l2(dY)),
+/// (BatchNormalizationGrad and LayerNormalizationGrad: dX within |scale| (2 |dY| + l2(dY)) /
+/// sqrt(epsilon) for statistics of their own, dB within sqrt(count) l2(dY), dScale too or, with
+/// running statistics, times (|X| + |mean|) / sqrt(min var + epsilon)),
 /// |p| + lr (|grad| + ...) for SgdUpdate; the input or its clamp bounds for Clip, 1 for the
 /// saturating ops (HardSigmoid, Erf, Sin, Cos, Softsign), max(|X|, alpha) for Elu/Celu (Selu:
 /// times gamma), max |X| max(1, |slope|) for PRelu, the selected inputs for Where; max(1, |X|)^|p|

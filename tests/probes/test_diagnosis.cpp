@@ -504,6 +504,46 @@ TEST(Diagnosis, NanInANormalizationIsItsOwnUnlessItsIntermediatesCanOverflow) {
   EXPECT_EQ(c[0].op, "jump");
 }
 
+namespace {
+// relu1 wrote values no arithmetic gives (from add1 of at most 2) at steps 0 and 1: 20000, then
+// 30000; fc2 computed a finite result at step 0 (`fc2_then`) and overflowed at step 1 on inputs
+// 1.5x larger. A step-0 result of 60000 was already near the FP16 range: the larger inputs explain
+// the overflow and relu1@1 is named. A step-0 result of 10000 grown 1.5x stays far inside it: inputs
+// as large gave a finite result before, so their size does not explain the overflow (fc2's own).
+std::vector<probes::Candidate> overflow_a_step_after_finite(double fc2_then, Diag& d, const graph::Graph& g) {
+  d.anomalies = {anomaly(g, "fc2", AnomalyKind::Overflow, 1, spec::kExcDetailConversion)};
+  for (std::uint32_t step : {0u, 1u}) {
+    d.obs[{step, g.find_op("fc1")->id, false, 0}] = magnitude(1.5, 4);
+    d.obs[{step, g.find_op("add1")->id, false, 0}] = magnitude(2, 5);
+    d.obs[{step, g.find_op("relu1")->id, false, 0}] = step == 0 ? magnitude(20000, 40000) : magnitude(30000, 60000);
+  }
+  d.obs[{0, g.find_op("fc2")->id, false, 0}] = magnitude(fc2_then, fc2_then);
+  d.obs[{1, g.find_op("fc2")->id, false, 0}] = seen(0, 3);
+  return d.run(g);
+}
+}  // namespace
+
+TEST(Diagnosis, AnEarlierFiniteResultNearTheRangeDoesNotClearLargerInputs) {
+  const graph::Graph g = mlp();
+  Diag near;
+  auto c = overflow_a_step_after_finite(60000, near, g);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "relu1");
+  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
+  EXPECT_EQ(c[0].step, 1u);
+  ASSERT_EQ(near.origins.size(), 1u);
+  ASSERT_TRUE(near.origins[0].jump);
+  EXPECT_EQ(near.origins[0].jump->consumer, "fc2@1");
+
+  Diag far;
+  c = overflow_a_step_after_finite(10000, far, g);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].op, "fc2");
+  EXPECT_EQ(c[0].step, 1u);
+  ASSERT_EQ(far.origins.size(), 1u);
+  EXPECT_FALSE(far.origins[0].jump);
+}
+
 // The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,
 // relu1 <= add1; fc1 reads the fed input, whose magnitude is unknown): a genuine overflow of fc2.
 TEST(Diagnosis, OverflowOnValuesGrownWithinTheirBoundsStaysAtTheConsumer) {
@@ -681,14 +721,21 @@ TEST(Diagnosis, ValueBoundOfBatchNormalizationGradInput) {
       args.insert(args.end(), {&tm, &tv});
       in.insert(in.end(), {magnitude(tm), magnitude(tv)});
     }
-    const auto dx = graph::run_reference(op, args, graph::RefPrecision::F32).at(0);
-    const auto bound = probes::value_bound(op, 0, in);
-    ASSERT_TRUE(bound) << training;
-    EXPECT_LE(magnitude(dx)->max_abs, *bound * (1 + 1e-6)) << training;  // dX rounded to FP32
-    EXPECT_GT(magnitude(dx)->max_abs, *bound / 16) << training;  // within the factor a written value must exceed
-    if (!training) {  // a running variance not known to be positive: rstd unbounded
+    const auto out = graph::run_reference(op, args, graph::RefPrecision::F32);
+    for (std::uint16_t slot = 0; slot < 3; ++slot) {  // dX, dScale, dB
+      const auto bound = probes::value_bound(op, slot, in);
+      ASSERT_TRUE(bound) << training << " " << slot;
+      EXPECT_LE(magnitude(out.at(slot))->max_abs, *bound * (1 + 1e-6)) << training << " " << slot;  // rounded to FP32
+      // within the factor a written value must exceed (dScale's sqrt(n) for |xhat| is looser)
+      if (slot != 1) {
+        EXPECT_GT(magnitude(out.at(slot))->max_abs, *bound / 16) << training << " " << slot;
+      }
+    }
+    if (!training) {  // a running variance not known to be positive: rstd unbounded (dB needs none)
       in[4]->min = 0;
       EXPECT_FALSE(probes::value_bound(op, 0, in));
+      EXPECT_FALSE(probes::value_bound(op, 1, in));
+      EXPECT_TRUE(probes::value_bound(op, 2, in));
     } else {  // epsilon 0: a constant channel divides by 0
       op.attrs["epsilon"] = 0.0;
       EXPECT_FALSE(probes::value_bound(op, 0, in));
@@ -699,6 +746,33 @@ TEST(Diagnosis, ValueBoundOfBatchNormalizationGradInput) {
 // BatchNormalization with running statistics against the reference kernel when a variance was
 // written just below zero (above -epsilon: the kernel still gives finite values, larger than
 // 1 / sqrt(epsilon) allows): the bound holds.
+// LayerNormalizationGrad normalises each row by its own statistics: a near-constant row divides
+// by about sqrt(epsilon), which bounds rstd; dScale and dB sum over the rows.
+TEST(Diagnosis, ValueBoundOfLayerNormalizationGrad) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  const graph::Shape shape{3, 4};
+  const std::vector<float> x{1, 1.0001f, 1, 1, -3, 5, 0, 2, 7, -1, 4, 4};
+  const std::vector<float> dy{4, -4, 0, 0, 1, 1, -1, 0.5f, 0, 0.25f, -0.75f, 1};
+  const graph::Tensor tdy = graph::Tensor::from_f32(shape, dy), tx = graph::Tensor::from_f32(shape, x);
+  const std::vector<float> scale{2, 2, -1.5f, 0.5f};
+  const graph::Tensor ts = graph::Tensor::from_f32({4}, scale);
+  graph::Op op = make_op("lng", "LayerNormalizationGrad", {"dy", "x", "s"}, {"dx", "ds", "db"});
+  op.attrs["axis"] = std::int64_t{-1};
+  op.attrs["epsilon"] = 1e-5;
+  const std::vector<M> in{magnitude(tdy), magnitude(tx), magnitude(ts)};
+  const std::vector<const graph::Tensor*> args{&tdy, &tx, &ts};
+  const auto out = graph::run_reference(op, args, graph::RefPrecision::F32);
+  for (std::uint16_t slot = 0; slot < 3; ++slot) {
+    const auto bound = probes::value_bound(op, slot, in);
+    ASSERT_TRUE(bound) << slot;
+    EXPECT_LE(magnitude(out.at(slot))->max_abs, *bound * (1 + 1e-6)) << slot;  // rounded to FP32
+    EXPECT_GT(magnitude(out.at(slot))->max_abs, *bound / 16) << slot;  // within the factor a written value must exceed
+  }
+  op.attrs["epsilon"] = 0.0;  // a constant row divides by 0
+  EXPECT_FALSE(probes::value_bound(op, 0, in));
+}
+
 TEST(Diagnosis, ValueBoundOfBatchNormalizationWithANegativeRunningVariance) {
   using M = std::optional<probes::Magnitude>;
   auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
