@@ -835,7 +835,10 @@ struct Resolver {
 
   Trace through_value_jump(std::size_t r, std::uint32_t s, std::uint32_t o, Trace t) {
     if (t.origin.kind != OriginKind::Op || t.origin.jump) return t;
-    if (inputs_rule_out_overflow(r, s, o) || inputs_seen_before(r, s, o)) return t;
+    // An overflow is the size of the values themselves: an earlier finite result from inputs as
+    // large clears nothing (where the large input meets a large operand varies from step to step).
+    const bool overflow = t.origin.latch && t.origin.latch->kind == AnomalyKind::Overflow;
+    if (inputs_rule_out_overflow(r, s, o) || (!overflow && inputs_seen_before(r, s, o))) return t;
     JumpSearch js;
     js.seen.insert({r, s, o});
     auto hit = search_jump(r, s, o, js);

@@ -506,42 +506,50 @@ TEST(Diagnosis, NanInANormalizationIsItsOwnUnlessItsIntermediatesCanOverflow) {
 
 namespace {
 // relu1 wrote values no arithmetic gives (from add1 of at most 2) at steps 0 and 1: 20000, then
-// 30000; fc2 computed a finite result at step 0 (`fc2_then`) and overflowed at step 1 on inputs
-// 1.5x larger. A step-0 result of 60000 was already near the FP16 range: the larger inputs explain
-// the overflow and relu1@1 is named. A step-0 result of 10000 grown 1.5x stays far inside it: inputs
-// as large gave a finite result before, so their size does not explain the overflow (fc2's own).
-std::vector<probes::Candidate> overflow_a_step_after_finite(double fc2_then, Diag& d, const graph::Graph& g) {
-  d.anomalies = {anomaly(g, "fc2", AnomalyKind::Overflow, 1, spec::kExcDetailConversion)};
+// 30000; fc2 computed a finite result at step 0 (`fc2_then`) and latched `kind` (an overflow, or
+// a NaN) at step 1 on inputs 1.5x larger.
+std::vector<probes::Candidate> nonfinite_a_step_after_finite(double fc2_then, AnomalyKind kind, Diag& d,
+                                                             const graph::Graph& g) {
+  const bool overflow = kind == AnomalyKind::Overflow;
+  d.anomalies = {anomaly(g, "fc2", kind, 1, overflow ? std::uint32_t{spec::kExcDetailConversion} : 0u)};
   for (std::uint32_t step : {0u, 1u}) {
     d.obs[{step, g.find_op("fc1")->id, false, 0}] = magnitude(1.5, 4);
     d.obs[{step, g.find_op("add1")->id, false, 0}] = magnitude(2, 5);
     d.obs[{step, g.find_op("relu1")->id, false, 0}] = step == 0 ? magnitude(20000, 40000) : magnitude(30000, 60000);
   }
   d.obs[{0, g.find_op("fc2")->id, false, 0}] = magnitude(fc2_then, fc2_then);
-  d.obs[{1, g.find_op("fc2")->id, false, 0}] = seen(0, 3);
+  d.obs[{1, g.find_op("fc2")->id, false, 0}] = overflow ? seen(0, 3) : seen(3);
   return d.run(g);
 }
 }  // namespace
 
-TEST(Diagnosis, AnEarlierFiniteResultNearTheRangeDoesNotClearLargerInputs) {
+// An overflow is the size of the values: relu1@1 is named whatever fc2 computed at step 0. A NaN:
+// after a step-0 result of 60000, already near the FP16 range, the larger inputs may explain it
+// (relu1@1 named); a step-0 result of 10000 grown 1.5x stays far inside the range, so inputs as
+// large gave a finite result before and their size does not explain the NaN (fc2's own).
+TEST(Diagnosis, AnEarlierFiniteResultClearsTheInputsOnlyOfANanAndFarFromTheRange) {
   const graph::Graph g = mlp();
-  Diag near;
-  auto c = overflow_a_step_after_finite(60000, near, g);
-  ASSERT_FALSE(c.empty());
-  EXPECT_EQ(c[0].op, "relu1");
-  EXPECT_EQ(c[0].cause, CauseClass::DataCorruption);
-  EXPECT_EQ(c[0].step, 1u);
-  ASSERT_EQ(near.origins.size(), 1u);
-  ASSERT_TRUE(near.origins[0].jump);
-  EXPECT_EQ(near.origins[0].jump->consumer, "fc2@1");
-
-  Diag far;
-  c = overflow_a_step_after_finite(10000, far, g);
-  ASSERT_FALSE(c.empty());
-  EXPECT_EQ(c[0].op, "fc2");
-  EXPECT_EQ(c[0].step, 1u);
-  ASSERT_EQ(far.origins.size(), 1u);
-  EXPECT_FALSE(far.origins[0].jump);
+  struct Case {
+    double then;
+    AnomalyKind kind;
+    const char* named;
+  };
+  for (const Case& k : {Case{60000, AnomalyKind::Overflow, "relu1"}, Case{10000, AnomalyKind::Overflow, "relu1"},
+                        Case{60000, AnomalyKind::Invalid, "relu1"}, Case{10000, AnomalyKind::Invalid, "fc2"}}) {
+    const std::string what = fmt::format("{} after {}", probes::anomaly_kind_name(k.kind), k.then);
+    Diag d;
+    const auto c = nonfinite_a_step_after_finite(k.then, k.kind, d, g);
+    ASSERT_FALSE(c.empty()) << what;
+    EXPECT_EQ(c[0].op, k.named) << what;
+    EXPECT_EQ(c[0].step, 1u) << what;
+    ASSERT_EQ(d.origins.size(), 1u) << what;
+    const bool jump = std::string(k.named) == "relu1";
+    EXPECT_EQ(d.origins[0].jump.has_value(), jump) << what;
+    if (jump) {
+      EXPECT_EQ(c[0].cause, CauseClass::DataCorruption) << what;
+      EXPECT_EQ(d.origins[0].jump->consumer, "fc2@1") << what;
+    }
+  }
 }
 
 // The same overflow on values that grew within what each op's inputs allow (add1 = fc1 + b1,
