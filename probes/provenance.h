@@ -40,9 +40,10 @@
 // its bound), or magnitudes unknown: the overflowing op stays the origin. An op reached again
 // through another of its outputs has that output checked too (its inputs are followed once).
 // No search when the op's inputs cannot explain its result: they bound every value it computes
-// below half its output type's range, or it computed a finite result at an earlier step from
-// inputs at least half as large, a result that stays below half the range when grown by the
-// ratio of the two steps' bounds (a result already near the range clears nothing).
+// below half its output type's range, or (a NaN; an overflow is the size of the values and is
+// always searched) it computed a finite result at an earlier step from inputs at least half as
+// large, a result that stays below half the range when grown by the ratio of the two steps'
+// bounds (a result already near the range clears nothing).
 
 #pragma once
 
