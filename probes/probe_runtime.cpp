@@ -429,6 +429,8 @@ void ProbeRuntime::note_feed(std::uint32_t step, const std::string& input, const
   impl_->rep.feeds[{step, input}] = summarize_upload(value);
 }
 
+void ProbeRuntime::note_lr_factor(double factor) { impl_->rep.lr_factor = factor; }
+
 RuntimeReport ProbeRuntime::report() const {
   const auto& s = *impl_;
   RuntimeReport r = s.rep;
@@ -478,7 +480,7 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
   std::vector<RankEvidence> ev;
   for (RuntimeReport& r : reports)
     ev.push_back({r.rank, &r.anomalies, &r.observations, &r.step_evidence, r.enabled_kinds, r.first_step, &r.uploads, &r.feeds,
-                  &r.comm_groups});
+                  &r.comm_groups, r.lr_factor});
   const std::vector<Origin> origins = resolve_provenance(g, ev);
   std::vector<TriggerEvent> triggers;
   std::vector<OpComparison> comparisons;

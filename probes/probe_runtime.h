@@ -195,6 +195,10 @@ class ProbeRuntime {
   /// The host fed `value` into graph input `input` at `step`: the provenance bounds that step's
   /// reads of the input by its magnitudes (what a framework hook sees of the batch it feeds).
   void note_feed(std::uint32_t step, const std::string& input, const graph::Tensor& value);
+  /// The host multiplies the optimizer updates' `lr` attribute by at most `factor` (1: runs them
+  /// as written; a dynamic loss scaler divides lr by its scale): the provenance bounds what an
+  /// update can write by it (0, the default: unknown, lr taken as at least 1).
+  void note_lr_factor(double factor);
 
   /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
   std::vector<SyncSample> sync_samples() const;

@@ -134,7 +134,7 @@ std::optional<double> dot_length(const graph::Graph& g, const graph::Op& op) {
 }
 
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
-                                  std::optional<double> dot_len) {
+                                  std::optional<double> dot_len, double lr_factor) {
   const graph::OpDef* def = graph::OpRegistry::instance().find(op.type);
   const std::string& t = def ? def->type : op.type;  // canonical (BatchNorm -> BatchNormalization)
   auto mx = [&](std::size_t i) -> std::optional<double> {
@@ -406,7 +406,9 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     const double lr = std::fabs(op.attr_float("lr", 0.01)), mom = std::fabs(op.attr_float("momentum", 0.0)),
                  wd = std::fabs(op.attr_float("weight_decay", 0.0));
     const double step = mom * *v + *g + wd * *p;
-    return *p + std::max(1.0, lr) * step;
+    // the host may scale lr at run time (a dynamic loss scaler divides it by its scale): by at
+    // most lr_factor when known, else taken as at least 1
+    return *p + (lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr)) * step;
   }
   return std::nullopt;
 }
@@ -716,7 +718,7 @@ struct Resolver {
     if (!out) return std::nullopt;
     const graph::Op& x = op(o);
     const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
-    const auto bound = value_bound(x, slot, in, dot_length(g, x));
+    const auto bound = value_bound(x, slot, in, dot_length(g, x), ev(r).lr_factor);
     if (!bound || !(out->max_abs > kJumpFactor * *bound)) return std::nullopt;
     JumpHit h{r, s, o, slot, out->max_abs, *bound, {}};
     h.path.push_back(hop(r, s, o));
@@ -757,7 +759,7 @@ struct Resolver {
     if (top == 0) return false;
     const auto len = dot_length(g, x);
     for (std::uint16_t slot = 0; slot < x.outputs.size(); ++slot) {
-      const auto bound = value_bound(x, slot, in, len);
+      const auto bound = value_bound(x, slot, in, len, ev(r).lr_factor);
       if (!bound || !(*bound < top / 2)) return false;
     }
     return true;
@@ -809,7 +811,7 @@ struct Resolver {
     if (!now || now->empty()) return false;
     const graph::Op& x = op(o);
     const auto len = dot_length(g, x);
-    const auto bound_now = value_bound(x, 0, inputs_read(r, s, o), len);
+    const auto bound_now = value_bound(x, 0, inputs_read(r, s, o), len, ev(r).lr_factor);
     const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
     const double top = out ? largest_finite(*out) : 0;
     for (std::uint32_t e = ev(r).first_step; e < s; ++e) {
@@ -823,7 +825,7 @@ struct Resolver {
       if (top > 0) {
         double growth = 1;
         if (bound_now)
-          if (const auto bound_then = value_bound(x, 0, inputs_read(r, e, o), len); bound_then && *bound_then > 0)
+          if (const auto bound_then = value_bound(x, 0, inputs_read(r, e, o), len, ev(r).lr_factor); bound_then && *bound_then > 0)
             growth = std::max(1.0, *bound_now / *bound_then);
         const auto out_then = magnitude(obs(r, e, o, false, 0));
         if (out_then && out_then->max_abs * growth >= top / 2) continue;

@@ -120,6 +120,9 @@ struct RankEvidence {
   /// Collective op id -> the communicator this rank ran it in: a collective's values move among
   /// the ranks of one communicator only (unknown: all ranks).
   const std::map<std::uint32_t, std::uint32_t>* comm_groups = nullptr;
+  /// The most this rank's host multiplies an SgdUpdate's `lr` attribute by (a dynamic loss scaler
+  /// divides it by its scale: 1 / the smallest scale, when that is below 1); 0: unknown.
+  double lr_factor = 0;
 };
 
 /// An upper bound of max |y| over output `slot` of `op` from its inputs' magnitudes (in input
@@ -144,9 +147,10 @@ struct RankEvidence {
 /// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms;
 /// Einsum (a gradient of one too) k times the product of its operands' max |x|; SoftmaxGrad over
 /// rows of k (the axis' length; Cauchy-Schwarz without it); k max|dY| for GatherNDGrad and
-/// GatherElementsGrad (scatter-adds of at most k values each).
+/// GatherElementsGrad (scatter-adds of at most k values each). SgdUpdate takes its learning rate
+/// as `lr` times `lr_factor` (RankEvidence::lr_factor), or as at least 1 when that is 0 (unknown).
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
-                                  std::optional<double> dot_len = std::nullopt);
+                                  std::optional<double> dot_len = std::nullopt, double lr_factor = 0);
 
 /// The number of terms of each dot product of a MatMul (A's last dimension), Gemm (A's inner
 /// dimension) or Conv (W's count per output channel: C / group times the kernel), or of each sum

@@ -69,6 +69,7 @@ struct RuntimeReport {
   std::map<std::string, UploadSummary> uploads;    // initial values the host uploaded in place of the graph's
   std::map<std::pair<std::uint32_t, std::string>, UploadSummary> feeds;  // (step, input) -> what the host fed
   std::map<std::uint32_t, std::uint32_t> comm_groups;  // collective op id -> communicator (RuntimeOptions::comm_group)
+  double lr_factor = 0;  // the most the host multiplies an update's lr attribute by (0: unknown)
   std::vector<ReplayCheck> replays;                // CPU replays of latched ops on captured inputs
   std::vector<IntegrityViolation> integrity;       // edge hashes that differ
   /// XXH64 chained over the payload of every capture record drained, in drain order: two runs

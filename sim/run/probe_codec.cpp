@@ -82,7 +82,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RewindRequest, step, rank, by, expression, wa
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RuntimeReport, rank, anomalies, triggers, rules_fired, breakpoints, steps, capture,
                                    counters, dump_files, dump_bytes, dump_raw_bytes, dump_entries, comparisons,
                                    first_divergence, diagnosis, observations, step_evidence, enabled_kinds,
-                                   first_step, uploads, feeds, comm_groups, replays, integrity, fingerprint, stop_requested, rewinds, warnings)
+                                   first_step, uploads, feeds, comm_groups, lr_factor, replays, integrity, fingerprint, stop_requested, rewinds, warnings)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SyncSample, rank, step, group, op, order, tensor, is_input, index, hash, stats, data)
 }  // namespace probelab::probes
 

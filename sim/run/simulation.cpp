@@ -249,6 +249,10 @@ PartitionResult simulate_partition(const SimRequest& req) {
       ec.loss_scaling.status.guard = ls->guard;
       ec.loss_scaling.status.all_reduce = ls->all_reduce;
     }
+    if (rs.runtime) {  // the scaler divides lr by its scale, which never drops below min(initial, min_scale)
+      const auto& ls = s.training.loss_scaling;
+      rs.runtime->note_lr_factor(ls ? 1.0 / std::min({1.0, ls->initial, ls->min_scale}) : 1.0);
+    }
     ec.feeds = [&rs, &w, &gen, r](std::uint32_t step) {
       std::map<std::string, graph::Tensor> f;
       for (const auto& name : w.data_inputs) {

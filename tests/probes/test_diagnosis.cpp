@@ -781,6 +781,31 @@ TEST(Diagnosis, ValueBoundOfLayerNormalizationGrad) {
   EXPECT_FALSE(probes::value_bound(op, 0, in));
 }
 
+// SgdUpdate writes p - lr (momentum v + grad + weight_decay p): with the factor the host may scale
+// lr by (RankEvidence::lr_factor) the bound is p + lr factor |step|, which a loss-scaled gradient
+// (hundreds) keeps near p; unknown, lr counts as at least 1.
+TEST(Diagnosis, ValueBoundOfSgdUpdateFollowsTheHostsLearningRate) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  const std::vector<float> p{0.5f, -0.25f, 0.125f, 1}, g{615.5f, -300, 12, -0.5f};
+  const graph::Tensor tp = graph::Tensor::from_f32({4}, p), tg = graph::Tensor::from_f32({4}, g);
+  graph::Op op = make_op("upd", "SgdUpdate", {"p", "g"}, {"p2"});
+  op.attrs["lr"] = 5e-4;
+  const std::vector<M> in{magnitude(tp), magnitude(tg)};
+  const std::vector<const graph::Tensor*> args{&tp, &tg};
+  const auto out = graph::run_reference(op, args, graph::RefPrecision::F32).at(0);
+  const auto known = probes::value_bound(op, 0, in, std::nullopt, 1.0);
+  ASSERT_TRUE(known);
+  EXPECT_LE(magnitude(out)->max_abs, *known * (1 + 1e-6));
+  EXPECT_LT(*known, 5000.0 / 16);  // a written 5000 is beyond what the update gives
+  const auto scaled = probes::value_bound(op, 0, in, std::nullopt, 1 / 0.25);  // a scale down to 0.25
+  ASSERT_TRUE(scaled);
+  EXPECT_NEAR(*scaled - 1, 4 * (*known - 1), 1e-9);
+  const auto unknown = probes::value_bound(op, 0, in);
+  ASSERT_TRUE(unknown);
+  EXPECT_GT(*unknown, 5000.0 / 16);  // lr taken as 1: the bound passes it
+}
+
 TEST(Diagnosis, ValueBoundOfBatchNormalizationWithANegativeRunningVariance) {
   using M = std::optional<probes::Magnitude>;
   auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };

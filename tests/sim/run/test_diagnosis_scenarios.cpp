@@ -39,6 +39,7 @@ const std::map<std::string, std::tuple<std::string, std::string, std::string>> k
     {"resnet_bn_scale_gradient_late_overflow", {"bn11/grad@1", "bn11@3", "BatchNormalizationGrad"}},
     {"tensor_parallel_weight_update_late_overflow",
      {"fc2/matmul/weight/tp/update@1", "fc2/matmul/grad/a@3", "SgdUpdate"}},
+    {"loss_scaled_update_value", {"fc3/matmul/weight/update@0 (rank 0)", "scaled_loss@1", "SgdUpdate"}},
 };
 
 class DiagnosisScenario : public ::testing::TestWithParam<std::string> {};
