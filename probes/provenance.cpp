@@ -787,10 +787,9 @@ struct Resolver {
     }
   }
 
-  /// Magnitudes of every input of o at step s on rank r, or nullopt if one is unknown.
-  std::optional<std::vector<Magnitude>> input_magnitudes(std::size_t r, std::uint32_t s, std::uint32_t o) {
-    const graph::Op& x = op(o);
-    const std::vector<std::optional<Magnitude>> in = inputs_read(r, s, o);
+  /// The magnitudes of every input of x as read (`in`, inputs_read()), or nullopt if one is unknown.
+  static std::optional<std::vector<Magnitude>> every_input(const graph::Op& x,
+                                                          std::span<const std::optional<Magnitude>> in) {
     std::vector<Magnitude> m;
     for (std::size_t i = 0; i < in.size(); ++i) {
       if (x.inputs[i].empty()) continue;
@@ -807,16 +806,18 @@ struct Resolver {
   /// non-finite value, whatever wrote them. A result already within a factor 2 of the range (56,384
   /// in FP16, say) is no such evidence: inputs as large may well have carried it past.
   bool inputs_seen_before(std::size_t r, std::uint32_t s, std::uint32_t o) {
-    const auto now = input_magnitudes(r, s, o);
-    if (!now || now->empty()) return false;
     const graph::Op& x = op(o);
+    const std::vector<std::optional<Magnitude>> in_now = inputs_read(r, s, o);
+    const auto now = every_input(x, in_now);
+    if (!now || now->empty()) return false;
     const auto len = dot_length(g, x);
-    const auto bound_now = value_bound(x, 0, inputs_read(r, s, o), len, ev(r).lr_factor);
+    const auto bound_now = value_bound(x, 0, in_now, len, ev(r).lr_factor);
     const graph::TensorInfo* out = x.outputs.empty() ? nullptr : g.find_tensor(x.outputs[0]);
     const double top = out ? largest_finite(*out) : 0;
     for (std::uint32_t e = ev(r).first_step; e < s; ++e) {
       if (output(r, e, o, 0) != Tri::No) continue;
-      const auto then = input_magnitudes(r, e, o);
+      const std::vector<std::optional<Magnitude>> in_then = inputs_read(r, e, o);
+      const auto then = every_input(x, in_then);
       if (!then || then->size() != now->size()) continue;
       bool as_large = true;
       for (std::size_t i = 0; i < now->size() && as_large; ++i)
@@ -825,7 +826,7 @@ struct Resolver {
       if (top > 0) {
         double growth = 1;
         if (bound_now)
-          if (const auto bound_then = value_bound(x, 0, inputs_read(r, e, o), len, ev(r).lr_factor); bound_then && *bound_then > 0)
+          if (const auto bound_then = value_bound(x, 0, in_then, len, ev(r).lr_factor); bound_then && *bound_then > 0)
             growth = std::max(1.0, *bound_now / *bound_then);
         const auto out_then = magnitude(obs(r, e, o, false, 0));
         if (out_then && out_then->max_abs * growth >= top / 2) continue;
