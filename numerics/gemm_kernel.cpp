@@ -17,55 +17,65 @@ constexpr std::int64_t NR = kPanelB;
 constexpr std::int64_t KC = 256;
 constexpr std::int64_t MC = 144;
 
-// c[6][16] (row stride ldc) = (first ? 0 : c) + sum over kc steps, one fma per k.
-// a: MR floats per k; b: NR floats per k (32-byte aligned).
-void micro_6x16(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool first) {
-  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-  if (first) {
-    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
-  } else {
-    c00 = _mm256_loadu_ps(c + 0 * ldc); c01 = _mm256_loadu_ps(c + 0 * ldc + 8);
-    c10 = _mm256_loadu_ps(c + 1 * ldc); c11 = _mm256_loadu_ps(c + 1 * ldc + 8);
-    c20 = _mm256_loadu_ps(c + 2 * ldc); c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
-    c30 = _mm256_loadu_ps(c + 3 * ldc); c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
-    c40 = _mm256_loadu_ps(c + 4 * ldc); c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
-    c50 = _mm256_loadu_ps(c + 5 * ldc); c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+// c[R][16] (row stride ldc) = (first ? 0 : c) + sum over kc steps, one fma per k, for the first R
+// rows of the panel (R = MR: the full tile; fewer: an edge panel, whose missing rows are not
+// computed). a: MR floats per k; b: NR floats per k (32-byte aligned).
+template <int R>
+[[gnu::always_inline]] inline void micro_rows(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                                              bool first) {
+  static_assert(R >= 1 && R <= MR);
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    acc[i][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc);
+    acc[i][1] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 8);
   }
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b);
     const __m256 b1 = _mm256_load_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00); c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10); c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20); c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30); c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40); c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50); c51 = _mm256_fmadd_ps(av, b1, c51);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m256 av = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+    }
     a += MR;
     b += NR;
   }
-  _mm256_storeu_ps(c + 0 * ldc, c00); _mm256_storeu_ps(c + 0 * ldc + 8, c01);
-  _mm256_storeu_ps(c + 1 * ldc, c10); _mm256_storeu_ps(c + 1 * ldc + 8, c11);
-  _mm256_storeu_ps(c + 2 * ldc, c20); _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-  _mm256_storeu_ps(c + 3 * ldc, c30); _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-  _mm256_storeu_ps(c + 4 * ldc, c40); _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-  _mm256_storeu_ps(c + 5 * ldc, c50); _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(c + i * ldc, acc[i][0]);
+    _mm256_storeu_ps(c + i * ldc + 8, acc[i][1]);
+  }
 }
 
-// Edge tile (mr < MR or nr < NR): compute a full tile in a buffer and copy the valid part.
+void micro_6x16(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool first) {
+  micro_rows<MR>(kc, a, b, c, ldc, first);
+}
+
+// The first `mr` rows of a panel, full width.
+void micro_short(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool first,
+                 std::int64_t mr) {
+  switch (mr) {
+    case 1: micro_rows<1>(kc, a, b, c, ldc, first); break;
+    case 2: micro_rows<2>(kc, a, b, c, ldc, first); break;
+    case 3: micro_rows<3>(kc, a, b, c, ldc, first); break;
+    case 4: micro_rows<4>(kc, a, b, c, ldc, first); break;
+    case 5: micro_rows<5>(kc, a, b, c, ldc, first); break;
+    default: micro_rows<MR>(kc, a, b, c, ldc, first); break;
+  }
+}
+
+// Edge tile: the first mr rows computed in a buffer of full width, the valid nr columns copied.
 void micro_edge(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc, bool first,
                 std::int64_t mr, std::int64_t nr) {
+  if (nr == NR) return micro_short(kc, a, b, c, ldc, first, mr);
   alignas(32) float tile[MR * NR];
   if (!first) {
     for (std::int64_t i = 0; i < mr; ++i) std::memcpy(tile + i * NR, c + i * ldc, sizeof(float) * nr);
   }
-  micro_6x16(kc, a, b, tile, NR, first);
+  micro_short(kc, a, b, tile, NR, first, mr);
   for (std::int64_t i = 0; i < mr; ++i) std::memcpy(c + i * ldc, tile + i * NR, sizeof(float) * nr);
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <memory>
+#include <vector>
 
 #include "numerics/detail/format.h"
 #include "numerics/detail/gemm_internal.h"
@@ -92,39 +94,57 @@ struct Packer {
   }
 
   // Converts storage row s (scols elements) into `v` (exact values), classifying as needed.
-  void convert_row(std::int64_t s, std::int64_t scols, float* v) {
-    if (op.type == InType::F16) convert_row_t<InType::F16>(s, scols, v);
-    else convert_row_t<InType::BF16>(s, scols, v);
+  void convert_row(std::int64_t s, std::int64_t scols, float* v) { convert_range(s, 0, scols, v); }
+
+  // Elements [lo, hi) of storage row s into v[0 .. hi - lo).
+  void convert_range(std::int64_t s, std::int64_t lo, std::int64_t hi, float* v) {
+    if (op.type == InType::F16) convert_range_t<InType::F16>(s, lo, hi, v);
+    else convert_range_t<InType::BF16>(s, lo, hi, v);
   }
 
   template <InType T>
-  void convert_row_t(std::int64_t s, std::int64_t scols, float* v) {
+  void convert_range_t(std::int64_t s, std::int64_t lo, std::int64_t hi, float* v) {
     const std::uint16_t* src = op.data + s * op.ld;
-    auto slow = [&](std::int64_t lo, std::int64_t hi) {
-      for (std::int64_t t = lo; t < hi; ++t) {
-        const std::uint8_t cls = classify(src[t], T, mode, v[t]);
+    auto slow = [&](std::int64_t a, std::int64_t b) {
+      for (std::int64_t t = a; t < b; ++t) {
+        const std::uint8_t cls = classify(src[t], T, mode, v[t - lo]);
         if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
       }
     };
-    std::int64_t j = 0;
-    for (; j + 16 <= scols; j += 16) {
+    std::int64_t j = lo;
+    for (; j + 16 <= hi; j += 16) {
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
-      _mm256_storeu_ps(v + j, widen8<T>(_mm256_castsi256_si128(h)));
-      _mm256_storeu_ps(v + j + 8, widen8<T>(_mm256_extracti128_si256(h, 1)));
+      _mm256_storeu_ps(v + (j - lo), widen8<T>(_mm256_castsi256_si128(h)));
+      _mm256_storeu_ps(v + (j - lo) + 8, widen8<T>(_mm256_extracti128_si256(h, 1)));
       if (needs_classify<T>(h)) slow(j, j + 16);
     }
-    slow(j, scols);
+    slow(j, hi);
   }
 };
 
 // Storage rows that run along k (A not transposed, B transposed): storage row r is panel lane
-// r % width of panel r / width; lanes beyond `count` are zero.
+// r % width of panel r / width; lanes beyond `count` are zero. A panel is filled a chunk of k at
+// a time: its lanes' chunks converted into a cache-resident buffer (width x chunk floats), then
+// written out in panel order, so every destination line is written once, in sequence.
+constexpr std::int64_t kPackChunk = 256;
 void pack_k_contiguous(Packer& pk, float* dst, std::int64_t K, std::int64_t width, std::int64_t panels,
-                       std::int64_t count, float* row) {
-  for (std::int64_t r = 0; r < panels * width; ++r) {
-    float* base = dst + (r / width) * K * width + r % width;
-    if (r < count) pk.convert_row(r, K, row);
-    for (std::int64_t k = 0; k < K; ++k) base[k * width] = r < count ? row[k] : 0.0f;
+                       std::int64_t count) {
+  const std::int64_t chunk = std::min(K, kPackChunk);
+  const std::unique_ptr<float[]> buf(new float[static_cast<std::size_t>(std::max<std::int64_t>(1, width * chunk))]);
+  float* rows = buf.get();
+  for (std::int64_t p = 0; p < panels; ++p) {
+    float* panel = dst + p * K * width;
+    for (std::int64_t k0 = 0; k0 < K; k0 += chunk) {
+      const std::int64_t kc = std::min(chunk, K - k0);
+      for (std::int64_t i = 0; i < width; ++i) {
+        const std::int64_t r = p * width + i;
+        if (r < count) pk.convert_range(r, k0, k0 + kc, rows + i * chunk);
+        else std::fill_n(rows + i * chunk, kc, 0.0f);
+      }
+      float* d = panel + k0 * width;
+      for (std::int64_t k = 0; k < kc; ++k)
+        for (std::int64_t i = 0; i < width; ++i) d[k * width + i] = rows[i * chunk + k];
+    }
   }
 }
 
@@ -148,10 +168,10 @@ Packed pack_a(const GemmOperand& a, std::int64_t M, std::int64_t K, const Mode& 
   out.width = kPanelA;
   out.cls.assign(static_cast<std::size_t>(M), 0);
   Packer pk{a, mode, M, K, true, out};
-  std::vector<float> row(static_cast<std::size_t>(a.trans ? M : K));
   if (!a.trans) {
-    pack_k_contiguous(pk, dst, K, kPanelA, panels, M, row.data());
+    pack_k_contiguous(pk, dst, K, kPanelA, panels, M);
   } else {
+    std::vector<float> row(static_cast<std::size_t>(M));
     for (std::int64_t k = 0; k < K; ++k) {
       pk.convert_row(k, M, row.data());
       for (std::int64_t p = 0; p < panels; ++p) {
@@ -177,8 +197,8 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
   out.width = kPanelB;
   out.cls.assign(static_cast<std::size_t>(N), 0);
   Packer pk{b, mode, K, N, false, out};
-  std::vector<float> row(static_cast<std::size_t>(b.trans ? K : panels * kPanelB), 0.0f);
   if (!b.trans) {
+    std::vector<float> row(static_cast<std::size_t>(panels * kPanelB), 0.0f);
     for (std::int64_t k = 0; k < K; ++k) {
       pk.convert_row(k, N, row.data());  // row[N..] stays zero: the padding columns
       for (std::int64_t p = 0; p < panels; ++p) {
@@ -188,7 +208,7 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
       }
     }
   } else {
-    pack_k_contiguous(pk, dst, K, kPanelB, panels, N, row.data());
+    pack_k_contiguous(pk, dst, K, kPanelB, panels, N);
   }
   return out;
 }

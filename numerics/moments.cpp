@@ -1,6 +1,7 @@
 // Finite-element magnitudes in one pass (moments.h), eight elements per step: NaN/Inf lanes are
-// masked out of max and min, and the squares are added to the sum one lane at a time in index
-// order, so it is the scalar loop's sum. The tail is a block padded with copies of its first
+// masked out of max and min, and each element's square is added to the running sum of its lane
+// (index mod 8: the block's lanes rotated by where the call starts), a masked-out lane adding +0,
+// which leaves a sum of squares unchanged. The tail is a block padded with copies of its first
 // element that count for nothing.
 #include "numerics/moments.h"
 
@@ -32,6 +33,8 @@ struct BF16Lanes {
   static float one(const bf16* p) { return std::bit_cast<float>(static_cast<std::uint32_t>(p->bits) << 16); }
 };
 
+double lane_sum(const std::array<double, 8>& l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
+
 // Lists the non-finite lanes `bad` of the block at `index`.
 [[gnu::noinline]] void note_nonfinite(FiniteMoments& m, unsigned bad, std::uint64_t index, std::size_t listed) {
   for (; bad != 0; bad &= bad - 1) {
@@ -47,7 +50,12 @@ void accumulate_as(FiniteMoments& m, std::span<const T> x, std::size_t listed) {
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), max_finite = _mm256_set1_epi32(0x7F7FFFFF);
   __m256 vmax = _mm256_setzero_ps(), vmin = inf;
-  double sum_sq = m.sum_sq;
+  // Lane k of a block is element index base + i + k: sum lane (base + k) mod 8.
+  const std::size_t rot = base % 8;
+  alignas(32) std::array<double, 8> lanes;
+  for (std::size_t k = 0; k < 8; ++k) lanes[k] = m.sq_lanes[(rot + k) % 8];
+  __m256d sq_lo = _mm256_load_pd(lanes.data()), sq_hi = _mm256_load_pd(lanes.data() + 4);
+  const __m256i lane_bit_lo = _mm256_setr_epi64x(1, 2, 4, 8), lane_bit_hi = _mm256_setr_epi64x(16, 32, 64, 128);
   std::uint64_t count = 0;
   // Lanes `valid` of the eight at i (the rest: copies of valid ones, not counted).
   const auto block = [&](__m256 v, std::size_t i, unsigned valid) {
@@ -63,16 +71,14 @@ void accumulate_as(FiniteMoments& m, std::span<const T> x, std::size_t listed) {
     vmax = _mm256_max_ps(vmax, a);
     vmin = _mm256_min_ps(vmin, v);
     const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-    alignas(32) std::array<double, 8> sq;
-    _mm256_store_pd(sq.data(), _mm256_mul_pd(lo, lo));
-    _mm256_store_pd(sq.data() + 4, _mm256_mul_pd(hi, hi));
-    // In index order, one rounding each.
-    if (good == 0xFF) {
-      for (double s : sq) sum_sq += s;
-    } else {
-      for (unsigned k = 0; k < 8; ++k)
-        if ((good >> k) & 1) sum_sq += sq[k];
+    __m256d q_lo = _mm256_mul_pd(lo, lo), q_hi = _mm256_mul_pd(hi, hi);  // exact: 24-bit significands
+    if (good != 0xFF) {  // the lanes that do not count add +0
+      const __m256i g = _mm256_set1_epi64x(good);
+      q_lo = _mm256_and_pd(q_lo, _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(g, lane_bit_lo), lane_bit_lo)));
+      q_hi = _mm256_and_pd(q_hi, _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(g, lane_bit_hi), lane_bit_hi)));
     }
+    sq_lo = _mm256_add_pd(sq_lo, q_lo);
+    sq_hi = _mm256_add_pd(sq_hi, q_hi);
     count += static_cast<unsigned>(std::popcount(good));
   };
   std::size_t i = 0;
@@ -102,7 +108,10 @@ void accumulate_as(FiniteMoments& m, std::span<const T> x, std::size_t listed) {
     if (m.count == 0 || min < m.min) m.min = min;
     m.count += count;
   }
-  m.sum_sq = sum_sq;
+  _mm256_store_pd(lanes.data(), sq_lo);
+  _mm256_store_pd(lanes.data() + 4, sq_hi);
+  for (std::size_t k = 0; k < 8; ++k) m.sq_lanes[(rot + k) % 8] = lanes[k];
+  m.sum_sq = lane_sum(m.sq_lanes);
   m.elements += n;
 }
 
@@ -126,11 +135,12 @@ void accumulate(FiniteMoments& m, std::span<const double> x, std::size_t listed)
     } else {
       m.max_abs = std::max(m.max_abs, std::fabs(v));
       m.min = m.count == 0 ? v : std::min(m.min, v);
-      m.sum_sq += v * v;
+      m.sq_lanes[m.elements % 8] += v * v;
       ++m.count;
     }
     ++m.elements;
   }
+  m.sum_sq = lane_sum(m.sq_lanes);
 }
 
 }  // namespace probelab::num

@@ -142,9 +142,57 @@ void zero_pad(E* dst, std::int64_t n) {
   if (n > 1) dst[1] = E{};
 }
 
+// n bytes from s to d (not overlapping): short runs, the rows of a small image, as one or two
+// (overlapping) fixed-size moves, inline; long ones through the library.
+inline void copy_run(std::byte* d, const std::byte* s, std::size_t n) {
+  const auto two = [&](auto chunk) {
+    constexpr std::size_t k = sizeof(chunk);
+    std::memcpy(&chunk, s, k);
+    decltype(chunk) last;
+    std::memcpy(&last, s + n - k, k);
+    std::memcpy(d, &chunk, k);
+    std::memcpy(d + n - k, &last, k);
+  };
+  struct B16 { std::uint64_t a, b; };
+  struct B32 { std::uint64_t a, b, c, e; };
+  if (n > 64) std::memcpy(d, s, n);
+  else if (n >= 32) two(B32{});
+  else if (n >= 16) two(B16{});
+  else if (n >= 8) two(std::uint64_t{});
+  else if (n >= 4) two(std::uint32_t{});
+  else if (n >= 2) two(std::uint16_t{});
+  else if (n == 1) *d = *s;
+}
+
+// im2col_typed for unit strides with rows as wide as the image's (a "same" convolution): a tap's
+// rows inside the image are one contiguous run of the channel's plane, copied at once, whose
+// elements that fall in the padding columns (the neighbouring rows' ends) are then zeroed.
+template <class E>
+void im2col_unit_stride(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
+  for (std::int64_t ci = 0; ci < g.c; ++ci)
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        E* row = cols + ((ci * g.kh + i) * g.kw + j) * P;
+        const std::int64_t off = j * g.dw - g.pw, dy = i * g.dh - g.ph;
+        const auto [x0, x1] = tap_columns(g, off);
+        const std::int64_t ya = std::clamp<std::int64_t>(-dy, 0, g.oh), yb = std::clamp<std::int64_t>(g.h - dy, ya, g.oh);
+        if (x1 <= x0 || ya == yb) {
+          std::fill(row, row + g.oh * g.ow, E{});
+          continue;
+        }
+        std::fill(row, row + ya * g.ow + x0, E{});
+        const E* src = img + (ci * g.h + ya + dy) * g.w + x0 + off;
+        copy_run(reinterpret_cast<std::byte*>(row + ya * g.ow + x0), reinterpret_cast<const std::byte*>(src),
+                 static_cast<std::size_t>((yb - ya - 1) * g.ow + x1 - x0) * sizeof(E));
+        for (std::int64_t y = ya; y + 1 < yb; ++y) zero_pad(row + y * g.ow + x1, g.ow - x1 + x0);
+        std::fill(row + (yb - 1) * g.ow + x1, row + g.oh * g.ow, E{});
+      }
+}
+
 // Element copies of one fixed width: a typed load/store, never a library call per element.
 template <class E>
 void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
+  if (g.sw == 1 && g.sh == 1 && g.ow == g.w && P == g.oh * g.ow) return im2col_unit_stride(g, img, cols, P);
   for (std::int64_t ci = 0; ci < g.c; ++ci)
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j) {
@@ -161,7 +209,9 @@ void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
           const E* src = img + (ci * g.h + iy) * g.w;  // input column x*sw + off
           zero_pad(dst, x0);
           if (g.sw == 1) {
-            if (x1 > x0) std::copy(src + x0 + off, src + x1 + off, dst + x0);
+            if (x1 > x0)
+              copy_run(reinterpret_cast<std::byte*>(dst + x0), reinterpret_cast<const std::byte*>(src + x0 + off),
+                       static_cast<std::size_t>(x1 - x0) * sizeof(E));
           } else {
             for (std::int64_t x = x0; x < x1; ++x) dst[x] = src[x * g.sw + off];
           }

@@ -451,19 +451,30 @@ TEST(Kernels, FusedConvBnReluIsCloserToFp32ThanTheUnfusedChain) {
 }
 
 // im2col against its definition, element by element: strides, dilations and paddings that put
-// whole rows and parts of rows outside the image, for every element width a kernel passes.
+// whole rows and parts of rows outside the image, for every element width a kernel passes. The
+// second half of the trials are "same" convolutions (unit strides, rows as wide as the image's,
+// packed columns), which im2col copies a tap's rows at once.
 TEST(Kernels, Im2colMatchesItsDefinitionForStridesDilationsAndPads) {
   std::uint32_t seed = 7;
   auto next = [&](std::uint32_t m) { seed = seed * 1664525u + 1013904223u; return (seed >> 8) % m; };
-  for (int trial = 0; trial < 200; ++trial) {
+  int same = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const bool same_conv = trial >= 200;
     pc::kernels::ConvShape g;
     g.c = 1 + next(3), g.h = 1 + next(7), g.w = 1 + next(9), g.kh = 1 + next(3), g.kw = 1 + next(4);
     g.sh = 1 + next(3), g.sw = 1 + next(3), g.dh = 1 + next(2), g.dw = 1 + next(3);
     g.ph = next(3), g.pw = next(4);
+    if (same_conv) {
+      g.sh = g.sw = 1;
+      g.kw = 1 + 2 * next(3);  // 1, 3, 5: the padding dw (kw - 1) / 2 keeps the width
+      g.pw = g.dw * (g.kw - 1) / 2;
+    }
     g.oh = (g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1) / g.sh + 1;
     g.ow = (g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1) / g.sw + 1;
     if (g.oh < 1 || g.ow < 1) continue;
-    const std::int64_t P = g.cols() + static_cast<std::int64_t>(next(3));  // row stride beyond the columns
+    same += same_conv && g.ow == g.w;
+    // row stride beyond the columns (none for the same convolutions)
+    const std::int64_t P = g.cols() + (same_conv ? 0 : static_cast<std::int64_t>(next(3)));
     for (std::size_t elem : {1u, 2u, 4u, 8u}) {
       std::vector<std::byte> img(static_cast<std::size_t>(g.c * g.h * g.w) * elem);
       for (auto& b : img) b = static_cast<std::byte>(1 + next(255));
@@ -490,6 +501,7 @@ TEST(Kernels, Im2colMatchesItsDefinitionForStridesDilationsAndPads) {
           ASSERT_EQ(cols[static_cast<std::size_t>(r * P + p) * elem], std::byte{0xEE});
     }
   }
+  EXPECT_GT(same, 150);
 }
 
 // The recurrent ops' Cube GEMMs run in the op's accumulation mode: an FP16 accumulator overflows

@@ -116,7 +116,8 @@ GemmRun check_model(const Mat& A, const Mat& B, OutType ot, const Mode& m, const
 TEST(Gemm, Fp32AccumulationBitExactWithPlainLoop) {
   struct Shape { std::int64_t M, N, K; bool ta, tb; };
   for (const Shape& s : {Shape{1, 1, 1, false, false}, Shape{37, 53, 300, false, false}, Shape{130, 70, 600, false, true},
-                         Shape{13, 200, 257, true, false}, Shape{100, 33, 40, true, true}}) {
+                         Shape{13, 200, 257, true, false}, Shape{100, 33, 40, true, true},
+                         Shape{8, 32, 300, false, false}, Shape{15, 16, 513, false, false}}) {  // edge panels of 2, 3 rows
     for (InType t : {InType::F16, InType::BF16}) {
       const Mat A = random_mat(s.M, s.K, t, s.ta, s.M * 7 + s.K);
       const Mat B = random_mat(s.K, s.N, t, s.tb, s.N * 11 + s.K);

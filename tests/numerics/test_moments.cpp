@@ -1,6 +1,7 @@
 // num::accumulate (moments.h) on FP32/FP16/BF16 storage against the scalar loop over the same
-// values widened to double: every field bit for bit, on random values and on NaN, Inf, subnormals
-// and signed zeros, at lengths that are not multiples of eight, in one call and in pieces.
+// values widened to double (the squares summed in eight lanes by index): every field bit for bit,
+// on random values and on NaN, Inf, subnormals and signed zeros, at lengths that are not
+// multiples of eight, in one call and in pieces.
 #include "numerics/moments.h"
 
 #include <gtest/gtest.h>
@@ -103,14 +104,27 @@ TEST(Moments, MinKeepsTheFirstOfEqualZeros) {
   }
 }
 
-TEST(Moments, SumOfSquaresIsAddedInIndexOrder) {
-  // 1 + 2^-54 + 2^-54 ... rounds back to 1 at every step in order; any other order differs.
+TEST(Moments, SumOfSquaresIsAddedInIndexOrderWithinEachOfEightLanes) {
+  // Element 0 is 1, the other 63 squares are 2^-54. Lane 0 (elements 0, 8, ..., 56) rounds
+  // 1 + 2^-54 back to 1 at every step; lanes 1 .. 7 each sum eight 2^-54 exactly (2^-51); the
+  // lanes combine pairwise: 1 + 7 * 2^-51. One chain in index order would give 1, the exact sum
+  // 1 + 63 * 2^-54 rounds to 1 + 16 * 2^-52.
   std::vector<float> x(64, 0x1p-27f);
   x[0] = 1.0f;
   FiniteMoments m;
   accumulate(m, std::span<const float>(x), 0);
-  EXPECT_EQ(m.sum_sq, 1.0);
+  EXPECT_EQ(m.sum_sq, 1.0 + 7 * 0x1p-51);
+  EXPECT_EQ(m.sq_lanes[0], 1.0);
+  EXPECT_EQ(m.sq_lanes[3], 0x1p-51);
   EXPECT_EQ(m.count, 64u);
+  // The lanes follow the element index across calls: the same 64 elements from a call that
+  // starts at index 3 put element 0's square in lane 3.
+  FiniteMoments shifted;
+  const std::vector<float> head(3, 0.0f);
+  accumulate(shifted, std::span<const float>(head), 0);
+  accumulate(shifted, std::span<const float>(x), 0);
+  EXPECT_EQ(shifted.sq_lanes[3], 1.0);
+  EXPECT_EQ(shifted.sum_sq, 1.0 + 7 * 0x1p-51);
 }
 
 TEST(Moments, AllNonFiniteLeavesTheMagnitudesAtZero) {
