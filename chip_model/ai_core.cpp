@@ -97,18 +97,18 @@ std::shared_ptr<const kernels::PreparedOp> AiCore::prepare(const spec::TaskDescr
   // Bounded: a runtime that writes its blocks at ever new addresses starts the cache over.
   constexpr std::size_t kMaxPrepared = 4096;
   auto it = prepared_.find(task.args_addr);
-  if (it != prepared_.end() && it->second.bytes.size() == block.size() &&
-      std::memcmp(it->second.bytes.data(), block.data(), block.size()) == 0)
-    return it->second.op;
-  std::shared_ptr<const kernels::PreparedOp> op;
+  if (it != prepared_.end() && it->second->bytes.size() == block.size() &&
+      std::memcmp(it->second->bytes.data(), block.data(), block.size()) == 0)
+    return it->second->op;
+  std::shared_ptr<const kernels::PreparedOpPool::Entry> entry;
   try {
-    op = std::make_shared<const kernels::PreparedOp>(spec::decode_op_args(block.data(), block.size()));
+    entry = svc_.ops ? svc_.ops->get(block) : kernels::PreparedOpPool::make(block);
   } catch (const spec::OpArgsError& e) {
     throw std::runtime_error(fmt::format("task {} (op {}): {}", task.task_id, task.op_id, e.what()));
   }
   if (prepared_.size() >= kMaxPrepared && it == prepared_.end()) prepared_.clear();
-  prepared_[task.args_addr] = PreparedBlock{std::vector<std::byte>(block.begin(), block.end()), op};
-  return op;
+  prepared_[task.args_addr] = entry;
+  return entry->op;
 }
 
 std::uint32_t AiCore::aiv_per_core() const { return svc_.config->vector_per_core(); }

@@ -55,6 +55,7 @@
 #include "chip_model/ai_core_pipeline.h"
 #include "chip_model/core_interface.h"
 #include "chip_model/kernels/kernel.h"
+#include "chip_model/kernels/prepared_op_pool.h"
 #include "chip_model/kernels/tiling.h"
 
 namespace probelab::chip::kernels {
@@ -124,12 +125,9 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   std::map<std::uint32_t, CoreLoad> core_loads_;
   std::vector<double> pace_;  // account_cores' working storage, kept between ops
   /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again
-  /// with the same bytes (every step of a training or inference loop) is not decoded again.
-  struct PreparedBlock {
-    std::vector<std::byte> bytes;
-    std::shared_ptr<const kernels::PreparedOp> op;
-  };
-  std::map<std::uint64_t, PreparedBlock> prepared_;
+  /// with the same bytes (every step of a training or inference loop) is not decoded again
+  /// (the entries come from the chips' shared pool when there is one: ChipServices::ops).
+  std::map<std::uint64_t, std::shared_ptr<const kernels::PreparedOpPool::Entry>> prepared_;
 };
 
 }  // namespace probelab::chip

@@ -23,6 +23,7 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, Options opts)
   services_.faults = opts_.faults;
   services_.modes = &modes_;
   services_.pmu = &pmu_;
+  services_.ops = opts_.ops;
   Trace* trace = services_.trace;
   const std::uint32_t rank = opts_.rank;
 

@@ -50,6 +50,7 @@ struct ChipOptions {
   FaultHooks* faults = nullptr;  // non-owning; nullptr = no faults
   Trace* trace = nullptr;        // non-owning; nullptr = a private disabled trace
   CoreFactory make_cores;        // empty: Kernel tasks fail with an error
+  kernels::PreparedOpPool* ops = nullptr;  // non-owning; shared by the chips of a simulation (nullptr: none)
 };
 
 class Chip : public sc_core::sc_module {

@@ -33,6 +33,9 @@ class CaptureDma;
 class InterruptController;
 class Trace;
 class PerfMonitor;
+namespace kernels {
+class PreparedOpPool;
+}
 
 /// Mode registers of a chip, owned by the Chip (kRegFpMode, kRegStep).
 struct ChipModes {
@@ -55,6 +58,7 @@ struct ChipServices {
   const ChipModes* modes = nullptr;
   PerfMonitor* pmu = nullptr;  // nullptr: no PMU (unit tests of single modules)
   const PerfFaults* perf = nullptr;  // the chip's performance faults (set before the simulation runs); nullptr: none
+  kernels::PreparedOpPool* ops = nullptr;  // prepared ops shared with the other chips; nullptr: the AI core's own
 };
 
 /// One task being executed.

@@ -22,6 +22,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts)
   topology_ = std::make_unique<chip::ClusterTopology>(opts.chip, opts.cluster, opts.ranks);
   partitioned_ = opts.partition && opts.partition->processes > 1;
   index_.assign(opts.ranks, -1);
+  ops_ = std::make_unique<chip::kernels::PreparedOpPool>();
   for (std::uint32_t r = 0; r < opts.ranks; ++r) {
     if (opts.partition && opts.partition->of_rank.at(r) != opts.process) continue;
     index_[r] = static_cast<int>(local_.size());
@@ -31,6 +32,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts)
     co.faults = opts.faults;
     co.trace = opts.trace;
     co.make_cores = opts.make_cores;
+    co.ops = ops_.get();
     chips_.push_back(std::make_unique<chip::Chip>(fmt::format("chip{}", r).c_str(), opts.chip, co));
   }
   if (opts.ranks > 1) {

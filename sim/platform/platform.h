@@ -14,6 +14,7 @@
 #include "chip_model/collective/collective_fabric.h"
 #include "chip_model/core_interface.h"
 #include "chip_model/hooks/fault_hooks.h"
+#include "chip_model/kernels/prepared_op_pool.h"
 #include "chip_model/trace.h"
 #include "sim/platform/host_model.h"
 #include "sim/platform/partition_link.h"
@@ -71,6 +72,7 @@ class Platform : public sc_core::sc_module {
   std::unique_ptr<chip::ClusterTopology> topology_;
   std::vector<std::uint32_t> local_;
   std::vector<int> index_;  // rank -> index into chips_/hosts_, -1 when simulated elsewhere
+  std::unique_ptr<chip::kernels::PreparedOpPool> ops_;  // shared by chips_ (declared first: outlives them)
   std::vector<std::unique_ptr<chip::Chip>> chips_;
   std::unique_ptr<chip::CollectiveFabric> fabric_;
   std::vector<std::unique_ptr<HostModel>> hosts_;
