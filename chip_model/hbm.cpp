@@ -52,9 +52,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const ChipConfig& cfg, std::uint32_t rank
       latency_ps_(static_cast<std::uint64_t>(cfg.hbm_latency_ns) * 1000),
       rank_(rank),
       trace_(trace),
-      busy_until_ps_(cfg.hbm_channels, 0),
-      channel_rate_(cfg.hbm_channels, cfg.hbm_bandwidth_gbps / cfg.hbm_channels),
-      channel_stats_(cfg.hbm_channels),
+      channel_(cfg.hbm_channels, Channel{0, cfg.hbm_bandwidth_gbps / cfg.hbm_channels, {}}),
       share_(cfg.hbm_channels, 0) {
   if (std::has_single_bit(interleave_)) granule_shift_ = std::countr_zero(interleave_);
   if (std::has_single_bit(channels_)) channel_mask_ = channels_ - 1;
@@ -67,7 +65,14 @@ void Hbm::set_channel_fraction(std::uint32_t c, double fraction) {
     throw std::out_of_range(fmt::format("{}: HBM channel {} does not exist ({} channels)", name(), c, channels_));
   if (!(fraction > 0.0 && fraction <= 1.0))
     throw std::invalid_argument(fmt::format("{}: channel bandwidth fraction must be in (0, 1], got {}", name(), fraction));
-  channel_rate_[c] = channel_gbps_ * fraction;
+  channel_[c].rate = channel_gbps_ * fraction;
+}
+
+std::vector<Hbm::ChannelStats> Hbm::channel_stats() const {
+  std::vector<ChannelStats> out;
+  out.reserve(channel_.size());
+  for (const Channel& ch : channel_) out.push_back(ch.stats);
+  return out;
 }
 
 void Hbm::check_range(std::uint64_t addr, std::uint64_t len, const char* what) const {
@@ -164,7 +169,7 @@ std::uint64_t Hbm::channels(std::uint64_t addr, std::uint64_t bytes, std::uint64
   // ascending order (the order of the trace's slices).
   auto serve = [&](std::uint32_t c, std::uint64_t share) {
     const auto [begin, dur] =
-        serve_share(busy_until_ps_[c], channel_rate_[c], channel_stats_[c], busy_ps_total_, share, start_ps);
+        serve_share(channel_[c].busy_until_ps, channel_[c].rate, channel_[c].stats, busy_ps_total_, share, start_ps);
     end = std::max(end, begin + dur);
     if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.
@@ -260,7 +265,8 @@ std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::
     }
   }
   const auto c = channel_of(granule_of(addr));
-  const Served sv = serve_share(busy_until_ps_[c], channel_rate_[c], channel_stats_[c], busy_ps_total_, bytes, start_ps);
+  Channel& ch = channel_[c];
+  const Served sv = serve_share(ch.busy_until_ps, ch.rate, ch.stats, busy_ps_total_, bytes, start_ps);
   std::uint64_t done = std::max(start_ps, sv.begin + sv.dur);
   if (port_gbps > 0) done = std::max(done, start_ps + transfer_ps(bytes, port_gbps));
   return std::max(end, done + latency_ps_);

@@ -125,7 +125,7 @@ class Hbm : public sc_core::sc_module {
   struct ChannelStats {
     std::uint64_t bytes = 0, busy_ps = 0;
   };
-  const std::vector<ChannelStats>& channel_stats() const { return channel_stats_; }
+  std::vector<ChannelStats> channel_stats() const;
   /// A degraded channel (performance fault): channel `c` serves at `fraction` (0, 1] of its
   /// bandwidth from now on. Throws std::out_of_range / std::invalid_argument.
   void set_channel_fraction(std::uint32_t c, double fraction);
@@ -165,9 +165,13 @@ class Hbm : public sc_core::sc_module {
   std::uint64_t latency_ps_;
   std::uint32_t rank_;
   Trace* trace_;
-  std::vector<std::uint64_t> busy_until_ps_;
-  std::vector<double> channel_rate_;  // GB/s of each channel
-  std::vector<ChannelStats> channel_stats_;
+  /// A channel's state, together: a transfer reads and updates all of it (one cache line, not three).
+  struct Channel {
+    std::uint64_t busy_until_ps = 0;
+    double rate = 0;  // GB/s
+    ChannelStats stats;
+  };
+  std::vector<Channel> channel_;
   std::vector<std::uint64_t> share_;  // scratch: bytes per channel of the current transfer
   std::uint64_t busy_ps_total_ = 0;
   ClientStats stats_[kHbmClientCount];

@@ -25,7 +25,7 @@ std::string header_text(const CollectiveHeader& h) {
 
 CollectiveExecution::CollectiveExecution(Setup s, ProgramCursor prog)
     : s_(std::move(s)), prog_(std::move(prog)), es_(graph::dtype_size(s_.data)), out_(s_.out_count * es_),
-      t_(s_.arrival_ps), rng_(s_.jitter_seed) {}
+      t_(s_.arrival_ps) {}
 
 bool CollectiveExecution::advance() {
   while (const ProgStep* step = prog_.step()) {
