@@ -118,6 +118,12 @@ struct Packer {
       _mm256_storeu_ps(v + (j - lo) + 8, widen8<T>(_mm256_extracti128_si256(h, 1)));
       if (needs_classify<T>(h)) slow(j, j + 16);
     }
+    if (j + 8 <= hi) {  // eight more (the upper lanes of the check are zeros: plain)
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+      _mm256_storeu_ps(v + (j - lo), widen8<T>(h));
+      if (needs_classify<T>(_mm256_zextsi128_si256(h))) slow(j, j + 8);
+      j += 8;
+    }
     slow(j, hi);
   }
 };

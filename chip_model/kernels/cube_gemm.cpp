@@ -142,26 +142,43 @@ void zero_pad(E* dst, std::int64_t n) {
   if (n > 1) dst[1] = E{};
 }
 
-// n bytes from s to d (not overlapping): short runs, the rows of a small image, as one or two
-// (overlapping) fixed-size moves, inline; long ones through the library.
-inline void copy_run(std::byte* d, const std::byte* s, std::size_t n) {
-  const auto two = [&](auto chunk) {
-    constexpr std::size_t k = sizeof(chunk);
-    std::memcpy(&chunk, s, k);
-    decltype(chunk) last;
-    std::memcpy(&last, s + n - k, k);
-    std::memcpy(d, &chunk, k);
-    std::memcpy(d + n - k, &last, k);
+// n bytes to d, from s (not overlapping) or, with kZero, zeros (s unused): short runs, the rows
+// and planes of a small image, as 32-byte moves and one (overlapping) move of the rest, inline;
+// long ones through the library.
+struct B16 { std::uint64_t a, b; };
+struct B32 { std::uint64_t a, b, c, e; };
+template <bool kZero>
+inline void fill_run(std::byte* d, const std::byte* s, std::size_t n) {
+  const auto move = [&](auto chunk, std::size_t at) {  // sizeof(chunk) bytes at offset `at`
+    if constexpr (!kZero) std::memcpy(&chunk, s + at, sizeof(chunk));
+    std::memcpy(d + at, &chunk, sizeof(chunk));
   };
-  struct B16 { std::uint64_t a, b; };
-  struct B32 { std::uint64_t a, b, c, e; };
-  if (n > 64) std::memcpy(d, s, n);
-  else if (n >= 32) two(B32{});
+  // The first and the last sizeof(chunk) bytes (n in [k, 2k]); the source read before writing.
+  const auto two = [&](auto chunk) {
+    decltype(chunk) last{};
+    if constexpr (!kZero) std::memcpy(&last, s + n - sizeof(chunk), sizeof(chunk));
+    move(chunk, 0);
+    std::memcpy(d + n - sizeof(chunk), &last, sizeof(chunk));
+  };
+  if (n > 256) {
+    if constexpr (kZero) std::memset(d, 0, n);
+    else std::memcpy(d, s, n);
+  } else if (n > 64) {
+    for (std::size_t i = 0; i + 32 < n; i += 32) move(B32{}, i);
+    move(B32{}, n - 32);
+  } else if (n >= 32) two(B32{});
   else if (n >= 16) two(B16{});
   else if (n >= 8) two(std::uint64_t{});
   else if (n >= 4) two(std::uint32_t{});
   else if (n >= 2) two(std::uint16_t{});
-  else if (n == 1) *d = *s;
+  else if (n == 1) move(std::byte{}, 0);
+}
+
+inline void copy_run(std::byte* d, const std::byte* s, std::size_t n) { fill_run<false>(d, s, n); }
+
+template <class E>
+void zero_elems(E* d, std::int64_t n) {
+  fill_run<true>(reinterpret_cast<std::byte*>(d), nullptr, static_cast<std::size_t>(n) * sizeof(E));
 }
 
 // im2col_typed for unit strides with rows as wide as the image's (a "same" convolution): a tap's
@@ -177,15 +194,15 @@ void im2col_unit_stride(const ConvShape& g, const E* img, E* cols, std::int64_t 
         const auto [x0, x1] = tap_columns(g, off);
         const std::int64_t ya = std::clamp<std::int64_t>(-dy, 0, g.oh), yb = std::clamp<std::int64_t>(g.h - dy, ya, g.oh);
         if (x1 <= x0 || ya == yb) {
-          std::fill(row, row + g.oh * g.ow, E{});
+          zero_elems(row, g.oh * g.ow);
           continue;
         }
-        std::fill(row, row + ya * g.ow + x0, E{});
+        zero_elems(row, ya * g.ow + x0);
         const E* src = img + (ci * g.h + ya + dy) * g.w + x0 + off;
         copy_run(reinterpret_cast<std::byte*>(row + ya * g.ow + x0), reinterpret_cast<const std::byte*>(src),
                  static_cast<std::size_t>((yb - ya - 1) * g.ow + x1 - x0) * sizeof(E));
         for (std::int64_t y = ya; y + 1 < yb; ++y) zero_pad(row + y * g.ow + x1, g.ow - x1 + x0);
-        std::fill(row + (yb - 1) * g.ow + x1, row + g.oh * g.ow, E{});
+        zero_elems(row + (yb - 1) * g.ow + x1, (g.oh - yb + 1) * g.ow - x1);
       }
 }
 
