@@ -33,7 +33,10 @@ struct BF16Lanes {
   static float one(const bf16* p) { return std::bit_cast<float>(static_cast<std::uint32_t>(p->bits) << 16); }
 };
 
-double lane_sum(const std::array<double, 8>& l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); }
+// sum_sq of the lanes (moments.h): pairwise, in a fixed order.
+double lane_sum(const std::array<double, 8>& l) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
 
 // Lists the non-finite lanes `bad` of the block at `index`.
 [[gnu::noinline]] void note_nonfinite(FiniteMoments& m, unsigned bad, std::uint64_t index, std::size_t listed) {
