@@ -215,15 +215,8 @@ void AiCore::execute(TaskContext& ctx) {
   popt.record_spans = opts_.verbose_trace && svc_.trace->enabled();
   if (svc_.l2) {
     popt.l2 = svc_.l2;
-    auto ranges = [](const std::vector<spec::TensorRef>& refs) {
-      std::vector<AddrRange> out;
-      for (const auto& ref : refs)
-        if (ref.dtype != spec::kAbsentTensor)
-          out.push_back({ref.addr, graph::physical_nbytes(kernels::stored_desc(ref))});
-      return out;
-    };
-    popt.inputs = ranges(run.args().inputs);
-    popt.outputs = ranges(run.args().outputs);
+    popt.inputs = run.prepared().input_ranges;
+    popt.outputs = run.prepared().output_ranges;
   }
   const PipelineResult r = run_pipeline(plan, hbm, start, popt);
 

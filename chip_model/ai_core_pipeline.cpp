@@ -96,7 +96,7 @@ class ScratchLease {
 
 /// Calls f(addr, bytes) for the pieces of [off, off + len) of `ranges` laid end to end.
 template <class F>
-void for_pieces(const std::vector<AddrRange>& ranges, std::uint64_t off, std::uint64_t len, F&& f) {
+void for_pieces(std::span<const AddrRange> ranges, std::uint64_t off, std::uint64_t len, F&& f) {
   for (const AddrRange& r : ranges) {
     if (len == 0) return;
     if (off >= r.bytes) {
@@ -110,7 +110,7 @@ void for_pieces(const std::vector<AddrRange>& ranges, std::uint64_t off, std::ui
   }
 }
 
-std::uint64_t base_of(const std::vector<AddrRange>& ranges) { return ranges.empty() ? 0 : ranges.front().addr; }
+std::uint64_t base_of(std::span<const AddrRange> ranges) { return ranges.empty() ? 0 : ranges.front().addr; }
 
 void track(std::uint64_t& first, std::uint64_t& last, std::uint64_t& busy, std::uint64_t s, std::uint64_t e) {
   if (busy == 0 && first == 0) first = s;

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <systemc>
@@ -45,10 +46,7 @@ namespace probelab::chip {
 class Hbm;
 class L2Cache;
 
-/// A tensor's bytes in HBM.
-struct AddrRange {
-  std::uint64_t addr = 0, bytes = 0;
-};
+using kernels::AddrRange;
 
 struct PipelineResult {
   std::uint64_t start_ps = 0, end_ps = 0;
@@ -118,7 +116,8 @@ struct PipelineOptions {
   /// reads the stored tile back from the L2 (store_bytes at l2_gbps) and runs its pass
   /// (post_cycles); no workspace, the AIC never waits for the AIV.
   bool epilogue_reads_output = false;
-  std::vector<AddrRange> inputs, outputs;
+  /// The op's stored inputs and outputs (absent ones left out); they outlive the call.
+  std::span<const AddrRange> inputs, outputs;
 };
 
 /// Runs `plan` starting at absolute time `start` and returns when everything is timed (the

@@ -153,6 +153,16 @@ static num::BulkReport deliver(std::span<const float> pre, graph::Tensor& out, c
 PreparedOp::PreparedOp(spec::OpArgs a)
     : args(std::move(a)), op(op_from_args(args)), kernel(&KernelRegistry::instance().get(args)) {
   for (const auto& ref : args.outputs) out_descs.push_back(logical_desc(ref));
+  auto ranges = [](const std::vector<spec::TensorRef>& refs) {
+    std::vector<AddrRange> out;
+    for (const auto& ref : refs)
+      if (ref.dtype != spec::kAbsentTensor) out.push_back({ref.addr, graph::physical_nbytes(stored_desc(ref))});
+    return out;
+  };
+  input_ranges = ranges(args.inputs);
+  for (const auto& ref : args.inputs)
+    input_stored.push_back(ref.dtype == spec::kAbsentTensor ? graph::TensorDesc{} : stored_desc(ref));
+  output_ranges = ranges(args.outputs);
   accum.acc_dtype = args.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
   accum.f16_double_rounding = args.accum == spec::AccumDType::FP16_VIA_FP32;
   accum.split_k_chunk = args.split_k_chunk;
@@ -210,7 +220,7 @@ void OpRunner::load(KernelMemory& mem, FaultHooks* hooks, const FaultSite& site)
       inputs_.emplace_back();
       continue;
     }
-    const graph::TensorDesc stored = stored_desc(ref);
+    const graph::TensorDesc& stored = prep_->input_stored[i];
     graph::Tensor t = graph::Tensor::for_overwrite(stored);
     const std::span<std::byte> bytes = t.bytes();
     mem.read(ref.addr, bytes);

@@ -123,6 +123,10 @@ struct PreparedOp {
     std::int64_t addr, history;
   };
   std::vector<QuantState> quant_state;
+  /// The stored bytes of the present inputs and of the outputs (stored_desc), in order.
+  std::vector<AddrRange> input_ranges, output_ranges;
+  /// stored_desc of each input (an absent one: a default desc).
+  std::vector<graph::TensorDesc> input_stored;
 
   /// The tile plan of this op's work `w` (its stats_bytes included) on `cores` units with core
   /// parameters `p` (plan_tiles), made on first use and kept: the work is a function of the args.

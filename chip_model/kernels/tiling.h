@@ -57,6 +57,11 @@
 
 namespace probelab::chip::kernels {
 
+/// A tensor's bytes in HBM.
+struct AddrRange {
+  std::uint64_t addr = 0, bytes = 0;
+};
+
 /// The core parameters the timing model uses (from ChipConfig plus the L2 figures).
 struct CoreTimingParams {
   std::uint32_t cores = 1;

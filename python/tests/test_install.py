@@ -24,7 +24,8 @@ def test_the_installed_pth_file_imports_the_build(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PROBELAB_SOURCE_DIR")}
     code = ("import site, sys; site.addsitedir(%r); import probelab; "
             "print(probelab.__file__); print(probelab.source_root()); print(len(probelab.ops()))" % str(staged))
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    # -S: no site directory of the machine (an earlier install elsewhere) is seen, only the staged one.
+    p = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr
     file, root, ops = p.stdout.split()
     assert pathlib.Path(file).parent == BUILD_DIR / "python" / "probelab"

@@ -82,7 +82,20 @@ sc_core::sc_time SimDevice::pcie_transfer(const sc_core::sc_time& ready, std::ui
 
 void SimDevice::transport(tlm::tlm_command cmd, std::uint64_t bus_addr, std::byte* data, std::size_t len,
                           sc_core::sc_time& delay, const char* what) {
-  tlm::tlm_generic_payload t;
+  // A payload's construction allocates its extension array: each is made once and reused.
+  std::unique_ptr<tlm::tlm_generic_payload> owned;
+  if (free_payloads_.empty()) {
+    owned = std::make_unique<tlm::tlm_generic_payload>();
+  } else {
+    owned = std::move(free_payloads_.back());
+    free_payloads_.pop_back();
+  }
+  struct Return {
+    std::vector<std::unique_ptr<tlm::tlm_generic_payload>>& to;
+    std::unique_ptr<tlm::tlm_generic_payload>& p;
+    ~Return() { to.push_back(std::move(p)); }
+  } give_back{free_payloads_, owned};
+  tlm::tlm_generic_payload& t = *owned;
   t.set_command(cmd);
   t.set_address(bus_addr);
   t.set_data_ptr(reinterpret_cast<unsigned char*>(data));

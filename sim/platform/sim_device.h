@@ -32,6 +32,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -169,6 +170,8 @@ class SimDevice final : public probes::Device {
     bool last_is_barrier = false;
   };
   std::map<std::uint32_t, Ring> rings_;
+  /// Payloads transport() reuses (one each for the calls in progress: a transport may wait).
+  std::vector<std::unique_ptr<tlm::tlm_generic_payload>> free_payloads_;
   std::uint32_t next_barrier_id_ = 0xF0000000u;
   Stats stats_;
 };

@@ -572,3 +572,35 @@ TEST(Kernels, PreparedOpKeepsItsWorkAndPlansPerCoreCount) {
   p.mte_bytes_per_cycle *= 2;
   EXPECT_NE(prep->plan(w, p, 2, 64 * 48).get(), p2.get());
 }
+
+// A prepared op knows its operands' stored bytes once: the HBM ranges of the present inputs and
+// of the outputs (the padded size for a private format) and each input's stored desc, which the
+// loads take instead of building one per execution.
+TEST(Kernels, PreparedOpKeepsStoredRangesAndDescs) {
+  namespace pk = pc::kernels;
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor x = random_f16({2, 20, 3, 5}, 82), y = random_f16({2, 20, 3, 5}, 83);
+  ps::OpArgs args = op_args("Add", {place.put(x, pg::Format::NC1HWC0), place.put(y)},
+                              {place.out(pg::DType::F16, {2, 20, 3, 5}, pg::Format::NC1HWC0)});
+  const pk::PreparedOp prep(args);
+  const std::uint64_t padded = 2 * 2 * 3 * 5 * 16 * 2, plain = 2 * 20 * 3 * 5 * 2;  // C1 = 2 blocks of C0 = 16
+  ASSERT_EQ(prep.input_ranges.size(), 2u);
+  ASSERT_EQ(prep.output_ranges.size(), 1u);
+  EXPECT_EQ(prep.input_ranges[0].addr, args.inputs[0].addr);
+  EXPECT_EQ(prep.input_ranges[0].bytes, padded);
+  EXPECT_EQ(prep.input_ranges[1].addr, args.inputs[1].addr);
+  EXPECT_EQ(prep.input_ranges[1].bytes, plain);
+  EXPECT_EQ(prep.output_ranges[0].addr, args.outputs[0].addr);
+  EXPECT_EQ(prep.output_ranges[0].bytes, padded);
+  ASSERT_EQ(prep.input_stored.size(), 2u);
+  EXPECT_EQ(prep.input_stored[0], pk::stored_desc(args.inputs[0]));
+  EXPECT_EQ(prep.input_stored[0].format, pg::Format::NC1HWC0);
+  EXPECT_EQ(prep.input_stored[1], pk::stored_desc(args.inputs[1]));
+  // An absent input has no range, and the loads still see every input in its place.
+  args.inputs[1].dtype = ps::kAbsentTensor;
+  const pk::PreparedOp one(args);
+  EXPECT_EQ(one.input_ranges.size(), 1u);
+  EXPECT_EQ(one.input_stored.size(), 2u);
+  EXPECT_EQ(one.input_stored[1], pg::TensorDesc{});
+}
