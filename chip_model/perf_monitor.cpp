@@ -1,10 +1,24 @@
 #include "chip_model/perf_monitor.h"
 
+#include <algorithm>
+
 namespace probelab::chip {
+namespace {
+
+// Heap order of PerfMonitor::pending_: the earliest completion on top.
+struct Later {
+  bool operator()(const std::pair<std::uint64_t, PerfMonitor::Counters>& a,
+                  const std::pair<std::uint64_t, PerfMonitor::Counters>& b) const {
+    return a.first > b.first;
+  }
+};
+
+}  // namespace
 
 void PerfMonitor::add(std::uint64_t done_ps, const Counters& delta, std::uint64_t now_ps) {
   fold(now_ps);
-  pending_.emplace(done_ps, delta);
+  pending_.emplace_back(done_ps, delta);
+  std::push_heap(pending_.begin(), pending_.end(), Later{});
 }
 
 void PerfMonitor::add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint64_t amount, std::uint64_t now_ps) {
@@ -15,10 +29,13 @@ void PerfMonitor::add(std::uint64_t done_ps, spec::PmuCounter counter, std::uint
 }
 
 void PerfMonitor::fold(std::uint64_t now_ps) {
-  auto end = pending_.upper_bound(now_ps);
-  for (auto it = pending_.begin(); it != end; ++it)
-    for (std::size_t i = 1; i < done_.size(); ++i) done_[i] += it->second[i];
-  pending_.erase(pending_.begin(), end);
+  // Integer sums: the order the finished work is added in does not matter.
+  while (!pending_.empty() && pending_.front().first <= now_ps) {
+    std::pop_heap(pending_.begin(), pending_.end(), Later{});
+    const Counters& c = pending_.back().second;
+    for (std::size_t i = 1; i < done_.size(); ++i) done_[i] += c[i];
+    pending_.pop_back();
+  }
 }
 
 PerfMonitor::Counters PerfMonitor::at(std::uint64_t now_ps) {

@@ -7,7 +7,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include "chip_model/spec/registers.h"
 
@@ -39,7 +40,9 @@ class PerfMonitor {
  private:
   void fold(std::uint64_t now_ps);
   Counters done_{};
-  std::multimap<std::uint64_t, Counters> pending_;  // by completion time
+  /// (completion time, work), a min-heap by time (std::push_heap with Later): no node to allocate
+  /// per add.
+  std::vector<std::pair<std::uint64_t, Counters>> pending_;
   std::uint64_t capture_stall_base_ = 0;           // capture stall at the last clear
   std::array<std::uint32_t, spec::kPmuCounters> hi_latch_{};
 };

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "chip_model/kernels/cube_gemm.h"
@@ -70,7 +71,9 @@ class FusedKernel final : public Kernel {
   Computed compute(const KernelCall& c) const override {
     const spec::OpArgs& a = c.args;
     const auto n_in = a.inputs.size(), n_out = a.outputs.size();
-    std::map<std::int32_t, graph::Tensor> values;  // FP32 intermediates and outputs by body index
+    // FP32 intermediates and outputs by body index (spec::validate: each written once, in range).
+    std::vector<std::optional<graph::Tensor>> values(n_in + n_out + a.num_internal);
+    auto value = [&values](std::int32_t t) -> graph::Tensor& { return values.at(static_cast<std::size_t>(t)).value(); };
     const bool prepared = c.state != nullptr;
     // Descs of the body tensors, for body ops built here (a prepared call has them built).
     std::map<std::int32_t, graph::TensorDesc> descs;
@@ -94,11 +97,11 @@ class FusedKernel final : public Kernel {
           ins.push_back(nullptr);
         } else if (static_cast<std::size_t>(t) < n_in) {
           ins.push_back(c.inputs[static_cast<std::size_t>(t)]);
-        } else if (cube && values.at(t).dtype() != cube_dtype) {
-          rounded[i] = round_tensor(values.at(t), cube_dtype, c.mode);
+        } else if (cube && value(t).dtype() != cube_dtype) {
+          rounded[i] = round_tensor(value(t), cube_dtype, c.mode);
           ins.push_back(&rounded[i]);
         } else {
-          ins.push_back(&values.at(t));
+          ins.push_back(&value(t));
         }
       }
       std::vector<graph::Tensor> results;
@@ -128,7 +131,7 @@ class FusedKernel final : public Kernel {
           results[0].dtype() == graph::DType::F32)
         c.hooks->on_fused_inner(*c.site, static_cast<std::uint32_t>(k), f.name, results[0].data<float>());
       for (std::size_t o = 0; o < f.outputs.size() && o < results.size(); ++o) {
-        const graph::TensorDesc d = results[o].desc();
+        const graph::TensorDesc& d = results[o].desc();
         if (prepared && o < inner.out_descs.size() &&
             (d.dtype != inner.out_descs[o].dtype || d.shape != inner.out_descs[o].shape))
           throw std::logic_error(fmt::format("fused op '{}': body op {} ('{}') gave output {} as {} {}, its inference {} {}",
@@ -136,21 +139,20 @@ class FusedKernel final : public Kernel {
                                              graph::dtype_name(inner.out_descs[o].dtype),
                                              graph::shape_str(inner.out_descs[o].shape)));
         if (!prepared) descs[f.outputs[o]] = d;
-        values[f.outputs[o]] = std::move(results[o]);
+        values.at(static_cast<std::size_t>(f.outputs[o])) = std::move(results[o]);
       }
     }
     if (!a.partial_outputs.empty()) {
       out.intermediates.resize(a.num_internal);
       for (std::size_t i = 0; i < a.num_internal; ++i)
         if (a.partial_outputs[i].dtype != spec::kAbsentTensor)
-          if (auto it = values.find(static_cast<std::int32_t>(n_in + n_out + i)); it != values.end())
-            out.intermediates[i] = FloatBuffer::adopt(std::move(it->second));
+          if (std::optional<graph::Tensor>& v = values[n_in + n_out + i])
+            out.intermediates[i] = FloatBuffer::adopt(std::move(*v));
     }
     for (std::size_t o = 0; o < n_out; ++o) {
-      auto it = values.find(static_cast<std::int32_t>(n_in + o));
-      if (it == values.end())
-        throw std::runtime_error(fmt::format("fused op '{}': output {} is not written by its body", a.op_name, o));
-      out.values[o] = FloatBuffer::adopt(std::move(it->second));
+      std::optional<graph::Tensor>& v = values[n_in + o];
+      if (!v) throw std::runtime_error(fmt::format("fused op '{}': output {} is not written by its body", a.op_name, o));
+      out.values[o] = FloatBuffer::adopt(std::move(*v));
     }
     return out;
   }

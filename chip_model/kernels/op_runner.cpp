@@ -72,15 +72,15 @@ spec::ExcKindBit TensorFlags::first_kind() const {
 }
 
 graph::Tensor to_f32(const graph::Tensor& t, const num::Mode& mode) {
-  const graph::TensorDesc d{graph::DType::F32, t.shape(), t.desc().format};
+  auto f32_desc = [&t] { return graph::TensorDesc{graph::DType::F32, t.shape(), t.desc().format}; };
   switch (t.dtype()) {
     case graph::DType::F16: {
-      graph::Tensor out = graph::Tensor::for_overwrite(d);
+      graph::Tensor out = graph::Tensor::for_overwrite(f32_desc());
       num::convert(as_f16(t), out.data<float>(), mode);
       return out;
     }
     case graph::DType::BF16: {
-      graph::Tensor out = graph::Tensor::for_overwrite(d);
+      graph::Tensor out = graph::Tensor::for_overwrite(f32_desc());
       num::convert(as_bf16(t), out.data<float>(), mode);
       return out;
     }
@@ -162,6 +162,8 @@ PreparedOp::PreparedOp(spec::OpArgs a)
   input_ranges = ranges(args.inputs);
   for (const auto& ref : args.inputs)
     input_stored.push_back(ref.dtype == spec::kAbsentTensor ? graph::TensorDesc{} : stored_desc(ref));
+  for (const auto& ref : args.outputs)
+    output_stored.push_back(ref.dtype == spec::kAbsentTensor ? graph::TensorDesc{} : stored_desc(ref));
   output_ranges = ranges(args.outputs);
   accum.acc_dtype = args.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
   accum.f16_double_rounding = args.accum == spec::AccumDType::FP16_VIA_FP32;
@@ -486,7 +488,7 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
 
 void OpRunner::store(KernelMemory& mem) const {
   for (std::size_t o = 0; o < outputs_.size(); ++o) {
-    const graph::TensorDesc stored = stored_desc(args_.outputs[o]);
+    const graph::TensorDesc& stored = prep_->output_stored[o];
     const graph::Tensor& t = outputs_[o];
     if (is_plain_layout(stored.format)) {
       mem.write(args_.outputs[o].addr, t.bytes());

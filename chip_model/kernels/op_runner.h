@@ -125,8 +125,8 @@ struct PreparedOp {
   std::vector<QuantState> quant_state;
   /// The stored bytes of the present inputs and of the outputs (stored_desc), in order.
   std::vector<AddrRange> input_ranges, output_ranges;
-  /// stored_desc of each input (an absent one: a default desc).
-  std::vector<graph::TensorDesc> input_stored;
+  /// stored_desc of each input and output (an absent one: a default desc).
+  std::vector<graph::TensorDesc> input_stored, output_stored;
 
   /// The tile plan of this op's work `w` (its stats_bytes included) on `cores` units with core
   /// parameters `p` (plan_tiles), made on first use and kept: the work is a function of the args.

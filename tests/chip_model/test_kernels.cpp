@@ -597,6 +597,8 @@ TEST(Kernels, PreparedOpKeepsStoredRangesAndDescs) {
   EXPECT_EQ(prep.input_stored[0], pk::stored_desc(args.inputs[0]));
   EXPECT_EQ(prep.input_stored[0].format, pg::Format::NC1HWC0);
   EXPECT_EQ(prep.input_stored[1], pk::stored_desc(args.inputs[1]));
+  ASSERT_EQ(prep.output_stored.size(), 1u);
+  EXPECT_EQ(prep.output_stored[0], pk::stored_desc(args.outputs[0]));
   // An absent input has no range, and the loads still see every input in its place.
   args.inputs[1].dtype = ps::kAbsentTensor;
   const pk::PreparedOp one(args);
