@@ -130,18 +130,6 @@ std::pair<std::int64_t, std::int64_t> tap_columns(const ConvShape& g, std::int64
 
 namespace {
 
-// Zeroes dst[0, n): the padding at a row's ends is mostly one or two elements, stored directly
-// (a fill loop would become a library call per row end).
-template <class E>
-void zero_pad(E* dst, std::int64_t n) {
-  if (n > 2) {
-    std::fill(dst, dst + n, E{});
-    return;
-  }
-  if (n > 0) dst[0] = E{};
-  if (n > 1) dst[1] = E{};
-}
-
 // n bytes to d, from s (not overlapping) or, with kZero, zeros (s unused): short runs, the rows
 // and planes of a small image, as 32-byte moves and one (overlapping) move of the rest, inline;
 // long ones through the library.
@@ -176,8 +164,15 @@ inline void fill_run(std::byte* d, const std::byte* s, std::size_t n) {
 
 inline void copy_run(std::byte* d, const std::byte* s, std::size_t n) { fill_run<false>(d, s, n); }
 
+// Zeroes d[0, n) inline (the padding at a row's ends is mostly one or two elements: a fill loop
+// would be a library call per row end, a run of moves a branch chain); n <= 0: nothing.
 template <class E>
 void zero_elems(E* d, std::int64_t n) {
+  if (n <= 2) {  // the common row end: one or two direct stores
+    if (n > 0) d[0] = E{};
+    if (n > 1) d[1] = E{};
+    return;
+  }
   fill_run<true>(reinterpret_cast<std::byte*>(d), nullptr, static_cast<std::size_t>(n) * sizeof(E));
 }
 
@@ -201,7 +196,7 @@ void im2col_unit_stride(const ConvShape& g, const E* img, E* cols, std::int64_t 
         const E* src = img + (ci * g.h + ya + dy) * g.w + x0 + off;
         copy_run(reinterpret_cast<std::byte*>(row + ya * g.ow + x0), reinterpret_cast<const std::byte*>(src),
                  static_cast<std::size_t>((yb - ya - 1) * g.ow + x1 - x0) * sizeof(E));
-        for (std::int64_t y = ya; y + 1 < yb; ++y) zero_pad(row + y * g.ow + x1, g.ow - x1 + x0);
+        for (std::int64_t y = ya; y + 1 < yb; ++y) zero_elems(row + y * g.ow + x1, g.ow - x1 + x0);
         zero_elems(row + (yb - 1) * g.ow + x1, (g.oh - yb + 1) * g.ow - x1);
       }
 }
@@ -224,7 +219,7 @@ void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
             continue;
           }
           const E* src = img + (ci * g.h + iy) * g.w;  // input column x*sw + off
-          zero_pad(dst, x0);
+          zero_elems(dst, x0);
           if (g.sw == 1) {
             if (x1 > x0)
               copy_run(reinterpret_cast<std::byte*>(dst + x0), reinterpret_cast<const std::byte*>(src + x0 + off),
@@ -232,7 +227,7 @@ void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
           } else {
             for (std::int64_t x = x0; x < x1; ++x) dst[x] = src[x * g.sw + off];
           }
-          zero_pad(dst + x1, g.ow - x1);
+          zero_elems(dst + x1, g.ow - x1);
         }
       }
 }

@@ -153,18 +153,20 @@ static num::BulkReport deliver(std::span<const float> pre, graph::Tensor& out, c
 PreparedOp::PreparedOp(spec::OpArgs a)
     : args(std::move(a)), op(op_from_args(args)), kernel(&KernelRegistry::instance().get(args)) {
   for (const auto& ref : args.outputs) out_descs.push_back(logical_desc(ref));
-  auto ranges = [](const std::vector<spec::TensorRef>& refs) {
-    std::vector<AddrRange> out;
-    for (const auto& ref : refs)
-      if (ref.dtype != spec::kAbsentTensor) out.push_back({ref.addr, graph::physical_nbytes(stored_desc(ref))});
-    return out;
+  // Each ref's stored desc, and the HBM range of a present one from it.
+  auto stored = [](const std::vector<spec::TensorRef>& refs, std::vector<graph::TensorDesc>& descs,
+                   std::vector<AddrRange>& ranges) {
+    for (const auto& ref : refs) {
+      if (ref.dtype == spec::kAbsentTensor) {
+        descs.emplace_back();
+        continue;
+      }
+      descs.push_back(stored_desc(ref));
+      ranges.push_back({ref.addr, graph::physical_nbytes(descs.back())});
+    }
   };
-  input_ranges = ranges(args.inputs);
-  for (const auto& ref : args.inputs)
-    input_stored.push_back(ref.dtype == spec::kAbsentTensor ? graph::TensorDesc{} : stored_desc(ref));
-  for (const auto& ref : args.outputs)
-    output_stored.push_back(ref.dtype == spec::kAbsentTensor ? graph::TensorDesc{} : stored_desc(ref));
-  output_ranges = ranges(args.outputs);
+  stored(args.inputs, input_stored, input_ranges);
+  stored(args.outputs, output_stored, output_ranges);
   accum.acc_dtype = args.accum == spec::AccumDType::FP32 ? graph::DType::F32 : graph::DType::F16;
   accum.f16_double_rounding = args.accum == spec::AccumDType::FP16_VIA_FP32;
   accum.split_k_chunk = args.split_k_chunk;
