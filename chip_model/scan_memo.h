@@ -5,12 +5,18 @@
 // every scan noted over it (Hbm calls forget() on every path that changes its bytes), so bytes
 // written by anything else (a DMA, a collective, an injected bit flip) are scanned afresh.
 // Ranges noted are disjoint (noting forgets what overlaps), at most one per stored tensor.
+//
+// Host-side only: a scan taken from here equals the scan of the bytes, so whether a range is
+// remembered changes no result. Layouts of more than kMaxDims dimensions are not remembered.
+// Storage: the ranges' starts in one sorted array (searched on every load and write of HBM,
+// without a pointer per entry) and their layouts and scans beside it, the layout held inline.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
+#include <vector>
 
 #include "graph/tensor.h"
 #include "numerics/bulk.h"
@@ -19,19 +25,26 @@ namespace probelab::chip {
 
 class ScanMemo {
  public:
+  static constexpr std::size_t kMaxDims = 8;
+
   void note(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc, const num::ScanReport& scan);
   /// The scan noted for [addr, addr + len) stored as `desc`, if nothing was written there since.
   std::optional<num::ScanReport> find(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc) const;
   void forget(std::uint64_t addr, std::uint64_t len);
-  std::size_t size() const { return by_addr_.size(); }
+  std::size_t size() const { return starts_.size(); }
 
  private:
   struct Entry {
     std::uint64_t len = 0;
-    graph::TensorDesc desc;
+    graph::DType dtype = graph::DType::F32;
+    graph::Format format = graph::Format::ND;
+    std::uint8_t rank = 0;
+    std::array<std::int64_t, kMaxDims> dims{};
     num::ScanReport scan;
+    bool same_layout(const graph::TensorDesc& d) const;
   };
-  std::map<std::uint64_t, Entry> by_addr_;
+  std::vector<std::uint64_t> starts_;  // ascending
+  std::vector<Entry> entries_;         // entries_[i] starts at starts_[i]
 };
 
 }  // namespace probelab::chip

@@ -102,15 +102,45 @@ struct Packer {
     else convert_range_t<InType::BF16>(s, lo, hi, v);
   }
 
+  // Elements [a, b) of storage row s (at src) classified one by one into v[t - lo].
+  template <InType T>
+  void slow(const std::uint16_t* src, std::int64_t s, std::int64_t a, std::int64_t b, std::int64_t lo, float* v) {
+    for (std::int64_t t = a; t < b; ++t) {
+      const std::uint8_t cls = classify(src[t], T, mode, v[t - lo]);
+      if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
+    }
+  }
+
+  // Storage row s (scols elements, running across panels of 16) straight into the panels: its
+  // elements [16p, 16p + 16) to dst + p * stride (32-byte aligned), a last partial panel's lanes
+  // beyond scols zero.
+  void convert_row_panels(std::int64_t s, std::int64_t scols, float* dst, std::int64_t stride) {
+    if (op.type == InType::F16) convert_row_panels_t<InType::F16>(s, scols, dst, stride);
+    else convert_row_panels_t<InType::BF16>(s, scols, dst, stride);
+  }
+
+  template <InType T>
+  void convert_row_panels_t(std::int64_t s, std::int64_t scols, float* dst, std::int64_t stride) {
+    const std::uint16_t* src = op.data + s * op.ld;
+    std::int64_t j = 0;
+    for (; j + 16 <= scols; j += 16, dst += stride) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
+      _mm256_store_ps(dst, widen8<T>(_mm256_castsi256_si128(h)));
+      _mm256_store_ps(dst + 8, widen8<T>(_mm256_extracti128_si256(h, 1)));
+      if (needs_classify<T>(h)) slow<T>(src, s, j, j + 16, j, dst);
+    }
+    if (j < scols) {
+      alignas(32) float tail[16] = {};
+      convert_range_t<T>(s, j, scols, tail);
+      _mm256_store_ps(dst, _mm256_load_ps(tail));
+      _mm256_store_ps(dst + 8, _mm256_load_ps(tail + 8));
+    }
+  }
+
   template <InType T>
   void convert_range_t(std::int64_t s, std::int64_t lo, std::int64_t hi, float* v) {
     const std::uint16_t* src = op.data + s * op.ld;
-    auto slow = [&](std::int64_t a, std::int64_t b) {
-      for (std::int64_t t = a; t < b; ++t) {
-        const std::uint8_t cls = classify(src[t], T, mode, v[t - lo]);
-        if (cls) mark(op.trans ? t : s, op.trans ? s : t, cls, src[t]);
-      }
-    };
+    auto slow = [&](std::int64_t a, std::int64_t b) { this->slow<T>(src, s, a, b, lo, v); };
     std::int64_t j = lo;
     for (; j + 16 <= hi; j += 16) {
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
@@ -204,15 +234,7 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
   out.cls.assign(static_cast<std::size_t>(N), 0);
   Packer pk{b, mode, K, N, false, out};
   if (!b.trans) {
-    std::vector<float> row(static_cast<std::size_t>(panels * kPanelB), 0.0f);
-    for (std::int64_t k = 0; k < K; ++k) {
-      pk.convert_row(k, N, row.data());  // row[N..] stays zero: the padding columns
-      for (std::int64_t p = 0; p < panels; ++p) {
-        float* d = dst + p * K * kPanelB + k * kPanelB;
-        _mm256_store_ps(d, _mm256_loadu_ps(row.data() + p * kPanelB));
-        _mm256_store_ps(d + 8, _mm256_loadu_ps(row.data() + p * kPanelB + 8));
-      }
-    }
+    for (std::int64_t k = 0; k < K; ++k) pk.convert_row_panels(k, N, dst + k * kPanelB, K * kPanelB);
   } else {
     pack_k_contiguous(pk, dst, K, kPanelB, panels, N);
   }

@@ -2,11 +2,13 @@
 #include "chip_model/kernels/cube_gemm.h"
 
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "numerics/bf16.h"
 #include "numerics/fp16.h"
@@ -116,10 +118,6 @@ graph::Tensor scale_tensor(const graph::Tensor& t, double scale, const num::Mode
   return round_tensor(f, t.dtype(), mode);
 }
 
-namespace {
-
-}  // namespace
-
 std::pair<std::int64_t, std::int64_t> tap_columns(const ConvShape& g, std::int64_t off) {
   std::int64_t x0 = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
   std::int64_t x1 = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
@@ -201,10 +199,54 @@ void im2col_unit_stride(const ConvShape& g, const E* img, E* cols, std::int64_t 
       }
 }
 
+// Rows at most this wide take im2col_masked (a row's ends cost more there than its elements).
+constexpr std::int64_t kMaskedMaxWidth = 32;
+
+// im2col_unit_stride for narrow rows: a tap's column row is the channel's plane read from
+// (dy * w + off) on, its elements outside the image zero. The plane sits in a buffer whose zeros
+// before and after it cover every such read that falls above or below the image (a row out of
+// the image reads at least one row width before the plane's start or after its end), and a mask
+// per tap column zeroes the elements that fall left or right of it; so a row is a run of 32-byte
+// loads, ANDs and stores whatever its padding.
+template <class E>
+void im2col_masked(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
+  constexpr std::int64_t L = 32 / static_cast<std::int64_t>(sizeof(E));
+  const std::int64_t plane = g.h * g.w;
+  // Reads span [lo, hi) of the plane's indices: t + shift over t in [0, P) and every tap's shift.
+  const std::int64_t lo = std::min<std::int64_t>(0, -g.ph * g.w - g.pw);
+  const std::int64_t hi = std::max(plane, P + ((g.kh - 1) * g.dh - g.ph) * g.w + (g.kw - 1) * g.dw - g.pw);
+  thread_local std::vector<E> buf, mask;
+  buf.assign(static_cast<std::size_t>(hi - lo), E{});
+  E* base = buf.data() + (-lo);
+  mask.assign(static_cast<std::size_t>(g.kw * P), E{});
+  for (std::int64_t j = 0; j < g.kw; ++j) {
+    const auto [x0, x1] = tap_columns(g, j * g.dw - g.pw);
+    for (std::int64_t y = 0; y < g.oh; ++y)
+      std::fill(mask.data() + j * P + y * g.ow + x0, mask.data() + j * P + y * g.ow + x1, static_cast<E>(~E{}));
+  }
+  for (std::int64_t ci = 0; ci < g.c; ++ci) {
+    std::copy_n(img + ci * plane, plane, base);
+    for (std::int64_t i = 0; i < g.kh; ++i)
+      for (std::int64_t j = 0; j < g.kw; ++j) {
+        const E* src = base + (i * g.dh - g.ph) * g.w + j * g.dw - g.pw;
+        const E* m = mask.data() + j * P;
+        E* row = cols + ((ci * g.kh + i) * g.kw + j) * P;
+        std::int64_t t = 0;
+        for (; t + L <= P; t += L) {
+          const __m256i v = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + t)),
+                                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + t)));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + t), v);
+        }
+        for (; t < P; ++t) row[t] = static_cast<E>(src[t] & m[t]);
+      }
+  }
+}
+
 // Element copies of one fixed width: a typed load/store, never a library call per element.
 template <class E>
 void im2col_typed(const ConvShape& g, const E* img, E* cols, std::int64_t P) {
-  if (g.sw == 1 && g.sh == 1 && g.ow == g.w && P == g.oh * g.ow) return im2col_unit_stride(g, img, cols, P);
+  if (g.sw == 1 && g.sh == 1 && g.ow == g.w && P == g.oh * g.ow)
+    return g.ow <= kMaskedMaxWidth ? im2col_masked(g, img, cols, P) : im2col_unit_stride(g, img, cols, P);
   for (std::int64_t ci = 0; ci < g.c; ++ci)
     for (std::int64_t i = 0; i < g.kh; ++i)
       for (std::int64_t j = 0; j < g.kw; ++j) {

@@ -2,6 +2,8 @@
 // layout, forgotten by any write over them, in the memo and through the HBM that owns it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include "chip_model/hbm.h"
@@ -65,6 +67,68 @@ TEST(ScanMemo, AnyWriteOverlappingARangeForgetsItsScan) {
   EXPECT_FALSE(m.find(0x1000, 512, kF16));
   EXPECT_EQ(m.find(0x1100, 512, kF16)->nan_count, 2);
   EXPECT_EQ(m.size(), 1u);
+}
+
+TEST(ScanMemo, AgreesWithAListOfRangesOverRandomNotesAndWrites) {
+  // 20,000 random notes, writes and lookups over a 4 KB window, ranges of 1..600 bytes, three
+  // layouts: the memo answers every lookup as a plain list of the noted ranges would.
+  struct Noted {
+    std::uint64_t addr, len;
+    pg::TensorDesc desc;
+    std::int64_t nans;
+  };
+  const std::vector<pg::TensorDesc> layouts = {kF16, pg::TensorDesc{pg::DType::F32, {2, 3, 4, 5}, pg::Format::NCHW},
+                                               pg::TensorDesc{pg::DType::BF16, {7}, pg::Format::ND}};
+  std::mt19937_64 rng(11);
+  auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+  pc::ScanMemo m;
+  std::vector<Noted> ref;
+  auto overlaps = [](const Noted& r, std::uint64_t a, std::uint64_t len) { return r.addr < a + len && a < r.addr + r.len; };
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t a = 0x1000 + pick(4096), len = 1 + pick(600);
+    const pg::TensorDesc& d = layouts[pick(layouts.size())];
+    switch (pick(3)) {
+      case 0: {  // note
+        const auto n = static_cast<std::int64_t>(i);
+        m.note(a, len, d, report(n, 0));
+        std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
+        ref.push_back({a, len, d, n});
+        break;
+      }
+      case 1:  // write
+        m.forget(a, len);
+        std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
+        break;
+      default: {  // lookup: of a noted range (its layout or another) or of a random one
+        const bool known = !ref.empty() && pick(4) != 0;
+        const Noted q = known ? ref[pick(ref.size())] : Noted{a, len, d, 0};
+        const pg::TensorDesc& qd = known && pick(3) == 0 ? d : q.desc;
+        const auto want = std::find_if(ref.begin(), ref.end(), [&](const Noted& r) {
+          return r.addr == q.addr && r.len == q.len && r.desc == qd;
+        });
+        const auto got = m.find(q.addr, q.len, qd);
+        ASSERT_EQ(got.has_value(), want != ref.end()) << "lookup " << i;
+        if (got) {
+          ASSERT_EQ(got->nan_count, want->nans) << "lookup " << i;
+        }
+      }
+    }
+    ASSERT_EQ(m.size(), ref.size()) << "after operation " << i;
+  }
+}
+
+TEST(ScanMemo, ALayoutOfMoreThanEightDimensionsIsScannedAgain) {
+  pc::ScanMemo m;
+  const pg::TensorDesc nine{pg::DType::F16, {1, 1, 1, 1, 1, 1, 1, 2, 128}, pg::Format::ND};
+  m.note(0x1000, 512, kF16, report(1, 0));
+  m.note(0x1000, 512, nine, report(2, 0));  // forgets what it overlaps, remembers nothing
+  EXPECT_FALSE(m.find(0x1000, 512, nine));
+  EXPECT_FALSE(m.find(0x1000, 512, kF16));
+  EXPECT_EQ(m.size(), 0u);
+  const pg::TensorDesc eight{pg::DType::F16, {1, 1, 1, 1, 1, 1, 2, 128}, pg::Format::ND};
+  m.note(0x1000, 512, eight, report(3, 0));
+  ASSERT_TRUE(m.find(0x1000, 512, eight));
+  EXPECT_EQ(m.find(0x1000, 512, eight)->nan_count, 3);
 }
 
 TEST(ScanMemo, TheHbmForgetsAScanOnEveryWritePath) {

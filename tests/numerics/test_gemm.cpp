@@ -140,36 +140,39 @@ TEST(Gemm, Fp32AccumulationBitExactWithPlainLoop) {
 TEST(Gemm, FlagsAndFirstOffendingElementsMatchModel) {
   const std::int64_t M = 23, N = 29, K = 41;
   for (InType t : {InType::F16, InType::BF16}) {
-    const bool f16in = t == InType::F16;
-    Mat A = random_mat(M, K, t, false, 5, 4.0f);
-    Mat B = random_mat(K, N, t, true, 6, 4.0f);
-    const std::uint16_t big = f16in ? 0x7800 : 0x7E80;    // 32768 / 8.5e37
-    const std::uint16_t sub = f16in ? 0x0003 : 0x0003;
-    const std::uint16_t qnan = f16in ? 0x7E00 : 0x7FC0, snan = f16in ? 0x7C01 : 0x7F81;
-    const std::uint16_t inf = f16in ? 0x7C00 : 0x7F80, tiny = f16in ? 0x0400 : 0x0080;
-    for (std::int64_t k = 0; k < K; ++k) { A.at(9, k) = big; B.at(k, 13) = big; }  // (9,13) overflows
-    A.at(4, 7) = sub;
-    B.at(3, 20) = sub;
-    A.at(12, 2) = qnan;
-    B.at(5, 8) = snan;
-    A.at(15, 0) = inf;
-    B.at(0, 3) = 0;  // Inf * 0 -> Invalid at (15, 3)
-    A.at(17, 1) = inf;
-    A.at(17, 2) = static_cast<std::uint16_t>(inf | 0x8000);  // Inf - Inf along row 17 where B > 0
-    for (std::int64_t k = 0; k < K; ++k) { A.at(20, k) = tiny; B.at(k, 25) = tiny; }  // tiny products
-    for (const Mode& m : kModes) {
-      for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
-        const std::string what = std::string(f16in ? "f16 " : "bf16 ") + mode_name(m) + " out=" + std::to_string(int(ot));
-        const GemmRun got = check_model(A, B, ot, m, what);
-        EXPECT_EQ(got.rep.first_nan_a, 12 * K + 2) << what;
-        EXPECT_EQ(got.rep.first_nan_b, 5 * N + 8) << what;
-        EXPECT_TRUE(got.rep.flags.has(Flag::Invalid)) << what;
-        EXPECT_TRUE(got.rep.flags.has(Flag::DenormalIn)) << what;
-        if (m.overflow == OverflowMode::InfNan) {
-          EXPECT_EQ(got.rep.first_nan_out, 5 * 0 + 8) << what;  // column 8 is NaN from row 0 on
-        } else {
-          EXPECT_EQ(got.rep.first_nan_out, -1) << what;
-          EXPECT_EQ(got.rep.first_inf_out, -1) << what;
+    for (bool tb : {true, false}) {  // B stored transposed, or by rows (one panel of 16, a partial one)
+      const bool f16in = t == InType::F16;
+      Mat A = random_mat(M, K, t, false, 5, 4.0f);
+      Mat B = random_mat(K, N, t, tb, 6, 4.0f);
+      const std::uint16_t big = f16in ? 0x7800 : 0x7E80;    // 32768 / 8.5e37
+      const std::uint16_t sub = f16in ? 0x0003 : 0x0003;
+      const std::uint16_t qnan = f16in ? 0x7E00 : 0x7FC0, snan = f16in ? 0x7C01 : 0x7F81;
+      const std::uint16_t inf = f16in ? 0x7C00 : 0x7F80, tiny = f16in ? 0x0400 : 0x0080;
+      for (std::int64_t k = 0; k < K; ++k) { A.at(9, k) = big; B.at(k, 13) = big; }  // (9,13) overflows
+      A.at(4, 7) = sub;
+      B.at(3, 20) = sub;
+      A.at(12, 2) = qnan;
+      B.at(5, 8) = snan;
+      A.at(15, 0) = inf;
+      B.at(0, 3) = 0;  // Inf * 0 -> Invalid at (15, 3)
+      A.at(17, 1) = inf;
+      A.at(17, 2) = static_cast<std::uint16_t>(inf | 0x8000);  // Inf - Inf along row 17 where B > 0
+      for (std::int64_t k = 0; k < K; ++k) { A.at(20, k) = tiny; B.at(k, 25) = tiny; }  // tiny products
+      for (const Mode& m : kModes) {
+        for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
+          const std::string what = std::string(f16in ? "f16 " : "bf16 ") + mode_name(m) + " out=" + std::to_string(int(ot)) +
+                                   (tb ? ", B transposed" : ", B by rows");
+          const GemmRun got = check_model(A, B, ot, m, what);
+          EXPECT_EQ(got.rep.first_nan_a, 12 * K + 2) << what;
+          EXPECT_EQ(got.rep.first_nan_b, 5 * N + 8) << what;
+          EXPECT_TRUE(got.rep.flags.has(Flag::Invalid)) << what;
+          EXPECT_TRUE(got.rep.flags.has(Flag::DenormalIn)) << what;
+          if (m.overflow == OverflowMode::InfNan) {
+            EXPECT_EQ(got.rep.first_nan_out, 5 * 0 + 8) << what;  // column 8 is NaN from row 0 on
+          } else {
+            EXPECT_EQ(got.rep.first_nan_out, -1) << what;
+            EXPECT_EQ(got.rep.first_inf_out, -1) << what;
+          }
         }
       }
     }
@@ -180,29 +183,31 @@ TEST(Gemm, FlagsAndFirstOffendingElementsMatchModel) {
 // path against the element-wise model.
 TEST(Gemm, DenseSpecialsMatchModel) {
   const std::int64_t M = 11, N = 27, K = 33;
-  Mat A = random_mat(M, K, InType::F16, false, 21, 4.0f);
-  Mat B = random_mat(K, N, InType::F16, true, 22, 4.0f);
-  std::mt19937_64 rng(23);
-  for (std::int64_t m = 0; m < M; ++m) {
+  for (bool tb : {true, false}) {  // B stored transposed, or by rows
+    Mat A = random_mat(M, K, InType::F16, false, 21, 4.0f);
+    Mat B = random_mat(K, N, InType::F16, tb, 22, 4.0f);
+    std::mt19937_64 rng(23);
+    for (std::int64_t m = 0; m < M; ++m) {
+      for (std::int64_t k = 0; k < K; ++k) {
+        const auto r = rng() % 10;
+        if (r == 0) A.at(m, k) = (rng() & 1) ? 0x7C00 : 0xFC00;
+        else if (r == 1) A.at(m, k) = 0;
+        else if (r == 2) A.at(m, k) = 0x7E01;
+      }
+    }
     for (std::int64_t k = 0; k < K; ++k) {
-      const auto r = rng() % 10;
-      if (r == 0) A.at(m, k) = (rng() & 1) ? 0x7C00 : 0xFC00;
-      else if (r == 1) A.at(m, k) = 0;
-      else if (r == 2) A.at(m, k) = 0x7E01;
+      for (std::int64_t n = 0; n < N; ++n) {
+        const auto r = rng() % 12;
+        if (r == 0) B.at(k, n) = (rng() & 1) ? 0x7C00 : 0xFC00;
+        else if (r == 1) B.at(k, n) = 0x8000;
+      }
     }
-  }
-  for (std::int64_t k = 0; k < K; ++k) {
-    for (std::int64_t n = 0; n < N; ++n) {
-      const auto r = rng() % 12;
-      if (r == 0) B.at(k, n) = (rng() & 1) ? 0x7C00 : 0xFC00;
-      else if (r == 1) B.at(k, n) = 0x8000;
-    }
-  }
-  B.at(5, 6) = 0x7C02;  // signaling NaN
-  A.at(1, 2) = 0x0005;  // subnormal
-  for (const Mode& m : kModes) {
-    for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
-      check_model(A, B, ot, m, mode_name(m) + " out=" + std::to_string(int(ot)));
+    B.at(5, 6) = 0x7C02;  // signaling NaN
+    A.at(1, 2) = 0x0005;  // subnormal
+    for (const Mode& m : kModes) {
+      for (OutType ot : {OutType::F32, OutType::F16, OutType::BF16}) {
+        check_model(A, B, ot, m, mode_name(m) + " out=" + std::to_string(int(ot)) + (tb ? ", B transposed" : ", B by rows"));
+      }
     }
   }
 }
