@@ -96,8 +96,10 @@ std::shared_ptr<const kernels::PreparedOp> AiCore::prepare(const spec::TaskDescr
                                                            std::span<const std::byte> block) {
   // Bounded: a runtime that writes its blocks at ever new addresses starts the cache over.
   constexpr std::size_t kMaxPrepared = 4096;
-  auto it = prepared_.find(task.args_addr);
-  if (it != prepared_.end() && it->second->bytes.size() == block.size() &&
+  auto it = std::lower_bound(prepared_.begin(), prepared_.end(), task.args_addr,
+                             [](const auto& e, std::uint64_t a) { return e.first < a; });
+  const bool known = it != prepared_.end() && it->first == task.args_addr;
+  if (known && it->second->bytes.size() == block.size() &&
       std::memcmp(it->second->bytes.data(), block.data(), block.size()) == 0)
     return it->second->op;
   std::shared_ptr<const kernels::PreparedOpPool::Entry> entry;
@@ -106,8 +108,15 @@ std::shared_ptr<const kernels::PreparedOp> AiCore::prepare(const spec::TaskDescr
   } catch (const spec::OpArgsError& e) {
     throw std::runtime_error(fmt::format("task {} (op {}): {}", task.task_id, task.op_id, e.what()));
   }
-  if (prepared_.size() >= kMaxPrepared && it == prepared_.end()) prepared_.clear();
-  prepared_[task.args_addr] = entry;
+  if (known) {
+    it->second = entry;
+  } else {
+    if (prepared_.size() >= kMaxPrepared) {
+      prepared_.clear();
+      it = prepared_.end();
+    }
+    prepared_.emplace(it, task.args_addr, entry);
+  }
   return entry->op;
 }
 

@@ -127,7 +127,8 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again
   /// with the same bytes (every step of a training or inference loop) is not decoded again
   /// (the entries come from the chips' shared pool when there is one: ChipServices::ops).
-  std::map<std::uint64_t, std::shared_ptr<const kernels::PreparedOpPool::Entry>> prepared_;
+  // By args address, ascending (a contiguous array: searched at every task, by every chip).
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<const kernels::PreparedOpPool::Entry>>> prepared_;
 };
 
 }  // namespace probelab::chip

@@ -9,37 +9,63 @@ bool ScanMemo::Entry::same_layout(const graph::TensorDesc& d) const {
          std::equal(d.shape.begin(), d.shape.end(), dims.begin());
 }
 
+std::pair<std::size_t, std::size_t> ScanMemo::overlapping(std::uint64_t addr, std::uint64_t len) const {
+  auto first = std::lower_bound(starts_.begin(), starts_.end(), addr);
+  // The ranges are disjoint: only the one just before can reach into [addr, ...).
+  if (first != starts_.begin() && *std::prev(first) + entries_[static_cast<std::size_t>(first - starts_.begin()) - 1].len > addr)
+    --first;
+  const auto last = std::lower_bound(first, starts_.end(), addr + len);
+  return {static_cast<std::size_t>(first - starts_.begin()), static_cast<std::size_t>(last - starts_.begin())};
+}
+
 void ScanMemo::note(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc, const num::ScanReport& scan) {
   if (len == 0) return;
-  forget(addr, len);
-  if (desc.shape.size() > kMaxDims) return;
-  Entry e{len, desc.dtype, desc.format, static_cast<std::uint8_t>(desc.shape.size()), {}, scan};
+  if (desc.shape.size() > kMaxDims) return forget(addr, len);
+  Entry e{len, true, desc.dtype, desc.format, static_cast<std::uint8_t>(desc.shape.size()), {}, scan};
   std::copy(desc.shape.begin(), desc.shape.end(), e.dims.begin());
-  const auto at = std::lower_bound(starts_.begin(), starts_.end(), addr);
-  entries_.insert(entries_.begin() + (at - starts_.begin()), e);
-  starts_.insert(at, addr);
+  const auto [a, b] = overlapping(addr, len);
+  if (b == a + 1 && starts_[a] == addr && entries_[a].len == len) {  // the same range again: in place
+    forgotten_ -= entries_[a].live ? 0 : 1;
+    entries_[a] = e;
+    return;
+  }
+  for (std::size_t i = a; i < b; ++i) forgotten_ -= entries_[i].live ? 0 : 1;
+  const auto da = static_cast<std::ptrdiff_t>(a), db = static_cast<std::ptrdiff_t>(b);
+  entries_.erase(entries_.begin() + da, entries_.begin() + db);
+  starts_.erase(starts_.begin() + da, starts_.begin() + db);
+  entries_.insert(entries_.begin() + da, e);
+  starts_.insert(starts_.begin() + da, addr);
 }
 
 std::optional<num::ScanReport> ScanMemo::find(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc) const {
   const auto at = std::lower_bound(starts_.begin(), starts_.end(), addr);
   if (at == starts_.end() || *at != addr) return std::nullopt;
   const Entry& e = entries_[static_cast<std::size_t>(at - starts_.begin())];
-  if (e.len != len || !e.same_layout(desc)) return std::nullopt;
+  if (!e.live || e.len != len || !e.same_layout(desc)) return std::nullopt;
   return e.scan;
 }
 
 void ScanMemo::forget(std::uint64_t addr, std::uint64_t len) {
   if (starts_.empty() || len == 0) return;
-  auto first = std::lower_bound(starts_.begin(), starts_.end(), addr);
-  if (first != starts_.begin()) {
-    const auto prev = std::prev(first);  // starts before: erased when it reaches into the range
-    if (*prev + entries_[static_cast<std::size_t>(prev - starts_.begin())].len > addr) first = prev;
-  }
-  const auto last = std::lower_bound(first, starts_.end(), addr + len);
-  if (first == last) return;
-  const auto a = first - starts_.begin(), b = last - starts_.begin();
-  entries_.erase(entries_.begin() + a, entries_.begin() + b);
-  starts_.erase(first, last);
+  const auto [a, b] = overlapping(addr, len);
+  for (std::size_t i = a; i < b; ++i)
+    if (entries_[i].live) {
+      entries_[i].live = false;
+      ++forgotten_;
+    }
+  if (forgotten_ > 64 && forgotten_ > starts_.size() / 2) drop_forgotten();
+}
+
+void ScanMemo::drop_forgotten() {
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < starts_.size(); ++i)
+    if (entries_[i].live) {
+      starts_[out] = starts_[i];
+      entries_[out++] = entries_[i];
+    }
+  starts_.resize(out);
+  entries_.resize(out);
+  forgotten_ = 0;
 }
 
 }  // namespace probelab::chip

@@ -9,13 +9,17 @@
 // Host-side only: a scan taken from here equals the scan of the bytes, so whether a range is
 // remembered changes no result. Layouts of more than kMaxDims dimensions are not remembered.
 // Storage: the ranges' starts in one sorted array (searched on every load and write of HBM,
-// without a pointer per entry) and their layouts and scans beside it, the layout held inline.
+// without a pointer per entry) and their layouts and scans beside it, the layout held inline. A
+// write marks the scans it covers forgotten and leaves them in place, so that the next note of
+// the same range (the same tensor stored again at the next step) reuses its slot and nothing
+// moves; the forgotten ones are dropped when they outnumber the others.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "graph/tensor.h"
@@ -31,11 +35,13 @@ class ScanMemo {
   /// The scan noted for [addr, addr + len) stored as `desc`, if nothing was written there since.
   std::optional<num::ScanReport> find(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc) const;
   void forget(std::uint64_t addr, std::uint64_t len);
-  std::size_t size() const { return starts_.size(); }
+  /// Scans remembered (not forgotten).
+  std::size_t size() const { return starts_.size() - forgotten_; }
 
  private:
   struct Entry {
     std::uint64_t len = 0;
+    bool live = false;
     graph::DType dtype = graph::DType::F32;
     graph::Format format = graph::Format::ND;
     std::uint8_t rank = 0;
@@ -43,8 +49,14 @@ class ScanMemo {
     num::ScanReport scan;
     bool same_layout(const graph::TensorDesc& d) const;
   };
-  std::vector<std::uint64_t> starts_;  // ascending
-  std::vector<Entry> entries_;         // entries_[i] starts at starts_[i]
+  /// Indices [first, last) of the entries (remembered or not) that overlap [addr, addr + len).
+  std::pair<std::size_t, std::size_t> overlapping(std::uint64_t addr, std::uint64_t len) const;
+  void drop_forgotten();
+
+  // Disjoint ranges, ascending; entries_[i] starts at starts_[i]. `forgotten_` of them are not live.
+  std::vector<std::uint64_t> starts_;
+  std::vector<Entry> entries_;
+  std::size_t forgotten_ = 0;
 };
 
 }  // namespace probelab::chip

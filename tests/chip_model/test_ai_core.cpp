@@ -231,6 +231,46 @@ TEST(AiCore, ArgsBlockRewrittenInPlaceIsDecodedAgain) {
   EXPECT_EQ(status, 3);  // the three ops ran as written, then the flipped block failed by name
 }
 
+// Args blocks at six addresses, submitted out of address order and again: every task runs the
+// op its own block describes (the core's prepared ops are found by address, in whatever order
+// they were first seen).
+TEST(AiCore, ArgsBlocksAtManyAddressesRunTheirOwnOps) {
+  const int status = run_in_child([] {
+    AiCoreChip p(cfg());
+    HbmPlacer hbm(p.chip.hbm(), 0x1000000);
+    const pg::Tensor x = random_f16({4, 64}, 12);
+    const auto in = hbm.put(x);
+    std::vector<ps::TaskDescriptor> tasks;
+    std::vector<ps::TensorRef> outs;
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      outs.push_back(hbm.out(pg::DType::F16, {4, 64}));
+      tasks.push_back(hbm.kernel(i + 1, op_args(i % 2 ? "Neg" : "Relu", {in}, {outs.back()})));
+    }
+    const std::vector<std::size_t> order = {4, 1, 5, 0, 3, 2, 2, 5, 0, 4, 1, 3};
+    spawn([&] {
+      p.host.setup_stream(0);
+      for (std::size_t i : order) p.host.submit(0, tasks[i]);
+      p.host.wait_stream(0);
+    });
+    sc_core::sc_start();
+    if (p.chip.error()) _exit(4);
+    const auto& recs = p.core->records();
+    if (recs.size() != order.size()) _exit(5);
+    for (std::size_t k = 0; k < order.size(); ++k)
+      if (recs[k].op_type != (order[k] % 2 ? "Neg" : "Relu")) _exit(6);
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const pg::Tensor y = hbm.get(outs[i]);
+      for (std::int64_t e = 0; e < 4 * 64; ++e) {
+        const std::uint16_t v = x.data<std::uint16_t>()[static_cast<std::size_t>(e)];
+        const bool negative = (v & 0x8000) != 0 && (v & 0x7FFF) != 0;
+        const std::uint16_t want = i % 2 ? static_cast<std::uint16_t>(v ^ 0x8000) : (negative ? 0 : v);
+        if (y.data<std::uint16_t>()[static_cast<std::size_t>(e)] != want) _exit(7);
+      }
+    }
+  });
+  EXPECT_EQ(status, 0);
+}
+
 TEST(AiCore, ConcurrentOpsContendForHbmBandwidth) {
   auto c = cfg();
   c.mte_bytes_per_cycle = 256;  // one core alone can saturate the 200 GB/s HBM

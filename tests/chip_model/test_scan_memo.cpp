@@ -70,8 +70,10 @@ TEST(ScanMemo, AnyWriteOverlappingARangeForgetsItsScan) {
 }
 
 TEST(ScanMemo, AgreesWithAListOfRangesOverRandomNotesAndWrites) {
-  // 20,000 random notes, writes and lookups over a 4 KB window, ranges of 1..600 bytes, three
-  // layouts: the memo answers every lookup as a plain list of the noted ranges would.
+  // 20,000 random notes (a third of them of a range noted before, as a tensor stored again at
+  // the next step), writes and lookups, ranges of 1..600 bytes, three layouts: the memo answers
+  // every lookup as a plain list of the noted ranges would. Over a 4 KB window the ranges
+  // overlap; over 256 KB most stay apart, so hundreds of forgotten scans pile up and are dropped.
   struct Noted {
     std::uint64_t addr, len;
     pg::TensorDesc desc;
@@ -79,42 +81,76 @@ TEST(ScanMemo, AgreesWithAListOfRangesOverRandomNotesAndWrites) {
   };
   const std::vector<pg::TensorDesc> layouts = {kF16, pg::TensorDesc{pg::DType::F32, {2, 3, 4, 5}, pg::Format::NCHW},
                                                pg::TensorDesc{pg::DType::BF16, {7}, pg::Format::ND}};
-  std::mt19937_64 rng(11);
-  auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
-  pc::ScanMemo m;
-  std::vector<Noted> ref;
   auto overlaps = [](const Noted& r, std::uint64_t a, std::uint64_t len) { return r.addr < a + len && a < r.addr + r.len; };
-  for (int i = 0; i < 20000; ++i) {
-    const std::uint64_t a = 0x1000 + pick(4096), len = 1 + pick(600);
-    const pg::TensorDesc& d = layouts[pick(layouts.size())];
-    switch (pick(3)) {
-      case 0: {  // note
-        const auto n = static_cast<std::int64_t>(i);
-        m.note(a, len, d, report(n, 0));
-        std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
-        ref.push_back({a, len, d, n});
-        break;
-      }
-      case 1:  // write
-        m.forget(a, len);
-        std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
-        break;
-      default: {  // lookup: of a noted range (its layout or another) or of a random one
-        const bool known = !ref.empty() && pick(4) != 0;
-        const Noted q = known ? ref[pick(ref.size())] : Noted{a, len, d, 0};
-        const pg::TensorDesc& qd = known && pick(3) == 0 ? d : q.desc;
-        const auto want = std::find_if(ref.begin(), ref.end(), [&](const Noted& r) {
-          return r.addr == q.addr && r.len == q.len && r.desc == qd;
-        });
-        const auto got = m.find(q.addr, q.len, qd);
-        ASSERT_EQ(got.has_value(), want != ref.end()) << "lookup " << i;
-        if (got) {
-          ASSERT_EQ(got->nan_count, want->nans) << "lookup " << i;
+  for (const std::uint64_t window : {std::uint64_t{4096}, std::uint64_t{256} << 10}) {
+    std::mt19937_64 rng(11);
+    auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+    pc::ScanMemo m;
+    std::vector<Noted> ref, history;
+    for (int i = 0; i < 20000; ++i) {
+      std::uint64_t a = 0x1000 + pick(window), len = 1 + pick(600);
+      const pg::TensorDesc& d = layouts[pick(layouts.size())];
+      switch (pick(4)) {
+        case 0:  // note again a range noted before
+          if (!history.empty()) {
+            const Noted& h = history[pick(history.size())];
+            a = h.addr, len = h.len;
+          }
+          [[fallthrough]];
+        case 1: {  // note
+          const auto n = static_cast<std::int64_t>(i);
+          m.note(a, len, d, report(n, 0));
+          std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
+          ref.push_back({a, len, d, n});
+          history.push_back(ref.back());
+          break;
+        }
+        case 2:  // write
+          m.forget(a, len);
+          std::erase_if(ref, [&](const Noted& r) { return overlaps(r, a, len); });
+          break;
+        default: {  // lookup: of a noted range (its layout or another) or of a random one
+          const bool known = !ref.empty() && pick(4) != 0;
+          const Noted q = known ? ref[pick(ref.size())] : Noted{a, len, d, 0};
+          const pg::TensorDesc& qd = known && pick(3) == 0 ? d : q.desc;
+          const auto want = std::find_if(ref.begin(), ref.end(), [&](const Noted& r) {
+            return r.addr == q.addr && r.len == q.len && r.desc == qd;
+          });
+          const auto got = m.find(q.addr, q.len, qd);
+          ASSERT_EQ(got.has_value(), want != ref.end()) << "lookup " << i << ", window " << window;
+          if (got) {
+            ASSERT_EQ(got->nan_count, want->nans) << "lookup " << i << ", window " << window;
+          }
         }
       }
+      ASSERT_EQ(m.size(), ref.size()) << "after operation " << i << ", window " << window;
     }
-    ASSERT_EQ(m.size(), ref.size()) << "after operation " << i;
   }
+}
+
+// A runtime that stores at ever new addresses leaves forgotten scans behind: once they outnumber
+// the remembered ones they are dropped, and every remembered scan is still found where it was.
+TEST(ScanMemo, ForgottenScansAreDroppedWithoutLosingTheOthers) {
+  pc::ScanMemo m;
+  for (std::uint64_t i = 0; i < 1000; ++i) m.note(0x10000 + i * 1024, 512, kF16, report(static_cast<std::int64_t>(i), 0));
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    if (i % 10 != 7) m.forget(0x10000 + i * 1024 + 100, 1);  // a byte inside each of 900 of them
+  EXPECT_EQ(m.size(), 100u);
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    const auto got = m.find(0x10000 + i * 1024, 512, kF16);
+    ASSERT_EQ(got.has_value(), i % 10 == 7) << "range " << i;
+    if (got) {
+      EXPECT_EQ(got->nan_count, static_cast<std::int64_t>(i));
+    }
+  }
+  // Noted again (in place or anew) and overlapped across several ranges.
+  m.note(0x10000, 512, kF16, report(5000, 0));
+  m.note(0x10000 + 7 * 1024 - 100, 3 * 1024, kF16, report(5001, 0));  // covers ranges 7, 8 and 9
+  EXPECT_FALSE(m.find(0x10000 + 7 * 1024, 512, kF16));
+  EXPECT_EQ(m.find(0x10000, 512, kF16)->nan_count, 5000);
+  EXPECT_EQ(m.find(0x10000 + 7 * 1024 - 100, 3 * 1024, kF16)->nan_count, 5001);
+  EXPECT_EQ(m.find(0x10000 + 17 * 1024, 512, kF16)->nan_count, 17);
+  EXPECT_EQ(m.size(), 101u);
 }
 
 TEST(ScanMemo, ALayoutOfMoreThanEightDimensionsIsScannedAgain) {
