@@ -3,10 +3,12 @@
 //    accumulation, statistics probes and the consistency check) at R = 8 .. 256 ranks in one
 //    process, with one AllReduce per parameter (B = 0) or the gradients in one DDP-style bucket
 //    (B = 1, training.allreduce.bucket_mb: 25: 2(R-1) ring messages per rank and step instead of
-//    per parameter). A forked child runs it with 1 and with S = 1 + max(2, 512 / R) steps (about
+//    per parameter). A forked child runs it with 1 and with S = 1 + max(4, 512 / R) steps (about
 //    the same number of rank-steps, so that the difference is tens of milliseconds of CPU at every
-//    size, not the 4 ms of two 8-rank steps); the host CPU time of a step is the difference divided
-//    by S - 1 (elaboration and setup left out, reported as `setup_ms`). Counters: host microseconds
+//    size, not the 4 ms of two 8-rank steps; at least four steps, so that at 256 ranks the
+//    difference is not lost in the spread of a second of setup), each the best of three runs; the
+//    host CPU time of a step is the difference divided by S - 1 (elaboration and setup left out,
+//    reported as `setup_ms`). Counters: host microseconds
 //    per rank-step and the peak RSS (getrusage ru_maxrss) of a child that runs 3 steps (the report
 //    keeps some data per step: a 65-step run holds more than a 3-step one).
 //  - BM_RankScalingFit: per B, least-squares growth exponents of step time and of peak RSS against
@@ -102,8 +104,8 @@ std::map<int, std::map<int, Point>>& points() {  // bucketed -> ranks -> point
 void BM_RankScaling(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const bool bucketed = state.range(1) != 0;
-  const int reps = ranks <= 32 ? 3 : 1;
-  const int steps = 1 + std::max(2, 512 / ranks);
+  const int reps = 3;
+  const int steps = 1 + std::max(4, 512 / ranks);
   const sim::PreparedRun one = prepare(job_yaml(ranks, 1, bucketed));
   const sim::PreparedRun many = prepare(job_yaml(ranks, steps, bucketed));
   const sim::PreparedRun three = prepare(job_yaml(ranks, 3, bucketed));
