@@ -126,8 +126,8 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   std::vector<double> pace_;  // account_cores' working storage, kept between ops
   /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again
   /// with the same bytes (every step of a training or inference loop) is not decoded again
-  /// (the entries come from the chips' shared pool when there is one: ChipServices::ops).
-  // By args address, ascending (a contiguous array: searched at every task, by every chip).
+  /// (the entries come from the chips' shared pool when there is one: ChipServices::ops). By args
+  /// address, ascending: a contiguous array, searched at every task by every chip.
   std::vector<std::pair<std::uint64_t, std::shared_ptr<const kernels::PreparedOpPool::Entry>>> prepared_;
 };
 

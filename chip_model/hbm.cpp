@@ -12,24 +12,14 @@
 #include "chip_model/trace.h"
 
 namespace probelab::chip {
-namespace {
 
-/// A channel serves `share` bytes at `gbps` after what it already queued, from `start_ps` on:
-/// its accounting updated; returns when the share began and how long it took.
-struct Served {
-  std::uint64_t begin = 0, dur = 0;
-};
-Served serve_share(std::uint64_t& busy_until_ps, double gbps, Hbm::ChannelStats& stats, std::uint64_t& busy_total,
-                   std::uint64_t share, std::uint64_t start_ps) {
-  const Served s{std::max(start_ps, busy_until_ps), transfer_ps(share, gbps)};
-  busy_until_ps = s.begin + s.dur;
-  busy_total += s.dur;
+std::pair<std::uint64_t, std::uint64_t> Hbm::Channel::serve(std::uint64_t share, std::uint64_t start_ps) {
+  const std::uint64_t begin = std::max(start_ps, busy_until_ps), dur = transfer_ps(share, rate);
+  busy_until_ps = begin + dur;
   stats.bytes += share;
-  stats.busy_ps += s.dur;
-  return s;
+  stats.busy_ps += dur;
+  return {begin, dur};
 }
-
-}  // namespace
 
 std::string_view hbm_client_name(HbmClient c) {
   switch (c) {
@@ -168,8 +158,8 @@ std::uint64_t Hbm::channels(std::uint64_t addr, std::uint64_t bytes, std::uint64
   // Channel c serves its share of the transfer after what it already queued; channels in
   // ascending order (the order of the trace's slices).
   auto serve = [&](std::uint32_t c, std::uint64_t share) {
-    const auto [begin, dur] =
-        serve_share(channel_[c].busy_until_ps, channel_[c].rate, channel_[c].stats, busy_ps_total_, share, start_ps);
+    const auto [begin, dur] = channel_[c].serve(share, start_ps);
+    busy_ps_total_ += dur;
     end = std::max(end, begin + dur);
     if (tracing && traced) {
       // One track per channel: a channel serves one share at a time, so its slices never overlap.
@@ -265,9 +255,9 @@ std::uint64_t Hbm::transfer_at_ps(std::uint64_t addr, std::uint64_t bytes, std::
     }
   }
   const auto c = channel_of(granule_of(addr));
-  Channel& ch = channel_[c];
-  const Served sv = serve_share(ch.busy_until_ps, ch.rate, ch.stats, busy_ps_total_, bytes, start_ps);
-  std::uint64_t done = std::max(start_ps, sv.begin + sv.dur);
+  const auto [begin, dur] = channel_[c].serve(bytes, start_ps);
+  busy_ps_total_ += dur;
+  std::uint64_t done = std::max(start_ps, begin + dur);
   if (port_gbps > 0) done = std::max(done, start_ps + transfer_ps(bytes, port_gbps));
   return std::max(end, done + latency_ps_);
 }

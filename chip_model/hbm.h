@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -170,6 +171,9 @@ class Hbm : public sc_core::sc_module {
     std::uint64_t busy_until_ps = 0;
     double rate = 0;  // GB/s
     ChannelStats stats;
+    /// Serves `share` bytes after what the channel already queued, from `start_ps` on, its
+    /// accounting updated: {when the share began, how long it took}.
+    std::pair<std::uint64_t, std::uint64_t> serve(std::uint64_t share, std::uint64_t start_ps);
   };
   std::vector<Channel> channel_;
   std::vector<std::uint64_t> share_;  // scratch: bytes per channel of the current transfer

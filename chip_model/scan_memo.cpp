@@ -24,17 +24,20 @@ void ScanMemo::note(std::uint64_t addr, std::uint64_t len, const graph::TensorDe
   Entry e{len, true, desc.dtype, desc.format, static_cast<std::uint8_t>(desc.shape.size()), {}, scan};
   std::copy(desc.shape.begin(), desc.shape.end(), e.dims.begin());
   const auto [a, b] = overlapping(addr, len);
-  if (b == a + 1 && starts_[a] == addr && entries_[a].len == len) {  // the same range again: in place
-    forgotten_ -= entries_[a].live ? 0 : 1;
-    entries_[a] = e;
+  const auto da = static_cast<std::ptrdiff_t>(a);
+  if (a == b) {
+    entries_.insert(entries_.begin() + da, e);
+    starts_.insert(starts_.begin() + da, addr);
     return;
   }
+  // The overlapped entries give way to this one, in the first one's slot (the same range noted
+  // again, the tensor stored at the next step, moves nothing).
   for (std::size_t i = a; i < b; ++i) forgotten_ -= entries_[i].live ? 0 : 1;
-  const auto da = static_cast<std::ptrdiff_t>(a), db = static_cast<std::ptrdiff_t>(b);
-  entries_.erase(entries_.begin() + da, entries_.begin() + db);
-  starts_.erase(starts_.begin() + da, starts_.begin() + db);
-  entries_.insert(entries_.begin() + da, e);
-  starts_.insert(starts_.begin() + da, addr);
+  entries_[a] = e;
+  starts_[a] = addr;
+  const auto db = static_cast<std::ptrdiff_t>(b);
+  entries_.erase(entries_.begin() + da + 1, entries_.begin() + db);
+  starts_.erase(starts_.begin() + da + 1, starts_.begin() + db);
 }
 
 std::optional<num::ScanReport> ScanMemo::find(std::uint64_t addr, std::uint64_t len, const graph::TensorDesc& desc) const {
