@@ -91,11 +91,14 @@ std::int64_t numel(const Shape& s) {
     zero = zero || d == 0;
   }
   if (zero) return 0;
+  // n * d > kMaxElements exactly when n > kMaxElements / d (positive integers), checked without a
+  // division per dimension.
   std::int64_t n = 1;
   for (std::int64_t d : s) {
-    if (n > kMaxElements / d)
+    std::int64_t p = 0;
+    if (__builtin_mul_overflow(n, d, &p) || p > kMaxElements)
       throw GraphError(fmt::format("shape {}: more than 2^48 elements (the element count overflows)", shape_str(s)));
-    n *= d;
+    n = p;
   }
   return n;
 }

@@ -70,6 +70,11 @@ struct OpDef {
   /// True when the outputs depend only on the input descs, not on their values (Shape, Size,
   /// EyeLike): such ops are evaluated at import or by constant folding whatever their inputs.
   bool shape_only = false;
+  /// True when every output element is an input element moved, copied or converted (Reshape,
+  /// Transpose, Gather, Concat, Cast, Where, ...; constants fill the rest): a NaN keeps its sign and
+  /// payload through such an op. Every other op computes its outputs, and a NaN it delivers is the
+  /// default NaN (numerics/types.h), as the numerics library's arithmetic gives.
+  bool moves_elements = false;
   /// Output descs from input descs; throws GraphError naming the op on a mismatch. Omitted optional
   /// inputs (empty names in Op::inputs) get a default TensorDesc and must be recognised by name.
   /// Returns exactly op.outputs.size() descs.

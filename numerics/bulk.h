@@ -100,4 +100,10 @@ struct ConvertScan {
 };
 ConvertScan convert_scanned(std::span<const float> in, std::span<f16> out, const Mode& mode = {});
 
+/// Replaces every NaN of x (whatever its sign and payload, signaling or quiet) by the format's
+/// default NaN (types.h); returns how many there were. No flag: the NaNs were already delivered.
+std::int64_t canonicalize_nans(std::span<float> x);
+std::int64_t canonicalize_nans(std::span<f16> x);
+std::int64_t canonicalize_nans(std::span<bf16> x);
+
 }  // namespace probelab::num

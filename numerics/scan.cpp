@@ -1,4 +1,5 @@
-// NaN/Inf/subnormal scans (bulk.h), 16 (FP16/BF16) or 8 (FP32) elements per AVX2 step.
+// NaN/Inf/subnormal scans (bulk.h), 16 (FP16/BF16) or 8 (FP32) elements per AVX2 step, and the
+// replacement of delivered NaNs by the default NaN.
 #include <immintrin.h>
 
 #include <bit>
@@ -117,5 +118,32 @@ LimitScan scan32(std::span<const float> x, float limit) {
 ScanReport scan(std::span<const float> x) { return scan32<false>(x, 1.0f).scan; }
 
 LimitScan scan(std::span<const float> x, float limit) { return scan32<true>(x, limit); }
+
+namespace {
+
+template <class T, class Bits>
+std::int64_t canonicalize_bits(std::span<T> x, Bits exp_mask, Bits frac_mask, Bits default_nan) {
+  std::int64_t n = 0;
+  for (T& v : x) {
+    const auto b = std::bit_cast<Bits>(v);
+    if ((b & exp_mask) == exp_mask && (b & frac_mask) != 0) {
+      v = std::bit_cast<T>(default_nan);
+      ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+std::int64_t canonicalize_nans(std::span<float> x) {
+  return canonicalize_bits<float, std::uint32_t>(x, 0x7F800000u, 0x007FFFFFu, kF32DefaultNaNBits);
+}
+std::int64_t canonicalize_nans(std::span<f16> x) {
+  return canonicalize_bits<f16, std::uint16_t>(x, 0x7C00u, 0x03FFu, kF16DefaultNaN.bits);
+}
+std::int64_t canonicalize_nans(std::span<bf16> x) {
+  return canonicalize_bits<bf16, std::uint16_t>(x, 0x7F80u, 0x007Fu, kBF16DefaultNaN.bits);
+}
 
 }  // namespace probelab::num

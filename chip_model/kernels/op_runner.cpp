@@ -19,6 +19,7 @@
 #include "numerics/fp16.h"
 #include "numerics/fp32.h"
 #include "graph/format.h"
+#include "graph/op_registry.h"
 
 namespace probelab::chip::kernels {
 namespace {
@@ -175,6 +176,8 @@ PreparedOp::PreparedOp(spec::OpArgs a)
   cube = kernel->uses_cube(args);
   vector_out = kernel->vector_output(args);
   quantized = is_quantized(args.attrs);
+  const graph::OpDef* def = args.is_fused() ? nullptr : graph::OpRegistry::instance().find(op.type);
+  computes = !(def && def->moves_elements);
   // The attribute names, made once (every op looks them up).
   struct Keys {
     const char* prefix;
@@ -374,7 +377,7 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   const bool lanes = prep_->vector_out && fault_wanted(hooks, kFaultVectorLanes);
   for (std::size_t o = 0; o < out_descs_.size(); ++o) {
     const graph::TensorDesc& d = out_descs_[o];
-    const FloatBuffer& pre = computed_.values[o];
+    FloatBuffer& pre = computed_.values[o];
     if (d.dtype == graph::DType::F64)
       throw std::runtime_error(fmt::format("{}: output {} is float64, which the device does not store",
                                            op_label(args_), o));
@@ -393,8 +396,14 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
       scans.pre = cs.in;
       scans.out = cs.out;
     } else {
+      if (prep_->computes && graph::is_float(d.dtype)) scans.pre = scan_computed(o);  // detect_output's scan, made here
       conv = deliver(pre, out, mode_);
     }
+    // The host arithmetic that computed the values gives NaNs of either sign and any payload
+    // (which operand's NaN an x86 instruction passes on depends on how the compiler ordered
+    // them): a computed NaN is delivered as the default NaN, as the Cube's GEMM and the
+    // numerics library's arithmetic give it; the flags and scans above are unchanged by it.
+    if (prep_->computes && scans.pre && scans.pre->scan.nan_count > 0) canonicalize_delivered(pre, out);
     if (lanes) hooks->on_vector_lanes(site, d, 0, vector_lanes, out.bytes());
     if (fault_wanted(hooks, kFaultOpOutput)) hooks->on_op_output(site, static_cast<std::uint16_t>(o), d, 0, out.bytes());
     if (lanes || fault_wanted(hooks, kFaultOpOutput)) scans.out.reset();  // a fault may have changed the bytes
@@ -405,18 +414,39 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   }
 }
 
+num::LimitScan OpRunner::scan_computed(std::size_t o) const {
+  const std::span<const float> pre(computed_.values[o]);
+  const graph::DType dt = out_descs_[o].dtype;
+  if (dt == graph::DType::F16) return num::scan(pre, 65520.0f);
+  if (dt == graph::DType::BF16) return num::scan(pre, std::bit_cast<float>(0x7F7F8000u));
+  return num::LimitScan{num::scan(pre), 0, -1};
+}
+
+void OpRunner::canonicalize_delivered(FloatBuffer& pre, graph::Tensor& out) {
+  num::canonicalize_nans(std::span<float>(pre.data(), pre.size()));
+  switch (out.dtype()) {
+    case graph::DType::F32: num::canonicalize_nans(out.data<float>()); break;
+    case graph::DType::F16: {
+      auto raw = out.data<std::uint16_t>();
+      num::canonicalize_nans(std::span<num::f16>(reinterpret_cast<num::f16*>(raw.data()), raw.size()));
+      break;
+    }
+    case graph::DType::BF16: {
+      auto raw = out.data<std::uint16_t>();
+      num::canonicalize_nans(std::span<num::bf16>(reinterpret_cast<num::bf16*>(raw.data()), raw.size()));
+      break;
+    }
+    default: break;  // the FP8 formats have their own NaN encodings, delivered as converted
+  }
+}
+
 TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite, const Scans& scans) const {
   using num::Flag;
   const FloatBuffer& pre = computed_.values[o];
   const num::BulkReport& cf = computed_.flags[o];
   // Finite results beyond the output format's range (they overflow in the conversion), found in
   // the same pass as the computed values' NaNs and infinities.
-  const graph::DType dt = out_descs_[o].dtype;
-  const bool narrow = dt == graph::DType::F16 || dt == graph::DType::BF16;
-  const num::LimitScan pl =
-      scans.pre ? *scans.pre
-      : narrow  ? num::scan(std::span<const float>(pre), dt == graph::DType::F16 ? 65520.0f : std::bit_cast<float>(0x7F7F8000u))
-                : num::LimitScan{num::scan(std::span<const float>(pre)), 0, -1};
+  const num::LimitScan pl = scans.pre ? *scans.pre : scan_computed(o);
   const num::ScanReport& ps = pl.scan;
   const std::int64_t over_first = pl.first_beyond;
   const auto over_count = static_cast<std::uint64_t>(pl.beyond_count);

@@ -116,6 +116,9 @@ struct PreparedOp {
   bool cube = false;        // kernel->uses_cube(args)
   bool vector_out = true;   // kernel->vector_output(args)
   bool quantized = false;   // is_quantized(args.attrs)
+  /// The outputs are computed, not moved (graph::OpDef::moves_elements): a NaN the op delivers
+  /// is the default NaN, whatever NaN the host arithmetic computing it gave.
+  bool computes = true;
   /// Delayed-scaling state the attrs name (`<prefix>.meta` address and `<prefix>.history`
   /// length, both integers), op attrs first, then each fused body op's, activations before weights.
   struct QuantState {
@@ -192,6 +195,10 @@ class OpRunner {
     std::optional<num::ScanReport> out;  // the delivered tensor
   };
   TensorFlags detect_output(std::size_t o, const num::BulkReport& conv, bool inputs_finite, const Scans& scans) const;
+  /// The FP32 results of output o scanned against the output format's range (Scans::pre).
+  num::LimitScan scan_computed(std::size_t o) const;
+  /// pre's NaNs and the delivered tensor's (F32, F16, BF16) replaced by the default NaN.
+  static void canonicalize_delivered(FloatBuffer& pre, graph::Tensor& out);
 
   std::shared_ptr<const PreparedOp> prep_;
   const spec::OpArgs& args_;

@@ -179,6 +179,7 @@ void register_binary_math_ops(OpRegistry& r) {
 
   OpDef where;
   where.type = "Where";
+  where.moves_elements = true;
   where.doc = "Y = condition ? X : Y elementwise with broadcasting (any dtype)";
   where.min_inputs = where.max_inputs = 3;
   where.input_names = {"condition", "X", "Y"};

@@ -202,6 +202,7 @@ void register_elementwise_ops(OpRegistry& r) {
 
   OpDef id;
   id.type = "Identity";
+  id.moves_elements = true;
   id.doc = "Y = X (a copy)";
   id.input_names = {"X"};
   id.output_names = {"Y"};
@@ -223,6 +224,7 @@ void register_elementwise_ops(OpRegistry& r) {
 
   OpDef expand;
   expand.type = "Expand";
+  expand.moves_elements = true;
   expand.doc = "broadcasts X against `shape` (ONNX Expand; the shape input is an attribute)";
   expand.attrs = {attr_nodefault("shape", true, "shape to broadcast against (numpy rules)")};
   expand.input_names = {"input"};

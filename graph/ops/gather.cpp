@@ -135,6 +135,7 @@ AttrSpec axis_attr() { return attr_int("axis", 0, "gathered axis of data (negati
 void register_gather_ops(OpRegistry& r) {
   OpDef g;
   g.type = "Gather";
+  g.moves_elements = true;
   g.aliases = {"Embedding"};
   g.doc = "selects slices of data along `axis` by int indices (ONNX Gather; Embedding = rows of a table)";
   g.min_inputs = g.max_inputs = 2;
@@ -160,6 +161,7 @@ void register_gather_ops(OpRegistry& r) {
 
   OpDef ge;
   ge.type = "GatherElements";
+  ge.moves_elements = true;
   ge.doc = "out[i] = data[i with coordinate axis replaced by indices[i]] (ONNX GatherElements)";
   ge.min_inputs = ge.max_inputs = 2;
   ge.attrs = {axis_attr()};

@@ -138,6 +138,7 @@ void register_gather_nd_ops(OpRegistry& r) {
   const AttrSpec batch = attr_int("batch_dims", 0, "leading dimensions data and indices share");
   OpDef g;
   g.type = "GatherND";
+  g.moves_elements = true;
   g.doc = "slices of data selected by the index tuples of indices' last dimension (ONNX GatherND)";
   g.attrs = {batch};
   g.min_inputs = g.max_inputs = 2;

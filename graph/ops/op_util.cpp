@@ -113,6 +113,7 @@ OpDef data_op_def(std::string type, std::string doc, std::vector<AttrSpec> attrs
   d.attrs = std::move(attrs);
   d.input_names = {"data"};
   d.output_names = {"output"};
+  d.moves_elements = true;
   return d;
 }
 
@@ -153,21 +154,52 @@ void expect_same_dtype(const Op& op, const TensorDesc& a, const TensorDesc& b, c
     fail(op, "{} must have the same dtype, got {} and {}", what, dtype_name(a.dtype), dtype_name(b.dtype));
 }
 
+namespace {
+
+// One output row: n elements of type T, read `stride` elements apart.
+template <class T>
+void gather_row(const std::byte* src, std::byte* dst, std::int64_t n, std::int64_t stride) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    T v;
+    std::memcpy(&v, src + j * stride * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    std::memcpy(dst + j * static_cast<std::int64_t>(sizeof(T)), &v, sizeof(T));
+  }
+}
+
+}  // namespace
+
 void gather_strided(std::span<const std::byte> src, std::span<std::byte> dst, const Shape& out_shape,
                     const std::vector<std::int64_t>& st, std::int64_t base, std::size_t es) {
-  const std::size_t r = out_shape.size();
+  const auto esz = static_cast<std::int64_t>(es);
+  if (out_shape.empty()) {  // a scalar
+    std::memcpy(dst.data(), src.data() + base * esz, es);
+    return;
+  }
   const std::int64_t n = numel(out_shape);
-  std::vector<std::int64_t> idx(r, 0);
+  if (n == 0) return;
+  // Row by row along the last output dimension (one copy when its stride is 1, else a typed
+  // loop), the rows walked by an odometer over the other dimensions.
+  const std::size_t r = out_shape.size();
+  const std::int64_t len = out_shape[r - 1], stride = st[r - 1];
+  std::vector<std::int64_t> idx(r - 1, 0);
   std::int64_t off = base;
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::memcpy(dst.data() + k * static_cast<std::int64_t>(es), src.data() + off * static_cast<std::int64_t>(es), es);
-    for (std::size_t d = r; d-- > 0;) {
-      if (++idx[d] < out_shape[d]) {
-        off += st[d];
+  for (std::int64_t k = 0; k < n; k += len) {
+    const std::byte* s = src.data() + off * esz;
+    std::byte* d = dst.data() + k * esz;
+    if (stride == 1) std::memcpy(d, s, static_cast<std::size_t>(len) * es);
+    else if (es == 2) gather_row<std::uint16_t>(s, d, len, stride);
+    else if (es == 4) gather_row<std::uint32_t>(s, d, len, stride);
+    else if (es == 8) gather_row<std::uint64_t>(s, d, len, stride);
+    else if (es == 1) gather_row<std::uint8_t>(s, d, len, stride);
+    else
+      for (std::int64_t j = 0; j < len; ++j) std::memcpy(d + j * esz, s + j * stride * esz, es);
+    for (std::size_t dim = r - 1; dim-- > 0;) {
+      if (++idx[dim] < out_shape[dim]) {
+        off += st[dim];
         break;
       }
-      off -= st[d] * (out_shape[d] - 1);
-      idx[d] = 0;
+      off -= st[dim] * (out_shape[dim] - 1);
+      idx[dim] = 0;
     }
   }
 }

@@ -92,17 +92,32 @@ AttrValue tensor_to_attr(const Tensor& t);
 /// Index values of an I32/I64 tensor as int64.
 std::vector<std::int64_t> read_indices(const Tensor& t);
 
-/// Calls f(offset_a, offset_b, out_index) for every element of the broadcast output shape `out`.
+/// Calls f(offset_a, offset_b, out_index) for every element of the broadcast output shape `out`,
+/// in increasing out_index order: row by row along the last dimension (a loop the compiler can
+/// vectorise when the operands' last strides are 1 or 0), the rows walked by an odometer.
 template <class F>
 void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
   const std::size_t r = out.size();
-  const auto sa = broadcast_strides(a, r), sb = broadcast_strides(b, r);
   const std::int64_t n = numel(out);
-  std::vector<std::int64_t> idx(r, 0);
+  if (n == 0) return;
+  if (r == 0) {
+    f(std::int64_t{0}, std::int64_t{0}, std::int64_t{0});
+    return;
+  }
+  const auto sa = broadcast_strides(a, r), sb = broadcast_strides(b, r);
+  const std::int64_t len = out[r - 1], la = sa[r - 1], lb = sb[r - 1];
+  std::vector<std::int64_t> idx(r - 1, 0);
   std::int64_t oa = 0, ob = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    f(oa, ob, k);
-    for (std::size_t d = r; d-- > 0;) {
+  for (std::int64_t k = 0; k < n; k += len) {
+    if (la == 1 && lb == 1)
+      for (std::int64_t j = 0; j < len; ++j) f(oa + j, ob + j, k + j);
+    else if (la == 1 && lb == 0)
+      for (std::int64_t j = 0; j < len; ++j) f(oa + j, ob, k + j);
+    else if (la == 0 && lb == 1)
+      for (std::int64_t j = 0; j < len; ++j) f(oa, ob + j, k + j);
+    else
+      for (std::int64_t j = 0; j < len; ++j) f(oa + j * la, ob + j * lb, k + j);
+    for (std::size_t d = r - 1; d-- > 0;) {
       if (++idx[d] < out[d]) {
         oa += sa[d];
         ob += sb[d];

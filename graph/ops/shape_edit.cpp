@@ -325,6 +325,7 @@ void register_shape_edit_ops(OpRegistry& r) {
   drop.min_outputs = 1;
   drop.max_outputs = 2;
   drop.output_names = {"output", "mask?"};
+  drop.moves_elements = false;  // training mode scales what it keeps
   drop.infer = infer_dropout;
   drop.reference = typed(dropout_kernel<float>, dropout_kernel<double>);
   drop.gradient = dropout_grad;

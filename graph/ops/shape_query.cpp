@@ -206,12 +206,14 @@ void register_shape_query_ops(OpRegistry& r) {
                    {"input"}, {attr_nodefault("to", true, "ONNX element type code (1 float, 10 float16, 7 int64, ...)")});
   cast.infer = infer_cast;
   cast.reference = cast_ref;
+  cast.moves_elements = true;
   cast.gradient = cast_grad;
   r.add(std::move(cast));
 
   OpDef cl = def("CastLike", "converts the input to the element type of `target_type`", {"input", "target_type"}, {});
   cl.infer = infer_cast_like;
   cl.reference = cast_like_ref;
+  cl.moves_elements = true;
   r.add(std::move(cl));
 
   OpDef cos = def("ConstantOfShape", "a tensor of `shape` filled with `value` (the shape input is an attribute)", {},

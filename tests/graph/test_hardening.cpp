@@ -62,6 +62,8 @@ TEST(Hardening, ElementCountsNeverWrap) {
   EXPECT_EQ(numel({1ll << 24, 1ll << 24}), 1ll << 48);
   EXPECT_NE(error_of([] { numel({1ll << 32, 1ll << 32, 2}); }).find("more than 2^48 elements"), std::string::npos);
   EXPECT_NE(error_of([] { numel({1ll << 24, (1ll << 24) + 1}); }).find("more than 2^48"), std::string::npos);
+  EXPECT_NE(error_of([] { numel({1ll << 20, 1ll << 62, 4}); }).find("more than 2^48"), std::string::npos);  // the product wraps int64
+  EXPECT_EQ(numel({1, 1ll << 48, 1}), 1ll << 48);
   EXPECT_NE(error_of([] { numel({4, -16}); }).find("dimension -16 is negative"), std::string::npos);
   EXPECT_NE(error_of([] { Tensor(TensorDesc{DType::F32, {1ll << 32, 1ll << 32, 2}, Format::ND}); }).find("2^48"),
             std::string::npos);
