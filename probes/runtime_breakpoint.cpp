@@ -187,6 +187,10 @@ bool shows(AnomalyKind kind, double v, graph::DType dtype) {
   return std::fabs(v) >= limit;
 }
 
+/// A value for the report's text: a NaN as "nan" whatever its sign (which NaN the host's
+/// arithmetic gives depends on the CPU and the compiler, not on the data).
+std::string value_text(double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{:g}", v); }
+
 }  // namespace
 
 void RuntimeState::run_replays() {
@@ -216,14 +220,14 @@ void RuntimeState::run_replays() {
         if (a.element >= v.size()) throw std::runtime_error("latched element outside the output");
         const double x = v[a.element];
         rc.reproduced = rc.reproduced || shows(a.kind, x, out_dtype);
-        got.push_back(fmt::format("{} {:g}", p == graph::RefPrecision::F32 ? "FP32" : "FP64", x));
+        got.push_back(fmt::format("{} {}", p == graph::RefPrecision::F32 ? "FP32" : "FP64", value_text(x)));
       }
     } catch (const std::exception& e) {
       warn(fmt::format("replay of {} at step {}: {}", o.name, a.step, e.what()));
       continue;
     }
-    rc.detail = fmt::format("the replay gives {} at element {}; the device latched {} (value {:g}) in {}",
-                            fmt::join(got, ", "), a.element, anomaly_kind_name(a.kind), a.value,
+    rc.detail = fmt::format("the replay gives {} at element {}; the device latched {} (value {}) in {}",
+                            fmt::join(got, ", "), a.element, anomaly_kind_name(a.kind), value_text(a.value),
                             graph::dtype_name(out_dtype));
     rep.replays.push_back(std::move(rc));
   }

@@ -461,10 +461,20 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
   const std::uint32_t cube_fp16 = cube && accum_.acc_dtype == graph::DType::F16 ? spec::kExcDetailAccFp16 : 0u;
   // The element's value as the datapath computed it (before the conversion), or as delivered
   // when the computed value is unremarkable (a NaN that appeared after the computation).
+  // An infinite element whose computed value is finite and inside the output format's range was
+  // written after the computation (a fault on the output): the latch holds what was delivered.
+  const graph::DType dt = out_descs_[o].dtype;
+  const float in_range = dt == graph::DType::F16    ? 65520.0f
+                         : dt == graph::DType::BF16 ? std::bit_cast<float>(0x7F7F8000u)
+                                                    : std::numeric_limits<float>::infinity();
   auto value_at = [&](std::int64_t i, bool nan_wanted) {
     if (i < 0) return 0.0f;
     const float p = pre[static_cast<std::size_t>(i)];
     if (nan_wanted && !std::isnan(p)) return element_f32(outputs_[o], i);
+    if (!nan_wanted && std::fabs(p) < in_range) {
+      const float delivered = element_f32(outputs_[o], i);
+      if (std::isinf(delivered)) return delivered;
+    }
     return p;
   };
 

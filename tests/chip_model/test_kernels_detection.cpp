@@ -209,3 +209,40 @@ TEST(KernelDetection, FaultHooksAreCalledAtTheirSites) {
   EXPECT_EQ(hooks.lane_calls, (std::vector<std::uint32_t>{64}));
   EXPECT_EQ(hooks.gemms, 1);  // no accumulation hook for Vector ops
 }
+
+namespace {
+
+/// Writes -Inf into output element 7 after the op computed it (a fault on the output).
+class OutputInfHook final : public pc::FaultHooks {
+ public:
+  std::uint32_t sites() const override { return pc::kFaultOpOutput; }
+  void on_op_output(const pc::FaultSite&, std::uint16_t, const pg::TensorDesc&, std::uint64_t,
+                    std::span<std::byte> bytes) override {
+    reinterpret_cast<std::uint16_t*>(bytes.data())[7] = 0xFC00;
+  }
+};
+
+}  // namespace
+
+TEST(KernelDetection, AnOverflowLatchHoldsTheDeliveredInfinityOfAFaultAndTheComputedValueOfAConversion) {
+  MemStore mem;
+  Placer place(mem);
+  const pg::Tensor a = random_f16({2, 8}, 12);
+  OutputInfHook hook;
+  for (const char* type : {"Relu", "Sigmoid"}) {
+    auto r = run_op(mem, op_args(type, {place.put(a)}, {place.out(pg::DType::F16, {2, 8})}), {}, &hook);
+    const auto& h = r.detection().outputs[0].kinds[ps::kExcOverflow];
+    ASSERT_TRUE(h.hit()) << type;
+    EXPECT_EQ(h.first, 7) << type;
+    // The element was computed finite (within FP16's range): the latch holds the -Inf delivered.
+    EXPECT_TRUE(std::isinf(h.value) && h.value < 0) << type << " " << h.value;
+  }
+  // A result beyond FP16's range overflows in the conversion: the latch keeps the computed value.
+  const std::vector<float> av{0.5f, 0.5f, 300.0f, 300.0f};
+  const pg::Tensor x = pg::Tensor::from_f32({2, 2}, av, pg::DType::F16);
+  auto r = run_op(mem, op_args("MatMul", {place.put(x), place.put(filled({2, 4}, 300.0f))}, {place.out(pg::DType::F16, {2, 4})}));
+  const auto& h = r.detection().outputs[0].kinds[ps::kExcOverflow];
+  ASSERT_TRUE(h.hit());
+  EXPECT_EQ(h.first, 4);  // row 1: 300 * 300 * 2 = 180000
+  EXPECT_FLOAT_EQ(h.value, 180000.0f);
+}

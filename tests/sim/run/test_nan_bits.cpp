@@ -1,7 +1,8 @@
 // The NaNs a run delivers do not depend on how the host's compiler ordered an instruction's
 // operands: every NaN an op computes is the default NaN (an Inf - Inf in a softmax gives x86's
 // negative "indefinite" NaN on the host; the chip delivers +NaN), so the dumps, the report's
-// capture fingerprint and a rerun built another way agree bit for bit.
+// capture fingerprint and a rerun built another way agree bit for bit; the report's texts say
+// "nan" whatever the sign of the host's NaN.
 #include <filesystem>
 #include <string>
 
@@ -30,6 +31,7 @@ seed: 12
 probes:
   watch_points: ["*"]
   mode: full
+  compare: {enabled: true}
 injections:
   - {kind: inf, op: attn/scale, step: 1, element: 13}
 )";
@@ -72,6 +74,25 @@ TEST(NanBits, EveryDumpedNanOfARunIsTheDefaultNan) {
   EXPECT_GT(with_nans, 10) << report.dump(2);
   EXPECT_GT(nans, 1000);
   EXPECT_EQ(report.at("fingerprints").size(), 1u);
+
+  // The report's words do not carry the host's NaN sign either: the CPU replay of the softmax
+  // gives a NaN (x86: a negative one), written "nan"; the injected element is latched with the
+  // value delivered, +Inf (its computed value was finite).
+  int nan_replays = 0;
+  for (const json& rp : report.at("replays")) {
+    const std::string d = rp.at("detail");
+    EXPECT_EQ(d.find("-nan"), std::string::npos) << d;
+    nan_replays += d.find("FP32 nan") != std::string::npos;
+  }
+  EXPECT_GE(nan_replays, 1) << report.at("replays").dump(2);
+  bool latched = false;
+  for (const json& a : report.at("anomalies"))
+    if (a.at("op") == "attn/scale" && a.at("kind") == "overflow" && a.at("step") == 1) {
+      EXPECT_EQ(a.at("element"), 13);
+      EXPECT_EQ(a.at("value"), "inf");
+      latched = true;
+    }
+  EXPECT_TRUE(latched);
 }
 
 }  // namespace
