@@ -61,7 +61,9 @@ TEST(GatherStrided, AgreesWithTheDefinitionOverRandomLayouts) {
     const std::vector<std::byte> want = by_definition(src, shape, st, base, es);
     std::vector<std::byte> got(want.size() + es, std::byte{0x5a});  // one guard element
     gather_strided(src, got, shape, st, base, es);
-    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size())) << "trial " << trial;
+    if (!want.empty()) {  // (memcmp must not see an empty vector's null data)
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size())) << "trial " << trial;
+    }
     for (std::size_t i = want.size(); i < got.size(); ++i) ASSERT_EQ(got[i], std::byte{0x5a}) << "trial " << trial;
     if (rank > 0 && !want.empty()) (st[rank - 1] == 1 ? rows_of_stride_one : strided)++;
   }
