@@ -3,8 +3,11 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <cmath>
 
+#include "numerics/bf16.h"
 #include "numerics/bulk.h"
+#include "numerics/fp16.h"
 #include "numerics/detail/format.h"
 
 namespace probelab::num {
@@ -121,29 +124,27 @@ LimitScan scan(std::span<const float> x, float limit) { return scan32<true>(x, l
 
 namespace {
 
-template <class T, class Bits>
-std::int64_t canonicalize_bits(std::span<T> x, Bits exp_mask, Bits frac_mask, Bits default_nan) {
+template <class T, class IsNan>
+std::int64_t replace_nans(std::span<T> x, T default_nan, IsNan nan) {
   std::int64_t n = 0;
-  for (T& v : x) {
-    const auto b = std::bit_cast<Bits>(v);
-    if ((b & exp_mask) == exp_mask && (b & frac_mask) != 0) {
-      v = std::bit_cast<T>(default_nan);
+  for (T& v : x)
+    if (nan(v)) {
+      v = default_nan;
       ++n;
     }
-  }
   return n;
 }
 
 }  // namespace
 
 std::int64_t canonicalize_nans(std::span<float> x) {
-  return canonicalize_bits<float, std::uint32_t>(x, 0x7F800000u, 0x007FFFFFu, kF32DefaultNaNBits);
+  return replace_nans(x, std::bit_cast<float>(kF32DefaultNaNBits), [](float v) { return std::isnan(v); });
 }
 std::int64_t canonicalize_nans(std::span<f16> x) {
-  return canonicalize_bits<f16, std::uint16_t>(x, 0x7C00u, 0x03FFu, kF16DefaultNaN.bits);
+  return replace_nans(x, kF16DefaultNaN, [](f16 v) { return is_nan(v); });
 }
 std::int64_t canonicalize_nans(std::span<bf16> x) {
-  return canonicalize_bits<bf16, std::uint16_t>(x, 0x7F80u, 0x007Fu, kBF16DefaultNaN.bits);
+  return replace_nans(x, kBF16DefaultNaN, [](bf16 v) { return is_nan(v); });
 }
 
 }  // namespace probelab::num

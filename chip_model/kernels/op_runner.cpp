@@ -414,11 +414,21 @@ void OpRunner::finish(FaultHooks* hooks, const FaultSite& site, std::uint32_t ve
   }
 }
 
+namespace {
+
+// The least FP32 magnitude that rounds to infinity in an output of `dt` (infinity: none does).
+float overflow_limit(graph::DType dt) {
+  return dt == graph::DType::F16    ? 65520.0f
+         : dt == graph::DType::BF16 ? std::bit_cast<float>(0x7F7F8000u)
+                                    : std::numeric_limits<float>::infinity();
+}
+
+}  // namespace
+
 num::LimitScan OpRunner::scan_computed(std::size_t o) const {
   const std::span<const float> pre(computed_.values[o]);
   const graph::DType dt = out_descs_[o].dtype;
-  if (dt == graph::DType::F16) return num::scan(pre, 65520.0f);
-  if (dt == graph::DType::BF16) return num::scan(pre, std::bit_cast<float>(0x7F7F8000u));
+  if (dt == graph::DType::F16 || dt == graph::DType::BF16) return num::scan(pre, overflow_limit(dt));
   return num::LimitScan{num::scan(pre), 0, -1};
 }
 
@@ -463,10 +473,7 @@ TensorFlags OpRunner::detect_output(std::size_t o, const num::BulkReport& conv, 
   // when the computed value is unremarkable (a NaN that appeared after the computation).
   // An infinite element whose computed value is finite and inside the output format's range was
   // written after the computation (a fault on the output): the latch holds what was delivered.
-  const graph::DType dt = out_descs_[o].dtype;
-  const float in_range = dt == graph::DType::F16    ? 65520.0f
-                         : dt == graph::DType::BF16 ? std::bit_cast<float>(0x7F7F8000u)
-                                                    : std::numeric_limits<float>::infinity();
+  const float in_range = overflow_limit(out_descs_[o].dtype);
   auto value_at = [&](std::int64_t i, bool nan_wanted) {
     if (i < 0) return 0.0f;
     const float p = pre[static_cast<std::size_t>(i)];

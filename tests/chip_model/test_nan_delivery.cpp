@@ -28,7 +28,7 @@ namespace {
 // Negative quiet NaNs with payloads, and a positive one with another payload.
 constexpr std::uint16_t kNegNaN = 0xFE01, kNegNaN2 = 0xFE40, kPosNaN = 0x7E07;
 
-bool is_nan16(std::uint16_t b) { return (b & 0x7C00u) == 0x7C00u && (b & 0x03FFu) != 0; }
+bool is_nan16(std::uint16_t b) { return probelab::num::is_nan(probelab::num::f16{b}); }
 
 // Every NaN of t (FP16) is the default NaN; returns how many there are.
 int expect_default_nans(const pg::Tensor& t) {
