@@ -9,6 +9,7 @@
 
 #include "chip_model/clock.h"
 #include "probes/insertion_pass.h"
+#include "sim/run/json_members.h"
 #include "sim/run/perf_findings.h"
 
 namespace probelab::sim {
@@ -133,35 +134,40 @@ json op_entry(const graph::Op& op, std::uint32_t rank, const OpAcc& a, const Chi
                              100 * ratio(std::max(per_core[0], per_core[1]), cyc), 100 * ratio(per_core[2], cyc),
                              intensity, ridge, 100 * ratio(roof, cyc));
   }
-  return {{"op", op.name},
-          {"type", op.type},
-          {"rank", rank},
-          {"kind", collective ? "collective" : "kernel"},
-          {"tasks", a.tasks},
-          {"cycles", cycles},
-          {"cores", a.cores},
-          {"launch_cycles", a.launch},
-          {"probe_cycles", a.probe},
-          {"counters",
-           {{"cube_busy_cycles", a.cube},
-            {"vector_busy_cycles", a.vec},
-            {"mte_busy_cycles", a.mte},
-            {"hbm_read_bytes", a.rd},
-            {"hbm_write_bytes", a.wr},
-            {"l2_read_bytes", a.l2},
-            {"flops", a.flops},
-            {"hbm_stall_cycles", a.stall}}},
-          {"hbm_gbps", gbps(bytes, cyc, r.mhz)},
-          {"utilization",
-           {{"cube", ratio(per_core[0], cyc)}, {"vector", ratio(per_core[1], cyc)}, {"mte", ratio(per_core[2], cyc)}}},
-          {"intensity", ratio(static_cast<double>(a.flops), bytes)},
-          {"roofline",
-           {{"compute_cycles", compute_cycles},
-            {"memory_cycles", memory_cycles},
-            {"bound_cycles", roof},
-            {"efficiency", ratio(roof, cyc)}}},
-          {"bound", bound},
-          {"evidence", evidence}};
+  JsonMembers counters;
+  counters.put("cube_busy_cycles", a.cube)
+      .put("flops", a.flops)
+      .put("hbm_read_bytes", a.rd)
+      .put("hbm_stall_cycles", a.stall)
+      .put("hbm_write_bytes", a.wr)
+      .put("l2_read_bytes", a.l2)
+      .put("mte_busy_cycles", a.mte)
+      .put("vector_busy_cycles", a.vec);
+  JsonMembers roofline;
+  roofline.put("bound_cycles", roof)
+      .put("compute_cycles", compute_cycles)
+      .put("efficiency", ratio(roof, cyc))
+      .put("memory_cycles", memory_cycles);
+  JsonMembers utilization;
+  utilization.put("cube", ratio(per_core[0], cyc)).put("mte", ratio(per_core[2], cyc)).put("vector", ratio(per_core[1], cyc));
+  JsonMembers e;
+  e.put("bound", bound)
+      .put("cores", a.cores)
+      .put("counters", counters.done())
+      .put("cycles", cycles)
+      .put("evidence", std::move(evidence))
+      .put("hbm_gbps", gbps(bytes, cyc, r.mhz))
+      .put("intensity", ratio(static_cast<double>(a.flops), bytes))
+      .put("kind", collective ? "collective" : "kernel")
+      .put("launch_cycles", a.launch)
+      .put("op", op.name)
+      .put("probe_cycles", a.probe)
+      .put("rank", rank)
+      .put("roofline", roofline.done())
+      .put("tasks", a.tasks)
+      .put("type", op.type)
+      .put("utilization", utilization.done());
+  return e.done();
 }
 
 /// Splits [b, e) over the categories of `iv` (kernels first, then collectives, then capture;
@@ -299,33 +305,30 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         counters = probes::pmu_json(c->second->delta);
         der = derived(c->second->delta.counters, r);
       }
-      // One entry per step: its members added in key order, each at the end of the object (an
-      // initializer list would copy every member once more, a keyed insert searches the object).
-      json::object_t st;
-      auto put = [&st](const char* key, json value) { st.emplace_hint(st.end(), key, std::move(value)); };
-      put("bound", kPathNames[best]);
-      put("collective_cycles", sp.collective);
-      put("counters", std::move(counters));
-      put("critical_path", std::move(path));
-      put("cycles", e - b);
-      put("derived", std::move(der));
-      put("exposed_collective_cycles", sp.collective - sp.overlapped);
-      put("kernel_cycles", sp.kernel);
-      put("overlapped_collective_cycles", sp.overlapped);
-      put("rank", rank);
-      put("step", step);
       json top_op;
       if (top) {
         const auto name = name_of.find(top->op_id);
         const auto bound = bound_of.find(top->op_id);
-        json::object_t t;
-        t.emplace_hint(t.end(), "bound", bound == bound_of.end() ? std::string() : bound->second);
-        t.emplace_hint(t.end(), "cycles", top->cycles);
-        t.emplace_hint(t.end(), "op", name == name_of.end() ? top->op_name : name->second);
-        top_op = std::move(t);
+        JsonMembers t;
+        t.put("bound", bound == bound_of.end() ? std::string() : bound->second)
+            .put("cycles", top->cycles)
+            .put("op", name == name_of.end() ? top->op_name : name->second);
+        top_op = t.done();
       }
-      put("top_op", std::move(top_op));
-      steps.push_back(json(std::move(st)));
+      JsonMembers st;
+      st.put("bound", kPathNames[best])
+          .put("collective_cycles", sp.collective)
+          .put("counters", std::move(counters))
+          .put("critical_path", std::move(path))
+          .put("cycles", e - b)
+          .put("derived", std::move(der))
+          .put("exposed_collective_cycles", sp.collective - sp.overlapped)
+          .put("kernel_cycles", sp.kernel)
+          .put("overlapped_collective_cycles", sp.overlapped)
+          .put("rank", rank)
+          .put("step", step)
+          .put("top_op", std::move(top_op));
+      steps.push_back(st.done());
     }
     chip::PerfMonitor::Counters c = pr.counters;
     c[spec::kPmuCycle] = pr.cycles;
@@ -333,29 +336,36 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
     const chip::ChipClock clk(cfg.clock_mhz);
     for (std::size_t ch = 0; ch < pr.hbm_channels.size(); ++ch) {
       const auto [bytes, busy] = pr.hbm_channels[ch];
-      channels.push_back({{"channel", ch},
-                          {"bytes", bytes},
-                          {"busy_cycles", clk.ps_to_cycles(busy)},
-                          {"gbps", busy ? static_cast<double>(bytes) * 1e3 / static_cast<double>(busy) : 0.0}});
+      JsonMembers m;
+      m.put("busy_cycles", clk.ps_to_cycles(busy))
+          .put("bytes", bytes)
+          .put("channel", ch)
+          .put("gbps", busy ? static_cast<double>(bytes) * 1e3 / static_cast<double>(busy) : 0.0);
+      channels.push_back(m.done());
     }
     json core_list = json::array();
     if (pr.cores)
-      for (const auto& [core, l] : *pr.cores)
-        core_list.push_back({{"core", core},
-                             {"busy_cycles", clk.ps_to_cycles(l.busy_ps)},
-                             {"tiles", l.tiles},
-                             {"pace", l.expected_ps > 0 ? static_cast<double>(l.busy_ps) / l.expected_ps : 1.0}});
-    rank_list.push_back({{"rank", rank},
-                         {"cycles", pr.cycles},
-                         {"tasks", pr.tasks ? pr.tasks->size() : 0},
-                         {"counters", counters_json(c)},
-                         {"derived", derived(c, r)},
-                         {"hbm_channels", channels},
-                         {"cores", core_list}});
+      for (const auto& [core, l] : *pr.cores) {
+        JsonMembers m;
+        m.put("busy_cycles", clk.ps_to_cycles(l.busy_ps))
+            .put("core", core)
+            .put("pace", l.expected_ps > 0 ? static_cast<double>(l.busy_ps) / l.expected_ps : 1.0)
+            .put("tiles", l.tiles);
+        core_list.push_back(m.done());
+      }
+    JsonMembers m;
+    m.put("cores", std::move(core_list))
+        .put("counters", counters_json(c))
+        .put("cycles", pr.cycles)
+        .put("derived", derived(c, r))
+        .put("hbm_channels", std::move(channels))
+        .put("rank", rank)
+        .put("tasks", pr.tasks ? pr.tasks->size() : 0);
+    rank_list.push_back(m.done());
   }
-  out["ops"] = ops;
-  out["steps"] = steps;
-  out["ranks"] = rank_list;
+  out["ops"] = std::move(ops);
+  out["steps"] = std::move(steps);
+  out["ranks"] = std::move(rank_list);
   json lj = json::array();
   const chip::ChipClock clock(cfg.clock_mhz);
   for (const PerfLink& l : links) {
@@ -370,7 +380,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
               {"busy_ps", l.busy_ps}});
     lj.push_back(std::move(j));
   }
-  out["links"] = lj;
+  out["links"] = std::move(lj);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "probes/insertion_pass.h"
+#include "sim/run/json_members.h"
 
 namespace probelab::sim {
 
@@ -48,13 +49,15 @@ json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, c
       if (probes::is_probe_op(op)) continue;
       auto it = acc.find({r, id});
       const Acc a = it == acc.end() ? Acc{} : it->second;
-      out.push_back({{"op", op.name},
-                     {"type", op.type},
-                     {"rank", r},
-                     {"tasks", a.tasks},
-                     {"cycles", a.cycles + clock.ps_to_cycles(a.collective_ps)},
-                     {"probe_tasks", a.probe_tasks},
-                     {"probe_cycles", clock.ps_to_cycles(a.probe_ps)}});
+      JsonMembers m;
+      m.put("cycles", a.cycles + clock.ps_to_cycles(a.collective_ps))
+          .put("op", op.name)
+          .put("probe_cycles", clock.ps_to_cycles(a.probe_ps))
+          .put("probe_tasks", a.probe_tasks)
+          .put("rank", r)
+          .put("tasks", a.tasks)
+          .put("type", op.type);
+      out.push_back(m.done());
     }
   }
   return out;
