@@ -4,6 +4,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -58,23 +59,23 @@ template <class T> void gelu_ref(const Op& op, Ins in, Outs out) {
   if (gelu_tanh(op))
     map1<T>(in, out, [](T x) {
       const T u = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
-      return T(0.5) * x * (T(1) + std::tanh(u));
+      return T(0.5) * x * (T(1) + num::tanh(u));
     });
   else
-    map1<T>(in, out, [](T x) { return T(0.5) * x * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2))); });
+    map1<T>(in, out, [](T x) { return T(0.5) * x * (T(1) + num::erf(x * T(std::numbers::sqrt2 / 2))); });
 }
 template <class T> void gelu_grad_ref(const Op& op, Ins in, Outs out) {
   if (gelu_tanh(op))
     map2<T>(in, out, [](T dy, T x) {
       const T u = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
-      const T t = std::tanh(u);
+      const T t = num::tanh(u);
       const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
       return dy * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
     });
   else
     map2<T>(in, out, [](T dy, T x) {
-      const T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
-      const T pdf = std::exp(T(-0.5) * x * x) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+      const T cdf = T(0.5) * (T(1) + num::erf(x * T(std::numbers::sqrt2 / 2)));
+      const T pdf = num::exp(T(-0.5) * x * x) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
       return dy * (cdf + x * pdf);
     });
 }
@@ -82,8 +83,8 @@ template <class T> void gelu_grad_ref(const Op& op, Ins in, Outs out) {
 template <class T> void sigmoid_ref(const Op&, Ins in, Outs out) {
   // Both branches avoid overflow of exp for large |x|.
   map1<T>(in, out, [](T x) {
-    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-    const T e = std::exp(x);
+    if (x >= T(0)) return T(1) / (T(1) + num::exp(-x));
+    const T e = num::exp(x);
     return e / (T(1) + e);
   });
 }
@@ -92,7 +93,7 @@ template <class T> void sigmoid_grad_ref(const Op&, Ins in, Outs out) {
 }
 
 template <class T> void tanh_ref(const Op&, Ins in, Outs out) {
-  map1<T>(in, out, [](T x) { return std::tanh(x); });
+  map1<T>(in, out, [](T x) { return num::tanh(x); });
 }
 template <class T> void tanh_grad_ref(const Op&, Ins in, Outs out) {
   map2<T>(in, out, [](T dy, T y) { return dy * (T(1) - y * y); });

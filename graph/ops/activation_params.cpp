@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "graph/ops/pointwise.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -93,7 +94,7 @@ struct EluF {
   static constexpr Kind kind = Kind::Float;
   double alpha;
   explicit EluF(const Op& op) : alpha(AttrReader(op).f("alpha")) {}
-  template <class T> T f(const T* x, int) const { return x[0] > T(0) ? x[0] : T(alpha) * std::expm1(x[0]); }
+  template <class T> T f(const T* x, int) const { return x[0] > T(0) ? x[0] : T(alpha) * num::expm1(x[0]); }
   template <class T> T d(int, const T* x, int, T y) const { return x[0] > T(0) ? T(1) : y + T(alpha); }
 };
 
@@ -102,7 +103,7 @@ struct SeluF {
   double alpha, gamma;
   explicit SeluF(const Op& op) : alpha(AttrReader(op).f("alpha")), gamma(AttrReader(op).f("gamma")) {}
   template <class T> T f(const T* x, int) const {
-    return x[0] > T(0) ? T(gamma) * x[0] : T(gamma) * (T(alpha) * std::exp(x[0]) - T(alpha));
+    return x[0] > T(0) ? T(gamma) * x[0] : T(gamma) * (T(alpha) * num::exp(x[0]) - T(alpha));
   }
   template <class T> T d(int, const T* x, int, T y) const {
     return x[0] > T(0) ? T(gamma) : y + T(gamma * alpha);
@@ -114,10 +115,10 @@ struct CeluF {
   double alpha;
   explicit CeluF(const Op& op) : alpha(AttrReader(op).f("alpha")) {}
   template <class T> T f(const T* x, int) const {
-    return std::max(T(0), x[0]) + std::min(T(0), T(alpha) * std::expm1(x[0] / T(alpha)));
+    return std::max(T(0), x[0]) + std::min(T(0), T(alpha) * num::expm1(x[0] / T(alpha)));
   }
   template <class T> T d(int, const T* x, int, T) const {
-    return x[0] > T(0) ? T(1) : std::exp(x[0] / T(alpha));
+    return x[0] > T(0) ? T(1) : num::exp(x[0] / T(alpha));
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph/ops/pointwise.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -19,12 +20,12 @@ struct PowF {
       for (T e = 0; e < x[1]; ++e) r = static_cast<T>(r * x[0]);
       return r;
     } else {
-      return std::pow(x[0], x[1]);
+      return num::pow(x[0], x[1]);
     }
   }
   template <class T> T d(int i, const T* x, int, T y) const {
-    if (i == 0) return x[1] == T(0) ? T(0) : x[1] * std::pow(x[0], x[1] - T(1));
-    return x[0] > T(0) ? y * std::log(x[0]) : T(0);
+    if (i == 0) return x[1] == T(0) ? T(0) : x[1] * num::pow(x[0], x[1] - T(1));
+    return x[0] > T(0) ? y * num::log(x[0]) : T(0);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -90,8 +91,8 @@ std::vector<double> log_softmax(const SceGeom& g, const T* x) {
       double mx = -std::numeric_limits<double>::infinity();
       for (std::int64_t c = 0; c < g.c; ++c) mx = std::max(mx, static_cast<double>(x[base + c * g.d]));
       double s = 0;
-      for (std::int64_t c = 0; c < g.c; ++c) s += std::exp(x[base + c * g.d] - mx);
-      const double lse = mx + std::log(s);
+      for (std::int64_t c = 0; c < g.c; ++c) s += num::exp(x[base + c * g.d] - mx);
+      const double lse = mx + num::log(s);
       for (std::int64_t c = 0; c < g.c; ++c) lp[static_cast<std::size_t>(base + c * g.d)] = x[base + c * g.d] - lse;
     }
   return lp;
@@ -148,7 +149,7 @@ template <class T> void sce_grad_ref(const Op& op, Ins in, Outs out) {
       for (std::int64_t c = 0; c < g.c; ++c) {
         const auto j = static_cast<std::size_t>((n * g.c + c) * g.d + d);
         const double onehot = t.weight[k] != 0 && c == t.label[k] ? 1.0 : 0.0;
-        dx[j] = static_cast<T>(coeff == 0 ? 0.0 : coeff * (std::exp(lp[j]) - onehot));
+        dx[j] = static_cast<T>(coeff == 0 ? 0.0 : coeff * (num::exp(lp[j]) - onehot));
       }
     }
 }

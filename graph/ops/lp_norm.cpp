@@ -7,6 +7,7 @@
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
 #include "graph/ops/pair_def.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -36,8 +37,8 @@ LineGeom pool_geom(const Op& op, const Shape& x) {
 // ||x||_p of the line starting at x with `stride`.
 template <class T> double line_norm(const T* x, const LineGeom& g) {
   double s = 0;
-  for (std::int64_t k = 0; k < g.n; ++k) s += std::pow(std::fabs(static_cast<double>(x[k * g.inner])), g.p);
-  return g.p == 1 ? s : g.p == 2 ? std::sqrt(s) : std::pow(s, 1 / g.p);
+  for (std::int64_t k = 0; k < g.n; ++k) s += num::pow(std::fabs(static_cast<double>(x[k * g.inner])), g.p);
+  return g.p == 1 ? s : g.p == 2 ? std::sqrt(s) : num::pow(s, 1 / g.p);
 }
 
 std::vector<TensorDesc> infer_lp(const Op& op, Descs in) {
@@ -130,7 +131,7 @@ template <class T> void pool_grad_ref(const Op& op, Ins in, Outs out) {
     const double y = line_norm(x + o * g.n, g);
     for (std::int64_t k = 0; k < g.n; ++k) {
       const double xv = x[o * g.n + k];
-      const double d = y == 0 ? 0 : ((xv > 0) - (xv < 0)) * std::pow(std::fabs(xv) / y, g.p - 1);
+      const double d = y == 0 ? 0 : ((xv > 0) - (xv < 0)) * num::pow(std::fabs(xv) / y, g.p - 1);
       dx[o * g.n + k] = static_cast<T>(static_cast<double>(dy[static_cast<std::size_t>(o)]) * d);
     }
   }

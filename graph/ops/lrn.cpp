@@ -6,6 +6,7 @@
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
 #include "graph/ops/pair_def.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -52,7 +53,7 @@ template <class T> void lrn_ref(const Op& op, Ins in, Outs out) {
   auto x = cdata<T>(in[0]);
   const std::vector<T> s = lrn_scale(g, x);
   auto y = mdata<T>(out[0]);
-  for (std::size_t k = 0; k < y.size(); ++k) y[k] = x[k] / std::pow(s[k], static_cast<T>(g.beta));
+  for (std::size_t k = 0; k < y.size(); ++k) y[k] = x[k] / num::pow(s[k], static_cast<T>(g.beta));
 }
 
 // LRNGrad(dY, X) -> dX: dX_j = dY_j s_j^-beta - 2 beta alpha / size x_j * sum over the channels c
@@ -71,7 +72,7 @@ template <class T> void lrn_grad_ref(const Op& op, Ins in, Outs out) {
   auto x = cdata<T>(in[1]);
   const std::vector<T> s = lrn_scale(g, x);
   std::vector<T> t(x.size());  // dY_c x_c s_c^(-beta - 1)
-  for (std::size_t k = 0; k < t.size(); ++k) t[k] = dy[k] * x[k] * std::pow(s[k], static_cast<T>(-g.beta - 1));
+  for (std::size_t k = 0; k < t.size(); ++k) t[k] = dy[k] * x[k] * num::pow(s[k], static_cast<T>(-g.beta - 1));
   auto dx = mdata<T>(out[0]);
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t j = 0; j < g.c; ++j)
@@ -80,7 +81,7 @@ template <class T> void lrn_grad_ref(const Op& op, Ins in, Outs out) {
         T sum = 0;  // channel c's window [c - lo, c + hi] holds j for c in [j - hi, j + lo]
         for (std::int64_t c = std::max<std::int64_t>(0, j - g.hi); c <= std::min(g.c - 1, j + g.lo); ++c)
           sum += t[static_cast<std::size_t>((n * g.c + c) * g.inner + i)];
-        dx[k] = dy[k] * std::pow(s[k], static_cast<T>(-g.beta)) - static_cast<T>(2 * g.beta * g.alpha) * x[k] * sum;
+        dx[k] = dy[k] * num::pow(s[k], static_cast<T>(-g.beta)) - static_cast<T>(2 * g.beta * g.alpha) * x[k] * sum;
       }
 }
 

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "graph/ops/pointwise.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -37,11 +38,11 @@ namespace {
 
 template <class T> T sgn(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0); }
 template <class T> T softplus(T x) {
-  return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  return x > T(0) ? x + num::log1p(num::exp(-x)) : num::log1p(num::exp(x));
 }
 template <class T> T sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
+  if (x >= T(0)) return T(1) / (T(1) + num::exp(-x));
+  const T e = num::exp(x);
   return e / (T(1) + e);
 }
 constexpr double kTwoOverSqrtPi = 2.0 * std::numbers::inv_sqrtpi;
@@ -50,20 +51,20 @@ PROBELAB_UNARY(AbsF, Kind::Numeric, x < T(0) ? T(-x) : x, sgn(x))
 PROBELAB_UNARY(NegF, Kind::Numeric, T(-x), T(-1))
 PROBELAB_UNARY(SqrtF, Kind::Float, std::sqrt(x), T(0.5) / y)
 PROBELAB_UNARY(ReciprocalF, Kind::Float, T(1) / x, -y * y)
-PROBELAB_UNARY(ExpF, Kind::Float, std::exp(x), y)
-PROBELAB_UNARY(LogF, Kind::Float, std::log(x), T(1) / x)
-PROBELAB_UNARY(ErfF, Kind::Float, std::erf(x), T(kTwoOverSqrtPi) * std::exp(-x * x))
-PROBELAB_UNARY(SinF, Kind::Float, std::sin(x), std::cos(x))
-PROBELAB_UNARY(CosF, Kind::Float, std::cos(x), -std::sin(x))
-PROBELAB_UNARY(TanF, Kind::Float, std::tan(x), T(1) + y * y)
-PROBELAB_UNARY(AsinF, Kind::Float, std::asin(x), T(1) / std::sqrt(T(1) - x * x))
-PROBELAB_UNARY(AcosF, Kind::Float, std::acos(x), T(-1) / std::sqrt(T(1) - x * x))
-PROBELAB_UNARY(AtanF, Kind::Float, std::atan(x), T(1) / (T(1) + x * x))
-PROBELAB_UNARY(SinhF, Kind::Float, std::sinh(x), std::cosh(x))
-PROBELAB_UNARY(CoshF, Kind::Float, std::cosh(x), std::sinh(x))
-PROBELAB_UNARY(AsinhF, Kind::Float, std::asinh(x), T(1) / std::sqrt(x * x + T(1)))
-PROBELAB_UNARY(AcoshF, Kind::Float, std::acosh(x), T(1) / std::sqrt(x * x - T(1)))
-PROBELAB_UNARY(AtanhF, Kind::Float, std::atanh(x), T(1) / (T(1) - x * x))
+PROBELAB_UNARY(ExpF, Kind::Float, num::exp(x), y)
+PROBELAB_UNARY(LogF, Kind::Float, num::log(x), T(1) / x)
+PROBELAB_UNARY(ErfF, Kind::Float, num::erf(x), T(kTwoOverSqrtPi) * num::exp(-x * x))
+PROBELAB_UNARY(SinF, Kind::Float, num::sin(x), num::cos(x))
+PROBELAB_UNARY(CosF, Kind::Float, num::cos(x), -num::sin(x))
+PROBELAB_UNARY(TanF, Kind::Float, num::tan(x), T(1) + y * y)
+PROBELAB_UNARY(AsinF, Kind::Float, num::asin(x), T(1) / std::sqrt(T(1) - x * x))
+PROBELAB_UNARY(AcosF, Kind::Float, num::acos(x), T(-1) / std::sqrt(T(1) - x * x))
+PROBELAB_UNARY(AtanF, Kind::Float, num::atan(x), T(1) / (T(1) + x * x))
+PROBELAB_UNARY(SinhF, Kind::Float, num::sinh(x), num::cosh(x))
+PROBELAB_UNARY(CoshF, Kind::Float, num::cosh(x), num::sinh(x))
+PROBELAB_UNARY(AsinhF, Kind::Float, num::asinh(x), T(1) / std::sqrt(x * x + T(1)))
+PROBELAB_UNARY(AcoshF, Kind::Float, num::acosh(x), T(1) / std::sqrt(x * x - T(1)))
+PROBELAB_UNARY(AtanhF, Kind::Float, num::atanh(x), T(1) / (T(1) - x * x))
 PROBELAB_UNARY(SoftsignF, Kind::Float, x / (T(1) + std::fabs(x)), T(1) / ((T(1) + std::fabs(x)) * (T(1) + std::fabs(x))))
 PROBELAB_UNARY(SoftplusF, Kind::Float, softplus(x), sigmoid(x))
 PROBELAB_UNARY_NODIFF(CeilF, Kind::Float, std::ceil(x))

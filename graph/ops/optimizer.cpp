@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "graph/ops/op_util.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -59,7 +60,7 @@ template <class T> void adam_ref(const Op& op, Ins in, Outs out) {
   const AttrReader at(op);
   const double lr = at.f("lr"), b1 = at.f("beta1"), b2 = at.f("beta2"), eps = at.f("eps"), wd = at.f("weight_decay");
   const double t = static_cast<double>(at.i("step"));
-  const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+  const double c1 = 1.0 - num::pow(b1, t), c2 = 1.0 - num::pow(b2, t);
   auto p = cdata<T>(in[0]), g = cdata<T>(in[1]), m = cdata<T>(in[2]), v = cdata<T>(in[3]);
   auto np = mdata<T>(out[0]), nm = mdata<T>(out[1]), nv = mdata<T>(out[2]);
   for (std::size_t i = 0; i < p.size(); ++i) {

@@ -21,6 +21,7 @@
 
 #include "graph/op.h"
 #include "graph/tensor.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 
@@ -34,19 +35,19 @@ struct CellActivation {
   template <class T> T operator()(T x) const {
     const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
     switch (kind) {
-      case Sigmoid: return T(1) / (T(1) + std::exp(-x));
-      case Tanh: return std::tanh(x);
+      case Sigmoid: return T(1) / (T(1) + num::exp(-x));
+      case Tanh: return num::tanh(x);
       case Relu: return std::max(x, T(0));
       case Affine: return a * x + b;
       case LeakyRelu: return x < T(0) ? a * x : x;
       case ThresholdedRelu: return x > a ? x : T(0);
-      case ScaledTanh: return a * std::tanh(b * x);
+      case ScaledTanh: return a * num::tanh(b * x);
       case HardSigmoid: return std::max(T(0), std::min(T(1), a * x + b));
-      case Elu: return x < T(0) ? a * (std::exp(x) - T(1)) : x;
+      case Elu: return x < T(0) ? a * (num::exp(x) - T(1)) : x;
       case Softsign: return x / (T(1) + std::abs(x));
       case Softplus: break;
     }
-    return std::log(T(1) + std::exp(x));
+    return num::log(T(1) + num::exp(x));
   }
 };
 

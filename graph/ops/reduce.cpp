@@ -7,6 +7,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -73,7 +74,7 @@ double red_finish(Red r, double acc, std::int64_t count) {
   switch (r) {
     case Red::Mean: return count ? acc / static_cast<double>(count) : 0.0;
     case Red::L2: return std::sqrt(acc);
-    case Red::LogSum: return std::log(acc);
+    case Red::LogSum: return num::log(acc);
     default: return acc;
   }
 }
@@ -88,8 +89,8 @@ template <class T> T red_grad(Red r, T x, T y, std::int64_t count) {
     case Red::SumSquare: return T(2) * x;
     case Red::L1: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
     case Red::L2: return y != T(0) ? x / y : T(0);
-    case Red::LogSum: return std::exp(-y);
-    case Red::LogSumExp: return std::exp(x - y);
+    case Red::LogSum: return num::exp(-y);
+    case Red::LogSumExp: return num::exp(x - y);
   }
   return T(0);
 }
@@ -119,9 +120,9 @@ template <class T> void reduce_ref(const Op& op, Ins in, Outs out) {
     });
     for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
       const auto k = static_cast<std::size_t>(oy);
-      acc[k] += std::exp(x[static_cast<std::size_t>(ox)] - mx[k]);
+      acc[k] += num::exp(x[static_cast<std::size_t>(ox)] - mx[k]);
     });
-    for (std::size_t i = 0; i < n_out; ++i) acc[i] = std::isinf(mx[i]) ? mx[i] : mx[i] + std::log(acc[i]);
+    for (std::size_t i = 0; i < n_out; ++i) acc[i] = std::isinf(mx[i]) ? mx[i] : mx[i] + num::log(acc[i]);
   } else {
     for_each_broadcast(xs, xs, s.keep, [&](std::int64_t ox, std::int64_t oy, std::int64_t) {
       const auto k = static_cast<std::size_t>(oy);

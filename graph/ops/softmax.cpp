@@ -5,6 +5,7 @@
 
 #include "graph/autodiff.h"
 #include "graph/ops/op_util.h"
+#include "numerics/elementary.h"
 
 namespace probelab::graph::ops {
 namespace {
@@ -51,13 +52,13 @@ void softmax_ref(const Op& op, Ins in, Outs out) {
     T mx = -std::numeric_limits<T>::infinity();
     for (std::int64_t k = 0; k < s.n; ++k) mx = std::max(mx, x[base + k * st]);
     double sum = 0;
-    for (std::int64_t k = 0; k < s.n; ++k) sum += std::exp(static_cast<double>(x[base + k * st] - mx));
+    for (std::int64_t k = 0; k < s.n; ++k) sum += num::exp(static_cast<double>(x[base + k * st] - mx));
     if constexpr (Log) {
-      const double lse = std::log(sum);
+      const double lse = num::log(sum);
       for (std::int64_t k = 0; k < s.n; ++k) y[base + k * st] = static_cast<T>(x[base + k * st] - mx - lse);
     } else {
       for (std::int64_t k = 0; k < s.n; ++k)
-        y[base + k * st] = static_cast<T>(std::exp(static_cast<double>(x[base + k * st] - mx)) / sum);
+        y[base + k * st] = static_cast<T>(num::exp(static_cast<double>(x[base + k * st] - mx)) / sum);
     }
   });
 }
@@ -76,7 +77,7 @@ void softmax_grad_ref(const Op& op, Ins in, Outs out) {
     }
     for (std::int64_t k = 0; k < s.n; ++k) {
       const std::int64_t j = base + k * st;
-      dx[j] = Log ? static_cast<T>(dy[j] - std::exp(static_cast<double>(y[j])) * dot)
+      dx[j] = Log ? static_cast<T>(dy[j] - num::exp(static_cast<double>(y[j])) * dot)
                   : static_cast<T>(y[j] * (dy[j] - dot));
     }
   });
