@@ -69,11 +69,13 @@ json derived(const chip::PerfMonitor::Counters& c, const ChipRates& r) {
   const double cyc = static_cast<double>(c[spec::kPmuCycle]);
   const double slots = cyc * r.cores;
   const double bytes = static_cast<double>(c[spec::kPmuHbmReadBytes] + c[spec::kPmuHbmWriteBytes]);
-  return {{"cube_utilization", ratio(static_cast<double>(c[spec::kPmuCubeBusy]), slots)},
-          {"vector_utilization", ratio(static_cast<double>(c[spec::kPmuVectorBusy]), slots)},
-          {"mte_utilization", ratio(static_cast<double>(c[spec::kPmuMteBusy]), slots)},
-          {"hbm_gbps", gbps(bytes, cyc, r.mhz)},
-          {"intensity", ratio(static_cast<double>(c[spec::kPmuCubeFlops]), bytes)}};
+  JsonMembers m;  // made per step and per rank
+  m.put("cube_utilization", ratio(static_cast<double>(c[spec::kPmuCubeBusy]), slots))
+      .put("hbm_gbps", gbps(bytes, cyc, r.mhz))
+      .put("intensity", ratio(static_cast<double>(c[spec::kPmuCubeFlops]), bytes))
+      .put("mte_utilization", ratio(static_cast<double>(c[spec::kPmuMteBusy]), slots))
+      .put("vector_utilization", ratio(static_cast<double>(c[spec::kPmuVectorBusy]), slots));
+  return m.done();
 }
 
 // Why a memory-bound op (MTE busy longer than Cube and Vector) is memory-bound, against the
@@ -296,8 +298,8 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
       std::size_t best = 0;
       for (std::size_t c = 0; c < kPathNames.size(); ++c)
         if (sp.path[c] > sp.path[best]) best = c;
-      json::object_t path;
-      for (std::size_t c : kPathKeyOrder) path.emplace_hint(path.end(), kPathNames[c], sp.path[c]);
+      JsonMembers path;
+      for (std::size_t c : kPathKeyOrder) path.put(kPathNames[c], sp.path[c]);
       const auto top_it = top_of.find(step);
       const chip::OpRecord* top = top_it == top_of.end() ? nullptr : top_it->second;
       json counters = nullptr, der = nullptr;
@@ -319,7 +321,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
       st.put("bound", kPathNames[best])
           .put("collective_cycles", sp.collective)
           .put("counters", std::move(counters))
-          .put("critical_path", std::move(path))
+          .put("critical_path", path.done())
           .put("cycles", e - b)
           .put("derived", std::move(der))
           .put("exposed_collective_cycles", sp.collective - sp.overlapped)
