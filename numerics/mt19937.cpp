@@ -41,17 +41,40 @@ void store(std::uint64_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<_
 }  // namespace
 
 Mt19937_64::Mt19937_64(std::uint64_t seed) {
-  // std::mersenne_twister_engine::seed
   state_[0] = seed;
-  for (std::size_t i = 1; i < kN; ++i)
+  std::fill(state_.begin() + kN, state_.end(), 0);
+}
+
+void Mt19937_64::seed_to(std::size_t words) {
+  // std::mersenne_twister_engine::seed
+  for (std::size_t i = seeded_; i < words; ++i)
     state_[i] = 6364136223846793005ULL * (state_[i - 1] ^ (state_[i - 1] >> 62)) + i;
+  seeded_ = std::max(seeded_, words);
+}
+
+void Mt19937_64::more() {
+  if (ready_ == kN) return refill();
+  // The first block, words [a, b): the same updates as refill() in the same order, so the same
+  // words. Word i < n - m reads seed words i + 1 and i + m (vector loads: up to b + m - 1); the
+  // later ones read words already updated and i + 1 (seeded by then).
+  constexpr std::size_t kPiece = 32;  // n - m = 156 and n = 312 are multiples of 4, the pieces too
+  const std::size_t a = ready_, b = std::min(kN, a + kPiece);
+  seed_to(std::min(kN, b + kM));
+  std::uint64_t* mt = state_.data();
+  std::size_t i = a;
+  for (; i < std::min(b, kN - kM); i += 4) store(mt + i, twist4(load(mt + i), load(mt + i + 1), load(mt + i + kM)));
+  for (; i + 4 <= b && i + 4 < kN; i += 4) store(mt + i, twist4(load(mt + i), load(mt + i + 1), load(mt + i + kM - kN)));
+  for (; i < b && i < kN - 1; ++i) mt[i] = twist_one(mt[i], mt[i + 1], mt[i + kM - kN]);
+  if (b == kN) mt[kN - 1] = twist_one(mt[kN - 1], mt[0], mt[kM - 1]);
+  for (std::size_t j = a; j < b; j += 4) store(out_.data() + j, temper4(load(mt + j)));
+  ready_ = b;
 }
 
 void Mt19937_64::generate(std::span<std::uint64_t> out) {
   std::size_t done = 0;
   while (done < out.size()) {
-    if (next_ == kStateSize) refill();
-    const std::size_t n = std::min(out.size() - done, kStateSize - next_);
+    if (next_ == ready_) more();
+    const std::size_t n = std::min(out.size() - done, ready_ - next_);
     std::copy_n(out_.data() + next_, n, out.data() + done);
     next_ += n;
     done += n;
@@ -60,6 +83,7 @@ void Mt19937_64::generate(std::span<std::uint64_t> out) {
 
 void Mt19937_64::refill() {
   next_ = 0;
+  ready_ = kN;
   if (detail::avx512_kernels()) return detail::mt19937_refill_avx512(state_.data(), out_.data());
   std::uint64_t* mt = state_.data();
   // As std::mersenne_twister_engine::_M_gen_rand: word i from i, i + 1 (not yet updated) and

@@ -49,6 +49,27 @@ TEST(Mt19937_64, GenerateEqualsSingleDraws) {
   }
 }
 
+// The first block is made a piece at a time as it is drawn: every length of a first draw, then
+// single draws past the block, and a copy taken part-way through, give the standard outputs.
+TEST(Mt19937_64, FirstBlockMadeAsDrawnGivesTheStandardOutputs) {
+  for (const bool avx512 : {false, true}) {
+    probelab::num::detail::set_avx512_kernels(avx512);
+    for (std::size_t first = 0; first <= 2 * 312 + 1; ++first) {
+      const std::uint64_t seed = 1000 + first;
+      std::mt19937_64 want(seed);
+      probelab::num::Mt19937_64 got(seed);
+      std::vector<std::uint64_t> buf(first);
+      got.generate(buf);
+      for (std::size_t i = 0; i < first; ++i) ASSERT_EQ(buf[i], want()) << avx512 << " " << first << " " << i;
+      probelab::num::Mt19937_64 copy = got;
+      std::mt19937_64 want_copy = want;
+      for (int i = 0; i < 400; ++i) ASSERT_EQ(got(), want()) << avx512 << " " << first << " then " << i;
+      for (int i = 0; i < 400; ++i) ASSERT_EQ(copy(), want_copy()) << avx512 << " copy at " << first << " then " << i;
+    }
+  }
+  probelab::num::detail::set_avx512_kernels(true);
+}
+
 TEST(Mt19937_64, WorksWithStandardDistributions) {
   std::mt19937_64 want(7);
   probelab::num::Mt19937_64 got(7);
