@@ -146,8 +146,28 @@ void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
   }
   for (std::size_t b = 0; b < blocks; ++b) {
     const double* xs = next(b);
+    __m256d xv[4], any_nonfinite = zero;
     for (int k = 0; k < 4; ++k) {
-      const __m256d x = _mm256_loadu_pd(xs + 4 * k);
+      xv[k] = _mm256_loadu_pd(xs + 4 * k);
+      any_nonfinite = _mm256_or_pd(any_nonfinite, _mm256_cmp_pd(_mm256_andnot_pd(sign, xv[k]), inf, _CMP_NLT_UQ));
+    }
+    if (_mm256_movemask_pd(any_nonfinite) == 0) {
+      // Every element finite (the common block): the same sums without the masks, whose
+      // counts would add 0 and whose selections would keep every element; min/max as
+      // x < mn ? x : mn and x > mx ? x : mx, which is what _mm256_min_pd / _mm256_max_pd do.
+      for (int k = 0; k < 4; ++k) {
+        const __m256d x = xv[k];
+        zeros[k] = _mm256_add_pd(zeros[k], _mm256_and_pd(_mm256_cmp_pd(x, zero, _CMP_EQ_OQ), one));
+        sum[k] = _mm256_add_pd(sum[k], x);
+        abs_sum[k] = _mm256_add_pd(abs_sum[k], _mm256_andnot_pd(sign, x));
+        sq[k] = _mm256_add_pd(sq[k], _mm256_mul_pd(x, x));
+        mn[k] = _mm256_min_pd(x, mn[k]);
+        mx[k] = _mm256_max_pd(x, mx[k]);
+      }
+      continue;
+    }
+    for (int k = 0; k < 4; ++k) {
+      const __m256d x = xv[k];
       const __m256d a = _mm256_andnot_pd(sign, x);
       const __m256d fin = _mm256_cmp_pd(a, inf, _CMP_LT_OQ);
       const __m256d v = _mm256_and_pd(fin, x);
@@ -175,19 +195,17 @@ void add_blocks(StatLanes& st, std::size_t blocks, Next next) {
   }
 }
 
-/// Second pass: dev[j] += (x - mean)^2 over finite elements, whole blocks.
+/// Second pass: dev[j] += (x - mean)^2, whole blocks. Made only for data with no NaN or Inf
+/// (the standard deviation is NaN otherwise), so every element counts.
 template <class Next>
 void add_dev_blocks(double* dev, double mean, std::size_t blocks, Next next) {
-  const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
   const __m256d m = _mm256_set1_pd(mean);
   __m256d acc[4];
   for (int k = 0; k < 4; ++k) acc[k] = _mm256_loadu_pd(dev + 4 * k);
   for (std::size_t b = 0; b < blocks; ++b) {
     const double* xs = next(b);
     for (int k = 0; k < 4; ++k) {
-      const __m256d x = _mm256_loadu_pd(xs + 4 * k);
-      const __m256d fin = _mm256_cmp_pd(_mm256_andnot_pd(sign, x), inf, _CMP_LT_OQ);
-      const __m256d d = _mm256_and_pd(fin, _mm256_sub_pd(x, m));
+      const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(xs + 4 * k), m);
       acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(d, d));
     }
   }
@@ -195,13 +213,15 @@ void add_dev_blocks(double* dev, double mean, std::size_t blocks, Next next) {
 }
 #endif
 
-template <class Get>
-CaptureStats stats_impl(std::size_t numel, Get get) {
+/// The statistics of elements get(0) .. get(numel - 1); fill(b, xs) writes the doubles of whole
+/// block b (elements b * kStatLanes ..) to xs, as kStatLanes calls of get would.
+template <class Get, class Fill>
+CaptureStats stats_impl(std::size_t numel, Get get, Fill fill) {
   constexpr std::size_t L = kStatLanes;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double xs[L];
   auto next = [&](std::size_t b) -> const double* {  // block b (elements b*L ..) as doubles
-    for (std::size_t j = 0; j < L; ++j) xs[j] = get(b * L + j);
+    fill(b, xs);
     return xs;
   };
   const std::size_t blocks = numel / L, tail = numel % L;
@@ -280,24 +300,68 @@ CaptureStats stats_impl(std::size_t numel, Get get) {
   s.std = std::sqrt(dev_total / static_cast<double>(n));
   return s;
 }
+template <class Get>
+CaptureStats stats_impl(std::size_t numel, Get get) {
+  return stats_impl(numel, get, [&get](std::size_t b, double* xs) {
+    for (std::size_t j = 0; j < kStatLanes; ++j) xs[j] = get(b * kStatLanes + j);
+  });
+}
+
 template <class T>
 T load(const std::byte* base, std::size_t i) {
   T v;
   std::memcpy(&v, base + i * sizeof(T), sizeof(T));
   return v;
 }
+
+#if defined(__AVX2__) && defined(__F16C__)
+/// A block of kStatLanes = 16 FP32 values (four vectors of four) widened to doubles: exact, as
+/// the scalar conversions are.
+inline void widen_block(__m256 lo, __m256 hi, double* xs) {
+  _mm256_storeu_pd(xs, _mm256_cvtps_pd(_mm256_castps256_ps128(lo)));
+  _mm256_storeu_pd(xs + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(lo, 1)));
+  _mm256_storeu_pd(xs + 8, _mm256_cvtps_pd(_mm256_castps256_ps128(hi)));
+  _mm256_storeu_pd(xs + 12, _mm256_cvtps_pd(_mm256_extractf128_ps(hi, 1)));
+}
+inline __m128i load_halves(const std::byte* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+/// Whole blocks of FP32, FP16 and BF16 data converted a vector at a time (the same doubles as
+/// f16_bits_to_double / bf16_bits_to_double element by element: F16C and a shift are exact).
+inline void fill_f32(const std::byte* b, std::size_t blk, double* xs) {
+  const float* p = reinterpret_cast<const float*>(b) + blk * kStatLanes;
+  widen_block(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), xs);
+}
+inline void fill_f16(const std::byte* b, std::size_t blk, double* xs) {
+  const std::byte* p = b + blk * kStatLanes * 2;
+  widen_block(_mm256_cvtph_ps(load_halves(p)), _mm256_cvtph_ps(load_halves(p + 16)), xs);
+}
+inline __m256 bf16_to_ps(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+inline void fill_bf16(const std::byte* b, std::size_t blk, double* xs) {
+  const std::byte* p = b + blk * kStatLanes * 2;
+  widen_block(bf16_to_ps(load_halves(p)), bf16_to_ps(load_halves(p + 16)), xs);
+}
+#endif
 }  // namespace detail
 
 /// Statistics of `numel` elements of dtype `dtype` stored contiguously in `bytes`.
 inline CaptureStats compute_stats(std::span<const std::byte> bytes, std::uint8_t dtype, std::size_t numel) {
   const std::byte* b = bytes.data();
   using detail::load;
+  const auto f32 = [b](std::size_t i) { return double{load<float>(b, i)}; };
+  const auto f16 = [b](std::size_t i) { return f16_bits_to_double(load<std::uint16_t>(b, i)); };
+  const auto bf16 = [b](std::size_t i) { return bf16_bits_to_double(load<std::uint16_t>(b, i)); };
   switch (static_cast<graph::DType>(dtype)) {
-    case graph::DType::F32: return detail::stats_impl(numel, [b](std::size_t i) { return double{load<float>(b, i)}; });
+#if defined(__AVX2__) && defined(__F16C__)
+    case graph::DType::F32:
+      return detail::stats_impl(numel, f32, [b](std::size_t blk, double* xs) { detail::fill_f32(b, blk, xs); });
     case graph::DType::F16:
-      return detail::stats_impl(numel, [b](std::size_t i) { return f16_bits_to_double(load<std::uint16_t>(b, i)); });
+      return detail::stats_impl(numel, f16, [b](std::size_t blk, double* xs) { detail::fill_f16(b, blk, xs); });
     case graph::DType::BF16:
-      return detail::stats_impl(numel, [b](std::size_t i) { return bf16_bits_to_double(load<std::uint16_t>(b, i)); });
+      return detail::stats_impl(numel, bf16, [b](std::size_t blk, double* xs) { detail::fill_bf16(b, blk, xs); });
+#else
+    case graph::DType::F32: return detail::stats_impl(numel, f32);
+    case graph::DType::F16: return detail::stats_impl(numel, f16);
+    case graph::DType::BF16: return detail::stats_impl(numel, bf16);
+#endif
     case graph::DType::F64: return detail::stats_impl(numel, [b](std::size_t i) { return load<double>(b, i); });
     default: return detail::stats_impl(numel, [&](std::size_t i) { return element_value(bytes, dtype, i); });
   }
