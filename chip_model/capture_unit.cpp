@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include <boost/crc.hpp>
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
@@ -16,9 +16,7 @@
 namespace probelab::chip {
 
 std::uint32_t crc32(std::span<const std::byte> bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(bytes.data(), bytes.size());
-  return crc.checksum();
+  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 spec::CaptureRecordHeader tensor_record_header(const spec::TaskDescriptor& task, const spec::TensorRef& t,

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include <boost/crc.hpp>
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "chip_model/spec/irq.h"
 #include "chip_model/spec/registers.h"
@@ -23,9 +23,7 @@ std::uint64_t u64(std::uint32_t lo, std::uint32_t hi) { return (std::uint64_t{hi
 }  // namespace
 
 std::uint32_t crc32(std::span<const std::byte> bytes) {
-  boost::crc_32_type c;
-  c.process_bytes(bytes.data(), bytes.size());
-  return c.checksum();
+  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 std::vector<std::byte> encode_record(spec::CaptureRecordHeader h, std::span<const std::byte> payload) {

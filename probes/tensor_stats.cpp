@@ -11,10 +11,18 @@ namespace probelab::probes {
 
 spec::CaptureStats compute_stats(std::span<const double> v) {
   // the device's definition (spec/capture_math.h), so host and device statistics agree bit for bit
-  return spec::detail::stats_impl(v.size(), [v](std::size_t i) { return v[i]; });
+  return spec::detail::stats_impl(v.size(), [v](std::size_t i) { return v[i]; }, [v](std::size_t b, double* xs) {
+    std::memcpy(xs, v.data() + b * spec::detail::kStatLanes, spec::detail::kStatLanes * sizeof(double));
+  });
 }
 
 spec::CaptureStats compute_stats(const graph::Tensor& t) {
+  // FP32/FP16/BF16 in row-major order: straight from the bytes, the same values as to_f64() gives
+  const graph::Format f = t.desc().format;
+  const graph::DType d = t.dtype();
+  if ((f == graph::Format::ND || f == graph::Format::NCHW) &&
+      (d == graph::DType::F32 || d == graph::DType::F16 || d == graph::DType::BF16))
+    return spec::compute_stats(t.bytes(), static_cast<std::uint8_t>(d), static_cast<std::size_t>(t.numel()));
   std::vector<double> v = t.to_f64();
   return compute_stats(v);
 }

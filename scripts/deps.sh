@@ -7,7 +7,7 @@ PROBELAB_PACKAGES=(
   cmake g++ make pkg-config
   libsystemc-dev libeigen3-dev libboost-dev libfmt-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libzstd-dev libmimalloc-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libzstd-dev zlib1g-dev libmimalloc-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libopenmpi-dev openmpi-bin libboost-mpi-dev
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest   # the Python API and its tests

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/crc.hpp>
+
 #include "chip_model/capture_unit.h"
 #include "numerics/bf16.h"
 #include "numerics/fp16.h"
@@ -166,6 +168,25 @@ TEST(CaptureMath, PredicateAllAnyAndEmpty) {
 TEST(CaptureMath, Crc32IsIeee) {
   // CRC-32/ISO-HDLC check value.
   EXPECT_EQ(probelab::chip::crc32(bytes_of("123456789")), 0xCBF43926u);
+  // Every length from 0 to 600 and some long ones, at every alignment: the CRC a record carries
+  // is the bytewise table's (boost::crc_32_type), whatever computes it.
+  std::mt19937_64 rng(11);
+  std::vector<std::byte> data(70000);
+  for (auto& b : data) b = static_cast<std::byte>(rng());
+  auto boost_crc = [](std::span<const std::byte> v) {
+    boost::crc_32_type c;
+    c.process_bytes(v.data(), v.size());
+    return c.checksum();
+  };
+  for (std::size_t len = 0; len <= 600; ++len)
+    for (std::size_t at = 0; at < 8; ++at) {
+      const std::span<const std::byte> v(data.data() + at, len);
+      ASSERT_EQ(probelab::chip::crc32(v), boost_crc(v)) << len << " at " << at;
+    }
+  for (const std::size_t len : {4095u, 4096u, 65536u, 69999u}) {
+    const std::span<const std::byte> v(data.data() + 1, len);
+    ASSERT_EQ(probelab::chip::crc32(v), boost_crc(v)) << len;
+  }
 }
 
 TEST(CaptureMath, HalfDecodersMatchTheNumericsLayerForEveryPattern) {

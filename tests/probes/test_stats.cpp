@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string_view>
 
@@ -48,4 +49,25 @@ TEST(Stats, Xxh64ReferenceVectors) {
   EXPECT_EQ(xxh("abc"), 0x44BC2CF5AD770999ull);
   EXPECT_EQ(xxh("Nobody inspects the spammish repetition"), 0xFBCEA83C8A378BF1ull);
   EXPECT_NE(xxh("abd"), xxh("abc"));
+}
+
+// A plain FP32/FP16/BF16 tensor's statistics come straight from its bytes: the same bits as from
+// its values in double (to_f64), with NaN, Inf, signed zeros and lengths off the 16-lane blocks.
+TEST(Stats, TensorBytesGiveTheStatisticsOfItsValues) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto dtype : {graph::DType::F32, graph::DType::F16, graph::DType::BF16}) {
+    for (const std::int64_t n : {1, 15, 16, 17, 100, 1000}) {
+      for (const int special : {0, 1, 2}) {
+        std::vector<float> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(0.3f * static_cast<float>(i)) * 7.0f;
+        if (n > 3) v[2] = -0.0f;
+        if (special == 1 && n > 5) v[5] = inf;
+        if (special == 2 && n > 5) v[5] = nan;
+        const graph::Tensor t = graph::Tensor::from_f32({n}, v, dtype);
+        const spec::CaptureStats got = probes::compute_stats(t), want = probes::compute_stats(t.to_f64());
+        SCOPED_TRACE(testing::Message() << graph::dtype_name(dtype) << " n " << n << " special " << special);
+        EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0);
+      }
+    }
+  }
 }
