@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "chip_model/hbm.h"
 #include "chip_model/interrupt_controller.h"
@@ -14,10 +13,6 @@
 #include "graph/format.h"
 
 namespace probelab::chip {
-
-std::uint32_t crc32(std::span<const std::byte> bytes) {
-  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
-}
 
 spec::CaptureRecordHeader tensor_record_header(const spec::TaskDescriptor& task, const spec::TensorRef& t,
                                                spec::CapturePayload payload, std::uint16_t index, bool is_input) {

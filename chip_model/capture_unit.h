@@ -35,6 +35,7 @@
 #include "chip_model/chip_config.h"
 #include "chip_model/clock.h"
 #include "chip_model/hooks/fault_hooks.h"
+#include "chip_model/spec/capture_math.h"
 #include "chip_model/spec/capture_record.h"
 #include "chip_model/spec/kernel_args.h"
 #include "chip_model/spec/registers.h"
@@ -46,8 +47,7 @@ class Hbm;
 class InterruptController;
 class Trace;
 
-/// CRC-32 (IEEE 802.3, as boost::crc_32_type) of the bytes.
-std::uint32_t crc32(std::span<const std::byte> bytes);
+using spec::crc32;  // a record's checksum (capture_math.h)
 
 /// Header of a record about tensor `t` (slot `index`, an input if `is_input`) produced for
 /// `task` (op id, task id and step from the descriptor). The payload format is the plain layout

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "chip_model/spec/irq.h"
 #include "chip_model/spec/registers.h"
@@ -21,10 +20,6 @@ constexpr std::size_t kMaxErrors = 16;
 
 std::uint64_t u64(std::uint32_t lo, std::uint32_t hi) { return (std::uint64_t{hi} << 32) | lo; }
 }  // namespace
-
-std::uint32_t crc32(std::span<const std::byte> bytes) {
-  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
-}
 
 std::vector<std::byte> encode_record(spec::CaptureRecordHeader h, std::span<const std::byte> payload) {
   std::size_t total = (kHeader + payload.size() + 7) & ~std::size_t{7};

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chip_model/spec/capture_math.h"
 #include "chip_model/spec/capture_record.h"
 #include "probes/device.h"
 #include "probes/probe_config.h"
@@ -25,8 +26,7 @@ struct CaptureRecord {
   std::vector<std::byte> payload;
 };
 
-/// CRC-32 (IEEE 802.3, reflected, init/xorout 0xFFFFFFFF: boost::crc_32_type) of `bytes`.
-std::uint32_t crc32(std::span<const std::byte> bytes);
+using spec::crc32;  // a record's checksum, as the device computes it (capture_math.h)
 
 /// Serializes a record as the device writes it (header, payload, zero padding to 8 bytes),
 /// filling record_bytes, payload_bytes and checksum. Used by FakeDevice and tests.

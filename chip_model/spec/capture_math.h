@@ -33,6 +33,8 @@
 #include <limits>
 #include <span>
 
+#include <zlib.h>
+
 #if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -365,6 +367,13 @@ inline CaptureStats compute_stats(std::span<const std::byte> bytes, std::uint8_t
     case graph::DType::F64: return detail::stats_impl(numel, [b](std::size_t i) { return load<double>(b, i); });
     default: return detail::stats_impl(numel, [&](std::size_t i) { return element_value(bytes, dtype, i); });
   }
+}
+
+/// CRC-32 of a capture record's payload (CaptureRecordHeader::checksum) and of dump files: IEEE
+/// 802.3, reflected, init and xorout 0xFFFFFFFF (the values of boost::crc_32_type), computed by
+/// zlib.
+inline std::uint32_t crc32(std::span<const std::byte> bytes) {
+  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 /// XXH64 (the xxHash 64-bit algorithm) of `data` with `seed`.
