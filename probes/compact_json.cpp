@@ -78,8 +78,14 @@ CompactObject& CompactObject::add_raw(std::string_view key, std::string compact_
 }
 
 std::string CompactObject::str() const {
-  std::vector<Member> order = members_;
-  std::sort(order.begin(), order.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
+  auto by_key = [](const Member& a, const Member& b) { return a.key < b.key; };
+  std::vector<Member> sorted;
+  std::span<const Member> order(members_);
+  if (!std::is_sorted(members_.begin(), members_.end(), by_key)) {
+    sorted = members_;
+    std::sort(sorted.begin(), sorted.end(), by_key);
+    order = sorted;
+  }
   std::string out;
   out.reserve(values_.size() + 4 * members_.size() + 2 + 16 * members_.size());
   out += '{';

@@ -6,7 +6,6 @@
 #include <set>
 #include <stdexcept>
 
-#include <boost/crc.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
 
@@ -92,37 +91,31 @@ std::vector<std::byte> read_file_bytes(const fs::path& path) {
 }
 
 std::string manifest_line(const DumpEntry& e) {
+  // Keys added in byte order (CompactObject::str() then has nothing to sort).
   CompactObject j;
-  j.add("op", e.op)
-      .add("op_id", std::uint64_t{e.op_id})
-      .add("tensor", e.tensor)
-      .add("edge", fmt::format("{}{}", e.is_input ? "in" : "out", e.index))
-      .add("step", std::uint64_t{e.step})
-      .add("rank", std::uint64_t{e.rank})
-      .add("dtype", graph::dtype_name(e.dtype))
-      .add("shape", std::span<const std::int64_t>(e.shape))
-      .add("format", graph::format_name(e.format))
-      .add("source_format", graph::format_name(e.source_format))
-      .add("payload", e.payload)
-      .add("trigger", e.trigger);
+  const bool file = !e.file.empty();
+  if (file) {
+    j.add("compression", e.compressed ? "zstd" : "none")
+        .add("crc32", fmt::format("{:08x}", e.crc32))
+        .add("data_crc32", fmt::format("{:08x}", e.data_crc32));
+    if (!e.delta_base.empty()) j.add("delta_base", e.delta_base);
+  }
+  j.add("dtype", graph::dtype_name(e.dtype)).add("edge", fmt::format("{}{}", e.is_input ? "in" : "out", e.index));
+  if (file) j.add("encoding", e.encoding).add("file", e.file).add("file_bytes", e.file_bytes);
+  j.add("format", graph::format_name(e.format));
+  if (e.hash) j.add("hash", fmt::format("{:016x}", *e.hash));
+  j.add("op", e.op).add("op_id", std::uint64_t{e.op_id}).add("payload", e.payload).add("rank", std::uint64_t{e.rank});
+  if (file) j.add("raw_bytes", e.raw_bytes);
+  j.add("shape", std::span<const std::int64_t>(e.shape)).add("source_format", graph::format_name(e.source_format));
   if (e.stats) {
     const spec::CaptureStats& s = *e.stats;
     CompactObject st;
-    st.add("min", s.min).add("max", s.max).add("mean", s.mean).add("abs_mean", s.abs_mean).add("std", s.std);
-    st.add("l2", s.l2).add("max_abs", s.max_abs).add("count", s.count).add("nan_count", s.nan_count);
-    st.add("inf_count", s.inf_count).add("zero_count", s.zero_count);
+    st.add("abs_mean", s.abs_mean).add("count", s.count).add("inf_count", s.inf_count).add("l2", s.l2);
+    st.add("max", s.max).add("max_abs", s.max_abs).add("mean", s.mean).add("min", s.min);
+    st.add("nan_count", s.nan_count).add("std", s.std).add("zero_count", s.zero_count);
     j.add_raw("statistics", st.str());
   }
-  if (e.hash) j.add("hash", fmt::format("{:016x}", *e.hash));
-  if (!e.file.empty()) {
-    j.add("file", e.file).add("encoding", e.encoding);
-    if (!e.delta_base.empty()) j.add("delta_base", e.delta_base);
-    j.add("compression", e.compressed ? "zstd" : "none")
-        .add("crc32", fmt::format("{:08x}", e.crc32))
-        .add("data_crc32", fmt::format("{:08x}", e.data_crc32))
-        .add("file_bytes", e.file_bytes)
-        .add("raw_bytes", e.raw_bytes);
-  }
+  j.add("step", std::uint64_t{e.step}).add("tensor", e.tensor).add("trigger", e.trigger);
   return j.str();
 }
 
@@ -135,7 +128,7 @@ DumpWriter::DumpWriter(fs::path dir, OutputOptions opts, std::uint32_t rank)
   manifest_.delta = nlohmann::json(opts_.delta).dump();
   const std::string prefix =
       R"({"checksum":"crc32","compression":)" + manifest_.compression + R"(,"delta":)" + manifest_.delta + R"(,"entries":[)";
-  manifest_.crc.process_bytes(prefix.data(), prefix.size());
+  manifest_.crc = crc32(prefix);
 }
 
 const DumpEntry& DumpWriter::add_entry(DumpEntry meta) {
@@ -206,22 +199,21 @@ void DumpWriter::write_manifest() {
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     const std::string e = manifest_line(pending_[i]);
     if (written_ + i > 0) {
-      manifest_.crc.process_byte(',');
+      manifest_.crc = crc32(",", manifest_.crc);
       fresh += ",\n";
     }
-    manifest_.crc.process_bytes(e.data(), e.size());
+    manifest_.crc = crc32(e, manifest_.crc);
     fresh += "  ";
     fresh += e;
   }
-  boost::crc_32_type crc = manifest_.crc;
   const std::string suffix = fmt::format(R"(],"format_version":1,"rank":{}}})", rank_);
-  crc.process_bytes(suffix.data(), suffix.size());
+  const std::uint32_t crc = crc32(suffix, manifest_.crc);
   // The file: one entry per line.
   const std::string head = fmt::format(
       "{{\n \"checksum\": \"crc32\",\n \"compression\": {},\n \"delta\": {},\n \"entries\": [", manifest_.compression,
       manifest_.delta);
   const std::string tail =
-      fmt::format("],\n \"format_version\": 1,\n \"manifest_crc32\": \"{:08x}\",\n \"rank\": {}\n}}\n", crc.checksum(), rank_);
+      fmt::format("],\n \"format_version\": 1,\n \"manifest_crc32\": \"{:08x}\",\n \"rank\": {}\n}}\n", crc, rank_);
   const fs::path path = dir_ / "dump.json";
   if (manifest_.lines_bytes == 0) {
     std::string s = head;
@@ -259,7 +251,7 @@ std::string manifest_checksum(const nlohmann::json& manifest) {
   nlohmann::json body = manifest;
   if (body.is_object()) body.erase("manifest_crc32");
   const std::string text = body.dump();
-  return fmt::format("{:08x}", crc32(std::as_bytes(std::span(text.data(), text.size()))));
+  return fmt::format("{:08x}", crc32(text));
 }
 
 namespace {

@@ -24,7 +24,6 @@
 #include <tuple>
 #include <vector>
 
-#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 #include "chip_model/spec/capture_record.h"
@@ -103,7 +102,7 @@ class DumpWriter {
     std::string compression, delta;
     std::uint64_t lines_at = 0, lines_bytes = 0;
     bool written = false;  // dump.json exists
-    boost::crc_32_type crc;
+    std::uint32_t crc = 0;
   };
   ManifestText manifest_;
 };

@@ -32,6 +32,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <string_view>
 
 #include <zlib.h>
 
@@ -371,9 +372,13 @@ inline CaptureStats compute_stats(std::span<const std::byte> bytes, std::uint8_t
 
 /// CRC-32 of a capture record's payload (CaptureRecordHeader::checksum) and of dump files: IEEE
 /// 802.3, reflected, init and xorout 0xFFFFFFFF (the values of boost::crc_32_type), computed by
-/// zlib.
-inline std::uint32_t crc32(std::span<const std::byte> bytes) {
-  return static_cast<std::uint32_t>(::crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+/// zlib. `crc` continues a CRC over earlier bytes: crc32(b, crc32(a)) == crc32(a then b).
+inline std::uint32_t crc32(std::span<const std::byte> bytes, std::uint32_t crc = 0) {
+  if (bytes.empty()) return crc;  // zlib answers a null buffer with its initial value, 0
+  return static_cast<std::uint32_t>(::crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+inline std::uint32_t crc32(std::string_view text, std::uint32_t crc = 0) {
+  return crc32(std::as_bytes(std::span(text.data(), text.size())), crc);
 }
 
 /// XXH64 (the xxHash 64-bit algorithm) of `data` with `seed`.

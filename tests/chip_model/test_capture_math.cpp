@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -187,6 +188,25 @@ TEST(CaptureMath, Crc32IsIeee) {
     const std::span<const std::byte> v(data.data() + 1, len);
     ASSERT_EQ(probelab::chip::crc32(v), boost_crc(v)) << len;
   }
+}
+
+TEST(CaptureMath, Crc32ContinuesOverPiecesAsTheBytewiseTableDoes) {
+  // The dump manifest's checksum is carried from one write to the next: the CRC of a text cut
+  // anywhere, continued piece by piece, is the CRC of the whole (boost::crc_32_type fed the same
+  // pieces gives the same value).
+  std::mt19937_64 rng(5);
+  std::string text(3000, ' ');
+  for (char& c : text) c = static_cast<char>(0x20 + rng() % 95);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t a = rng() % text.size(), b = a + rng() % (text.size() - a + 1);
+    const std::string_view s(text), p1 = s.substr(0, a), p2 = s.substr(a, b - a), p3 = s.substr(b);
+    boost::crc_32_type c;
+    for (std::string_view p : {p1, p2, p3}) c.process_bytes(p.data(), p.size());
+    const std::uint32_t whole = spec::crc32(s);
+    ASSERT_EQ(spec::crc32(p3, spec::crc32(p2, spec::crc32(p1))), whole) << a << " " << b;
+    ASSERT_EQ(c.checksum(), whole) << a << " " << b;
+  }
+  EXPECT_EQ(spec::crc32(std::string_view{}, 0x1234abcdu), 0x1234abcdu);  // nothing added, nothing changed
 }
 
 TEST(CaptureMath, HalfDecodersMatchTheNumericsLayerForEveryPattern) {
