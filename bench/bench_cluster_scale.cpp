@@ -3,10 +3,13 @@
 //    accumulation, statistics probes and the consistency check) at R = 8 .. 256 ranks in one
 //    process, with one AllReduce per parameter (B = 0) or the gradients in one DDP-style bucket
 //    (B = 1, training.allreduce.bucket_mb: 25: 2(R-1) ring messages per rank and step instead of
-//    per parameter). A forked child runs it with 1 and with S = 1 + max(4, 512 / R) steps (about
-//    the same number of rank-steps, so that the difference is tens of milliseconds of CPU at every
-//    size, not the 4 ms of two 8-rank steps; at least four steps, so that at 256 ranks the
-//    difference is not lost in the spread of a second of setup), each the best of three runs; the
+//    per parameter), and the same bucket with a binary-tree all-reduce (B = 2: a constant number
+//    of messages per rank, 2(R-1) in all, against the ring's 2(R-1) per rank; what the simulator
+//    costs per rank when the algorithm's own message count does not grow). A forked child runs
+//    it with 1 and with S = 1 + max(4, 512 / R) steps (about the same number of rank-steps, so
+//    that the difference is tens of milliseconds of CPU at every size, not the 4 ms of two 8-rank
+//    steps; at least four steps, so that at 256 ranks the difference is not lost in the spread of
+//    a second of setup), each the best of three runs; the
 //    host CPU time of a step is the difference divided by S - 1 (elaboration and setup left out,
 //    reported as `setup_ms`). Counters: host microseconds
 //    per rank-step and the peak RSS (getrusage ru_maxrss) of a child that runs 3 steps (the report
@@ -54,7 +57,16 @@ using namespace probelab;
 using bench::prepare;
 using bench::scratch;
 
-std::string job_yaml(int ranks, int steps, bool bucketed = false) {
+// The job's all-reduce: one per parameter (ring), one bucket (ring), one bucket (tree).
+enum class Variant { PerParameter = 0, Bucketed = 1, BucketedTree = 2 };
+const char* variant_name(Variant v) {
+  return v == Variant::PerParameter ? "per parameter" : v == Variant::Bucketed ? "one bucket" : "one bucket, tree";
+}
+const char* variant_key(Variant v) {
+  return v == Variant::PerParameter ? "" : v == Variant::Bucketed ? "bucketed_" : "tree_";
+}
+
+std::string job_yaml(int ranks, int steps, Variant variant = Variant::PerParameter) {
   return fmt::format(R"(name: bench_cluster
 model: mlp_loss_scaled
 mode: training
@@ -64,13 +76,14 @@ seed: 21
 training:
   loss: model
   optimizer: {{type: sgd, lr: 5.0e-5}}
-  allreduce: {{algorithm: ring, accumulation: fp32, bucket_mb: {}}}
+  allreduce: {{algorithm: {}, accumulation: fp32, bucket_mb: {}}}
 probes:
   mode: statistics
   watch_points: ["*/gradient/reduced", "*/updated"]
   consistency: {{enabled: true, reference_rank: 0, mode: statistics, tolerance: 1.0e-3}}
 )",
-                     ranks, steps, bucketed ? 25 : 0);
+                     ranks, steps, variant == Variant::BucketedTree ? "tree" : "ring",
+                     variant == Variant::PerParameter ? 0 : 25);
 }
 
 struct ChildCost {
@@ -96,35 +109,35 @@ ChildCost best_of(const sim::PreparedRun& run, int n) {
 struct Point {
   double step_s = 0, rss_mb = 0;
 };
-std::map<int, std::map<int, Point>>& points() {  // bucketed -> ranks -> point
+std::map<int, std::map<int, Point>>& points() {  // variant -> ranks -> point
   static std::map<int, std::map<int, Point>> p;
   return p;
 }
 
 void BM_RankScaling(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
-  const bool bucketed = state.range(1) != 0;
+  const auto variant = static_cast<Variant>(state.range(1));
   const int reps = 3;
   const int steps = 1 + std::max(4, 512 / ranks);
-  const sim::PreparedRun one = prepare(job_yaml(ranks, 1, bucketed));
-  const sim::PreparedRun many = prepare(job_yaml(ranks, steps, bucketed));
-  const sim::PreparedRun three = prepare(job_yaml(ranks, 3, bucketed));
+  const sim::PreparedRun one = prepare(job_yaml(ranks, 1, variant));
+  const sim::PreparedRun many = prepare(job_yaml(ranks, steps, variant));
+  const sim::PreparedRun three = prepare(job_yaml(ranks, 3, variant));
   for (auto _ : state) {
     const ChildCost a = best_of(one, reps), b = best_of(many, reps);
     const double rss_mb = steps == 3 ? b.rss_mb : best_of(three, 1).rss_mb;
     const double step_s = std::max(1e-9, (b.cpu_s - a.cpu_s) / (steps - 1));
-    points()[bucketed][ranks] = {step_s, rss_mb};
+    points()[static_cast<int>(variant)][ranks] = {step_s, rss_mb};
     state.SetIterationTime(step_s);
     state.counters["us_per_rank_step"] = step_s / ranks * 1e6;
     state.counters["peak_rss_mb"] = rss_mb;
     state.counters["kb_per_rank"] = rss_mb * 1024 / ranks;
     state.counters["setup_ms"] = (a.cpu_s - step_s) * 1e3;
-    fmt::print(stderr, "[ranks {:>4}{}] step {:.1f} ms host CPU ({:.0f} us per rank-step, {} steps), peak RSS {:.0f} MB (3 steps), "
+    fmt::print(stderr, "[ranks {:>4}, {}] step {:.1f} ms host CPU ({:.0f} us per rank-step, {} steps), peak RSS {:.0f} MB (3 steps), "
                "setup {:.0f} ms\n",
-               ranks, bucketed ? ", bucketed" : "", step_s * 1e3, step_s / ranks * 1e6, steps, rss_mb, (a.cpu_s - step_s) * 1e3);
+               ranks, variant_name(variant), step_s * 1e3, step_s / ranks * 1e6, steps, rss_mb, (a.cpu_s - step_s) * 1e3);
   }
 }
-BENCHMARK(BM_RankScaling)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {0, 1}})
+BENCHMARK(BM_RankScaling)->ArgsProduct({{8, 16, 32, 64, 128, 256}, {0, 1, 2}})
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // Least-squares slope of log(y) against log(x).
@@ -143,7 +156,8 @@ double exponent(const std::vector<std::pair<double, double>>& xy) {
 
 void BM_RankScalingFit(benchmark::State& state) {
   for (auto _ : state) {
-    for (const auto& [bucketed, pts] : points()) {
+    for (const auto& [v, pts] : points()) {
+      const auto variant = static_cast<Variant>(v);
       if (pts.size() < 2) continue;
       std::vector<std::pair<double, double>> t, m;
       for (const auto& [r, p] : pts) {
@@ -152,7 +166,7 @@ void BM_RankScalingFit(benchmark::State& state) {
       }
       const auto& lo = *pts.begin();
       const auto& hi = *pts.rbegin();
-      const std::string k = bucketed ? "bucketed_" : "";
+      const std::string k = variant_key(variant);
       state.counters[k + "time_exponent"] = exponent(t);
       state.counters[k + "rss_exponent"] = exponent(m);
       state.counters[k + "time_ratio_hi_lo"] = hi.second.step_s / lo.second.step_s;
@@ -161,7 +175,7 @@ void BM_RankScalingFit(benchmark::State& state) {
       fmt::print(stderr,
                  "[fit, {}] growth exponents: step time {:.3f} (target <= 1.1), peak RSS {:.3f} (target <= 1.1); "
                  "{} ranks vs {}: {:.1f}x the step time (target <= 40x at 256 vs 8), peak {:.0f} MB (target < 4096)\n",
-                 bucketed ? "one bucket" : "per parameter", exponent(t), exponent(m), hi.first, lo.first,
+                 variant_name(variant), exponent(t), exponent(m), hi.first, lo.first,
                  hi.second.step_s / lo.second.step_s, hi.second.rss_mb);
     }
     if (points().empty()) state.SkipWithError("run BM_RankScaling first (at least two rank counts)");
