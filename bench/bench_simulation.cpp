@@ -174,6 +174,7 @@ PROBELAB_STEP_BENCH(transformer_block, "transformer_block");
 PROBELAB_STEP_BENCH(transformer_wide, "transformer_wide");
 PROBELAB_STEP_BENCH(large_k_matmul, "large_k_matmul");
 PROBELAB_STEP_BENCH(gpt2_block, "{name: gpt2_block, dims: {batch: 1, seq: 128}}");
+PROBELAB_STEP_BENCH(llama_block, "{name: llama_block, dims: {batch: 1, seq: 64}}");
 PROBELAB_STEP_BENCH(mobilenetv2_stack, "{name: mobilenetv2_stack, dims: {batch: 2}}");
 PROBELAB_STEP_BENCH(resnet50_stage, "{name: resnet50_stage, dims: {batch: 1}}");
 PROBELAB_STEP_BENCH(rnn_encoder, "{name: rnn_encoder, dims: {batch: 4, seq: 32}}");

@@ -6,6 +6,14 @@ with min/max inputs, BatchNormalization in eval mode):
 
   gpt2_block.onnx         one GPT-2 decoder block, d_model 768, 12 heads, MLP 3072; input
                           x [batch, seq, 768] with symbolic batch and seq
+  llama_block.onnx        one LLaMA-style decoder block as torch.onnx writes it: RMSNorm decomposed
+                          (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul), grouped-query attention (8
+                          query heads on 2 key/value heads repeated by Unsqueeze -> Expand ->
+                          Reshape), rotary embeddings (cached cos/sin tables sliced to the sequence
+                          by a Slice whose end is the input's shape, rotate_half as Slice, Neg and
+                          Concat), a causal mask from ConstantOfShape -> Trilu -> Equal applied by
+                          Where with float32's lowest value, SwiGLU MLP (Sigmoid, Mul); d_model 256,
+                          head_dim 32, MLP 688; input x [batch, seq, 256] with symbolic batch and seq
   mobilenetv2_stack.onnx  MobileNetV2 inverted-residual blocks (expand 1x1, depthwise 3x3,
                           ReLU6, project 1x1, residual) on [batch, 16, 112, 112], then a pooled
                           10-way classifier head
@@ -163,6 +171,87 @@ def gpt2_block(d=768, heads=12, mlp=3072):
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", d])]
     outputs = [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, ["batch", "seq", d])]
     return b.model("gpt2_block", inputs, outputs)
+
+
+# --- LLaMA-style decoder block ---------------------------------------------------------------------
+
+def rms_norm(b, x, scope, d):
+    """x * 1 / sqrt(mean(x^2) + eps) * weight, as torch.onnx writes LlamaRMSNorm."""
+    sq = b.node("Pow", [x, b.const(2.0, scope)], scope)
+    ms = b.node("ReduceMean", [sq], scope, axes=[-1], keepdims=1)
+    r = b.node("Reciprocal", [b.node("Sqrt", [b.node("Add", [ms, b.const(1e-6, scope)], scope)], scope)], scope)
+    w = b.weight(f"{scope}.weight", [d], std=0.02, mean=1.0)
+    return b.node("Mul", [w, b.node("Mul", [x, r], scope)], scope)
+
+
+def rotate_half(b, t, scope, hd):
+    """cat(-t[..., hd/2:], t[..., :hd/2]) with Slice, Neg and Concat."""
+    h = hd // 2
+    axis = b.const([-1], scope, np.int64)
+    lo = b.node("Slice", [t, b.const([0], scope, np.int64), b.const([h], scope, np.int64), axis], scope)
+    hi = b.node("Slice", [t, b.const([h], scope, np.int64), b.const([2**62], scope, np.int64), axis], scope)
+    return b.node("Concat", [b.node("Neg", [hi], scope), lo], scope, axis=-1)
+
+
+def llama_block(d=256, heads=8, kv_heads=2, ffn=688, max_seq=128):
+    b = Builder(seed=5)
+    hd, rep = d // heads, heads // kv_heads
+    s = "/layers.0/self_attn"
+    x = "x"
+    h = rms_norm(b, x, "/layers.0/input_layernorm", d)
+    q = b.node("MatMul", [h, b.weight(f"{s}/q_proj.weight", [d, d])], s + "/q_proj")
+    k = b.node("MatMul", [h, b.weight(f"{s}/k_proj.weight", [d, kv_heads * hd])], s + "/k_proj")
+    v = b.node("MatMul", [h, b.weight(f"{s}/v_proj.weight", [d, kv_heads * hd])], s + "/v_proj")
+    batch, seq = dim_of(b, x, 0, s), dim_of(b, x, 1, s)
+
+    def split_heads(t, n):
+        shape = b.node("Concat", [batch, seq, b.const([n], s, np.int64), b.const([hd], s, np.int64)], s, axis=0)
+        return b.node("Transpose", [b.node("Reshape", [t, shape], s)], s, perm=[0, 2, 1, 3])
+
+    qh, kh, vh = split_heads(q, heads), split_heads(k, kv_heads), split_heads(v, kv_heads)
+    # rotary embeddings: the cached [max_seq, hd] tables sliced to the sequence
+    inv_freq = 1.0 / (10000 ** (np.arange(0, hd, 2) / hd))
+    angles = np.outer(np.arange(max_seq), inv_freq)
+    emb = np.concatenate([angles, angles], axis=-1)
+    rs = s + "/rotary_emb"
+    zero = b.const([0], rs, np.int64)
+    cos = b.node("Slice", [b.fixed("rotary_emb.cos_cached", np.cos(emb)), zero, seq, zero], rs)
+    sin = b.node("Slice", [b.fixed("rotary_emb.sin_cached", np.sin(emb)), zero, seq, zero], rs)
+
+    def rope(t):
+        return b.node("Add", [b.node("Mul", [t, cos], s), b.node("Mul", [rotate_half(b, t, s, hd), sin], s)], s)
+
+    def repeat_kv(t):
+        u = b.node("Unsqueeze", [t, b.const([2], s, np.int64)], s)
+        wide = b.node("Concat", [batch, b.const([kv_heads, rep], s, np.int64), seq, b.const([hd], s, np.int64)], s,
+                      axis=0)
+        flat = b.node("Concat", [batch, b.const([heads], s, np.int64), seq, b.const([hd], s, np.int64)], s, axis=0)
+        return b.node("Reshape", [b.node("Expand", [u, wide], s), flat], s)
+
+    qr, kr = rope(qh), repeat_kv(rope(kh))
+    vr = repeat_kv(vh)
+    scores = b.node("MatMul", [qr, b.node("Transpose", [kr], s, perm=[0, 1, 3, 2])], s)
+    scores = b.node("Mul", [scores, b.const(float(1 / np.sqrt(hd)), s)], s)
+    ms = s + "/mask"
+    ones = b.node("ConstantOfShape", [b.node("Concat", [seq, seq], ms, axis=0)], ms,
+                  value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+    future = b.node("Equal", [b.node("Trilu", [ones], ms, upper=0), b.const([0], ms, np.int64)], ms)
+    masked = b.node("Where", [future, b.const(np.finfo(np.float32).min, ms), scores], s)
+    probs = b.node("Softmax", [masked], s, axis=-1)
+    ctx = b.node("Transpose", [b.node("MatMul", [probs, vr], s)], s, perm=[0, 2, 1, 3])
+    ctx = b.node("Reshape", [ctx, b.node("Concat", [batch, seq, b.const([d], s, np.int64)], s, axis=0)], s)
+    x1 = b.node("Add", [x, b.node("MatMul", [ctx, b.weight(f"{s}/o_proj.weight", [d, d])], s + "/o_proj")], "/layers.0")
+    m = "/layers.0/mlp"
+    h2 = rms_norm(b, x1, "/layers.0/post_attention_layernorm", d)
+    gate = b.node("MatMul", [h2, b.weight(f"{m}/gate_proj.weight", [d, ffn])], m + "/gate_proj")
+    up = b.node("MatMul", [h2, b.weight(f"{m}/up_proj.weight", [d, ffn])], m + "/up_proj")
+    silu = b.node("Mul", [gate, b.node("Sigmoid", [gate], m + "/act_fn")], m + "/act_fn")
+    down = b.node("MatMul", [b.node("Mul", [silu, up], m), b.weight(f"{m}/down_proj.weight", [ffn, d])], m + "/down_proj")
+    y = b.node("Add", [x1, down], "/layers.0")
+    b.nodes.append(helper.make_node("Identity", [y], ["hidden_states"], name="/layers.0/output"))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", d])]
+    outputs = [helper.make_tensor_value_info("hidden_states", TensorProto.FLOAT, ["batch", "seq", d])]
+    return b.model("llama_block", inputs, outputs)
 
 
 # --- recurrent encoder ---------------------------------------------------------------------------
@@ -466,7 +555,7 @@ def bad_inputs(out):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "scenarios", "models")
-    for name, make in [("gpt2_block", gpt2_block), ("mobilenetv2_stack", mobilenetv2_stack),
+    for name, make in [("gpt2_block", gpt2_block), ("llama_block", llama_block), ("mobilenetv2_stack", mobilenetv2_stack),
                        ("resnet50_stage", resnet50_stage), ("rnn_encoder", rnn_encoder), ("qdq_cnn", qdq_cnn),
                        ("qlinear_cnn", qlinear_cnn)]:
         path = os.path.join(out, f"{name}.onnx")

@@ -66,6 +66,28 @@ TEST(BundledOnnxModels, Gpt2BlockMatchesOnnxruntime) {
   EXPECT_LE(worst(v.at("hidden_states").to_f32(), ort.to_f32(), 1e-5, 1e-4), 1.0);
 }
 
+// The LLaMA-style block's expected output came from onnxruntime-node 1.17.0, same input formula.
+TEST(BundledOnnxModels, LlamaBlockMatchesOnnxruntime) {
+  OnnxImportOptions o;
+  o.dim_params = {{"batch", 2}, {"seq", 16}};
+  const Graph g = import_onnx(kModels + "llama_block.onnx", o);
+  const auto types = op_types(g);
+  // The shape subgraphs and the mask fold away (Unsqueeze and Concat also do real work here:
+  // GQA's repeat and rotate_half).
+  for (const char* folded : {"Shape", "Gather", "ConstantOfShape", "Trilu", "Equal"})
+    EXPECT_FALSE(types.count(folded)) << folded << " should fold at import";
+  EXPECT_EQ(g.import_folded().size(), 18u)
+      << "2 x (Shape, Gather, Unsqueeze), 8 shape Concats, the mask's Concat, ConstantOfShape, Trilu, Equal";
+  // What stays device work: RMSNorm's Reciprocal, rotary's Slice / Neg / Concat, GQA's Expand,
+  // the mask's Where, SwiGLU's Sigmoid.
+  for (const char* kept : {"Reciprocal", "Slice", "Neg", "Expand", "Where", "Sigmoid", "Softmax"})
+    EXPECT_TRUE(types.count(kept)) << kept;
+  const auto v = run_graph_reference(g, {{"x", formula_input({2, 16, 256})}}, RefPrecision::F32);
+  const Tensor ort = read_npy(kOrt + "llama_block_hidden_b2_s16.npy");
+  ASSERT_EQ(v.at("hidden_states").shape(), ort.shape());
+  EXPECT_LE(worst(v.at("hidden_states").to_f32(), ort.to_f32(), 1e-5, 1e-4), 1.0);
+}
+
 TEST(BundledOnnxModels, MobileNetV2StackMatchesOnnxruntime) {
   OnnxImportOptions o;
   o.dim_params = {{"batch", 1}};

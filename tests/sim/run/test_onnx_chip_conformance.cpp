@@ -6,10 +6,8 @@
 // run of the same cases is tests/graph/test_onnx_conformance.cpp.
 #include <gtest/gtest.h>
 
-#include "chip_model/chip_config.h"
-#include "sim/platform/core_factory.h"
 #include "sim/platform/executor.h"
-#include "sim/platform/platform.h"
+#include "tests/sim/one_chip.h"
 #include "tests/support/onnx_cases.h"
 
 namespace probelab::sim {
@@ -54,21 +52,12 @@ Outcome run_case(probes::Device& dev, const testing::fs::path& dir, const graph:
 }
 
 testing::Tally run_cases_on_chip(const std::vector<testing::fs::path>& cases, const std::string& title) {
-  chip::Trace trace(false);
-  PlatformOptions po;
-  po.chip = chip::chip_preset("ascend910b");
-  po.ranks = 1;
-  auto cores = std::make_shared<AiCoreSet>();
-  po.make_cores = ai_core_factory(cores);
-  po.trace = &trace;
-  Platform platform("platform", po);
   testing::Tally t;
-  platform.host(0).set_program([&] {
+  run_on_one_chip([&](probes::Device& dev) {
     t = testing::run_onnx_cases(cases, title, [&](const testing::fs::path& dir, const graph::OnnxModelIo& io) {
-      return run_case(platform.host(0).device(), dir, io);
+      return run_case(dev, dir, io);
     });
   });
-  platform.run();
   t.print();
   EXPECT_TRUE(t.failures.empty()) << t.failures.size() << " supported cases failed on the chip";
   return t;
