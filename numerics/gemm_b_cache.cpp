@@ -5,11 +5,16 @@
 // used only when the operand's patterns are equal to them (and its shape, type and Mode are the
 // same), so the result is the one packing again would give, bit for bit. An operand is known by
 // its shape and a sample of its patterns (not by its address, which a fresh buffer does not
-// keep). Only an operand seen again among the last calls (same shape and sample) is cached, in
-// one of a few entries (a GRU's gate blocks, both directions, the weights of a block), so a GEMM
-// that never repeats pays a sample of its patterns and a few comparisons of keys; an operand
-// whose values change at every call but not at the sampled places (an im2col scratch) is not
-// cached again once its entry has missed without ever being used.
+// keep). Only an operand seen again among the recent calls (same shape and sample) is cached, so
+// a GEMM that never repeats pays a sample of its patterns and one look into a table of them; an
+// operand whose values change at every call but not at the sampled places (an im2col scratch) is
+// not cached again once its entry has missed without ever being used. The entries hold a model's
+// weights (a LLaMA-style block's seven projections, a ResNet's sixteen convolutions) beside the
+// operands a step repeats in a burst (the key/value heads that grouped-query attention shares):
+// 32 entries of at most 2^20 elements, at most 2^22 elements in all (about 24 MiB), the least
+// recently used going first. The recent calls are remembered in a table of 1024 keys, 256 sets of
+// four chosen by the sample (a new key takes the place of its set's oldest), many more than a step
+// of those models makes, so a weight used once a step is known again at the next.
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -40,22 +45,28 @@ struct Entry {
   Packed packed;
   std::uint64_t used = 0;  // call count at its last use (least recently used goes first)
   std::uint64_t hits = 0;  // uses since it was packed
+  std::int64_t elems = 0;  // K * N
 };
 
-constexpr std::size_t kEntries = 8, kHistory = 32;
+constexpr std::size_t kEntries = 32, kSets = 256, kWays = 4, kVolatile = 32;
 // Larger operands are packed every time: an entry holds about 6 bytes per element (patterns and
 // packed floats), and packing costs 1/M of the product, small where B is this large (a
-// transformer's projections over a whole sequence). The entries hold at most about 48 MiB.
+// transformer's projections over a whole sequence).
 constexpr std::int64_t kMaxCachedElems = std::int64_t{1} << 20;
+constexpr std::int64_t kBudgetElems = std::int64_t{1} << 22;  // all entries together
 
 struct Cache {
   Entry entries[kEntries];
-  Key recent[kHistory];  // the operands of the last calls, cached or not
-  std::size_t next = 0;
-  Key volatile_keys[kHistory];  // operands whose values changed before their entry was used
+  std::uint64_t entry_sample[kEntries] = {};  // entries[i].key.sample, 0 when invalid
+  Key recent[kSets][kWays];  // operands of recent calls, cached or not, in the set of their sample
+  std::uint8_t recent_next[kSets] = {};  // each set's oldest way
+  Key volatile_keys[kVolatile];  // operands whose values changed before their entry was used
   std::size_t next_volatile = 0;
-  std::uint64_t calls = 0;
+  std::uint64_t calls = 0, hits = 0;
+  std::int64_t cached_elems = 0;
 };
+
+std::size_t recent_set(std::uint64_t sample) { return static_cast<std::size_t>(sample ^ sample >> 32) % kSets; }
 
 Cache& cache() {
   thread_local Cache c;
@@ -99,6 +110,18 @@ bool same_source(const Entry& e, const GemmOperand& b, std::int64_t K, std::int6
   return same;
 }
 
+// Entry i no longer holds anything, and its storage goes back to the heap (the budget bounds what
+// the cache keeps, not only what its valid entries use).
+void drop(Cache& c, std::size_t i) {
+  Entry& e = c.entries[i];
+  if (e.valid) c.cached_elems -= e.elems;
+  e.valid = false;
+  c.entry_sample[i] = 0;
+  std::vector<std::uint16_t>().swap(e.source);
+  e.buf.reset();
+  e.cap = 0;
+}
+
 }  // namespace
 
 const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
@@ -110,40 +133,63 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
   Cache& c = cache();
   ++c.calls;
   const Key key{sample_of(b, K, N), b.type, b.ld, K, N, b.trans, mode};
-  for (Entry& e : c.entries)
-    if (e.valid && e.key == key) {
-      if (same_source(e, b, K, N)) {
-        e.used = c.calls;
-        ++e.hits;
-        return e.packed;
-      }
-      // Other values of the same shape and sample: packed again below, unless the entry was
-      // never used (a scratch buffer), which is then left uncached.
-      if (e.hits == 0) {
-        e.valid = false;
-        c.volatile_keys[c.next_volatile] = key;
-        c.next_volatile = (c.next_volatile + 1) % kHistory;
-      }
-      break;
+  Entry* stale = nullptr;  // this operand's entry, packed from other values
+  for (std::size_t i = 0; i < kEntries; ++i) {
+    if (c.entry_sample[i] != key.sample) continue;
+    Entry& e = c.entries[i];
+    if (!e.valid || !(e.key == key)) continue;
+    if (same_source(e, b, K, N)) {
+      e.used = c.calls;
+      ++e.hits;
+      ++c.hits;
+      return e.packed;
     }
-  // Keys differ mostly in their sample, their first member: most comparisons stop there.
-  const bool seen = std::ranges::find(c.recent, key) != std::end(c.recent) &&
-                    std::ranges::find(c.volatile_keys, key) == std::end(c.volatile_keys);
-  c.recent[c.next] = key;
-  c.next = (c.next + 1) % kHistory;
+    // Other values of the same shape and sample: packed again below, unless the entry was
+    // never used (a scratch buffer), which is then left uncached.
+    if (e.hits == 0) {
+      drop(c, i);
+      c.volatile_keys[c.next_volatile] = key;
+      c.next_volatile = (c.next_volatile + 1) % kVolatile;
+    } else {
+      stale = &e;
+    }
+    break;
+  }
+  const std::size_t set = recent_set(key.sample);
+  Key* const ways = c.recent[set];
+  const bool recent = std::find(ways, ways + kWays, key) != ways + kWays;
+  const bool seen = recent && std::ranges::find(c.volatile_keys, key) == std::end(c.volatile_keys);
+  if (!recent) {
+    ways[c.recent_next[set]] = key;
+    c.recent_next[set] = static_cast<std::uint8_t>((c.recent_next[set] + 1) % kWays);
+  }
   if (!seen) {
     scratch = pack_b(b, K, N, mode, storage, capacity);
     return scratch;
   }
-  Entry* e = &c.entries[0];
-  for (Entry& x : c.entries) {
-    if (x.valid && x.key == key) {  // the stale entry of this operand
-      e = &x;
-      break;
+  // The slot: this operand's stale entry, else a free one, else the least recently used; then
+  // the least recently used others go until the new entry fits the budget.
+  std::size_t slot = 0;
+  if (stale) {
+    slot = static_cast<std::size_t>(stale - c.entries);
+  } else {
+    for (std::size_t i = 0; i < kEntries; ++i) {
+      const Entry& x = c.entries[i];
+      if (!x.valid) {
+        slot = i;
+        break;
+      }
+      if (x.used < c.entries[slot].used) slot = i;
     }
-    if (!x.valid || x.used < e->used) e = &x;
   }
-  e->valid = false;
+  drop(c, slot);
+  while (c.cached_elems + K * N > kBudgetElems) {
+    std::size_t oldest = kEntries;
+    for (std::size_t i = 0; i < kEntries; ++i)
+      if (c.entries[i].valid && (oldest == kEntries || c.entries[i].used < c.entries[oldest].used)) oldest = i;
+    drop(c, oldest);
+  }
+  Entry* e = &c.entries[slot];
   e->source.clear();  // the rows appended in order: `at` is always the current end
   for_rows(b, K, N, [&](const std::uint16_t* row, std::int64_t len, std::int64_t) {
     e->source.insert(e->source.end(), row, row + len);
@@ -152,8 +198,16 @@ const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, con
   e->key = key;
   e->used = c.calls;
   e->hits = 0;
+  e->elems = K * N;
   e->valid = true;
+  c.entry_sample[slot] = key.sample;
+  c.cached_elems += e->elems;
   return e->packed;
+}
+
+BCacheStats b_cache_stats() {
+  const Cache& c = cache();
+  return {c.calls, c.hits, static_cast<std::uint64_t>(c.cached_elems)};
 }
 
 }  // namespace probelab::num::detail

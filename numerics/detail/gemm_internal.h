@@ -48,6 +48,14 @@ Packed pack_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& 
 const Packed& packed_b(const GemmOperand& b, std::int64_t K, std::int64_t N, const Mode& mode, FloatBuffer& storage,
                        std::int64_t& capacity, Packed& scratch);
 
+// What this thread's packed-B cache did so far (tests: a model's weights are packed once).
+struct BCacheStats {
+  std::uint64_t calls = 0;  // packed_b calls of operands small enough to be cached
+  std::uint64_t hits = 0;   // answered from an entry
+  std::uint64_t cached_elems = 0;  // elements the valid entries hold now
+};
+BCacheStats b_cache_stats();
+
 // C = A * B over k in [k0, k1) (k1 > k0), FP32 accumulation in the documented order (k sequential
 // per element from +0).
 void gemm_f32_kernel(std::int64_t M, std::int64_t N, std::int64_t k0, std::int64_t k1, const Packed& A,

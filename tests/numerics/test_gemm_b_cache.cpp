@@ -4,6 +4,7 @@
 // one ulp), when the Mode changes, and when more operands rotate than the cache holds.
 #include <gtest/gtest.h>
 
+#include "numerics/detail/gemm_internal.h"
 #include "tests/numerics/gemm_util.h"
 
 namespace probelab::num::testing {
@@ -78,6 +79,46 @@ TEST(GemmBCache, MoreOperandsThanEntriesRotate) {
     expect_same(run(A, changing, OutType::F32, {}), fresh(A, changing, {}), "changing step " + std::to_string(step));
     expect_same(run(A, Bs[1], OutType::F32, {}), want[1], "steady step " + std::to_string(step));
   }
+}
+
+// A step of a model: twelve weights used once each (a ResNet's convolutions, a decoder block's
+// projections), between them 30 operands that never come back (activations) and two that come
+// back four times in a row and then never (the key/value heads grouped-query attention shares).
+// From the third step on every weight is taken from the cache (the second packs it, the first
+// only remembers it), the results still those of a fresh packing.
+TEST(GemmBCache, AModelsWeightsArePackedOncePerRun) {
+  const Mat A = random_mat(4, 32, InType::F16, false, 51);
+  std::vector<Mat> weights;
+  std::vector<GemmRun> want;
+  for (int i = 0; i < 12; ++i) {
+    weights.push_back(random_mat(32, 20 + i, InType::F16, i % 3 == 0, 60 + static_cast<std::uint64_t>(i)));
+    want.push_back(fresh(A, weights.back(), {}));
+  }
+  std::uint64_t seed = 1000;
+  for (int step = 0; step < 5; ++step) {
+    const detail::BCacheStats before = detail::b_cache_stats();
+    std::uint64_t weight_hits = 0;
+    for (int i = 0; i < 12; ++i) {
+      for (int j = 0; j < 3; ++j) {  // activations, new every time
+        const Mat act = random_mat(32, 16, InType::F16, false, ++seed);
+        run(A, act, OutType::F32, {});
+      }
+      if (i % 6 == 0) {  // a burst: the same operand four times in a row
+        const Mat kv = random_mat(32, 16, InType::F16, false, ++seed);
+        const GemmRun first = run(A, kv, OutType::F32, {});
+        for (int r = 0; r < 3; ++r) expect_same(run(A, kv, OutType::F32, {}), first, "burst");
+      }
+      const std::uint64_t hits = detail::b_cache_stats().hits;
+      expect_same(run(A, weights[static_cast<std::size_t>(i)], OutType::F32, {}), want[static_cast<std::size_t>(i)],
+                  "weight " + std::to_string(i) + " step " + std::to_string(step));
+      weight_hits += detail::b_cache_stats().hits - hits;
+    }
+    if (step >= 2) {
+      EXPECT_EQ(weight_hits, 12u) << "step " << step;
+    }
+    EXPECT_GT(detail::b_cache_stats().calls, before.calls);
+  }
+  EXPECT_LE(detail::b_cache_stats().cached_elems, std::uint64_t{1} << 22);
 }
 
 TEST(GemmBCache, OperandsOverTheSizeLimitArePackedEveryTime) {
