@@ -40,8 +40,13 @@ PROBELAB_ELEMENTARY_1(atanh)
 
 #undef PROBELAB_ELEMENTARY_1
 
+// x^2 (decomposed LayerNorm and RMSNorm square every activation) is d * d in double, exact for
+// every float, which is what the double pow returns too (its error is below one ulp of an exact
+// result); NaN arguments still go through pow.
 inline float pow(float x, float y) {
-  return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  const double d = x;
+  if (y == 2.0f && !std::isnan(x)) return static_cast<float>(d * d);
+  return static_cast<float>(std::pow(d, static_cast<double>(y)));
 }
 inline double pow(double x, double y) { return std::pow(x, y); }
 
