@@ -410,6 +410,27 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     // most lr_factor when known, else taken as at least 1
     return *p + (lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr)) * step;
   }
+  if (t == "AdamUpdate") {
+    // g' = g + wd p; m' = b1 m + (1 - b1) g'; v' = b2 v + (1 - b2) g'^2; p' = p - lr (m' / c1) /
+    // (sqrt(v' / c2) + eps) with c1 = 1 - b1^step >= 1 - b1: the denominator is at least eps
+    // whatever v holds, so |p'| <= |p| + lr |m'| / ((1 - b1) eps) - weak (1e4 for a gradient of
+    // 0.1 at lr 1e-3), but it holds for any state read, and a corrupted master weight written
+    // as 1e38 is far beyond it. The learning rate as for SgdUpdate.
+    const auto p = mx(0), g = mx(1), m = mx(2), v = mx(3);
+    const double b1 = op.attr_float("beta1", 0.9), b2 = op.attr_float("beta2", 0.999),
+                 eps = op.attr_float("eps", 1e-8), wd = std::fabs(op.attr_float("weight_decay", 0.0)),
+                 lr = std::fabs(op.attr_float("lr", 1e-3));
+    if (!p || !g || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1) || !(eps > 0)) return std::nullopt;
+    const double gw = *g + wd * *p;
+    if (slot == 2) {
+      if (!v) return std::nullopt;
+      return b2 * *v + (1 - b2) * gw * gw;
+    }
+    if (!m) return std::nullopt;
+    const double m1 = b1 * *m + (1 - b1) * gw;
+    if (slot == 1) return m1;
+    return *p + (lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr)) * m1 / ((1 - b1) * eps);
+  }
   return std::nullopt;
 }
 

@@ -147,8 +147,10 @@ struct RankEvidence {
 /// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms;
 /// Einsum (a gradient of one too) k times the product of its operands' max |x|; SoftmaxGrad over
 /// rows of k (the axis' length; Cauchy-Schwarz without it); k max|dY| for GatherNDGrad and
-/// GatherElementsGrad (scatter-adds of at most k values each). SgdUpdate takes its learning rate
-/// as `lr` times `lr_factor` (RankEvidence::lr_factor), or as at least 1 when that is 0 (unknown).
+/// GatherElementsGrad (scatter-adds of at most k values each). SgdUpdate and AdamUpdate take their
+/// learning rate as `lr` times `lr_factor` (RankEvidence::lr_factor), or as at least 1 when that
+/// is 0 (unknown); AdamUpdate's step is at most lr |m'| / ((1 - beta1) eps), its denominator at
+/// least eps whatever its second moment holds.
 std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::span<const std::optional<Magnitude>> in,
                                   std::optional<double> dot_len = std::nullopt, double lr_factor = 0);
 

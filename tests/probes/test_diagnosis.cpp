@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 
 #include "tests/probes/probe_test_util.h"
@@ -804,6 +805,47 @@ TEST(Diagnosis, ValueBoundOfSgdUpdateFollowsTheHostsLearningRate) {
   const auto unknown = probes::value_bound(op, 0, in);
   ASSERT_TRUE(unknown);
   EXPECT_GT(*unknown, 5000.0 / 16);  // lr taken as 1: the bound passes it
+}
+
+// AdamUpdate writes p - lr (m' / c1) / (sqrt(v' / c2) + eps): its three outputs stay within the
+// bounds whatever second moment it reads (an element with no gradient and no second moment yet
+// divides by eps alone: the largest step), over steps 1 and 50 and with weight decay; a master
+// weight written as 1e38 is beyond them; without the gradient's or a moment's magnitude there is
+// no bound.
+TEST(Diagnosis, ValueBoundOfAdamUpdateHoldsForAnySecondMoment) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  std::mt19937 gen(17);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<float> p(64), g(64), m(64), v(64);
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      p[i] = u(gen), g[i] = u(gen) * 0.1f, m[i] = u(gen) * 0.05f;
+      v[i] = trial % 2 ? 0.0f : std::fabs(u(gen)) * 1e-6f;  // none yet, or small
+    }
+    // Elements without a gradient this step (rows a batch did not touch) and no second moment
+    // yet: the step is lr (b1 m / c1) / eps, the largest there is.
+    for (std::size_t i = 0; i < p.size(); i += 9) g[i] = 0.0f, v[i] = 0.0f;
+    const graph::Tensor tp = graph::Tensor::from_f32({64}, p), tg = graph::Tensor::from_f32({64}, g),
+                       tm = graph::Tensor::from_f32({64}, m), tv = graph::Tensor::from_f32({64}, v);
+    graph::Op op = make_op("upd", "AdamUpdate", {"p", "g", "m", "v"}, {"p2", "m2", "v2"});
+    op.attrs["lr"] = 1e-3;
+    op.attrs["step"] = static_cast<std::int64_t>(trial % 3 == 0 ? 1 : 50);
+    op.attrs["weight_decay"] = trial % 4 == 0 ? 0.01 : 0.0;
+    const std::vector<M> in{magnitude(tp), magnitude(tg), magnitude(tm), magnitude(tv)};
+    const std::vector<const graph::Tensor*> args{&tp, &tg, &tm, &tv};
+    const auto out = graph::run_reference(op, args, graph::RefPrecision::F32);
+    for (std::uint16_t slot = 0; slot < 3; ++slot) {
+      const auto bound = probes::value_bound(op, slot, in, std::nullopt, 1.0);
+      ASSERT_TRUE(bound) << slot;
+      EXPECT_LE(magnitude(out.at(slot))->max_abs, *bound * (1 + 1e-6)) << "trial " << trial << " slot " << slot;
+      if (slot == 0) {
+        EXPECT_LT(*bound, 1e38 / 16) << "a master weight written as 1e38 is beyond it";
+      }
+    }
+    EXPECT_FALSE(probes::value_bound(op, 0, std::vector<M>{in[0], std::nullopt, in[2], in[3]}));
+    EXPECT_FALSE(probes::value_bound(op, 0, std::vector<M>{in[0], in[1], std::nullopt, in[3]}));
+  }
 }
 
 TEST(Diagnosis, ValueBoundOfBatchNormalizationWithANegativeRunningVariance) {
