@@ -229,6 +229,11 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!lo || !x) return std::nullopt;
     return std::max(std::fabs(std::log(*lo)), std::fabs(std::log(*x)));
   }
+  if (t == "SliceGrad") {  // dY scattered into zeros: each element of dX receives at most one of dY
+    const auto dy = mx(0);
+    if (!dy) return std::nullopt;
+    return *dy;
+  }
   if (t == "Where") {  // selects X or Y
     const auto a = mx(1), b = mx(2);
     if (!a || !b) return std::nullopt;
@@ -766,7 +771,7 @@ struct Resolver {
         "MatMul", "Gemm", "Conv", "ConvTranspose", "ConvGradInput", "ConvGradWeight", "MatMulGradA", "MatMulGradB",
         "Add", "Sub", "Sum", "Mul", "Scale", "SumToShape", "SgdUpdate", "Relu", "ReluGrad", "Identity", "Reshape",
         "Flatten", "Transpose", "Expand", "Squeeze", "Unsqueeze", "Concat", "Slice", "Split", "MaxPool", "ReduceMax",
-        "ReduceMin", "Neg", "Abs", "Max", "Min", "Cast", "Gather", "GatherElements"};
+        "ReduceMin", "Neg", "Abs", "Max", "Min", "Cast", "Gather", "GatherElements", "SliceGrad"};
     static const std::set<std::string> kWideInside = {"Softmax", "LayerNormalization", "InstanceNormalization",
                                                       "BatchNormalization", "Gelu", "Tanh", "Sigmoid"};
     const graph::OpDef* def = graph::OpRegistry::instance().find(x.type);

@@ -138,7 +138,7 @@ struct RankEvidence {
 /// |p| + lr (|grad| + ...) for SgdUpdate; the input or its clamp bounds for Clip, 1 for the
 /// saturating ops (HardSigmoid, Erf, Sin, Cos, Softsign), max(|X|, alpha) for Elu/Celu (Selu:
 /// times gamma), max |X| max(1, |slope|) for PRelu, the selected inputs for Where; max(1, |X|)^|p|
-/// for Pow with exponents > 0, sqrt|X|, e^|X|, |A| / min B and |log| at the ends for Div,
+/// for Pow with exponents > 0, max |dY| for SliceGrad (a scatter into zeros), sqrt|X|, e^|X|, |A| / min B and |log| at the ends for Div,
 /// Reciprocal and Log of operands whose captured minimum is > 0 (a decomposed LayerNorm); |dY| times the
 /// largest derivative for TanhGrad/SigmoidGrad (from |Y|) and for PointwiseGrad of a forward op
 /// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for

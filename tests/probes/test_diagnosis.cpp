@@ -585,6 +585,10 @@ TEST(Diagnosis, ValueBoundsOfActivationsAndPointwiseGradients) {
   EXPECT_DOUBLE_EQ(*probes::value_bound(clip_attrs, 0, std::vector<M>{mag(0.5)}), 2.0);
   EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("hs", "HardSigmoid", {"x"}, {"y"}), 0, std::vector<M>{mag(900)}), 1.0);
   EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("hw", "HardSwish", {"x"}, {"y"}), 0, std::vector<M>{mag(9)}), 9.0);
+  // SliceGrad scatters dY into zeros (rotate_half's halves, a cached table cut to the sequence).
+  const graph::Op slice_grad = make_op("sg", "SliceGrad", {"dy"}, {"dx"});
+  EXPECT_DOUBLE_EQ(*probes::value_bound(slice_grad, 0, std::vector<M>{mag(0.75)}), 0.75);
+  EXPECT_FALSE(probes::value_bound(slice_grad, 0, std::vector<M>{std::nullopt}));
   EXPECT_NEAR(*probes::value_bound(make_op("se", "Selu", {"x"}, {"y"}), 0, std::vector<M>{mag(1)}),
               1.67326319217681884765625 * 1.05070102214813232421875, 1e-12);
   EXPECT_DOUBLE_EQ(*probes::value_bound(make_op("w", "Where", {"c", "a", "b"}, {"y"}), 0,
