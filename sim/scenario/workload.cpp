@@ -198,8 +198,10 @@ std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const 
     const auto* wt = g.find_tensor(b);
     const graph::TensorDesc y = g.tensor(op.outputs.at(0)).desc;
     if (op.type != "MatMul" || !wt || wt->kind != graph::TensorKind::Weight || wt->desc.shape.size() != 2 ||
-        y.shape.size() != 2 || wt->desc.shape[1] % R != 0)
-      where.fail(fmt::format("MatMul ops with a 2-D weight whose columns divide by the {} ranks and a 2-D output", R),
+        y.shape.size() < 2 || wt->desc.shape[1] % R != 0)
+      where.fail(fmt::format("MatMul ops with a 2-D weight whose columns divide by the {} ranks and an output of rank "
+                             ">= 2",
+                             R),
                  fmt::format("'{}' ({} {})", op.name, op.type, b.empty() ? "without a weight" : graph::desc_str(wt->desc)));
     const graph::Tensor& full = g.initializers().at(b);
     const std::string shard = b + "/tp", part = op.outputs[0] + "/tp";
@@ -218,13 +220,26 @@ std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const 
       graph::Op o = simple(std::move(name), std::move(type), scope, op.direction, {std::move(in)}, std::move(out), std::move(attrs));
       ops.push_back(std::move(o));
     };
+    // The shards' columns are gathered as rows: [rows, cols] -> [cols, rows] on each rank, stacked
+    // by the AllGather, transposed back. An output of rank > 2 (a transformer's [batch, seq, N])
+    // is flattened to [batch * seq, N / R] first and its shape restored after.
     const std::vector<std::int64_t> swap{1, 0};
-    add(op.name + "/tp_t", "Transpose", part, op.name + "/tp_t:0", {{"perm", swap}});
+    const bool nd = y.shape.size() > 2;
+    std::int64_t rows = 1;
+    for (std::size_t i = 0; i + 1 < y.shape.size(); ++i) rows *= y.shape[i];
+    std::string flat = part;
+    if (nd) {
+      flat = op.name + "/tp_flatten:0";
+      add(op.name + "/tp_flatten", "Reshape", part, flat, {{"shape", std::vector<std::int64_t>{rows, cols}}});
+    }
+    add(op.name + "/tp_t", "Transpose", flat, op.name + "/tp_t:0", {{"perm", swap}});
     add(op.name + "/tp_gather", "AllGather", op.name + "/tp_t:0", op.name + "/tp_gather:0",
         {{"comm", std::string("world")}, {"ranks", std::int64_t{R}},
          {"algorithm", s.training.allreduce.algorithm == "hierarchical" ? std::string("ring") : s.training.allreduce.algorithm},
          {"accumulation", s.training.allreduce.accumulation}});
-    add(op.name + "/tp_untranspose", "Transpose", op.name + "/tp_gather:0", op.outputs[0], {{"perm", swap}});
+    const std::string gathered = nd ? op.name + "/tp_untranspose:0" : op.outputs[0];
+    add(op.name + "/tp_untranspose", "Transpose", op.name + "/tp_gather:0", gathered, {{"perm", swap}});
+    if (nd) add(op.name + "/tp_unflatten", "Reshape", gathered, op.outputs[0], {{"shape", y.shape}});
   }
   for (const auto& glob : s.tensor_parallel)
     if (std::none_of(matched.begin(), matched.end(), [&](const std::string& n) { return graph::glob_match(glob, n); }))

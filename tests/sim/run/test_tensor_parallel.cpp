@@ -74,6 +74,43 @@ TEST(TensorParallel, RanksAgreeAndMatchTheSingleDeviceTraining) {
   EXPECT_TRUE(differs) << "the learning rate does not change the losses: the check would not see a wrong gradient";
 }
 
+// A transformer's projections ([batch, seq, d] @ [d, n]: outputs of rank 3) split over the ranks:
+// the LLaMA-style block's q/k/v and SwiGLU projections over 2 ranks, FP16. Inference gives the
+// single device's output bit for bit on every rank (each output column is the same dot product);
+// in training every rank sees the same losses.
+std::string llama_job(const std::string& name, int ranks, bool training) {
+  std::string y = "name: " + name + "\nmodel: {name: llama_block, dims: {batch: 2, seq: 16}}\nmode: " +
+                  (training ? "training" : "inference") + "\nranks: " + std::to_string(ranks) +
+                  "\nsteps: 3\nseed: 3\nprecision: {compute: fp16}\n";
+  if (ranks > 1)
+    y += "parallel: {tensor: [\"*/q_proj/MatMul\", \"*/k_proj/MatMul\", \"*/v_proj/MatMul\", \"*/gate_proj/MatMul\", "
+         "\"*/up_proj/MatMul\"]}\n";
+  if (training)
+    y += "training: {loss: auto, optimizer: {type: sgd, lr: 1.0e-4}, allreduce: {algorithm: ring, accumulation: fp32}}\n";
+  return y;
+}
+
+TEST(TensorParallel, TransformerProjectionsSplitOverTheRanks) {
+  TempDir dir;
+  for (const auto& [name, ranks] : {std::pair<std::string, int>{"one", 1}, {"two", 2}}) {
+    dir.write(name + ".yaml", llama_job(name, ranks, false));
+    const test::CmdResult r = test::run("run " + name + ".yaml --no-baseline --out out_" + name, dir);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+  }
+  const std::string single = test::slurp(dir.path() / "out_one/one/outputs/rank0/hidden_states.npy");
+  ASSERT_FALSE(single.empty());
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(test::slurp(dir.path() / ("out_two/two/outputs/rank" + std::to_string(r) + "/hidden_states.npy")), single)
+        << "rank " << r;
+  dir.write("train.yaml", llama_job("train", 2, true));
+  const test::CmdResult t = test::run("run train.yaml --no-baseline --out out_train", dir);
+  ASSERT_EQ(t.code, 0) << t.out << t.err;
+  const auto l = json::parse(test::slurp(dir.path() / "out_train/train/report.json")).at("losses");
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0], l[1]);
+  EXPECT_EQ(l[0].size(), 3u);
+}
+
 TEST(TensorParallel, MatMulsThatCannotBeSplitAreBadInput) {
   TempDir dir;
   dir.write("bad.yaml", job("bad", 4, "[\"fc*/matmul\"]", "5.0e-4"));  // fc3's 10 columns over 4 ranks
