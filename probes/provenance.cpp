@@ -47,6 +47,22 @@ std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<
   if (of == "Selu")
     return std::fabs(op.attr_float("gamma", 1.05070102214813232421875)) *
            std::max(1.0, std::fabs(op.attr_float("alpha", 1.67326319217681884765625)));
+  // The decomposed normalizations' square roots and reciprocals, of operands whose captured
+  // minimum is > 0 (var + eps, the root of it): inputs {dY, Y, x0}.
+  auto positive_min = [&](std::size_t i) -> std::optional<double> {
+    if (i >= in.size() || !in[i] || !(in[i]->min > 0)) return std::nullopt;
+    return in[i]->min;
+  };
+  if (of == "Sqrt") {  // 1 / (2 sqrt(x))
+    const auto lo = positive_min(2);
+    if (!lo) return std::nullopt;
+    return 0.5 / std::sqrt(*lo);
+  }
+  if (of == "Reciprocal" || of == "Log") {  // 1 / x^2, 1 / x
+    const auto lo = positive_min(2);
+    if (!lo) return std::nullopt;
+    return of == "Log" ? 1.0 / *lo : 1.0 / (*lo * *lo);
+  }
   if (of == "PRelu") {  // dX = slope (x < 0) or 1; dSlope = x (x < 0)
     const std::size_t other = wrt == 0 ? 3 : 2;
     if (other >= in.size() || !in[other]) return std::nullopt;

@@ -141,7 +141,8 @@ struct RankEvidence {
 /// for Pow with exponents > 0, max |dY| for SliceGrad (a scatter into zeros), sqrt|X|, e^|X|, |A| / min B and |log| at the ends for Div,
 /// Reciprocal and Log of operands whose captured minimum is > 0 (a decomposed LayerNorm); |dY| times the
 /// largest derivative for TanhGrad/SigmoidGrad (from |Y|) and for PointwiseGrad of a forward op
-/// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...); nullopt for
+/// whose derivative is bounded (Clip, the piecewise-linear activations, Max/Min/Sum/Where...; Sqrt,
+/// Reciprocal and Log of an operand whose captured minimum is > 0); nullopt for
 /// ops without such a bound (Div, Exp, ...) or when an input it needs is unknown.
 /// With `dot_len` (dot_length()), MatMul, Gemm and Conv take the smallest of Cauchy-Schwarz over
 /// the whole operands, k max|a| max|b| and sqrt(k) max|a| l2(b) (and exchanged) over k terms;

@@ -816,6 +816,37 @@ TEST(Diagnosis, ValueBoundOfSgdUpdateFollowsTheHostsLearningRate) {
 // divides by eps alone: the largest step), over steps 1 and 50 and with weight decay; a master
 // weight written as 1e38 is beyond them; without the gradient's or a moment's magnitude there is
 // no bound.
+// The gradients of a decomposed LayerNorm's Sqrt, an RMSNorm's Reciprocal, and Log: with the
+// operand's captured minimum > 0 (var + eps) each is at most |dY| times the derivative's largest
+// value there; the reference's dX stays within it, a value written as 1e30 is beyond, and an
+// operand that reaches 0 gives no bound.
+TEST(Diagnosis, ValueBoundsOfDividingPointwiseGradients) {
+  using M = std::optional<probes::Magnitude>;
+  auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
+  std::mt19937 gen(23);
+  std::uniform_real_distribution<float> pos(1e-5f, 4.0f), sym(-3.0f, 3.0f);
+  for (const std::string of : {"Sqrt", "Reciprocal", "Log"}) {
+    std::vector<float> dy(200), x(200), y(200);
+    for (std::size_t i = 0; i < dy.size(); ++i) {
+      dy[i] = sym(gen), x[i] = pos(gen);
+      y[i] = of == "Sqrt" ? std::sqrt(x[i]) : of == "Log" ? std::log(x[i]) : 1.0f / x[i];
+    }
+    const graph::Tensor tdy = graph::Tensor::from_f32({200}, dy), ty = graph::Tensor::from_f32({200}, y),
+                       tx = graph::Tensor::from_f32({200}, x);
+    graph::Op op = make_op("g", "PointwiseGrad", {"dy", "y", "x"}, {"dx"});
+    op.attrs["of"] = of;
+    op.attrs["wrt"] = std::int64_t{0};
+    std::vector<M> in{magnitude(tdy), magnitude(ty), magnitude(tx)};
+    const auto out = graph::run_reference(op, std::vector<const graph::Tensor*>{&tdy, &ty, &tx}, graph::RefPrecision::F32).at(0);
+    const auto bound = probes::value_bound(op, 0, in);
+    ASSERT_TRUE(bound) << of;
+    EXPECT_LE(magnitude(out)->max_abs, *bound * (1 + 1e-6)) << of;
+    EXPECT_LT(*bound, 1e30 / 16) << of;
+    in.back()->min = 0.0;  // the operand reaches 0: no bound
+    EXPECT_FALSE(probes::value_bound(op, 0, in)) << of;
+  }
+}
+
 TEST(Diagnosis, ValueBoundOfAdamUpdateHoldsForAnySecondMoment) {
   using M = std::optional<probes::Magnitude>;
   auto magnitude = [](const graph::Tensor& t) { return M(magnitude_of(t)); };
