@@ -28,6 +28,16 @@ std::map<std::string, std::string> carried_tensors(const graph::Graph& g) {
 
 namespace {
 
+/// The captured minimum of input i when it is > 0 (an operand positive throughout), else nullopt.
+std::optional<double> positive_min(std::span<const std::optional<Magnitude>> in, std::size_t i) {
+  if (i >= in.size() || !in[i] || !(in[i]->min > 0)) return std::nullopt;
+  return in[i]->min;
+}
+
+/// An optimizer's learning rate as the host may scale it at run time (a dynamic loss scaler
+/// divides it by its scale): by at most lr_factor when known, else taken as at least 1.
+double host_lr(double lr, double lr_factor) { return lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr); }
+
 /// max |dF/dX_wrt| of the forward pointwise op of a PointwiseGrad (attribute `of`), for the forward
 /// ops where it does not grow with the inputs (Clip, the piecewise-linear and saturating
 /// activations, selections and sums); PRelu from the magnitude of its other input. Its inputs are
@@ -49,17 +59,13 @@ std::optional<double> pointwise_derivative_bound(const graph::Op& op, std::span<
            std::max(1.0, std::fabs(op.attr_float("alpha", 1.67326319217681884765625)));
   // The decomposed normalizations' square roots and reciprocals, of operands whose captured
   // minimum is > 0 (var + eps, the root of it): inputs {dY, Y, x0}.
-  auto positive_min = [&](std::size_t i) -> std::optional<double> {
-    if (i >= in.size() || !in[i] || !(in[i]->min > 0)) return std::nullopt;
-    return in[i]->min;
-  };
   if (of == "Sqrt") {  // 1 / (2 sqrt(x))
-    const auto lo = positive_min(2);
+    const auto lo = positive_min(in, 2);
     if (!lo) return std::nullopt;
     return 0.5 / std::sqrt(*lo);
   }
   if (of == "Reciprocal" || of == "Log") {  // 1 / x^2, 1 / x
-    const auto lo = positive_min(2);
+    const auto lo = positive_min(in, 2);
     if (!lo) return std::nullopt;
     return of == "Log" ? 1.0 / *lo : 1.0 / (*lo * *lo);
   }
@@ -215,13 +221,9 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
   // Decomposed normalizations and activations as exporters write them (LayerNorm: Pow, ReduceMean,
   // Sqrt, Div; tanh-GELU: Pow 3): powers with non-negative exponents, roots, and quotients and
   // logarithms of operands that are positive throughout (their captured minimum > 0).
-  auto positive_min = [&](std::size_t i) -> std::optional<double> {
-    if (i >= in.size() || !in[i] || !(in[i]->min > 0)) return std::nullopt;
-    return in[i]->min;
-  };
   if (t == "Pow") {  // exponents in (0, p]: |x|^e <= max(1, |x|)^p (an unknown minimum reads 0: no bound)
     const auto x = mx(0);
-    if (!x || !positive_min(1)) return std::nullopt;
+    if (!x || !positive_min(in, 1)) return std::nullopt;
     return std::pow(std::max(1.0, *x), in[1]->max_abs);
   }
   if (t == "Sqrt") {
@@ -236,12 +238,12 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
   }
   if (t == "Div" || t == "Reciprocal") {
     const auto a = t == "Div" ? mx(0) : std::optional<double>(1.0);
-    const auto b = positive_min(t == "Div" ? 1 : 0);
+    const auto b = positive_min(in, t == "Div" ? 1 : 0);
     if (!a || !b) return std::nullopt;
     return *a / *b;
   }
   if (t == "Log") {
-    const auto lo = positive_min(0), x = mx(0);
+    const auto lo = positive_min(in, 0), x = mx(0);
     if (!lo || !x) return std::nullopt;
     return std::max(std::fabs(std::log(*lo)), std::fabs(std::log(*x)));
   }
@@ -427,9 +429,7 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     const double lr = std::fabs(op.attr_float("lr", 0.01)), mom = std::fabs(op.attr_float("momentum", 0.0)),
                  wd = std::fabs(op.attr_float("weight_decay", 0.0));
     const double step = mom * *v + *g + wd * *p;
-    // the host may scale lr at run time (a dynamic loss scaler divides it by its scale): by at
-    // most lr_factor when known, else taken as at least 1
-    return *p + (lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr)) * step;
+    return *p + host_lr(lr, lr_factor) * step;
   }
   if (t == "AdamUpdate") {
     // g' = g + wd p; m' = b1 m + (1 - b1) g'; v' = b2 v + (1 - b2) g'^2; p' = p - lr (m' / c1) /
@@ -450,7 +450,7 @@ std::optional<double> value_bound(const graph::Op& op, std::uint16_t slot, std::
     if (!m) return std::nullopt;
     const double m1 = b1 * *m + (1 - b1) * gw;
     if (slot == 1) return m1;
-    return *p + (lr_factor > 0 ? lr * lr_factor : std::max(1.0, lr)) * m1 / ((1 - b1) * eps);
+    return *p + host_lr(lr, lr_factor) * m1 / ((1 - b1) * eps);
   }
   return std::nullopt;
 }
