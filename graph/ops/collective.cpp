@@ -9,7 +9,10 @@
 //
 // Gradients are the transposes of the collectives for a job whose objective is the sum of the
 // ranks' losses (SPMD autodiff, as JAX transposes psum / all_gather), with n = `ranks`:
-//   AllGather            dX = ReduceScatter(sum, dY)
+//   AllGather            dX = ReduceScatter(sum, dY); with grad_reduction "mean",
+//                        ReduceScatter(mean, dY): for consumers every rank runs on the same
+//                        values (tensor parallelism's replicated layers: every rank's dY is the
+//                        same), each rank's own block of dY, as Megatron's split does
 //   ReduceScatter(sum)   dX = AllGather(dY)
 //   ReduceScatter(mean)  dX = AllGather(dY) / n
 //   AllReduce(sum)       dX = AllReduce(sum, dY)
@@ -33,7 +36,8 @@ const std::vector<std::string>& algorithms() {
   return a;
 }
 
-std::vector<AttrSpec> collective_attrs(bool reduces, bool all_reduce) {
+std::vector<AttrSpec> collective_attrs(const std::string& type, bool reduces) {
+  const bool all_reduce = type == "AllReduce";
   std::vector<AttrSpec> a;
   if (reduces) a.push_back(attr_str("reduction", "mean", "\"sum\" or \"mean\""));
   a.push_back(attr_str("algorithm", "ring",
@@ -51,6 +55,10 @@ std::vector<AttrSpec> collective_attrs(bool reduces, bool all_reduce) {
   a.push_back(attr_int("ranks", 0, "group size (0: not fixed; ReduceScatter and AllGather need it for their shapes)"));
   a.push_back(attr_int("root", 0, "root: rank within the communicator (Broadcast; the tree root)"));
   if (reduces) a.push_back(attr_int("divisor", 0, "mean: divide the sum by this (0: the group size)"));
+  if (type == "AllGather")
+    a.push_back(attr_str("grad_reduction", "sum",
+                         "AllGather: the reduction of the ReduceScatter that is its gradient: \"sum\" (the transpose) or "
+                         "\"mean\" (every rank's dY is the same: each rank's own block of it)"));
   a.push_back(attr_str("replicas", "",
                        "ranks whose outputs the consistency check compares: \"comm\" (the communicator's members; the "
                        "default, none for ReduceScatter), \"world\" or \"none\""));
@@ -79,6 +87,7 @@ std::vector<TensorDesc> infer_collective(const Op& op, Descs in, bool reduces, i
   check_choice(op, "order", a.s("order"), {"arrival", "group"});
   check_choice(op, "comm", a.s("comm"), {"world", "server", "peers"});
   check_choice(op, "replicas", a.s("replicas"), {"", "comm", "world", "none"});
+  if (op.type == "AllGather") check_choice(op, "grad_reduction", a.s("grad_reduction"), {"sum", "mean"});
   if (a.i("ranks") < 0 || a.i("root") < 0) fail(op, "attributes 'ranks' and 'root' must be >= 0");
   if (reduces && (a.i("divisor") < 0 || a.i("divisor") > std::numeric_limits<std::uint32_t>::max()))
     fail(op, "attribute 'divisor' must be in [0, {}] (0: the group size), got {}", std::numeric_limits<std::uint32_t>::max(),
@@ -138,7 +147,7 @@ void reduce_scatter_grad(GradBuilder& b, const Op& op) {
 
 void all_gather_grad(GradBuilder& b, const Op& op) {
   Attrs at = carried(op);
-  at["reduction"] = std::string("sum");
+  at["reduction"] = AttrReader(op).s("grad_reduction");
   emit_collective_grad(b, op, "ReduceScatter", std::move(at), 1.0);
 }
 
@@ -151,7 +160,7 @@ OpDef make(const std::string& type, const std::string& doc, bool reduces, int sc
   d.num_outputs = 1;
   d.input_names = {"X"};
   d.output_names = {"Y"};
-  d.attrs = collective_attrs(reduces, type == "AllReduce");
+  d.attrs = collective_attrs(type, reduces);
   d.infer = [reduces, scale_dim0](const Op& op, Descs in) { return infer_collective(op, in, reduces, scale_dim0); };
   d.gradient = std::move(grad);
   return d;

@@ -236,7 +236,7 @@ std::set<std::string> apply_tensor_parallel(Workload& w, graph::Graph& g, const 
     add(op.name + "/tp_gather", "AllGather", op.name + "/tp_t:0", op.name + "/tp_gather:0",
         {{"comm", std::string("world")}, {"ranks", std::int64_t{R}},
          {"algorithm", s.training.allreduce.algorithm == "hierarchical" ? std::string("ring") : s.training.allreduce.algorithm},
-         {"accumulation", s.training.allreduce.accumulation}});
+         {"accumulation", s.training.allreduce.accumulation}, {"grad_reduction", std::string("mean")}});
     const std::string gathered = nd ? op.name + "/tp_untranspose:0" : op.outputs[0];
     add(op.name + "/tp_untranspose", "Transpose", op.name + "/tp_gather:0", gathered, {{"perm", swap}});
     if (nd) add(op.name + "/tp_unflatten", "Reshape", gathered, op.outputs[0], {{"shape", y.shape}});
@@ -259,8 +259,34 @@ struct TrainingParams {
   std::vector<std::string> sharded;
 };
 
-// Backward and gradient all-reduce (ranks > 1), or ZeRO-1's reduce-scatter of the gradients;
-// tensor-parallel shards (`tp_shards`) get their gradient divided by the ranks instead.
+/// Megatron's f operator: the gradient of a column-parallel MatMul's input on each rank is that
+/// rank's part dY_r W_r^T; "<matmul>/grad/a/tp_reduce" (AllReduce, sum) makes it the whole gradient on every
+/// rank, so that every op before the split runs on the single device's values.
+void reduce_split_input_gradients(graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
+  std::vector<graph::Op> ops;
+  for (const graph::Op& op : g.ops()) {
+    if (op.type != "MatMulGradA" || op.inputs.size() != 2 || !tp_shards.count(op.inputs[1])) {
+      ops.push_back(op);
+      continue;
+    }
+    const std::string whole = op.outputs.at(0), part = whole + "/tp_part";
+    graph::Op mm = op;
+    mm.outputs[0] = part;
+    ops.push_back(mm);
+    graph::Attrs at = collective_attrs(s);
+    at["reduction"] = std::string("sum");
+    graph::Op sum = simple(op.name + "/tp_reduce", "AllReduce", op.scope, graph::Direction::Backward, {part}, whole, std::move(at));
+    sum.grad_of = op.grad_of;
+    ops.push_back(std::move(sum));
+  }
+  for (auto& op : ops) op.id = 0;
+  g = graph::rebuild_graph(g, std::move(ops), {});
+}
+
+// Backward and gradient all-reduce (ranks > 1), or ZeRO-1's reduce-scatter of the gradients.
+// Under tensor parallelism every weight's gradient is already the single device's: a shard's is
+// its block (the gather's gradient is each rank's block of dY), a replicated weight's is the same
+// on every rank (the split MatMuls' input gradients are all-reduced), so none is all-reduced.
 TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, const std::set<std::string>& tp_shards) {
   std::map<std::string, std::string> grads;
   try {
@@ -278,13 +304,11 @@ TrainingParams add_backward(Workload& w, graph::Graph& g, const Scenario& s, con
     fail_at(s, "training.allreduce.bucket_mb", "0 with sharding: zero1 (its reduce-scatters are per parameter)",
             fmt::format("'{}'", s.training.allreduce.bucket_mb));
   std::vector<std::pair<std::string, std::string>> replicated;  // data-parallel gradients to all-reduce
+  if (!tp_shards.empty()) reduce_split_input_gradients(g, s, tp_shards);
   for (const auto& [t, grad] : grads) {
     if (g.tensor(t).kind != graph::TensorKind::Weight) continue;
-    if (tp_shards.count(t)) {
-      const std::string scaled = grad + "/scale";
-      g.add_op(simple(grad + "/scale", "Scale", "tensor_parallel/" + t, graph::Direction::Backward, {grad}, scaled,
-                      {{"alpha", 1.0 / static_cast<double>(s.ranks)}}));
-      tp.params[t] = scaled;
+    if (!tp_shards.empty()) {  // a shard's gradient is its own; every other weight's is the same on every rank
+      tp.params[t] = grad;
       continue;
     }
     if (zero) {

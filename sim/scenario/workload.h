@@ -18,10 +18,12 @@
 //              column-parallel over the R ranks (Megatron-style): rank r holds "W/tp", columns
 //              [r N/R, (r+1) N/R) of W, computes "Y/tp" = A @ W/tp, and "<op>/tp_gather" (an
 //              AllGather between two Transposes) rebuilds Y on every rank. Every rank gets the
-//              same data. Training: the gradients are the collectives' transposes (graph/ops/
-//              collective.cpp); a shard's gradient is divided by R ("W/tp/gradient/scale"), every
-//              other weight's averaged by the gradient all-reduce, which makes them the
-//              gradients of the single-device model
+//              same data. Training as Megatron does it: the gather's gradient is each rank's
+//              block of dY (its grad_reduction is mean: every rank's dY is the same), so a
+//              shard's gradient is its block of the single device's; the input gradient of a
+//              split MatMul, a part on each rank, is summed by "<op>/grad/a/tp_reduce" (AllReduce),
+//              so every op before the split and every replicated weight's gradient get the
+//              single device's values, the same on every rank, and no gradient all-reduce
 //   master     precision.master_weights: fp32 with a 16-bit compute dtype (mixed precision with FP32
 //              master weights): per parameter P (or ZeRO-1 / tensor-parallel shard P) an FP32
 //              State initializer "P/master" holding the FP32 value P was rounded from (each rank's

@@ -37,6 +37,18 @@ TEST(CollectiveGradients, AllGatherSendsEachRankTheSumOfItsBlock) {
   EXPECT_EQ(ops[0].outputs[0], "w/gradient");
 }
 
+// grad_reduction mean: consumers every rank runs on the same values (tensor parallelism) give
+// every rank the same dY, whose mean over the ranks is each rank's own block.
+TEST(CollectiveGradients, AllGatherOfReplicatedConsumersTakesTheMean) {
+  const auto ops = collective_backward("AllGather", {{"grad_reduction", std::string("mean")}});
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].type, "ReduceScatter");
+  EXPECT_EQ(ops[0].attr_str("reduction"), "mean");
+  EXPECT_EQ(ops[0].outputs[0], "w/gradient");
+  EXPECT_THROW(collective_backward("AllGather", {{"grad_reduction", std::string("max")}}), GraphError);
+  EXPECT_THROW(collective_backward("AllReduce", {{"grad_reduction", std::string("mean")}}), GraphError);  // AllGather's only
+}
+
 TEST(CollectiveGradients, ReduceScatterGathersAndAMeanScales) {
   auto ops = collective_backward("ReduceScatter", {{"reduction", std::string("sum")}});
   ASSERT_EQ(ops.size(), 1u);

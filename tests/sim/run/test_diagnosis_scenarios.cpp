@@ -32,14 +32,17 @@ std::map<std::string, std::int64_t> nan_counts(const TempDir& dir, const std::st
 }
 
 // Scenarios of a value whose overflow comes steps later: (writer@step, overflowing op@step, the
-// writer's bound arithmetic named in the evidence).
+// writer's bound arithmetic named in the evidence). A path names its ranks when what it explains
+// spans several: rank 1's overflowing part of fc2's input gradient reaches every rank through the
+// all-reduce that sums the parts; rank 0's replicated fc3 weight stays rank 0's (tensor
+// parallelism all-reduces no replicated weight's gradient).
 const std::map<std::string, std::tuple<std::string, std::string, std::string>> kLateOverflow = {
     {"moe_loss_gradient_late_overflow", {"loss/grad@0", "fc@2", "SoftmaxCrossEntropyLossGrad"}},
     {"transformer_layernorm_gradient_late_overflow", {"ln2/grad@1", "mlp/fc2@2", "LayerNormalizationGrad"}},
     {"resnet_bn_scale_gradient_late_overflow", {"bn11/grad@1", "bn11@3", "BatchNormalizationGrad"}},
     {"tensor_parallel_weight_update_late_overflow",
-     {"fc2/matmul/weight/tp/update@1", "fc2/matmul/grad/a@3", "SgdUpdate"}},
-    {"loss_scaled_update_value", {"fc3/matmul/weight/update@0 (rank 0)", "scaled_loss@1", "SgdUpdate"}},
+     {"fc2/matmul/weight/tp/update@1 (rank 1)", "fc2/matmul/grad/a@3", "SgdUpdate"}},
+    {"loss_scaled_update_value", {"fc3/matmul/weight/update@0", "scaled_loss@1", "SgdUpdate"}},
 };
 
 class DiagnosisScenario : public ::testing::TestWithParam<std::string> {};
