@@ -13,7 +13,6 @@
 namespace probelab::inject {
 namespace {
 
-const std::vector<std::string> kCollectiveTypes = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast"};
 
 std::string override_str(const chip::CollectiveOverride& o) {
   std::string s;
@@ -31,7 +30,7 @@ class CollectiveOrderInjector final : public Injector {
   CollectiveOrderInjector(const Params& p, const InjectionEnv& env) : ranks_(env.ranks) {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
-    site_ = read_site(p, env.executed, env.ranks, env.steps, kCollectiveTypes);
+    site_ = read_site(p, env.executed, env.ranks, env.steps, collective_op_types());
     const auto algo = p.choice("algorithm", {"keep", "ring", "tree", "direct"});
     // A ring or a tree adds in its own order: an imposed order needs the direct algorithm (as
     // training.allreduce refuses `order` with ring or tree). Their default order is arrival.

@@ -141,6 +141,11 @@ std::string coord_str(const graph::Shape& shape, std::uint64_t linear) {
   return fmt::format("[{}]", fmt::join(c, ", "));
 }
 
+const std::vector<std::string>& collective_op_types() {
+  static const std::vector<std::string> t = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast"};
+  return t;
+}
+
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;

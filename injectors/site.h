@@ -35,6 +35,10 @@ std::vector<ParamSpec> site_params(const std::string& op_default, const std::str
 SiteFilter read_site(const Params& p, const graph::Graph* g, std::uint32_t ranks, std::uint32_t steps,
                      const std::vector<std::string>& op_types = {});
 
+/// The op types the collective engine runs (not an AI core): AllReduce, ReduceScatter, AllGather,
+/// Broadcast.
+const std::vector<std::string>& collective_op_types();
+
 /// Bit-level element access for the storage dtypes (F32, F16, BF16, I32, I64, Bool, F64).
 std::size_t element_bits(graph::DType t);
 std::uint64_t get_bits(std::span<const std::byte> bytes, graph::DType t, std::uint64_t index);

@@ -1,7 +1,9 @@
 // `nan`, `inf` and `value`: overwrite elements of an op's output (or input) at a step and rank.
 // Propagation is then the real datapath's doing: downstream ops compute on the corrupted value.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "injectors/injector.h"
@@ -19,6 +21,15 @@ class ValueInjector final : public Injector {
     seed_ = read_seed(p, env);
     site_ = read_site(p, env.executed, env.ranks, env.steps);
     target_ = p.choice("tensor", {"output", "input"}) == "output" ? Target::Output : Target::Input;
+    const auto& coll = collective_op_types();
+    bool only_collectives = !site_.any_op;
+    for (auto id : site_.op_ids)
+      only_collectives = only_collectives && std::find(coll.begin(), coll.end(), env.executed->op(id).type) != coll.end();
+    if (only_collectives)
+      p.fail("op", fmt::format("matches only collective ops ({}), whose results the collective engine reads and writes, "
+                               "not an AI core: kind {} corrupts what a core loads or computes; target the op that reads "
+                               "the collective's result (tensor: input), or use collective_order or an hbm bitflip",
+                               fmt::join(coll, ", "), kind));
     slot_ = static_cast<std::uint16_t>(p.uinteger("index"));
     count_ = p.uinteger("count");
     if (count_ == 0) p.fail("count", "must be at least 1");

@@ -23,6 +23,13 @@ graph::Graph dp_graph() {
   ar.inputs = {"grad"};
   ar.outputs = {"grad/reduced"};
   g.add_op(ar);
+  graph::Op scale;  // a core's op reading the collective's result
+  scale.name = "grad/scale";
+  scale.type = "Scale";
+  scale.inputs = {"grad/reduced"};
+  scale.outputs = {"grad/scaled"};
+  scale.attrs["alpha"] = 0.5;
+  g.add_op(scale);
   return g;
 }
 
@@ -132,12 +139,14 @@ TEST_F(Fixture, CaptureCorruptFlipsAPayloadBit) {
 }
 
 TEST_F(Fixture, InjectionSetForwardsInOrderAndReportsNeverFired) {
-  InjectionSet set({YAML::Load("{kind: nan, op: grad/allreduce, element: 0}"),
+  InjectionSet set({YAML::Load("{kind: nan, op: grad/scale, element: 0}"),
                     YAML::Load("{kind: interrupt, line: breakpoint}")},
                    {"a.yaml:3", "a.yaml:9"}, env);
   EXPECT_EQ(set.sites(), chip::kFaultOpOutput | chip::kFaultInterrupt);
   std::vector<std::uint16_t> v(16, 0);
-  set.on_op_output(site(0), 0, {DType::F16, {16}}, 0, std::as_writable_bytes(std::span(v)));
+  chip::FaultSite at = site(0);
+  at.op_id = g.find_op("grad/scale")->id;
+  set.on_op_output(at, 0, {DType::F16, {16}}, 0, std::as_writable_bytes(std::span(v)));
   const auto r = set.report();
   ASSERT_EQ(r.size(), 2u);
   EXPECT_TRUE(r[0]["fired"]);
@@ -145,6 +154,15 @@ TEST_F(Fixture, InjectionSetForwardsInOrderAndReportsNeverFired) {
   EXPECT_FALSE(r[1]["fired"]);
   EXPECT_TRUE(r[1].contains("note"));
   EXPECT_EQ(r[1]["index"], 1);
+}
+
+// The collective engine, not a core, writes a collective's result: no op-output hook reaches it,
+// so a value injection there would never fire. Bad input naming op; a glob that also matches a
+// core's op is fine.
+TEST_F(Fixture, ValueKindsOnCollectivesOnlyAreBadInput) {
+  EXPECT_THROW(make("{kind: nan, op: grad/allreduce}"), InjectorError);
+  EXPECT_THROW(make("{kind: value, op: 'grad/all*', value: 3}"), InjectorError);
+  EXPECT_NO_THROW(make("{kind: inf, op: 'grad/*'}"));
 }
 
 TEST(Registry, EveryInjectorDocumentsItsParameters) {
