@@ -21,15 +21,17 @@ class ValueInjector final : public Injector {
     seed_ = read_seed(p, env);
     site_ = read_site(p, env.executed, env.ranks, env.steps);
     target_ = p.choice("tensor", {"output", "input"}) == "output" ? Target::Output : Target::Input;
+    // A collective's input is read by the collective engine straight from HBM, not loaded by a
+    // core: no input hook reaches it (its result is a site, as the engine stores it).
     const auto& coll = collective_op_types();
-    bool only_collectives = !site_.any_op;
+    bool only_collectives = !site_.any_op && target_ == Target::Input;
     for (auto id : site_.op_ids)
       only_collectives = only_collectives && std::find(coll.begin(), coll.end(), env.executed->op(id).type) != coll.end();
     if (only_collectives)
-      p.fail("op", fmt::format("matches only collective ops ({}), whose results the collective engine reads and writes, "
-                               "not an AI core: kind {} corrupts what a core loads or computes; target the op that reads "
-                               "the collective's result (tensor: input), or use collective_order or an hbm bitflip",
-                               fmt::join(coll, ", "), kind));
+      p.fail("op", fmt::format("with tensor: input matches only collective ops ({}), whose inputs the collective engine "
+                               "reads from HBM itself, not loaded by an AI core: corrupt the op that produces the input "
+                               "(tensor: output) or the collective's result (tensor: output)",
+                               fmt::join(coll, ", ")));
     slot_ = static_cast<std::uint16_t>(p.uinteger("index"));
     count_ = p.uinteger("count");
     if (count_ == 0) p.fail("count", "must be at least 1");

@@ -516,10 +516,21 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
                                  growth.empty() ? "" : "; growth " + growth, in.consistency->growing ? " (growing)" : "");
     const graph::Op* o = g ? g->find_op(d.op) : nullptr;
     const bool coll = o && is_collective_type(o->type);
-    auto& x = b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55, ev, d.step);
-    x.tensor = d.tensor;
-    if (d.ranks.size() == 1) x.rank = d.ranks[0];  // one rank out of line: it is the place
-    x.suggestion = suggestion(x.cause, d.op);
+    // One rank's NaN latched as produced there from finite inputs (no overflow before it): no
+    // order of additions of finite values gives a NaN without an infinity first, so the
+    // divergence is that value; it corroborates the origin's candidate.
+    const bool nan_origin = first_nonfinite && first_nonfinite->kind == OriginKind::Op && first_nonfinite->latch &&
+                            first_nonfinite->latch->kind == AnomalyKind::Invalid && d.ranks.size() == 1 &&
+                            d.ranks[0] == first_nonfinite->rank && d.step == first_nonfinite->step && o &&
+                            o->id == first_nonfinite->op_id;
+    auto& x = nan_origin ? b.add(d.op, op_cause(*first_nonfinite, facts, o), 0, "the consistency check sees it: " + ev, d.step)
+                         : b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55,
+                                 ev, d.step);
+    if (!nan_origin) {
+      x.tensor = d.tensor;
+      if (d.ranks.size() == 1) x.rank = d.ranks[0];  // one rank out of line: it is the place
+      x.suggestion = suggestion(x.cause, d.op);
+    }
   }
 
   // 6. capture path corruption

@@ -725,7 +725,8 @@ struct Resolver {
       const bool check = js.checked.insert({l.rank, ws, l.w.op, l.w.slot}).second;
       if ((!follow && !check) || ++js.visits > kJumpVisits) continue;
       std::optional<JumpHit> hit;
-      if (check && l.w.kind != Writer::Collective) hit = check_jump(l.rank, ws, l.w.op, l.w.slot);
+      if (check) hit = l.w.kind == Writer::Collective ? check_collective_jump(l.rank, ws, l.w.op, l.w.slot)
+                                                      : check_jump(l.rank, ws, l.w.op, l.w.slot);
       if (!hit) {
         if (follow) stack.push_back({ws, large_inputs(l.rank, ws, l.w.op), 0});
         continue;
@@ -763,6 +764,38 @@ struct Resolver {
     const auto bound = value_bound(x, slot, in, dot_length(g, x), ev(r).lr_factor);
     if (!bound || !(out->max_abs > kJumpFactor * *bound)) return std::nullopt;
     JumpHit h{r, s, o, slot, out->max_abs, *bound, {}};
+    h.path.push_back(hop(r, s, o));
+    return h;
+  }
+
+  /// check_jump for a collective, whose result on rank r comes from its input on every rank of
+  /// r's communicator: a gather or broadcast moves values (at most the largest input), a sum adds
+  /// one element of each (at most the sum of their largest; a mean divides it by the divisor).
+  std::optional<JumpHit> check_collective_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
+    const auto out = magnitude(obs(r, s, o, false, slot));
+    const graph::Op& x = op(o);
+    if (!out || x.inputs.empty() || x.inputs[0].empty()) return std::nullopt;
+    const bool moves = x.type == "AllGather" || x.type == "Broadcast";
+    double top = 0, sum = 0;
+    std::int64_t n = 0;
+    for (std::size_t q = 0; q < ranks.size(); ++q) {
+      if (!same_comm(q, r, o)) continue;
+      Writer w;
+      const auto m = read_magnitude(q, s, o, 0, w);
+      if (!m && moves) continue;  // a broadcast's non-roots read nothing
+      if (!m) return std::nullopt;
+      top = std::max(top, m->max_abs);
+      sum += m->max_abs;
+      ++n;
+    }
+    if (n == 0) return std::nullopt;
+    double bound = top;
+    if (!moves) {
+      const std::int64_t divisor = x.attr_int("divisor", 0) > 0 ? x.attr_int("divisor", 0) : n;
+      bound = x.attr_str("reduction", "mean") == "mean" ? sum / static_cast<double>(divisor) : sum;
+    }
+    if (!(out->max_abs > kJumpFactor * bound)) return std::nullopt;
+    JumpHit h{r, s, o, slot, out->max_abs, bound, {}};
     h.path.push_back(hop(r, s, o));
     return h;
   }
@@ -898,10 +931,10 @@ struct Resolver {
     x.tensor = hit->slot < w.outputs.size() ? w.outputs[hit->slot] : std::string();
     x.jump = ValueJump{hit->magnitude, hit->bound, fmt::format("{}@{}", op(o).name, s)};
     x.evidence = fmt::format("{}@{} wrote max |x| = {:.6g} into {}, {:.3g} times the most its inputs allow ({:.4g} by "
-                             "{} arithmetic on their captured magnitudes): no computation gives that value; {} of "
+                             "{} arithmetic on {} captured magnitudes): no computation gives that value; {} of "
                              "{}@{} follows from it",
                              w.name, hit->step, hit->magnitude, x.tensor, hit->magnitude / std::max(hit->bound, 1e-300),
-                             hit->bound, w.type,
+                             hit->bound, w.type, is_collective_type(w.type) ? "every member's input's" : "their",
                              t.origin.latch ? anomaly_kind_name(t.origin.latch->kind) : std::string_view("the non-finite value"),
                              op(o).name, s);
     j.path = std::move(hit->path);

@@ -37,7 +37,10 @@
 // or the initial value). The first op whose captured output max |x| exceeds 16 times the bound
 // its inputs' magnitudes put on its result wrote a value no arithmetic gives: it becomes the
 // origin (Origin::jump), the overflowing op is on the path. No such op (every value grew within
-// its bound), or magnitudes unknown: the overflowing op stays the origin. An op reached again
+// its bound), or magnitudes unknown: the overflowing op stays the origin. A collective's result
+// on a rank is bounded by its input on every member of its communicator: a gather's or a
+// broadcast's by the largest, a sum's by the sum of their largest, a mean's by that sum over the
+// divisor (a corrupted receive buffer is a collective's own jump). An op reached again
 // through another of its outputs has that output checked too (its inputs are followed once).
 // No search when the op's inputs cannot explain its result: they bound every value it computes
 // below half its output type's range, or (a NaN; an overflow is the size of the values and is

@@ -15,6 +15,7 @@
 #include "chip_model/collective/collective_values.h"
 #include "chip_model/detection_circuit.h"
 #include "chip_model/hbm.h"
+#include "chip_model/kernels/op_args_graph.h"
 #include "numerics/fp16.h"
 #include "chip_model/trace.h"
 
@@ -283,6 +284,17 @@ void CollectiveEngine::run(TaskContext& ctx) {
     }
   }
 
+  // A fault in the result as the engine stores it (a corrupted reduction or receive buffer):
+  // what it writes is latched as the engine's own, as a core's detection circuit latches its op's.
+  num::BulkReport rep = ex.report();
+  if (fault_wanted(ctx.chip.faults, kFaultOpOutput)) {
+    const num::ScanReport before = scan_input(ex.output(), data);
+    ctx.chip.faults->on_op_output(ctx.site(0), 0, kernels::logical_desc(args.output), 0, ex.output());
+    const num::ScanReport after = scan_input(ex.output(), data);
+    if (after.nan_count > before.nan_count) rep.raise(num::Flag::Invalid, after.first_nan);
+    if (after.inf_count > before.inf_count) rep.raise(num::Flag::Overflow, after.first_inf);
+  }
+
   // Output: written from the time this rank's transfers were done.
   const std::uint64_t start_ps = std::max(ex.done_ps(), ChipClock::to_ps(ctx.now()));
   const sc_core::sc_time end = hbm.write(args.output.addr, ex.output(), ChipClock::from_ps(start_ps), HbmClient::Collective);
@@ -290,7 +302,7 @@ void CollectiveEngine::run(TaskContext& ctx) {
   const std::uint64_t end_ps = ChipClock::to_ps(end);
 
   DetectionEvent ev = ctx.detection_event(0);
-  fill_detection(ev, ex.report(), nan_in, ex.output(), nan_value, inf_value, data, ctx.chip.clock.cycle_at(end));
+  fill_detection(ev, rep, nan_in, ex.output(), nan_value, inf_value, data, ctx.chip.clock.cycle_at(end));
   if (ev.status != 0) ctx.chip.detection->report(ev);
   if (ctx.chip.trace && ctx.chip.trace->enabled()) {
     ctx.chip.trace->complete(
@@ -307,7 +319,7 @@ void CollectiveEngine::run(TaskContext& ctx) {
          {"messages", ex.messages_sent()},
          {"acc", std::string(graph::dtype_name(acc))},
          {"wait_ps", ex.recv_wait_ps()},
-         {"flags", num::to_string(ex.report().flags)}});
+         {"flags", num::to_string(rep.flags)}});
     // One flow per collective links its slices on every rank.
     ctx.chip.trace->flow(fmt::format("collective {}:{}", comm, seq), rank_, "collective", arrival_ps);
   }
@@ -329,7 +341,7 @@ void CollectiveEngine::run(TaskContext& ctx) {
     rec.bytes_sent = ex.bytes_sent();
     rec.messages_sent = ex.messages_sent();
     rec.order = ex.order();
-    rec.flags = ex.report().flags;
+    rec.flags = rep.flags;
     rec.overridden = over.has_value();
     rec.jitter_seed = seed_report;
     records_.push_back(std::move(rec));

@@ -156,13 +156,14 @@ TEST_F(Fixture, InjectionSetForwardsInOrderAndReportsNeverFired) {
   EXPECT_EQ(r[1]["index"], 1);
 }
 
-// The collective engine, not a core, writes a collective's result: no op-output hook reaches it,
-// so a value injection there would never fire. Bad input naming op; a glob that also matches a
-// core's op is fine.
-TEST_F(Fixture, ValueKindsOnCollectivesOnlyAreBadInput) {
-  EXPECT_THROW(make("{kind: nan, op: grad/allreduce}"), InjectorError);
-  EXPECT_THROW(make("{kind: value, op: 'grad/all*', value: 3}"), InjectorError);
-  EXPECT_NO_THROW(make("{kind: inf, op: 'grad/*'}"));
+// The collective engine reads a collective's input from HBM itself (no core loads it): an input
+// fault there would never fire. Bad input naming op; its result is a site; a glob that also
+// matches a core's op is fine.
+TEST_F(Fixture, InputFaultsOnCollectivesOnlyAreBadInput) {
+  EXPECT_THROW(make("{kind: nan, op: grad/allreduce, tensor: input}"), InjectorError);
+  EXPECT_THROW(make("{kind: value, op: 'grad/all*', tensor: input, value: 3}"), InjectorError);
+  EXPECT_NO_THROW(make("{kind: nan, op: grad/allreduce}"));
+  EXPECT_NO_THROW(make("{kind: inf, op: 'grad/*', tensor: input}"));
 }
 
 TEST(Registry, EveryInjectorDocumentsItsParameters) {
