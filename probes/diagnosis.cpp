@@ -52,6 +52,11 @@ nlohmann::json to_json(const IntegrityViolation& v) {
 
 namespace {
 
+// A collective's divergence larger than this many times collective_order_limit() is not an
+// order of additions (the limit is a worst case already; the slack covers the statistics' own
+// rounding).
+constexpr double kOrderSlack = 4;
+
 /// What the graph says about the configuration an op ran with (for suggestions).
 struct Facts {
   const graph::Graph* g = nullptr;
@@ -523,9 +528,17 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
                             first_nonfinite->latch->kind == AnomalyKind::Invalid && d.ranks.size() == 1 &&
                             d.ranks[0] == first_nonfinite->rank && d.step == first_nonfinite->step && o &&
                             o->id == first_nonfinite->op_id;
+    // A difference beyond what any order of additions changes in the result (a gather's or a
+    // broadcast's: any) is not an order: the rank's result was corrupted.
+    const bool beyond_order = coll && std::isfinite(d.max_abs_diff) && in.divergence_order_limit &&
+                              d.max_abs_diff > kOrderSlack * *in.divergence_order_limit;
+    if (beyond_order)
+      ev += fmt::format("; beyond what an order of additions changes in it ({:.3g}{})", *in.divergence_order_limit,
+                        *in.divergence_order_limit > 0 ? " from its members' captured inputs" : ": it moves values");
     auto& x = nan_origin ? b.add(d.op, op_cause(*first_nonfinite, facts, o), 0, "the consistency check sees it: " + ev, d.step)
-                         : b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption, coll ? 0.9 : 0.55,
-                                 ev, d.step);
+              : beyond_order ? b.add(d.op, CauseClass::DataCorruption, 0.9, ev, d.step)
+                             : b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption,
+                                     coll ? 0.9 : 0.55, ev, d.step);
     if (!nan_origin) {
       x.tensor = d.tensor;
       if (d.ranks.size() == 1) x.rank = d.ranks[0];  // one rank out of line: it is the place

@@ -123,6 +123,9 @@ struct DiagnosisInput {
   std::span<const ReplayCheck> replays;
   std::span<const IntegrityViolation> integrity;
   const ConsistencyResult* consistency = nullptr;
+  /// For the first divergence at a collective: the most an order of additions changes in its
+  /// result (collective_order_limit(), on its first divergent rank), when known.
+  std::optional<double> divergence_order_limit;
   std::uint64_t corrupt_records = 0;
 };
 

@@ -502,6 +502,10 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
   in.replays = replays;
   in.integrity = integrity;
   in.consistency = consistency;
+  if (consistency && consistency->first && !consistency->first->ranks.empty())
+    if (const graph::Op* o = g.find_op(consistency->first->op))
+      in.divergence_order_limit =
+          collective_order_limit(g, ev, consistency->first->ranks.front(), consistency->first->step, o->id);
   in.corrupt_records = corrupt;
   return diagnose(in);
 }

@@ -1200,6 +1200,35 @@ UploadSummary summarize_upload(const graph::Tensor& value) {
   return u;
 }
 
+std::optional<double> collective_order_limit(const graph::Graph& g, std::span<RankEvidence> ranks, std::uint32_t rank,
+                                             std::uint32_t step, std::uint32_t op) {
+  if (op >= g.ops().size() || !is_collective_type(g.op(op).type)) return std::nullopt;
+  const graph::Op& x = g.op(op);
+  if (x.type == "AllGather" || x.type == "Broadcast") return 0.0;
+  if (x.inputs.empty() || x.inputs[0].empty() || x.outputs.empty()) return std::nullopt;
+  Resolver res(g, ranks);
+  std::size_t r = ranks.size();
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i].rank == rank) r = i;
+  if (r == ranks.size()) return std::nullopt;
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t q = 0; q < ranks.size(); ++q) {
+    if (!res.same_comm(q, r, op)) continue;
+    Writer w;
+    const auto m = res.read_magnitude(q, step, op, 0, w);
+    if (!m) return std::nullopt;
+    sum += m->max_abs;
+    ++n;
+  }
+  auto roundoff = [](graph::DType t) {
+    return t == graph::DType::F16 ? 0x1p-11 : t == graph::DType::BF16 ? 0x1p-8 : 0x1p-24;
+  };
+  const graph::DType acc = x.attr_str("accumulation", "fp32") == "fp16" ? graph::DType::F16 : graph::DType::F32;
+  const double u = std::max(roundoff(acc), roundoff(g.tensor(x.outputs[0]).desc.dtype));
+  return 2.0 * static_cast<double>(n) * u * sum;
+}
+
 std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvidence> ranks) {
   Resolver res(g, ranks);
   // An underflow is its own history, never the same origin as a NaN/Inf the same op produced

@@ -195,6 +195,15 @@ struct Origin {
 /// position of the op in the executed graph, rank). Deterministic.
 std::vector<Origin> resolve_provenance(const graph::Graph& executed, std::span<RankEvidence> ranks);
 
+/// The most any order of its additions can change in collective `op`'s result at `step` on
+/// `rank`: 2 n u S, with S the sum over the n members of the rank's communicator of the largest
+/// |x| each put in (captured magnitudes) and u the unit roundoff of the coarser of its
+/// accumulation and output dtypes (two orders' rounding errors, each at most (n - 1) u S, plus the
+/// output's rounding); 0 for a gather or a broadcast, which add nothing. nullopt when a member's
+/// magnitude is unknown, or `op` is not a collective of the graph.
+std::optional<double> collective_order_limit(const graph::Graph& executed, std::span<RankEvidence> ranks,
+                                             std::uint32_t rank, std::uint32_t step, std::uint32_t op);
+
 /// Tensors carried across steps: initializer "X" -> "X/updated" (written by an op, in place).
 std::map<std::string, std::string> carried_tensors(const graph::Graph& g);
 
