@@ -158,7 +158,9 @@ class ValueInjector final : public Injector {
 
 std::vector<ParamSpec> value_params(const std::string& kind) {
   auto ps = site_params("");
-  ps.push_back({"tensor", "output|input", "output", "which side of the op is corrupted"});
+  ps.push_back({"tensor", "output|input", "output",
+                "which side of the op is corrupted (a collective's output as its engine stores it on the rank; its "
+                "input is not a site)"});
   ps.push_back({"inner", "glob", "-",
                 "fused ops: corrupt the result of the inner op matching this glob inside the kernel (before the next inner op reads it)"});
   ps.push_back({"index", "int", "0", "output (or input) slot of the op"});

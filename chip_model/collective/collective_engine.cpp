@@ -15,7 +15,6 @@
 #include "chip_model/collective/collective_values.h"
 #include "chip_model/detection_circuit.h"
 #include "chip_model/hbm.h"
-#include "chip_model/kernels/op_args_graph.h"
 #include "numerics/fp16.h"
 #include "chip_model/trace.h"
 
@@ -289,7 +288,9 @@ void CollectiveEngine::run(TaskContext& ctx) {
   num::BulkReport rep = ex.report();
   if (fault_wanted(ctx.chip.faults, kFaultOpOutput)) {
     const num::ScanReport before = scan_input(ex.output(), data);
-    ctx.chip.faults->on_op_output(ctx.site(0), 0, kernels::logical_desc(args.output), 0, ex.output());
+    graph::TensorDesc desc{data, {static_cast<std::int64_t>(out_count)}, graph::Format::ND};
+    if (args.output.rank > 0) desc.shape.assign(args.output.dims, args.output.dims + std::min<int>(args.output.rank, spec::kMaxDims));
+    ctx.chip.faults->on_op_output(ctx.site(0), 0, desc, 0, ex.output());
     const num::ScanReport after = scan_input(ex.output(), data);
     if (after.nan_count > before.nan_count) rep.raise(num::Flag::Invalid, after.first_nan);
     if (after.inf_count > before.inf_count) rep.raise(num::Flag::Overflow, after.first_inf);
