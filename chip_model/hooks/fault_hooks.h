@@ -128,8 +128,8 @@ class FaultHooks {
   virtual void on_op_input(const FaultSite&, std::uint16_t /*index*/, const graph::TensorDesc&,
                            std::span<std::byte> /*bytes*/) {}
   /// An op output tensor (or the part a core computed, see `elem_offset`) right before it is
-  /// stored to HBM. `elem_offset` is the linear row-major index of bytes[0]'s element in the
-  /// op's logical output.
+  /// stored to HBM; for a collective, this rank's result as its engine stores it. `elem_offset`
+  /// is the linear row-major index of bytes[0]'s element in the op's logical output.
   virtual void on_op_output(const FaultSite&, std::uint16_t /*index*/, const graph::TensorDesc&,
                             std::uint64_t /*elem_offset*/, std::span<std::byte> /*bytes*/) {}
   /// Accumulation of a Cube GEMM (MatMul, Conv via im2col, ...) of the op at `site`.
