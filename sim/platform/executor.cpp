@@ -521,7 +521,17 @@ ExecutorResult Executor::run() {
     std::set<std::string> params;
     for (std::uint32_t id : update_ops_) {
       const graph::Op& op = g_.op(id);
-      if ((op.type == "SgdUpdate" || op.type == "AdamUpdate") && !op.inputs.empty()) params.insert(op.inputs[0]);
+      if ((op.type != "SgdUpdate" && op.type != "AdamUpdate") || op.inputs.empty()) continue;
+      std::string p = op.inputs[0];
+      if (cfg_.rank_initializers.count(p)) {
+        // A shard's value is its rank's own (tensor parallelism, ZeRO-1): ZeRO-1's whole
+        // parameter, gathered back on every rank, is compared instead; a tensor-parallel shard has none.
+        constexpr std::string_view kShard = "/shard";
+        const std::string whole = p.ends_with(kShard) ? p.substr(0, p.size() - kShard.size()) : std::string();
+        if (whole.empty() || !g_.initializers().count(whole)) continue;
+        p = whole;
+      }
+      params.insert(p);
     }
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (const auto& name : params) {

@@ -94,8 +94,10 @@ struct ExecutorResult {
   std::uint64_t checkpoints = 0, checkpoint_bytes = 0;  // checkpoints taken, bytes read back for them
   std::vector<std::string> warnings;
   std::vector<probes::LossScaleStep> loss_scale;  // per step run, with loss scaling
-  /// With loss scaling: FNV-1a 64 of every parameter the optimizer updates (read back after the
-  /// last step, in name order), so ranks that took different skip decisions show it.
+  /// With loss scaling: FNV-1a 64 of every parameter the optimizer updates that every rank holds
+  /// whole (read back after the last step, in name order; a ZeRO-1 shard counts as its gathered
+  /// parameter, a tensor-parallel shard not at all), so ranks that took different skip decisions
+  /// show it.
   std::uint64_t param_digest = 0;
 };
 

@@ -168,6 +168,38 @@ TEST(TensorParallel, TransformerProjectionsSplitOverTheRanks) {
   EXPECT_EQ(l[0].size(), 3u);
 }
 
+// Dynamic loss scaling's check that the ranks' parameters agree compares what every rank holds
+// whole: a tensor-parallel shard is its rank's own (not compared), a ZeRO-1 shard counts as the
+// parameter gathered back. With found_inf all-reduced every rank skips rank 1's overflow step and
+// they agree; without, rank 1 alone skips and its replicated weights fall behind.
+std::string scaled_job(const std::string& name, const std::string& parallel, bool all_reduce) {
+  return "name: " + name + "\nmodel: mlp_loss_scaled\nmode: training\nranks: 2\nsteps: 4\nseed: 52\n" + parallel +
+         "training:\n  loss: model\n  optimizer: {type: sgd, lr: 0.05}\n" +
+         (parallel.empty() ? "  sharding: zero1\n" : "") +
+         "  loss_scaling: {scale_op: scaled_loss, initial: 1024, growth_interval: 1000, all_reduce: " +
+         (all_reduce ? "true" : "false") + "}\ninjections:\n  - {kind: status_rank_overflow, op: fc1/matmul, step: 2, rank: 1}\n";
+}
+
+bool ranks_agree(const TempDir& dir, const std::string& name) {
+  const json r = json::parse(test::slurp(dir.path() / "o" / name / "report.json"));
+  const auto& digests = r.at("loss_scaling").at("param_digests");
+  EXPECT_EQ(digests.size(), 2u) << name;
+  return r.at("loss_scaling").at("ranks_agree").get<bool>();
+}
+
+TEST(TensorParallel, LossScalingComparesWhatEveryRankHoldsWhole) {
+  TempDir dir;
+  const std::string tp = "parallel: {tensor: [\"fc*/matmul\"]}\n";
+  dir.write("tp.yaml", scaled_job("tp", tp, true));
+  dir.write("tp_alone.yaml", scaled_job("tp_alone", tp, false));
+  dir.write("zero.yaml", scaled_job("zero", "", true));
+  const test::CmdResult r = test::run("run tp.yaml tp_alone.yaml zero.yaml --no-baseline --out o", dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(ranks_agree(dir, "tp"));
+  EXPECT_FALSE(ranks_agree(dir, "tp_alone"));
+  EXPECT_TRUE(ranks_agree(dir, "zero"));
+}
+
 TEST(TensorParallel, MatMulsThatCannotBeSplitAreBadInput) {
   TempDir dir;
   dir.write("bad.yaml", job("bad", 4, "[\"fc*/matmul\"]", "5.0e-4"));  // fc3's 10 columns over 4 ranks
