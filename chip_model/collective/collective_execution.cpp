@@ -77,12 +77,20 @@ Message* CollectiveExecution::next_message(const ProgStep& st, std::uint32_t fro
 }
 
 void CollectiveExecution::check(const Message& m, const ProgStep& st) const {
-  if (!(m.header == s_.header))
+  if (!(m.header == s_.header)) {
+    // The same call run another way (an injector forced the algorithm on some ranks only), or
+    // another call: the ranks' programs went apart before it.
+    const bool same_call = m.header.op == s_.header.op && m.header.count == s_.header.count &&
+                           m.header.dtype == s_.header.dtype && m.header.group_size == s_.header.group_size;
+    const char* why = same_call ? "an algorithm forced by an injector must be forced on every rank of the group"
+                                : "the ranks issued different collectives here: one skipped or reordered some before "
+                                  "it, as a dynamic loss scaler that skips the update on some ranks only does without "
+                                  "an all-reduce of found_inf";
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} and r{} disagree on the collective: r{} has {}, "
-                                         "r{} has {} (an algorithm forced by an injector must be forced on every "
-                                         "rank of the group)",
+                                         "r{} has {} ({})",
                                          s_.comm, s_.seq, m.src, m.dst, m.src, header_text(m.header), m.dst,
-                                         header_text(s_.header)));
+                                         header_text(s_.header), why));
+  }
   const std::uint64_t elems = m.payload.size / graph::dtype_size(static_cast<graph::DType>(m.dtype));
   if (elems != st.count)
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} sent {} elements to r{}, which expects {}",

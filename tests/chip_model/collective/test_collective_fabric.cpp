@@ -1,5 +1,7 @@
 // Multi-chip collectives through the stream engines, links and HBM of N simulated chips.
 // One SystemC design per TEST (each runs in its own process).
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -435,30 +437,52 @@ TEST(CollectiveFabric, ReduceScatterAllGatherBroadcastDeliverTheRightBlocks) {
     EXPECT_GE(rig.records(1)[r].arrival_ps, rig.records(0)[r].finish_ps);
 }
 
-// In a child: a failed simulation leaves its other threads' stacks behind, never unwound.
-TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
-  const int status = run_in_child([] {
+// Two ranks run one AllReduce, rank 1's arguments changed by `change`; in a child (a failed
+// simulation leaves its other threads' stacks behind, never unwound): 0 when the run failed with
+// an error `named` accepts, 4 for another error, 5 when it did not fail.
+int disagreement(const std::function<void(spec::CollectiveArgs&)>& change,
+                 const std::function<bool(const std::string&)>& named) {
+  return run_in_child([&] {
     const pc::ChipConfig cfg;
     Rig rig(2, cfg);
     fill_inputs(rig, 16);
     rig.collective(0, args(spec::CollectiveOp::AllReduce, spec::CollectiveAlgo::Ring, 16, graph::DType::F32,
                            kInBase, kOutBase),
-                   [](std::uint32_t r, spec::CollectiveArgs& a) {
-                     if (r == 1) a.algorithm = static_cast<std::uint8_t>(spec::CollectiveAlgo::Tree);
+                   [&](std::uint32_t r, spec::CollectiveArgs& a) {
+                     if (r == 1) change(a);
                    });
     try {
       sc_core::sc_start();  // a task's error stops the run; the chip holds it
       for (const auto& c : rig.chips)
         if (c->error()) std::rethrow_exception(c->error());
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      if (what.find("disagree on the collective") != std::string::npos && what.find("ring") != std::string::npos) return;
+      if (named(e.what())) return;
       std::fprintf(stderr, "unexpected error: %s\n", e.what());
       _exit(4);
     }
     _exit(5);  // the run should fail
   });
+}
+
+TEST(CollectiveFabric, RanksThatDisagreeOnTheAlgorithmFailTheRun) {
+  const int status = disagreement([](spec::CollectiveArgs& a) { a.algorithm = static_cast<std::uint8_t>(spec::CollectiveAlgo::Tree); },
+                                  [](const std::string& what) {
+                                    return what.find("disagree on the collective") != std::string::npos &&
+                                           what.find("ring") != std::string::npos &&
+                                           what.find("forced by an injector") != std::string::npos;
+                                  });
   EXPECT_EQ(status, 0);  // failed, naming the disagreement and the algorithm
+}
+
+// Ranks at different calls (one skipped a collective its peers ran): named as programs gone apart,
+// not as a forced algorithm.
+TEST(CollectiveFabric, RanksAtDifferentCollectivesFailTheRun) {
+  const int status = disagreement([](spec::CollectiveArgs& a) { a.op = static_cast<std::uint8_t>(spec::CollectiveOp::Broadcast); },
+                                  [](const std::string& what) {
+                                    return what.find("issued different collectives") != std::string::npos &&
+                                           what.find("forced by an injector") == std::string::npos;
+                                  });
+  EXPECT_EQ(status, 0);
 }
 
 TEST(CollectiveFabric, TwoServersMeetThroughTheirNicsAndOneSwitch) {
