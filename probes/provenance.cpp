@@ -771,28 +771,42 @@ struct Resolver {
   /// check_jump for a collective, whose result on rank r comes from its input on every rank of
   /// r's communicator: a gather or broadcast moves values (at most the largest input), a sum adds
   /// one element of each (at most the sum of their largest; a mean divides it by the divisor).
-  std::optional<JumpHit> check_collective_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
-    const auto out = magnitude(obs(r, s, o, false, slot));
-    const graph::Op& x = op(o);
-    if (!out || x.inputs.empty() || x.inputs[0].empty()) return std::nullopt;
-    const bool moves = x.type == "AllGather" || x.type == "Broadcast";
+  /// The largest |x| each member of r's communicator put into collective o at step s: their
+  /// maximum, their sum and the members counted. A gather's or a broadcast's members without a
+  /// captured input are skipped (a broadcast's non-roots read nothing); a reduction's make it
+  /// unknown (nullopt), as does no member at all.
+  struct MemberInputs {
     double top = 0, sum = 0;
     std::int64_t n = 0;
+  };
+  static bool moves_values(const graph::Op& x) { return x.type == "AllGather" || x.type == "Broadcast"; }
+  std::optional<MemberInputs> member_inputs(std::size_t r, std::uint32_t s, std::uint32_t o) {
+    const graph::Op& x = op(o);
+    if (x.inputs.empty() || x.inputs[0].empty()) return std::nullopt;
+    MemberInputs mi;
     for (std::size_t q = 0; q < ranks.size(); ++q) {
       if (!same_comm(q, r, o)) continue;
       Writer w;
       const auto m = read_magnitude(q, s, o, 0, w);
-      if (!m && moves) continue;  // a broadcast's non-roots read nothing
+      if (!m && moves_values(x)) continue;
       if (!m) return std::nullopt;
-      top = std::max(top, m->max_abs);
-      sum += m->max_abs;
-      ++n;
+      mi.top = std::max(mi.top, m->max_abs);
+      mi.sum += m->max_abs;
+      ++mi.n;
     }
-    if (n == 0) return std::nullopt;
-    double bound = top;
-    if (!moves) {
-      const std::int64_t divisor = x.attr_int("divisor", 0) > 0 ? x.attr_int("divisor", 0) : n;
-      bound = x.attr_str("reduction", "mean") == "mean" ? sum / static_cast<double>(divisor) : sum;
+    if (mi.n == 0) return std::nullopt;
+    return mi;
+  }
+
+  std::optional<JumpHit> check_collective_jump(std::size_t r, std::uint32_t s, std::uint32_t o, std::uint16_t slot) {
+    const auto out = magnitude(obs(r, s, o, false, slot));
+    const auto mi = out ? member_inputs(r, s, o) : std::nullopt;
+    if (!mi) return std::nullopt;
+    const graph::Op& x = op(o);
+    double bound = mi->top;
+    if (!moves_values(x)) {
+      const std::int64_t divisor = x.attr_int("divisor", 0) > 0 ? x.attr_int("divisor", 0) : mi->n;
+      bound = x.attr_str("reduction", "mean") == "mean" ? mi->sum / static_cast<double>(divisor) : mi->sum;
     }
     if (!(out->max_abs > kJumpFactor * bound)) return std::nullopt;
     JumpHit h{r, s, o, slot, out->max_abs, bound, {}};
@@ -1204,29 +1218,19 @@ std::optional<double> collective_order_limit(const graph::Graph& g, std::span<Ra
                                              std::uint32_t step, std::uint32_t op) {
   if (op >= g.ops().size() || !is_collective_type(g.op(op).type)) return std::nullopt;
   const graph::Op& x = g.op(op);
-  if (x.type == "AllGather" || x.type == "Broadcast") return 0.0;
-  if (x.inputs.empty() || x.inputs[0].empty() || x.outputs.empty()) return std::nullopt;
+  if (Resolver::moves_values(x)) return 0.0;
+  if (x.outputs.empty()) return std::nullopt;
+  const auto r = std::find_if(ranks.begin(), ranks.end(), [&](const RankEvidence& e) { return e.rank == rank; });
+  if (r == ranks.end()) return std::nullopt;
   Resolver res(g, ranks);
-  std::size_t r = ranks.size();
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i].rank == rank) r = i;
-  if (r == ranks.size()) return std::nullopt;
-  double sum = 0;
-  std::size_t n = 0;
-  for (std::size_t q = 0; q < ranks.size(); ++q) {
-    if (!res.same_comm(q, r, op)) continue;
-    Writer w;
-    const auto m = res.read_magnitude(q, step, op, 0, w);
-    if (!m) return std::nullopt;
-    sum += m->max_abs;
-    ++n;
-  }
+  const auto mi = res.member_inputs(static_cast<std::size_t>(r - ranks.begin()), step, op);
+  if (!mi) return std::nullopt;
   auto roundoff = [](graph::DType t) {
     return t == graph::DType::F16 ? 0x1p-11 : t == graph::DType::BF16 ? 0x1p-8 : 0x1p-24;
   };
   const graph::DType acc = x.attr_str("accumulation", "fp32") == "fp16" ? graph::DType::F16 : graph::DType::F32;
   const double u = std::max(roundoff(acc), roundoff(g.tensor(x.outputs[0]).desc.dtype));
-  return 2.0 * static_cast<double>(n) * u * sum;
+  return 2.0 * static_cast<double>(mi->n) * u * mi->sum;
 }
 
 std::vector<Origin> resolve_provenance(const graph::Graph& g, std::span<RankEvidence> ranks) {
