@@ -56,6 +56,12 @@ const std::vector<Row>& rows() {
     r.push_back(number("oversubscription", &ClusterConfig::oversubscription, "", 1.0, 1024.0,
                        "Fat tree: a leaf's NIC bandwidth over its uplink bandwidth (1: non-blocking)",
                        "configuration; 1:1 to 3:1 are common in training clusters"));
+    r.push_back(number("exec_timeout_ms", &ClusterConfig::exec_timeout_ms, "ms", 1, 2147483647.0,
+                       "How long a host waits in synchronize with no task of the stream completing before it "
+                       "gives up: a job whose ranks wait for each other for ever (collectives that never match) "
+                       "ends there as a hang (report.json hang)",
+                       "HCCL_EXEC_TIMEOUT (CANN environment variables): 1836 s by default on Atlas A2; 1 s here, so "
+                       "that a hung job ends after little simulated time"));
     return r;
   }();
   return table;

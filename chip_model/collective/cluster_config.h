@@ -46,6 +46,7 @@ struct ClusterConfig {
   std::uint32_t servers_per_leaf = 4;       // fat tree
   std::uint32_t spines = 8;                 // fat tree
   double oversubscription = 1.0;            // fat tree: leaf downlink / uplink bandwidth
+  std::uint32_t exec_timeout_ms = 1000;     // a host gives up waiting for its stream (a hung job) after this
 
   bool fat_tree() const { return switch_kind == "fat_tree"; }
   /// Servers a job of `ranks` chips occupies: `servers` when set, else ceil(ranks / chips_per_server).

@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -145,6 +146,17 @@ std::string CollectiveEngine::waiting() const {
   return fmt::format("r{} waits for r{} in comm {} #{} (message {})", rank_, ex->awaited_rank(), k.comm, k.seq, k.step);
 }
 
+std::vector<BlockedCollective> CollectiveEngine::blocked() const {
+  std::vector<BlockedCollective> out;
+  for (const CollectiveExecution* ex : parked_) {
+    const auto& s = ex->setup();
+    out.push_back({rank_, s.comm, s.seq, s.task_id, s.op_id, s.step, ex->describe(), ex->awaited_rank(), s.arrival_ps,
+                   ex->conflict()});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return std::tie(a.comm, a.seq) < std::tie(b.comm, b.seq); });
+  return out;
+}
+
 void CollectiveEngine::run(TaskContext& ctx) {
   const auto& task = ctx.task;
   auto fail = [&](const std::string& what) {
@@ -267,6 +279,9 @@ void CollectiveEngine::run(TaskContext& ctx) {
     s.jitter_seed = mix_seed(over->jitter_seed ^ mix_seed((std::uint64_t{comm} << 32 | seq) + rank_));
   }
   s.send_seq = &send_seq_;
+  s.task_id = task.task_id;
+  s.op_id = task.op_id;
+  s.step = task.step;
   CollectiveExecution ex(std::move(s), std::move(*prog));
   // Runs until a message is missing; then the thread catches up with its local time (messages
   // that arrived meanwhile are taken here) and the network's deliveries run the rest.

@@ -47,6 +47,18 @@ namespace probelab::chip {
 
 class CollectiveFabric;
 
+/// A collective a rank is blocked in: it waits for a message that has not come (a peer is at
+/// another collective, elsewhere, or done). What a job hang report names per rank.
+struct BlockedCollective {
+  std::uint32_t rank = 0;
+  std::uint32_t comm = 0, seq = 0;                 // the communicator and this rank's call number on it
+  std::uint32_t task_id = 0, op_id = 0, step = 0;  // the task that runs it
+  std::string collective;                          // this rank's view: "allgather ring count 16 ..."
+  std::uint32_t waits_for = 0;                     // the rank whose message is missing
+  std::uint64_t since_ps = 0;                      // when this rank arrived at the collective
+  std::string conflict;  // the message that came from `waits_for` is of this other collective ("": none came)
+};
+
 class CollectiveEngine : public sc_core::sc_module,
                          public CollectiveHandler,
                          public Network::Receiver,
@@ -64,6 +76,8 @@ class CollectiveEngine : public sc_core::sc_module,
   const std::vector<CollectiveRecord>& records() const { return records_; }
   /// "r5 waits for r4 in comm 0 #3 (message 2)" while blocked on a message; empty otherwise.
   std::string waiting() const;
+  /// The collectives this chip is blocked in (at most one per stream), by stream order of arrival.
+  std::vector<BlockedCollective> blocked() const;
 
  private:
   Message* take(const MessageKey& key) override { return mailbox_.take(key); }

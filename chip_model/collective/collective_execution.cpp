@@ -28,6 +28,7 @@ CollectiveExecution::CollectiveExecution(Setup s, ProgramCursor prog)
       t_(s_.arrival_ps) {}
 
 bool CollectiveExecution::advance() {
+  if (!conflict_.empty()) return false;
   while (const ProgStep* step = prog_.step()) {
     const ProgStep& st = *step;
     switch (st.kind) {
@@ -67,35 +68,37 @@ bool CollectiveExecution::advance() {
 Message* CollectiveExecution::next_message(const ProgStep& st, std::uint32_t from_pos) {
   const MessageKey key{s_.comm, s_.seq, st.tag, from_pos};
   Message* m = given_ && given_->key == key ? given_ : s_.source->take(key);
-  if (!m) {
+  if (!m || !check(*m, st)) {
+    given_ = nullptr;
     awaited_ = key;
     awaited_rank_ = s_.group.member(from_pos);
     return nullptr;
   }
-  check(*m, st);
   return m;
 }
 
-void CollectiveExecution::check(const Message& m, const ProgStep& st) const {
+bool CollectiveExecution::check(const Message& m, const ProgStep& st) {
   if (!(m.header == s_.header)) {
-    // The same call run another way (an injector forced the algorithm on some ranks only), or
-    // another call: the ranks' programs went apart before it.
     const bool same_call = m.header.op == s_.header.op && m.header.count == s_.header.count &&
                            m.header.dtype == s_.header.dtype && m.header.group_size == s_.header.group_size;
-    const char* why = same_call ? "an algorithm forced by an injector must be forced on every rank of the group"
-                                : "the ranks issued different collectives here: one skipped or reordered some before "
-                                  "it, as a dynamic loss scaler that skips the update on some ranks only does without "
-                                  "an all-reduce of found_inf";
+    if (!same_call) {  // the ranks' programs went apart before it: this rank waits for ever
+      conflict_ = header_text(m.header);
+      return false;
+    }
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} and r{} disagree on the collective: r{} has {}, "
-                                         "r{} has {} ({})",
+                                         "r{} has {} (an algorithm forced by an injector must be forced on every rank "
+                                         "of the group)",
                                          s_.comm, s_.seq, m.src, m.dst, m.src, header_text(m.header), m.dst,
-                                         header_text(s_.header), why));
+                                         header_text(s_.header)));
   }
   const std::uint64_t elems = m.payload.size / graph::dtype_size(static_cast<graph::DType>(m.dtype));
   if (elems != st.count)
     throw std::runtime_error(fmt::format("collective comm {} #{}: r{} sent {} elements to r{}, which expects {}",
                                          s_.comm, s_.seq, m.src, elems, m.dst, st.count));
+  return true;
 }
+
+std::string CollectiveExecution::describe() const { return header_text(s_.header); }
 
 // The helpers below are inlined where they are called: every message goes through them.
 [[gnu::always_inline]] inline std::uint64_t CollectiveExecution::hbm_time(std::uint64_t addr, std::uint64_t bytes,

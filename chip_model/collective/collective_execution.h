@@ -21,6 +21,7 @@
 #include <exception>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "chip_model/collective/cluster_topology.h"
@@ -65,13 +66,23 @@ class CollectiveExecution {
     std::uint64_t arrival_ps = 0;
     std::uint64_t jitter_ps = 0, jitter_seed = 0;
     std::uint64_t* send_seq = nullptr;  // the engine's per-sender message counter
+    std::uint32_t task_id = 0, op_id = 0, step = 0;  // the task that runs it (for a hang's report)
   };
 
   CollectiveExecution(Setup s, ProgramCursor prog);
 
   /// Runs steps until one needs a message that has not arrived (false) or the program is done
-  /// (true). Throws std::runtime_error for a message that does not match this rank's view.
+  /// (true). A message of another collective (the sender's program went apart from this rank's:
+  /// it skipped or reordered a collective) is never consumed: the execution waits for ever, as
+  /// a real rank would until its timeout, and conflict() describes the sender's collective.
+  /// Throws std::runtime_error for a message of this collective run another way (an algorithm
+  /// forced on some ranks only) or of the wrong size.
   bool advance();
+  /// The sender's view of a message that belongs to another collective ("" when none came).
+  const std::string& conflict() const { return conflict_; }
+  const Setup& setup() const { return s_; }
+  /// This rank's view of the collective: "allreduce ring count 16 dtype float16 sum ...".
+  std::string describe() const;
   /// The message the execution waits for, and the rank that sends it (after advance() == false).
   const MessageKey& awaited() const { return awaited_; }
   std::uint32_t awaited_rank() const { return awaited_rank_; }
@@ -127,7 +138,9 @@ class CollectiveExecution {
   /// The message `st.tag` from group position `from_pos`, checked: the one handed over, or one
   /// from the source (used in place); nullptr (and awaited() set) when it has not arrived.
   Message* next_message(const ProgStep& st, std::uint32_t from_pos);
-  void check(const Message& m, const ProgStep& st) const;
+  /// Throws for a message of this call that disagrees with this rank's view; false for a message
+  /// of another call (conflict_ set).
+  bool check(const Message& m, const ProgStep& st);
   void send(const ProgStep& st);
   std::uint64_t land(const Message& m, std::uint64_t dst, std::uint64_t begin, bool adds);
   void advance_to(std::uint64_t landed);
@@ -156,6 +169,7 @@ class CollectiveExecution {
   std::uint64_t resumed_ps_ = 0;
   MessageKey awaited_;
   std::uint32_t awaited_rank_ = 0;
+  std::string conflict_;
   std::vector<Message> fold_msgs_;  // FoldAll: the contributions received so far, by position
   std::uint32_t fold_next_ = 0;     // FoldAll: the next position to receive from
 };

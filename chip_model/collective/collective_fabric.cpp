@@ -57,4 +57,12 @@ std::vector<std::string> CollectiveFabric::pending() const {
   return out;
 }
 
+std::vector<BlockedCollective> CollectiveFabric::blocked() const {
+  std::vector<BlockedCollective> out;
+  for (const auto& e : engines_)
+    if (e)
+      for (auto& b : e->blocked()) out.push_back(std::move(b));
+  return out;
+}
+
 }  // namespace probelab::chip

@@ -52,6 +52,8 @@ class CollectiveFabric : public sc_core::sc_module {
 
   /// Engines blocked on a message: "r5 waits for r4 in comm 0 #3 (message 2)".
   std::vector<std::string> pending() const;
+  /// Every local rank's blocked collectives, by rank.
+  std::vector<BlockedCollective> blocked() const;
 
  private:
   void start_of_simulation() override;  // applies the chips' degraded links (PerfFaults::link_fraction)

@@ -137,8 +137,16 @@ class Run:
 
     @property
     def status(self):
-        """"ok", or "error" when the simulation failed (see :attr:`error`)."""
+        """"ok"; "error" when the simulation failed (see :attr:`error`); "hang" when the simulated
+        job hung (see :attr:`hang`)."""
         return self.report.get("status")
+
+    @property
+    def hang(self):
+        """Where every rank was blocked when the job hung, and why (time_ps, cycle, noticed_by,
+        waiting, blocked: [{rank, step, op, collective, comm, seq, waits_for, since_cycle,
+        conflict}], explanation, summary); None when it did not."""
+        return wrap(self.report.get("hang"))
 
     @property
     def error(self):

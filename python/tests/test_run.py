@@ -141,3 +141,15 @@ def test_ctrl_c_raises_keyboard_interrupt_and_the_session_goes_on(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "interrupted []" in p.stdout, p.stdout + p.stderr
     assert "after ok True" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_job_hang_is_a_result(out):
+    # ZeRO-1 whose loss-scaling skip is not all-reduced: rank 13 alone skips at step 1 and runs
+    # step 2's reduce-scatter while the others still all-gather step 1's shards.
+    r = probelab.run(os.path.join(probelab.source_root(), "scenarios/float_status/zero1_rank_skip_hang.yaml"), out=out,
+                     baseline=False, trace=False)
+    assert r.passed and r.status == "hang", r.failures()
+    assert {b.rank for b in r.hang.blocked} == set(range(16))
+    assert [(b.step, b.waits_for) for b in r.hang.blocked if b.rank == 13] == [(2, 12)]
+    assert "step 1: r13 skipped" in " ".join(r.hang.explanation)
+    assert probelab.run(mlp_scenario(), out=out).hang is None

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sim/cli/commands.h"
+#include "sim/run/hang_report.h"
 #include "sim/run/mpi_session.h"
 #include "sim/run/partition_run.h"
 #include "sim/run/report.h"
@@ -93,7 +94,8 @@ int run(const RunArgs& a) {
     all = all && o.passed;
     const bool bad = o.report.value("bad_input", false);
     bad_input = bad_input || bad;
-    failed_run = failed_run || (!bad && o.report.value("status", "") != "ok");
+    // a job hang is the simulated system failing (exit 1 unless expected), not the simulator
+    failed_run = failed_run || (!bad && o.report.value("status", "") != "ok" && o.report.value("status", "") != "hang");
   }
   if (a.json) {
     nlohmann::json j = {{"passed", all}, {"scenarios", nlohmann::json::array()}};
@@ -137,7 +139,9 @@ int run(const RunArgs& a) {
         continue;
       }
       fmt::print("\n{} FAILED ({}):\n", o.name, (o.out_dir / "report.json").string());
-      if (o.report.value("status", "") != "ok")
+      if (o.report.value("status", "") == "hang")
+        fmt::print("{}", sim::hang_text(o.report["hang"]));
+      else if (o.report.value("status", "") != "ok")
         fmt::print("  simulation error: {}\n", o.report.value("error", std::string("?")));
       for (const auto& e : o.report["expectations"]) {
         if (e.value("passed", false)) continue;

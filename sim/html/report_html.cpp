@@ -45,7 +45,11 @@ std::string summary(const json& r) {
   const json& chip = field(r, "chip");
   const json& prec = field(r, "precision");
   std::string out;
-  if (field(r, "status") != "ok")
+  if (field(r, "status") == "hang") {
+    out += fmt::format("<div class=\"error\"><b>The job hung</b> (report.json <code>hang</code>): {}", text(field(r, "error"), 4000));
+    for (const auto& e : field(field(r, "hang"), "explanation")) out += "<br>why: " + text(e, 1000);
+    out += "</div>\n";
+  } else if (field(r, "status") != "ok")
     out += fmt::format("<div class=\"error\"><b>The simulation failed{}:</b> {}</div>\n",
                        field(r, "bad_input") == true ? " (bad input)" : "", text(field(r, "error"), 4000));
   std::vector<std::pair<std::string, std::string>> kv = {

@@ -114,6 +114,10 @@ class Executor {
   /// Runs every step; call from the host thread of the device.
   ExecutorResult run();
 
+  /// What run() has gathered so far: its result when it returned; the steps completed before
+  /// a run that did not return (a job hang) stopped.
+  const ExecutorResult& progress() const { return res_; }
+
   /// Where a tensor lives in HBM (valid after run() started); nullopt for unknown names.
   std::optional<spec::TensorRef> locate(const std::string& tensor) const;
 

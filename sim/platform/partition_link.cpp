@@ -19,12 +19,14 @@ std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::u
                                        std::uint64_t cell_ps) {
   const std::size_t k = reports.size();
   std::vector<WindowGrant> grants(k);
-  bool all_done = true, failed = false;
-  std::uint64_t next = kNever, finish = 0;
+  bool all_done = true, failed = false, timed_out = false;
+  std::uint64_t next = kNever, finish = 0, timeout = kNever;
   std::string running, waiting;
   for (auto& r : reports) {
     all_done = all_done && r.hosts_done;
     failed = failed || r.failed;
+    timed_out = timed_out || r.timed_out;
+    timeout = std::min(timeout, r.timeout_ps);
     next = std::min(next, r.next_ps);
     finish = std::max(finish, r.finish_ps);
     running += r.running;
@@ -38,12 +40,15 @@ std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::u
     std::sort(g.incoming.begin(), g.incoming.end(), [](const chip::Message& a, const chip::Message& b) {
       return std::tie(a.head_ps, a.src, a.seq) < std::tie(b.head_ps, b.src, b.seq);
     });
-  const bool stop = failed || all_done || next == kNever;
+  const bool stop = failed || timed_out || all_done || next == kNever;
   for (auto& g : grants) {
     g.stop = stop;
     g.end_ps = finish;
     g.until_ps = window_end(next, lookahead_ps, cell_ps);
-    if (stop && !failed && !all_done)
+    // A hang: every partition reports what its ranks are blocked in, or the error below when none is.
+    g.deadlock = stop && !failed && !all_done;
+    if (g.deadlock && timed_out) g.end_ps = timeout;
+    if (g.deadlock && !timed_out)
       g.error = fmt::format("simulation ended before every host program finished (still running:{}){}", running, waiting);
   }
   return grants;

@@ -27,7 +27,9 @@ struct WindowReport {
   std::uint64_t next_ps = kNever;   // earliest pending event (kernel or network), kNever: none
   bool hosts_done = false;          // every local host program returned
   std::uint64_t finish_ps = 0;      // when the last local host program returned (hosts_done)
-  bool failed = false;              // a local host program failed (the kernel stopped)
+  bool failed = false;              // a local host program failed (the kernel stopped), not by a timeout
+  bool timed_out = false;           // a local host's synchronize timed out (a hang, job_hang.h)
+  std::uint64_t timeout_ps = kNever;  // when the first local one did
   std::string running;              // " host3 host5": local host programs still running
   std::string waiting;              // "; r5 waits for r4 ...": collective waits (deadlock message)
   std::vector<std::pair<std::uint32_t, chip::Message>> outgoing;  // (process, message)
@@ -36,8 +38,10 @@ struct WindowReport {
 struct WindowGrant {
   bool stop = false;                // the run is over (done, failed or deadlocked)
   std::uint64_t until_ps = 0;       // run every event before this time
-  std::uint64_t end_ps = 0;         // stop: when the last host program of the job returned
-  std::string error;                // stop: why the run could not finish ("" when it did)
+  std::uint64_t end_ps = 0;         // stop: when the last host program of the job returned; a
+                                    // deadlock after a timeout: when the job's first host timed out
+  std::string error;                // stop: why the run could not finish ("" when it did or hung)
+  bool deadlock = false;            // stop: the job hung (a host timed out, or nothing was pending while one ran)
   std::vector<chip::Message> incoming;
 };
 

@@ -88,11 +88,48 @@ void Platform::rethrow_host_error() const {
   }
 }
 
+std::vector<HostEnd> Platform::host_ends() const {
+  std::vector<HostEnd> out;
+  for (const auto& h : hosts_) {
+    HostEnd e{h->rank(), h->finished(), false, false, chip::ChipClock::to_ps(h->finish_time()), {}};
+    if (h->error()) {
+      try {
+        std::rethrow_exception(h->error());
+      } catch (const SyncTimeout& t) {
+        e.timed_out = true;
+        e.error = t.what();
+      } catch (const std::exception& x) {
+        e.failed = true;
+        e.error = x.what();
+      } catch (...) {
+        e.failed = true;
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool Platform::note_hang(std::optional<std::uint64_t> first_timeout_ps) {
+  const bool chip_failed = std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->error() != nullptr; });
+  hang_ = find_hang(host_ends(), fabric_ ? fabric_->blocked() : std::vector<chip::BlockedCollective>{}, chip_failed);
+  if (hang_ && first_timeout_ps) hang_->time_ps = *first_timeout_ps;  // the job's, maybe another partition's
+  if (hang_) end_time_ = chip::ChipClock::from_ps(hang_->time_ps);
+  return hang_.has_value();
+}
+
+std::uint64_t Platform::finish_ps(std::uint32_t rank) {
+  if (hang_ && std::find(hang_->waiting.begin(), hang_->waiting.end(), rank) != hang_->waiting.end())
+    return hang_->time_ps;
+  return chip::ChipClock::to_ps(host(rank).finish_time());
+}
+
 void Platform::run() {
   // The platform stops the kernel itself once every host program is done: not worth a report.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   sc_core::sc_start();
   if (fabric_) fabric_->network().flush_trace();
+  if (note_hang()) return;
   rethrow_host_error();
   if (finished_ != hosts_.size()) {
     std::string waiting;
@@ -114,12 +151,14 @@ WindowReport Platform::report(Outbox& out) const {
     r.next_ps = chip::ChipClock::to_ps(sc_time_stamp() + sc_core::sc_time_to_pending_activity());
   r.hosts_done = finished_ == hosts_.size();
   for (const auto& c : chips_) r.failed = r.failed || c->error() != nullptr;
-  for (const auto& h : hosts_) {
-    r.failed = r.failed || h->error() != nullptr;
-    if (h->finished()) r.finish_ps = std::max(r.finish_ps, chip::ChipClock::to_ps(h->finish_time()));
-    else r.running += fmt::format(" host{}", h->rank());
+  for (const HostEnd& e : host_ends()) {
+    r.failed = r.failed || e.failed;
+    r.timed_out = r.timed_out || e.timed_out;
+    if (e.timed_out) r.timeout_ps = std::min(r.timeout_ps, e.end_ps);
+    if (e.finished) r.finish_ps = std::max(r.finish_ps, e.end_ps);
+    else r.running += fmt::format(" host{}", e.rank);
   }
-  r.failed = r.failed || stopped;
+  r.failed = r.failed || (stopped && !r.timed_out);
   if (fabric_)
     for (const auto& p : fabric_->pending()) r.waiting += "; " + p;
   r.outgoing = std::move(out.out);
@@ -140,6 +179,14 @@ void Platform::run_partition(PartitionLink& link) {
     if (g.stop) {
       end_time_ = chip::ChipClock::from_ps(g.end_ps);
       if (fabric_) fabric_->network().flush_trace();
+      if (g.deadlock) {  // this partition's part of the hang (none when its ranks were done)
+        const auto timeout = g.error.empty() ? std::optional<std::uint64_t>(g.end_ps) : std::nullopt;
+        if (note_hang(timeout)) return;
+        const auto ends = host_ends();
+        if (std::none_of(ends.begin(), ends.end(), [](const HostEnd& e) { return e.failed; }) && !hosts_.empty() &&
+            finished_ == hosts_.size() && std::none_of(ends.begin(), ends.end(), [](const HostEnd& e) { return e.timed_out; }))
+          return;
+      }
       rethrow_host_error();
       if (!g.error.empty()) throw std::runtime_error(g.error);
       if (sc_core::sc_get_status() == sc_core::SC_STOPPED || finished_ != hosts_.size())

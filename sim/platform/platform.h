@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -17,6 +18,7 @@
 #include "chip_model/kernels/prepared_op_pool.h"
 #include "chip_model/trace.h"
 #include "sim/platform/host_model.h"
+#include "sim/platform/job_hang.h"
 #include "sim/platform/partition_link.h"
 
 namespace probelab::sim {
@@ -53,20 +55,31 @@ class Platform : public sc_core::sc_module {
   const chip::ClusterTopology& topology() const { return *topology_; }
 
   /// Runs the simulation until every host program returned (or one failed), then stops.
-  /// Rethrows the first host program error (lowest rank first).
+  /// Rethrows the first host program error (lowest rank first), except a job hang (job_hang.h):
+  /// then returns with hang() set.
   void run();
   /// The same for one partition of a distributed run: windows granted by `link` (partition_link.h)
   /// until the coordinator stops the run. Rethrows a local host program error; throws
-  /// std::runtime_error with the coordinator's reason when the job could not finish.
+  /// std::runtime_error with the coordinator's reason when the job could not finish; returns with
+  /// hang() set to this partition's part when the coordinator found the job hung.
   void run_partition(PartitionLink& link);
-  /// Simulated time when the last host program of the job returned.
+  /// Simulated time when the last host program of the job returned (a hang: hang()->time_ps).
   sc_core::sc_time end_time() const { return end_time_; }
+  /// The job hang the run ended in (this partition's ranks), if it did.
+  const std::optional<JobHang>& hang() const { return hang_; }
+  /// When rank `rank`'s program ended (simulated ps): a rank still waiting in a job hang waited
+  /// until the hang was noticed.
+  std::uint64_t finish_ps(std::uint32_t rank);
 
  private:
   class Outbox;
   std::size_t at(std::uint32_t rank) const;
   WindowReport report(Outbox& out) const;
   void rethrow_host_error() const;
+  std::vector<HostEnd> host_ends() const;
+  /// Sets hang_ (and the end time) when the run ended in a job hang; true then. A partition is
+  /// given the time the job's first host timed out (its own hosts may have timed out later).
+  bool note_hang(std::optional<std::uint64_t> first_timeout_ps = std::nullopt);
 
   std::uint32_t ranks_ = 1;
   std::unique_ptr<chip::ClusterTopology> topology_;
@@ -79,6 +92,7 @@ class Platform : public sc_core::sc_module {
   std::uint32_t finished_ = 0;
   bool partitioned_ = false;
   sc_core::sc_time end_time_;
+  std::optional<JobHang> hang_;
 };
 
 }  // namespace probelab::sim

@@ -50,7 +50,8 @@ namespace {
 
 json header_json(const WindowReport& r) {
   return {{"next", r.next_ps},       {"done", r.hosts_done}, {"finish", r.finish_ps},
-          {"failed", r.failed},      {"running", r.running}, {"waiting", r.waiting}};
+          {"failed", r.failed},      {"running", r.running}, {"waiting", r.waiting},
+          {"timed_out", r.timed_out}, {"timeout", r.timeout_ps}};
 }
 
 WindowReport header_from(const json& j) {
@@ -61,6 +62,8 @@ WindowReport header_from(const json& j) {
   r.failed = j.at("failed");
   r.running = j.at("running");
   r.waiting = j.at("waiting");
+  r.timed_out = j.at("timed_out");
+  r.timeout_ps = j.at("timeout");
   return r;
 }
 
@@ -94,7 +97,7 @@ WindowReport decode_report(const std::vector<std::uint8_t>& b) {
 std::vector<std::uint8_t> encode_grant(const WindowGrant& g) {
   json in = json::array();
   for (const auto& m : g.incoming) in.push_back(message_json(m));
-  return json::to_msgpack(json{{"stop", g.stop}, {"until", g.until_ps}, {"end", g.end_ps}, {"error", g.error}, {"in", in}});
+  return json::to_msgpack(json{{"stop", g.stop}, {"until", g.until_ps}, {"end", g.end_ps}, {"error", g.error}, {"deadlock", g.deadlock}, {"in", in}});
 }
 
 WindowGrant decode_grant(const std::vector<std::uint8_t>& b) {
@@ -104,6 +107,7 @@ WindowGrant decode_grant(const std::vector<std::uint8_t>& b) {
     g.until_ps = j.at("until");
     g.end_ps = j.at("end");
     g.error = j.at("error");
+    g.deadlock = j.at("deadlock");
     for (const auto& m : j.at("in")) g.incoming.push_back(message_from(m));
     return g;
   });

@@ -4,7 +4,15 @@
 //
 //   schema        "probelab.report/1"
 //   status        "ok" | "error" (the simulation failed: `error` says why; expectations then fail)
-//   passed        true when status is ok and every expectation held
+//                 | "hang" (the simulated job hung: `hang` says where; `error` is its summary line)
+//   passed        true when status is ok and every expectation held (a hang: a `hang` expectation
+//                 held too; the others are evaluated on what the job did before)
+//   hang          only when status is hang (sim/run/hang_report.h): {time_ps, cycle, noticed_by
+//                 (the first host's synchronize timeout), waiting: [ranks that did not complete],
+//                 blocked: [{rank, step, op, collective, comm, seq, waits_for, since_ps,
+//                 since_cycle, conflict (another collective's message that reached it)}],
+//                 explanation: [...], summary}; cycles.total and a waiting rank's cycles are then
+//                 the hang's
 //   scenario      {name, description, file, model, mode, ranks, steps}
 //   seed          master seed
 //   chip          {preset, overrides: {param: value}, params: {param: value (every parameter)}}

@@ -284,8 +284,9 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
   auto status_line = [&](std::size_t done, std::size_t index) {
     if (progress)
       progress(fmt::format("[{}/{}] {}: {}", done, jobs.size(), jobs[index].label,
-                           results[index].value("status", "") == "ok" ? std::string("done")
-                                                                      : "error: " + results[index].value("error", "")));
+                           results[index].value("status", "") == "ok"     ? std::string("done")
+                           : results[index].value("status", "") == "hang" ? std::string("the job hung")
+                                                                          : "error: " + results[index].value("error", "")));
   };
   if (opts_.distributed) {
     // One simulation at a time, each over every process of the run.

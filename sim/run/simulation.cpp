@@ -20,6 +20,7 @@
 #include "sim/scenario/injections.h"
 #include "sim/platform/platform.h"
 #include "sim/run/checkpoint_store.h"
+#include "sim/run/hang_report.h"
 #include "sim/run/loss_scaling_report.h"
 #include "sim/run/probe_codec.h"
 #include "sim/run/perf_report.h"
@@ -136,7 +137,7 @@ json perf_of_partition(const PreparedRun& run, Platform& platform, const std::ve
     p.tasks = &c.streams().task_records();
     p.counters = c.pmu().at(end_ps);
     p.counters[spec::kPmuCaptureStall] = c.capture().counters().stall_cycles;
-    p.cycles = clock.cycle_at(platform.host(r).finish_time());
+    p.cycles = clock.ps_to_cycles(platform.finish_ps(r));
     for (std::size_t k = 0; k < st[r].step_end_ps.size(); ++k)
       p.steps.emplace_back(clock.ps_to_cycles(st[r].step_begin_ps[k]), clock.ps_to_cycles(st[r].step_end_ps[k]));
     p.first_step = run.scenario.resume ? run.scenario.resume->from_step : 0;
@@ -184,6 +185,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
   PlatformOptions po;
   po.chip = run.chip;
   po.cluster = run.cluster;
+  po.host.sync_timeout_ns = std::uint64_t{run.cluster.exec_timeout_ms} * 1'000'000;
   po.ranks = ranks;
   po.partition = req.partition;
   po.process = req.process;
@@ -304,6 +306,9 @@ PartitionResult simulate_partition(const SimRequest& req) {
 
   if (req.link) platform.run_partition(*req.link);
   else platform.run();
+  // A job hang: the ranks whose programs did not return report the steps they completed.
+  if (platform.hang())
+    for (std::uint32_t r : platform.local_ranks()) st[r].result = st[r].executor->progress();
 
   PartitionResult out;
   json per_rank = json::array();
@@ -318,7 +323,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
     for (const auto& step : er.fetched)
       if (auto it = step.find(w.loss); it != step.end()) l.push_back(it->second.to_f64().at(0));
     per_rank.push_back({{"rank", r},
-                        {"finish_ps", chip::ChipClock::to_ps(platform.host(r).finish_time())},
+                        {"finish_ps", platform.finish_ps(r)},
                         {"steps", std::move(steps)},
                         {"tasks", {er.kernel_tasks, er.collective_tasks, er.probe_tasks, er.barrier_tasks,
                                    er.in_kernel_statistics, er.in_kernel_dumps}},
@@ -339,6 +344,10 @@ PartitionResult simulate_partition(const SimRequest& req) {
   out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
   out.data["perf"] = perf_of_partition(run, platform, st, records, *cores);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
+  if (platform.hang())
+    out.data["hang"] = hang_part(*platform.hang(), [&st](std::uint32_t r, std::uint32_t op) {
+      return op < st[r].graph.ops().size() ? st[r].graph.ops()[op].name : fmt::format("op #{}", op);
+    });
   if (trace.enabled()) out.live_trace = trace_ptr;
   if (probes_on) {
     auto pr = std::make_shared<ProbeRankResults>();
@@ -405,6 +414,18 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
     res["quantization"] = quant_section(quant);
   }
   if (!loss_scale.empty()) res["loss_scaling"] = loss_scaling_section(loss_scale, *run.scenario.training.loss_scaling);
+  {
+    std::vector<json> hang;
+    for (const auto& p : parts)
+      if (p.data.contains("hang")) hang.push_back(p.data.at("hang"));
+    if (!hang.empty()) {
+      res["status"] = "hang";
+      res["hang"] = merge_hang(hang, res.value("loss_scaling", json(nullptr)), clock);
+      res["error"] = res["hang"].at("summary");  // why the run did not complete, for every reader
+      end_ps = res["hang"].at("time_ps").get<std::uint64_t>();
+      res["cycles"]["total"] = clock.cycle_at(chip::ChipClock::from_ps(end_ps));
+    }
+  }
   res["ops"] = std::move(ops);
   {
     std::vector<json> perf;

@@ -13,6 +13,7 @@ void register_perf_finding_expectation(ExpectationRegistry& r);
 void register_quantization_expectation(ExpectationRegistry& r);
 void register_loss_expectation(ExpectationRegistry& r);
 void register_loss_scaling_expectation(ExpectationRegistry& r);
+void register_hang_expectation(ExpectationRegistry& r);
 }  // namespace expect
 
 void register_builtin_expectations(ExpectationRegistry& r) {
@@ -26,6 +27,7 @@ void register_builtin_expectations(ExpectationRegistry& r) {
   expect::register_quantization_expectation(r);
   expect::register_loss_expectation(r);
   expect::register_loss_scaling_expectation(r);
+  expect::register_hang_expectation(r);
 }
 
 }  // namespace probelab::sim

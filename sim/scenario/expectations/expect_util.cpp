@@ -30,6 +30,11 @@ std::optional<std::int64_t> opt_int(const YamlView& m, const char* key, std::int
   return std::nullopt;
 }
 
+YamlView body_or_empty(const YamlView& given) {
+  return given.is_scalar() && given.boolean() ? YamlView(YAML::Node(YAML::NodeType::Map), given.file(), given.path(), given.mark())
+                                              : given;
+}
+
 void check_site(const YamlView& entry, const std::string& kind, const char* key, std::optional<std::int64_t> v,
                 std::int64_t limit, const char* what) {
   if (v && *v >= limit) {

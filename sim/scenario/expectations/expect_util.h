@@ -20,6 +20,9 @@ std::string glob_checked(const YamlView& v);
 std::optional<std::string> opt_glob(const YamlView& m, const char* key);
 std::optional<std::int64_t> opt_int(const YamlView& m, const char* key, std::int64_t min = 0);
 
+/// A kind's body where `kind: true` stands for `kind: {}` (an empty mapping at the same place).
+YamlView body_or_empty(const YamlView& given);
+
 /// Rejects `key` (a step or rank) at or beyond `limit`: "a step below steps (3)".
 void check_site(const YamlView& entry, const std::string& kind, const char* key, std::optional<std::int64_t> v,
                 std::int64_t limit, const char* what);

@@ -53,10 +53,7 @@ struct NoDetection : ExpectationCheck {
 };
 
 std::unique_ptr<ExpectationCheck> parse(const YamlView& given) {
-  // `no_detection: true` is the same as `no_detection: {}`.
-  YamlView body = given.is_scalar() && given.boolean()
-                      ? YamlView(YAML::Node(YAML::NodeType::Map), given.file(), given.path(), given.mark())
-                      : given;
+  const YamlView body = body_or_empty(given);  // `no_detection: true` is `no_detection: {}`
   body.expect_keys({"kind", "op", "step", "rank", "comparisons"});
   auto d = std::make_unique<NoDetection>();
   if (auto v = body.get("kind")) d->kind = v->str_in(detection_kinds());

@@ -39,5 +39,34 @@ TEST(PartitionWindow, TheGrantsEndTheirWindowOnACellBoundary) {
   }
 }
 
+// A host's synchronize timeout (a hang) stops every partition as a deadlock: each then reports
+// what its ranks are blocked in; no error. A host failing otherwise stops them with no deadlock;
+// nothing pending while a host runs is a deadlock that carries the old message too (for the
+// partitions that have no blocked collective to report).
+TEST(PartitionWindow, AHostTimeoutStopsEveryPartitionAsADeadlock) {
+  std::vector<WindowReport> reports(2);
+  reports[0].next_ps = 5'000'000;
+  reports[1].timed_out = true;
+  for (const WindowGrant& w : decide_window(reports, 1'000'000, 450'000)) {
+    EXPECT_TRUE(w.stop);
+    EXPECT_TRUE(w.deadlock);
+    EXPECT_TRUE(w.error.empty()) << w.error;
+  }
+  reports[1].failed = true;
+  for (const WindowGrant& w : decide_window(reports, 1'000'000, 450'000)) {
+    EXPECT_TRUE(w.stop);
+    EXPECT_FALSE(w.deadlock);
+  }
+  std::vector<WindowReport> idle(2);
+  idle[0].running = " host3";
+  for (const WindowGrant& w : decide_window(idle, 1'000'000, 450'000)) {
+    EXPECT_TRUE(w.stop);
+    EXPECT_TRUE(w.deadlock);
+    EXPECT_NE(w.error.find("host3"), std::string::npos) << w.error;
+  }
+  idle[0].hosts_done = idle[1].hosts_done = true;
+  for (const WindowGrant& w : decide_window(idle, 1'000'000, 450'000)) EXPECT_FALSE(w.deadlock);
+}
+
 }  // namespace
 }  // namespace probelab::sim
