@@ -87,6 +87,25 @@ void different_collectives(const json& blocked, json& why) {
                                 b.at("collective").get<std::string>()));
 }
 
+// Ranks blocked waiting for a rank whose program returned: it has nothing left to send.
+void returned_peers(const json& blocked, const json& waiting, const json& per_rank_cycles, json& why) {
+  std::map<std::uint32_t, std::map<std::string, std::set<std::uint32_t>>> by_peer;  // returned rank -> op -> waiters
+  for (const auto& b : blocked) {
+    const std::uint32_t peer = b.at("waits_for");
+    if (std::find(waiting.begin(), waiting.end(), json(peer)) == waiting.end())
+      by_peer[peer][b.at("op").get<std::string>()].insert(b.at("rank").get<std::uint32_t>());
+  }
+  for (const auto& [peer, ops] : by_peer) {
+    std::string s = fmt::format("r{}'s program returned", peer);
+    if (per_rank_cycles.is_array() && peer < per_rank_cycles.size())
+      s += fmt::format(" at cycle {}", per_rank_cycles[peer].get<std::uint64_t>());
+    s += " while";
+    for (const auto& [op, ranks] : ops) s += fmt::format(" {} wait(s) for it in {};", ranks_text(ranks), op);
+    s.back() = ':';
+    why.push_back(s + " it ran fewer collectives than they did");
+  }
+}
+
 // The first step whose loss-scaling decisions differ between ranks.
 void loss_scaling_decisions(const json& ls, json& why) {
   if (!ls.is_object()) return;
@@ -120,7 +139,8 @@ std::string summary(const json& h) {
 
 }  // namespace
 
-json merge_hang(const std::vector<json>& parts, const json& loss_scaling, const chip::ChipClock& clock) {
+json merge_hang(const std::vector<json>& parts, const json& loss_scaling, const json& per_rank_cycles,
+               const chip::ChipClock& clock) {
   json blocked = json::array(), waiting = json::array();
   std::uint64_t last = 0, first_timeout = 0;
   std::string noticed;
@@ -146,6 +166,7 @@ json merge_hang(const std::vector<json>& parts, const json& loss_scaling, const 
             {"waiting", waiting},   {"blocked", blocked}};
   json why = json::array();
   different_collectives(h.at("blocked"), why);
+  returned_peers(h.at("blocked"), h.at("waiting"), per_rank_cycles, why);
   loss_scaling_decisions(loss_scaling, why);
   h["explanation"] = std::move(why);
   h["summary"] = summary(h);

@@ -20,11 +20,12 @@ nlohmann::json hang_part(const JobHang& h, const std::function<std::string(std::
 
 /// The parts merged into report.json's "hang": time and cycle (the first timeout of any
 /// partition, else the last progress), noticed_by, waiting ranks, blocked (by rank), a one-line
-/// summary and the explanation: ranks at different collectives under one call number, and the
-/// first step whose loss-scaling skip decisions differ (`loss_scaling`: the report's section, or
-/// null).
+/// summary and the explanation: ranks at different collectives under one call number, ranks
+/// waiting for one whose program returned (when: `per_rank_cycles`, the report's
+/// cycles.per_rank), and the first step whose loss-scaling skip decisions differ
+/// (`loss_scaling`: the report's section, or null).
 nlohmann::json merge_hang(const std::vector<nlohmann::json>& parts, const nlohmann::json& loss_scaling,
-                          const chip::ChipClock& clock);
+                          const nlohmann::json& per_rank_cycles, const chip::ChipClock& clock);
 
 /// The hang for summary.txt and the console: a line per blocked rank (at most 8), then the
 /// explanation; each line indented by two spaces.

@@ -420,7 +420,7 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
       if (p.data.contains("hang")) hang.push_back(p.data.at("hang"));
     if (!hang.empty()) {
       res["status"] = "hang";
-      res["hang"] = merge_hang(hang, res.value("loss_scaling", json(nullptr)), clock);
+      res["hang"] = merge_hang(hang, res.value("loss_scaling", json(nullptr)), res["cycles"]["per_rank"], clock);
       res["error"] = res["hang"].at("summary");  // why the run did not complete, for every reader
       end_ps = res["hang"].at("time_ps").get<std::uint64_t>();
       res["cycles"]["total"] = clock.cycle_at(chip::ChipClock::from_ps(end_ps));

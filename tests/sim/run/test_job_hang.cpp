@@ -113,6 +113,8 @@ TEST(JobHang, EveryRankAndStepOfTheSkipIsNamed) {
       EXPECT_NE(why.find("step " + std::to_string(step) + ": r" + std::to_string(rank) + " skipped"), std::string::npos)
           << name << why;
       EXPECT_EQ(why.find("went apart") != std::string::npos, step < 3) << name << why;
+      EXPECT_EQ(why.find("r" + std::to_string(rank) + "'s program returned at cycle") != std::string::npos, step == 3)
+          << name << why;
       std::set<int> blocked;
       for (const auto& b : h.at("blocked")) {
         blocked.insert(b.at("rank").get<int>());
