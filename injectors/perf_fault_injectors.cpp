@@ -66,16 +66,17 @@ class HbmChannelInjector final : public Injector {
   double fraction_ = 1.0;
 };
 
-class LinkInjector final : public Injector {
+// A fault of the link chip `src` sends on towards `dst` (the first of the route), and of
+// dst -> src too with both_directions: the endpoints, checked, and the links' names for proofs.
+class LinkFaultInjector : public Injector {
  public:
-  LinkInjector(const Params& p, const InjectionEnv& env) {
+  LinkFaultInjector(const Params& p, const InjectionEnv& env, const char* what) {
     graph_ = env.executed;
     seed_ = read_seed(p, env);
-    if (env.ranks < 2) p.fail("src", "a degraded link needs a run of two or more ranks");
+    if (env.ranks < 2) p.fail("src", fmt::format("a {} link needs a run of two or more ranks", what));
     src_ = rank_param(p, "src", env);
     dst_ = rank_param(p, "dst", env);
     if (src_ == dst_) p.fail("dst", "a rank other than src");
-    fraction_ = fraction_param(p, "fraction");
     both_ = p.boolean("both_directions");
     if (env.first_link) {
       const InjectionEnv::FirstLink l = env.first_link(src_, dst_);
@@ -87,27 +88,60 @@ class LinkInjector final : public Injector {
   }
   std::uint32_t sites() const override { return chip::kFaultPerf; }
   void on_perf_faults(std::uint32_t rank, chip::PerfFaults& f) override {
-    if (rank == src_) degrade(rank, dst_, f);
-    else if (both_ && rank == dst_) degrade(rank, src_, f);
+    if (rank == src_) apply(rank, dst_, f);
+    else if (both_ && rank == dst_) apply(rank, src_, f);
+  }
+
+ protected:
+  /// Applies the fault to the link `from` sends on towards `to` (and records it: proof()).
+  virtual void apply(std::uint32_t from, std::uint32_t to, chip::PerfFaults& f) = 0;
+  /// "link r1 -> r2 (r1 hccs->r2)" for a proof.
+  std::string label(std::uint32_t from, std::uint32_t to) const {
+    const auto name = names_.find(from);
+    return name == names_.end() ? fmt::format("link r{} -> r{}", from, to)
+                                : fmt::format("link r{} -> r{} ({})", from, to, name->second);
   }
 
  private:
-  void degrade(std::uint32_t from, std::uint32_t to, chip::PerfFaults& f) {
+  std::uint32_t src_ = 0, dst_ = 1;
+  bool both_ = false;
+  std::map<std::uint32_t, std::string> names_;  // sender -> the link it sends on
+};
+
+class LinkInjector final : public LinkFaultInjector {
+ public:
+  LinkInjector(const Params& p, const InjectionEnv& env)
+      : LinkFaultInjector(p, env, "degraded"), fraction_(fraction_param(p, "fraction")) {}
+
+ private:
+  void apply(std::uint32_t from, std::uint32_t to, chip::PerfFaults& f) override {
     const double before = f.link_fraction.count(to) ? f.link_fraction[to] : 1.0;
     f.link_fraction[to] = before * fraction_;
     chip::FaultSite s;
     s.rank = from;
-    const auto name = names_.find(from);
-    record({s, "",
-            name == names_.end() ? fmt::format("link r{} -> r{}", from, to)
-                                 : fmt::format("link r{} -> r{} ({})", from, to, name->second),
-            fmt::format("{} of its bandwidth", before),
+    record({s, "", label(from, to), fmt::format("{} of its bandwidth", before),
             fmt::format("{} of its bandwidth", before * fraction_)});
   }
-  std::uint32_t src_ = 0, dst_ = 1;
   double fraction_ = 1.0;
-  bool both_ = false;
-  std::map<std::uint32_t, std::string> names_;  // sender -> the link it sends on
+};
+
+// A link that dies at a device cycle: every message whose head reaches it from then on is lost
+// (chip_model/collective/network.h), so the ranks waiting for one hang until their timeout.
+class LinkDownInjector final : public LinkFaultInjector {
+ public:
+  LinkDownInjector(const Params& p, const InjectionEnv& env)
+      : LinkFaultInjector(p, env, "dead"), cycle_(p.uinteger("cycle")) {}
+
+ private:
+  void apply(std::uint32_t from, std::uint32_t to, chip::PerfFaults& f) override {
+    auto [it, fresh] = f.link_down_cycle.try_emplace(to, cycle_);
+    if (!fresh) it->second = std::min(it->second, cycle_);
+    chip::FaultSite s;
+    s.rank = from;
+    s.cycle = cycle_;
+    record({s, "", label(from, to), "up", fmt::format("down from cycle {}", it->second)});
+  }
+  std::uint64_t cycle_ = 0;
 };
 
 class StragglerInjector final : public Injector {
@@ -203,6 +237,14 @@ void register_perf_fault_injectors(InjectorRegistry& r) {
           {"both_directions", "bool", "false", "degrade dst -> src too"},
           seed_param()},
          [](const Params& p, const InjectionEnv& env) { return std::make_unique<LinkInjector>(p, env); }});
+  r.add({"link_down", "one link a chip sends on (HCCS or its NIC) dies at a device cycle: the messages sent on it "
+                      "from then on are lost, and the ranks waiting for them hang (report.json hang)",
+         {{"src", "int", "", "sending rank"},
+          {"dst", "int", "", "receiving rank: the dead link is the first of the route, as for link_degraded"},
+          {"cycle", "int", "0", "device cycle from which the link delivers nothing"},
+          {"both_directions", "bool", "false", "dst -> src dies too"},
+          seed_param()},
+         [](const Params& p, const InjectionEnv& env) { return std::make_unique<LinkDownInjector>(p, env); }});
   r.add({"straggler", "one rank computes slower (a slower clock or throttled cores): its Cube and Vector steps take "
                       "`slowdown` times as long and its cores' MTE and L2 ports run that much slower",
          {{"rank", "int", "", "the straggler"}, {"slowdown", "number in [1, 1000]", "2", "compute time factor"},

@@ -31,22 +31,27 @@ void CollectiveFabric::attach(Chip& chip) {
   chips_.push_back(&chip);
 }
 
-void CollectiveFabric::start_of_simulation() {
-  // A degraded link "src -> dst" is the first link of the route, the one src owns: the HCCS link
+std::size_t CollectiveFabric::first_link(std::uint32_t src, std::uint32_t dst, const char* what) const {
+  // A faulty link "src -> dst" is the first link of the route, the one src owns: the HCCS link
   // to a chip of its server (a neighbour on a ring), or its NIC towards another server.
-  for (Chip* c : chips_)
-    for (const auto& [dst, fraction] : c->perf_faults().link_fraction) {
-      const std::uint32_t src = c->rank();
-      if (dst >= topo_.ranks() || dst == src)
-        throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{} outside the job of {} chips", name(), src,
-                                                dst, topo_.ranks()));
-      const Route route = topo_.route(src, dst);
-      if (topo_.link(route.front()).kind == LinkKind::Hccs && route.size() > 1)
-        throw std::invalid_argument(fmt::format("{}: a degraded link r{} -> r{}, but the chips are not neighbours on "
-                                                "their server's HCCS ring",
-                                                name(), src, dst));
-      network_->degrade(route.front(), fraction);
-    }
+  if (dst >= topo_.ranks() || dst == src)
+    throw std::invalid_argument(fmt::format("{}: a {} link r{} -> r{} outside the job of {} chips", name(), what, src, dst,
+                                            topo_.ranks()));
+  const Route route = topo_.route(src, dst);
+  if (topo_.link(route.front()).kind == LinkKind::Hccs && route.size() > 1)
+    throw std::invalid_argument(fmt::format("{}: a {} link r{} -> r{}, but the chips are not neighbours on their "
+                                            "server's HCCS ring",
+                                            name(), what, src, dst));
+  return route.front();
+}
+
+void CollectiveFabric::start_of_simulation() {
+  for (Chip* c : chips_) {
+    for (const auto& [dst, fraction] : c->perf_faults().link_fraction)
+      network_->degrade(first_link(c->rank(), dst, "degraded"), fraction);
+    for (const auto& [dst, cycle] : c->perf_faults().link_down_cycle)
+      network_->set_down(first_link(c->rank(), dst, "dead"), c->clock().cycles_to_ps(cycle));
+  }
 }
 
 std::vector<std::string> CollectiveFabric::pending() const {

@@ -56,7 +56,10 @@ class CollectiveFabric : public sc_core::sc_module {
   std::vector<BlockedCollective> blocked() const;
 
  private:
-  void start_of_simulation() override;  // applies the chips' degraded links (PerfFaults::link_fraction)
+  void start_of_simulation() override;  // applies the chips' degraded and dead links (PerfFaults)
+  /// The link `src` sends on towards `dst`; throws std::invalid_argument naming the `what` link
+  /// when there is none of its own (dst outside the job, or further along an HCCS ring).
+  std::size_t first_link(std::uint32_t src, std::uint32_t dst, const char* what) const;
 
   ClusterTopology topo_;
   Options opts_;

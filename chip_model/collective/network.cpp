@@ -43,6 +43,17 @@ std::uint64_t Network::cell_ps(const ClusterTopology& topo) {
 
 void Network::attach(std::uint32_t rank, Receiver* r) { receivers_.at(rank) = r; }
 
+void Network::set_down(std::size_t id, std::uint64_t ps) {
+  if (down_ps_.empty()) down_ps_.assign(links_.size(), ~std::uint64_t{0});
+  down_ps_.at(id) = std::min(down_ps_.at(id), ps);
+}
+
+bool Network::lost_on(std::size_t id, const Message& m, std::uint64_t head_ps) {
+  if (down_ps_.empty() || head_ps < down_ps_[id]) return false;
+  lost_.push_back({id, m.src, m.dst, m.key, head_ps});
+  return true;
+}
+
 bool Network::owns(std::size_t link) const { return !parts_ || parts_->of_link(topo_, link) == process_; }
 
 std::uint64_t Network::send(Message&& m, std::uint64_t ready_ps, std::uint64_t data_ps) {
@@ -54,6 +65,7 @@ std::uint64_t Network::send(Message&& m, std::uint64_t ready_ps, std::uint64_t d
   std::optional<Link::Span> closed;
   const Link::Hop h = first.hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
   traced_hop(route.front(), h, m.wire_bytes, closed);
+  if (lost_on(route.front(), m, m.head_ps)) return h.free_ps;  // sent into a dead link
   m.head_ps = h.head_ps;
   m.tail_ps = h.tail_ps;
   m.hop = 1;
@@ -139,6 +151,7 @@ void Network::take_hop(Message&& m) {
   std::optional<Link::Span> closed;
   const Link::Hop h = links_.at(id).hop(m.head_ps, m.tail_ps, m.wire_bytes, m.tag(), closed);
   traced_hop(id, h, m.wire_bytes, closed);
+  if (lost_on(id, m, m.head_ps)) return;
   m.head_ps = h.head_ps;
   m.tail_ps = h.tail_ps;
   ++m.hop;

@@ -100,6 +100,17 @@ class Network : public sc_core::sc_module {
   const Link& link(std::size_t id) const { return links_.at(id); }
   /// Runs link `id` at `fraction` (0, 1] of its nominal bandwidth from now on (performance fault).
   void degrade(std::size_t id, double fraction) { links_.at(id).set_bandwidth_fraction(fraction); }
+  /// Link `id` is down from `ps` on (a hardware fault): a message whose head enters it then is
+  /// lost, recorded in lost(), never delivered; the ranks that wait for it hang.
+  void set_down(std::size_t id, std::uint64_t ps);
+  /// A message lost on a link that was down (this partition's links), in the order it was sent.
+  struct Lost {
+    std::size_t link = 0;
+    std::uint32_t src = 0, dst = 0;
+    MessageKey key;
+    std::uint64_t at_ps = 0;  // when its head reached the link
+  };
+  const std::vector<Lost>& lost() const { return lost_; }
   /// True when this partition processes the hops onto link `id` (and so holds its statistics).
   bool owns(std::size_t link) const;
   std::size_t num_links() const { return links_.size(); }
@@ -169,6 +180,10 @@ class Network : public sc_core::sc_module {
   Trace* trace_;
   Boundary* boundary_ = nullptr;
   std::vector<Link> links_;  // by id, contiguous (every hop touches one)
+  std::vector<std::uint64_t> down_ps_;  // by link id: when it went down (empty: every link up)
+  std::vector<Lost> lost_;
+  /// True (and the message recorded as lost) when link `id` is down at `head_ps`.
+  bool lost_on(std::size_t id, const Message& m, std::uint64_t head_ps);
   std::vector<Receiver*> receivers_;  // by rank (nullptr: not in this partition)
   // The batch: the events of cell batch_cell_ (and any queued later at or before it) in order,
   // [batch_next_, end) still to process; every event in cells_ comes after all of them.

@@ -103,10 +103,11 @@ struct PerfFaults {
   double compute_slowdown = 1.0;  // Cube and Vector step cycles x this (>= 1): a slower clock or throttled cores
   std::map<std::uint32_t, double> core_slowdown;  // AI core id -> its Cube and Vector step cycles x this (>= 1)
   std::map<std::uint32_t, double> link_fraction;  // destination rank -> fraction of the outgoing link's bandwidth
+  std::map<std::uint32_t, std::uint64_t> link_down_cycle;  // destination rank -> device cycle the outgoing link dies at
   std::uint64_t launch_delay_ps = 0;  // added to the dispatch of every task the chip's streams run
   bool any() const {
     return !hbm_channel_fraction.empty() || compute_slowdown != 1.0 || !core_slowdown.empty() || !link_fraction.empty() ||
-           launch_delay_ps != 0;
+           !link_down_cycle.empty() || launch_delay_ps != 0;
   }
 };
 

@@ -25,11 +25,19 @@ struct HostEnd {
   std::string error;        // the failure's message
 };
 
+/// A message lost on a dead link (chip::Network::set_down): what its receiver waits for.
+struct LostMessage {
+  std::string link;  // the topology's name of the link
+  std::uint32_t src = 0, dst = 0, comm = 0, seq = 0;
+  std::uint64_t at_ps = 0;
+};
+
 struct JobHang {
   std::uint64_t time_ps = 0;                    // the first timeout, else the last progress
   std::string noticed_by;                       // the first timeout's message ("" : no event was left)
   std::vector<std::uint32_t> waiting;           // ranks whose programs did not complete
   std::vector<chip::BlockedCollective> blocked; // what the ranks are blocked in, by rank
+  std::vector<LostMessage> lost;                // messages lost on dead links, in the order sent
 };
 
 /// A hang when some ranks are blocked in collectives and nothing else failed (no chip error, no

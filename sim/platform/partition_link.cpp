@@ -46,7 +46,8 @@ std::vector<WindowGrant> decide_window(std::vector<WindowReport> reports, std::u
     g.end_ps = finish;
     g.until_ps = window_end(next, lookahead_ps, cell_ps);
     // A hang: every partition reports what its ranks are blocked in, or the error below when none is.
-    g.deadlock = stop && !failed && !all_done;
+    // (a host that timed out has returned: every host may have, all of them by timeouts)
+    g.deadlock = stop && !failed && (timed_out || !all_done);
     if (g.deadlock && timed_out) g.end_ps = timeout;
     if (g.deadlock && !timed_out)
       g.error = fmt::format("simulation ended before every host program finished (still running:{}){}", running, waiting);

@@ -55,10 +55,13 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& opts)
         return;
       }
       if (++finished_ == hosts_.size()) {
+        if (stopping_) return;  // a failure stopped the run in this delta cycle already
         end_time_ = sc_core::sc_time_stamp();
         sc_core::sc_stop();
-      } else if (hosts_.back() && std::any_of(hosts_.begin(), hosts_.end(), [](const auto& h) { return h->error(); })) {
+      } else if (!stopping_ && hosts_.back() &&
+                 std::any_of(hosts_.begin(), hosts_.end(), [](const auto& h) { return h->error(); })) {
         end_time_ = sc_core::sc_time_stamp();
+        stopping_ = true;  // another host failing in the same delta cycle stops nothing more
         sc_core::sc_stop();
       }
     });
@@ -114,6 +117,9 @@ bool Platform::note_hang(std::optional<std::uint64_t> first_timeout_ps) {
   const bool chip_failed = std::any_of(chips_.begin(), chips_.end(), [](const auto& c) { return c->error() != nullptr; });
   hang_ = find_hang(host_ends(), fabric_ ? fabric_->blocked() : std::vector<chip::BlockedCollective>{}, chip_failed);
   if (hang_ && first_timeout_ps) hang_->time_ps = *first_timeout_ps;  // the job's, maybe another partition's
+  if (hang_ && fabric_)
+    for (const auto& l : fabric_->network().lost())
+      hang_->lost.push_back({topology_->link_name(l.link), l.src, l.dst, l.key.comm, l.key.seq, l.at_ps});
   if (hang_) end_time_ = chip::ChipClock::from_ps(hang_->time_ps);
   return hang_.has_value();
 }

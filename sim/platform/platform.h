@@ -91,6 +91,7 @@ class Platform : public sc_core::sc_module {
   std::vector<std::unique_ptr<HostModel>> hosts_;
   std::uint32_t finished_ = 0;
   bool partitioned_ = false;
+  bool stopping_ = false;
   sc_core::sc_time end_time_;
   std::optional<JobHang> hang_;
 };

@@ -20,7 +20,11 @@ json hang_part(const JobHang& h, const std::function<std::string(std::uint32_t, 
     if (!b.conflict.empty()) e["conflict"] = b.conflict;
     blocked.push_back(std::move(e));
   }
-  return {{"time_ps", h.time_ps}, {"noticed_by", h.noticed_by}, {"waiting", h.waiting}, {"blocked", std::move(blocked)}};
+  json lost = json::array();
+  for (const auto& l : h.lost)
+    lost.push_back({{"link", l.link}, {"src", l.src}, {"dst", l.dst}, {"comm", l.comm}, {"seq", l.seq}, {"at_ps", l.at_ps}});
+  return {{"time_ps", h.time_ps}, {"noticed_by", h.noticed_by}, {"waiting", h.waiting}, {"blocked", std::move(blocked)},
+          {"lost", std::move(lost)}};
 }
 
 namespace {
@@ -40,16 +44,18 @@ std::string ranks_text(const std::set<std::uint32_t>& ranks) {
 
 // Blocked ranks grouped by where they are (step, op, collective, call): the lines of a report.
 struct Group {
-  std::set<std::uint32_t> ranks, waits_for;
+  std::set<std::uint32_t> ranks, waits_for, comms;
   std::uint64_t since_min = ~std::uint64_t{0}, since_max = 0;
   const json* first = nullptr;
   std::map<std::string, std::set<std::uint32_t>> conflicts;  // another collective's message -> ranks it reached
 };
 std::vector<Group> groups(const json& blocked) {
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::string, std::string>, Group> by;
+  // (pairs of ranks have a communicator each: the same call of theirs is one place)
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::string, std::string>, Group> by;
   for (const auto& b : blocked) {
-    Group& g = by[{b.at("comm"), b.at("seq"), b.at("step"), b.at("op"), b.at("collective")}];
+    Group& g = by[{b.at("seq"), b.at("step"), b.at("op"), b.at("collective")}];
     if (!g.first) g.first = &b;
+    g.comms.insert(b.at("comm").get<std::uint32_t>());
     g.ranks.insert(b.at("rank").get<std::uint32_t>());
     g.waits_for.insert(b.at("waits_for").get<std::uint32_t>());
     const std::uint64_t t = b.value("since_cycle", std::uint64_t{0});
@@ -106,6 +112,20 @@ void returned_peers(const json& blocked, const json& waiting, const json& per_ra
   }
 }
 
+// Links that were down: the messages lost on them, the first of each link named.
+void dead_links(const json& lost, json& why) {
+  std::map<std::string, std::vector<const json*>> by_link;
+  for (const auto& l : lost) by_link[l.at("link").get<std::string>()].push_back(&l);
+  for (const auto& [link, list] : by_link) {
+    const json& first = *list.front();
+    why.push_back(fmt::format("link {} is down: {} message(s) sent on it were lost, the first r{} -> r{} at cycle {} "
+                              "(call #{} of communicator {}); the ranks waiting for them never get them",
+                              link, list.size(), first.at("src").get<std::uint32_t>(), first.at("dst").get<std::uint32_t>(),
+                              first.at("cycle").get<std::uint64_t>(), first.at("seq").get<std::uint32_t>(),
+                              first.at("comm").get<std::uint32_t>()));
+  }
+}
+
 // The first step whose loss-scaling decisions differ between ranks.
 void loss_scaling_decisions(const json& ls, json& why) {
   if (!ls.is_object()) return;
@@ -141,12 +161,13 @@ std::string summary(const json& h) {
 
 json merge_hang(const std::vector<json>& parts, const json& loss_scaling, const json& per_rank_cycles,
                const chip::ChipClock& clock) {
-  json blocked = json::array(), waiting = json::array();
+  json blocked = json::array(), waiting = json::array(), lost = json::array();
   std::uint64_t last = 0, first_timeout = 0;
   std::string noticed;
   for (const json& p : parts) {
     for (const auto& b : p.at("blocked")) blocked.push_back(b);
     for (const auto& r : p.at("waiting")) waiting.push_back(r);
+    for (const auto& l : p.at("lost")) lost.push_back(l);
     const std::uint64_t t = p.at("time_ps");
     if (p.at("noticed_by").get<std::string>().empty()) {
       last = std::max(last, t);
@@ -160,11 +181,17 @@ json merge_hang(const std::vector<json>& parts, const json& loss_scaling, const 
            std::tie(b.at("rank").get_ref<const json::number_unsigned_t&>(), b.at("seq").get_ref<const json::number_unsigned_t&>());
   });
   std::sort(waiting.begin(), waiting.end());
+  std::stable_sort(lost.begin(), lost.end(), [](const json& a, const json& b) {
+    return std::make_tuple(a.at("at_ps").get<std::uint64_t>(), a.at("src").get<std::uint32_t>(), a.at("dst").get<std::uint32_t>()) <
+           std::make_tuple(b.at("at_ps").get<std::uint64_t>(), b.at("src").get<std::uint32_t>(), b.at("dst").get<std::uint32_t>());
+  });
+  for (auto& l : lost) l["cycle"] = clock.ps_to_cycles(l.at("at_ps").get<std::uint64_t>());
   const std::uint64_t t = noticed.empty() ? last : first_timeout;
   for (auto& b : blocked) b["since_cycle"] = clock.ps_to_cycles(b.at("since_ps").get<std::uint64_t>());
   json h = {{"time_ps", t},         {"cycle", clock.ps_to_cycles(t)}, {"noticed_by", noticed},
-            {"waiting", waiting},   {"blocked", blocked}};
+            {"waiting", waiting},   {"blocked", blocked},                {"lost", lost}};
   json why = json::array();
+  dead_links(h.at("lost"), why);
   different_collectives(h.at("blocked"), why);
   returned_peers(h.at("blocked"), h.at("waiting"), per_rank_cycles, why);
   loss_scaling_decisions(loss_scaling, why);
@@ -187,10 +214,12 @@ std::string hang_text(const json& h) {
     std::string conflict;
     for (const auto& [c, to] : g.conflicts)
       conflict += fmt::format("; a message of {} reached {}", c.substr(0, c.find(' ')), ranks_text(to));
-    out += fmt::format("    {} blocked at step {} in {} ({}, call #{} of communicator {}) since cycle {}, waiting for {}{}\n",
+    out += fmt::format("    {} blocked at step {} in {} ({}, call #{} of {}) since cycle {}, waiting for {}{}\n",
                        ranks_text(g.ranks), b.at("step").get<std::uint32_t>(), b.at("op").get<std::string>(),
                        b.at("collective").get<std::string>(), b.at("seq").get<std::uint32_t>(),
-                       b.at("comm").get<std::uint32_t>(), since,
+                       g.comms.size() == 1 ? fmt::format("communicator {}", *g.comms.begin())
+                                           : fmt::format("{} communicators", g.comms.size()),
+                       since,
                        g.ranks.size() > 1 && g.waits_for.size() > 1 ? "their ring peers" : ranks_text(g.waits_for), conflict);
   }
   if (gs.size() > 8) out += fmt::format("    ... {} more places in report.json hang.blocked\n", gs.size() - 8);

@@ -11,8 +11,9 @@
 //                 (the first host's synchronize timeout), waiting: [ranks that did not complete],
 //                 blocked: [{rank, step, op, collective, comm, seq, waits_for, since_ps,
 //                 since_cycle, conflict (another collective's message that reached it)}],
-//                 explanation: [...], summary}; cycles.total and a waiting rank's cycles are then
-//                 the hang's
+//                 lost: [{link, src, dst, comm, seq, at_ps, cycle}] (messages lost on dead links,
+//                 link_down), explanation: [...], summary}; cycles.total and a waiting rank's
+//                 cycles are then the hang's
 //   scenario      {name, description, file, model, mode, ranks, steps}
 //   seed          master seed
 //   chip          {preset, overrides: {param: value}, params: {param: value (every parameter)}}

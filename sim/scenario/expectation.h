@@ -47,10 +47,11 @@
 //       the training loss of `rank` (default 0) fell by a bound in percent from `from_step`
 //       (default 0) to `to_step` (default the last): 100 (loss[from] - loss[to]) / |loss[from]|;
 //       "== 0" is a loss that did not move at all; `variant` picks a variant run
-//   - hang: {rank: 1, step: 3, op: "*reduce_scatter*", apart: true}   (or `hang: true`)
+//   - hang: {rank: 1, step: 3, op: "*reduce_scatter*", apart: true, link: "r3 nic*"}   (or `hang: true`)
 //       the job hangs (report.json "hang"): some blocked rank matches every given field;
-//       `apart`: ranks are at different collectives under one call number. A run that hangs
-//       fails unless a hang expectation holds
+//       `apart`: ranks are at different collectives under one call number; `link`: a message was
+//       lost on a dead link of that name (link_down). A run that hangs fails unless a hang
+//       expectation holds
 #pragma once
 
 #include <cstdint>

@@ -52,6 +52,8 @@ TEST(PartitionWindow, AHostTimeoutStopsEveryPartitionAsADeadlock) {
     EXPECT_TRUE(w.deadlock);
     EXPECT_TRUE(w.error.empty()) << w.error;
   }
+  reports[0].hosts_done = reports[1].hosts_done = true;  // every host returned, some by their timeout
+  for (const WindowGrant& w : decide_window(reports, 1'000'000, 450'000)) EXPECT_TRUE(w.deadlock);
   reports[1].failed = true;
   for (const WindowGrant& w : decide_window(reports, 1'000'000, 450'000)) {
     EXPECT_TRUE(w.stop);

@@ -8,7 +8,9 @@
 // are spread over processes.
 #include <set>
 #include <string>
+#include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -127,6 +129,48 @@ TEST(JobHang, EveryRankAndStepOfTheSkipIsNamed) {
       EXPECT_EQ(blocked.count(rank), step < 3 ? 1u : 0u) << name;
       EXPECT_EQ(h.at("waiting").size(), blocked.size()) << name;
     }
+}
+
+// A link that dies (link_down) on 16 ranks over two servers, hierarchical all-reduce: a link the
+// algorithm sends on (an HCCS ring neighbour, a NIC to the partner server) hangs the job and the
+// report names it and only it; a link it never uses (HCCS to a non-neighbour, or backwards on the
+// ring), or one that dies after the job, leaves the run as it was.
+TEST(JobHang, ADeadLinkHangsTheJobOnlyWhereItIsUsed) {
+  TempDir dir;
+  struct Case {
+    int src, dst;
+    std::uint64_t cycle;
+    bool hangs;
+  };
+  const std::vector<Case> cases = {{2, 3, 100000, true},  {9, 10, 450000, true},   {3, 11, 800000, true},
+                                   {12, 4, 300000, true}, {15, 8, 600000, true},   {2, 6, 100000, false},
+                                   {3, 2, 100000, false}, {5, 13, 5000000, false}};
+  for (const Case& c : cases) {
+    const std::string name = fmt::format("d{}_{}_{}", c.src, c.dst, c.cycle);
+    dir.write(name + ".yaml",
+              "name: " + name +
+                  "\nmodel: mlp_loss_scaled\nmode: training\nranks: 16\nsteps: 3\nseed: 8\ncluster: {exec_timeout_ms: 20}\n"
+                  "training:\n  loss: model\n  optimizer: {type: sgd, lr: 5.0e-5}\n  allreduce: {algorithm: hierarchical}\n"
+                  "injections:\n  - {kind: link_down, src: " + std::to_string(c.src) + ", dst: " + std::to_string(c.dst) +
+                  ", cycle: " + std::to_string(c.cycle) + "}\n");
+    const test::CmdResult r = test::run("run " + name + ".yaml --no-baseline --no-trace --out o", dir);
+    EXPECT_EQ(r.code, c.hangs ? 1 : 0) << name << r.out << r.err;
+    const json rep = report(dir, "o", name);
+    EXPECT_EQ(rep.at("status"), c.hangs ? "hang" : "ok") << name;
+    EXPECT_TRUE(rep.at("injections")[0].at("fired").get<bool>()) << name;
+    if (!c.hangs) continue;
+    const json& h = rep.at("hang");
+    ASSERT_FALSE(h.at("lost").empty()) << name;
+    const std::string link = h.at("lost")[0].at("link");
+    EXPECT_TRUE(link.starts_with("r" + std::to_string(c.src) + " ")) << name << link;
+    for (const auto& l : h.at("lost")) {
+      EXPECT_EQ(l.at("link"), link) << name;
+      EXPECT_EQ(l.at("src"), c.src) << name;
+      EXPECT_GE(l.at("cycle").get<std::uint64_t>(), c.cycle) << name;
+    }
+    EXPECT_NE(h.at("explanation")[0].get<std::string>().find("link " + link + " is down"), std::string::npos)
+        << name << h.at("explanation").dump();
+  }
 }
 
 // 16 ranks on two servers, rank 11 alone overflows at step 1: one partition holds the rank that
