@@ -117,6 +117,21 @@ TEST(DistributedRun, ThreeProcessesOfAHierarchicalJobGiveTheOneProcessBytes) {
   expect_same_as_one_process(dir, 3);
 }
 
+// A job hang (sim/run/hang_report.h) over three processes: rank 10's NIC dies in step 0 of a
+// hierarchical all-reduce over three servers; every partition reports its ranks' part, and the
+// merged report names the same blocked ranks, lost messages and times as one process does.
+TEST(DistributedRun, AHangOnADeadLinkIsTheOneProcessHangUnderThreeProcesses) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun is not installed";
+  TempDir dir;
+  dir.write("job.yaml", job(24, "{algorithm: hierarchical}", ", exec_timeout_ms: 20") +
+                            "injections:\n  - {kind: link_down, src: 10, dst: 18, cycle: 150000}\n"
+                            "expectations:\n  - hang: {link: \"r10 nic*\", step: 0}\n");
+  expect_same_as_one_process(dir, 3);
+  const auto r = nlohmann::json::parse(test::slurp(dir.path() / "np3/job/report.json"));
+  EXPECT_EQ(r.at("status"), "hang");
+  EXPECT_EQ(r.at("hang").at("blocked").size(), 24u);
+}
+
 TEST(DistributedRun, FourProcessesOfATreeJobOnAFatTreeGiveTheOneProcessBytes) {
   // Messages cross partitions over leaf uplinks and spine downlinks (two servers per leaf), and
   // every partition's network processes its queue ahead of its time within each window.
