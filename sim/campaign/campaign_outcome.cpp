@@ -85,6 +85,9 @@ json TrialObservation::to_json() const {
           {"suspect_causes", suspect_causes},
           {"perf_suspects", perf_suspects},
           {"perf_causes", perf_causes},
+          {"job_hang", job_hang},
+          {"hang_links", hang_links},
+          {"hang_cycle", opt(hang_cycle)},
           {"latched", latches},
           {"replayed", rp},
           {"detection_cycle", opt(detection_cycle)},
@@ -107,6 +110,9 @@ TrialObservation TrialObservation::from_json(const json& j) {
   if (j.contains("suspect_causes")) o.suspect_causes = j["suspect_causes"].get<std::vector<std::string>>();
   if (j.contains("perf_suspects")) o.perf_suspects = j["perf_suspects"].get<std::vector<std::string>>();
   if (j.contains("perf_causes")) o.perf_causes = j["perf_causes"].get<std::vector<std::string>>();
+  o.job_hang = j.value("job_hang", false);
+  if (j.contains("hang_links")) o.hang_links = j["hang_links"].get<std::vector<std::string>>();
+  o.hang_cycle = opt_of<std::uint64_t>(j, "hang_cycle");
   if (j.contains("latched"))
     for (const auto& l : j["latched"])
       o.latched.push_back({l.at("op").get<std::string>(), l.at("kind").get<std::string>(), l.at("tensor").get<std::string>(),
@@ -124,9 +130,18 @@ TrialObservation observe(const json& r, const OutputCheck& output) {
   TrialObservation o;
   o.output = output;
   o.status = r.value("status", std::string("error"));
+  // A job that hung still reports what it completed (and where it is blocked): observed as usual.
+  o.job_hang = o.status == "hang" && r.contains("hang") && r["hang"].is_object();
   if (o.status != "ok") {
     o.error = r.value("error", std::string("simulation failed"));
-    return o;
+    if (!o.job_hang) return o;
+    const json& h = r["hang"];
+    if (h.contains("lost"))
+      for (const auto& l : h["lost"]) {
+        const std::string link = "link " + str_of(l, "link");
+        if (std::find(o.hang_links.begin(), o.hang_links.end(), link) == o.hang_links.end()) o.hang_links.push_back(link);
+      }
+    o.hang_cycle = opt_of<std::uint64_t>(h, "cycle");
   }
   // The trial's injection is the last descriptor (the scenario's own come first).
   if (r.contains("injections") && r["injections"].is_array() && !r["injections"].empty()) {
@@ -262,6 +277,15 @@ TrialRecord make_record(const TrialSpec& spec, TrialObservation obs, const SdcTo
     obs.suspects.clear();
     for (const auto& p : obs.perf_suspects) obs.suspects.push_back({p});
     obs.suspect_causes = obs.perf_causes;
+  }
+  if (spec.hang_scored && obs.job_hang) {
+    // Scored on the hang: its lost messages' links are the suspects.
+    obs.status = "ok";
+    obs.detected = true;
+    obs.suspects.clear();
+    for (const auto& l : obs.hang_links) obs.suspects.push_back({l});
+    obs.suspect_causes.assign(obs.hang_links.size(), "link_down");
+    obs.detection_cycle = obs.hang_cycle;
   }
   r.outcome = classify(obs, spec.truth_ops, tol);
   if (obs.detected) r.rank = truth_rank(obs, spec.truth_ops);

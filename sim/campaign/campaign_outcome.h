@@ -8,7 +8,8 @@
 // the output check against the golden envelope.
 //
 // Outcome classes, decided in this order:
-//   hang          the worker was killed by the timeout
+//   hang          the worker was killed by the timeout, or the simulated job hung (report.json
+//                 hang; a dead-link trial's hang is scored below instead)
 //   crash         the worker died, or the simulation ended in an error (detected-unrecoverable)
 //   not_fired     the injection never applied (its site was not reached): scored nowhere
 //   top1 / top3   detected; the true op is the first / among the first three suspects
@@ -26,6 +27,9 @@
 //   element_exact  a latch at the true op, step, rank and tensor names the injected element
 // A performance fault (TrialSpec::perf) is scored on the perf findings instead: detected when the
 // run has any, localized by their components (perf_suspects), its cause by theirs.
+// A dead link (TrialSpec::hang_scored) is scored on the job's hang: a hang is its detection (at the
+// cycle the first host noticed it), the links hang.lost names are its suspects (first lost first),
+// their cause is link_down.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,9 @@ struct TrialObservation {
   std::vector<std::string> suspect_causes;         // cause class of each suspect ("" without a diagnosis)
   std::vector<std::string> perf_suspects;          // perf findings best first, as perf_component() names them
   std::vector<std::string> perf_causes;            // and their causes
+  bool job_hang = false;                           // the simulated job hung (status hang, report.json hang)
+  std::vector<std::string> hang_links;             // its lost messages' links ("link r5 nic.tx"), first lost first
+  std::optional<std::uint64_t> hang_cycle;         // when the first host noticed it
   /// Exception latches (the first 256): where and which element.
   struct Latched {
     std::string op, kind, tensor;

@@ -356,7 +356,7 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     }
     if (params.count("step") && params.count("rank") && op) {
       draw_execution(SiteCensus::site_of(fe.kind, "", 0, ""));
-    } else if (fe.kind == "link_degraded") {
+    } else if (fe.kind == "link_degraded" || fe.kind == "link_down") {
       // src among the entry's ranks that have a link; dst among the chips src reaches directly.
       std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs;
       for (const std::uint64_t src : e.ranks)
@@ -368,6 +368,7 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
         d["src"] = src;
         d["dst"] = dst;
       }
+      if (fe.kind == "link_down") d["cycle"] = draw(gen, std::max<std::uint64_t>(space_.cycle_span, 1));
     } else {
       if (params.count("step")) d["step"] = pick(gen, e.steps);
       if (params.count("rank")) d["rank"] = pick(gen, e.ranks);
@@ -384,16 +385,27 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     for (const auto& kv : fe.set) d[kv.first.as<std::string>()] = kv.second;
   d["seed"] = campaign_mix(rng_seed ^ 0x5EEDull) >> 11;
   t.descriptor = d;
+  auto u = [&d](const char* k) { return d[k].IsDefined() ? d[k].as<std::uint32_t>(0) : 0u; };
+  // A link as the perf findings and the hang report name it.
+  auto link_name = [this](std::uint32_t src, std::uint32_t dst) {
+    const std::string link = space_.first_link ? space_.first_link(src, dst) : "";
+    return link.empty() ? fmt::format("link r{} -> r{}", src, dst) : "link " + link;
+  };
+  if (fe.kind == "link_down") {
+    t.hang_scored = true;
+    truth.insert(link_name(u("src"), u("dst")));
+    if (d["both_directions"].IsDefined() && d["both_directions"].as<bool>(false)) truth.insert(link_name(u("dst"), u("src")));
+    t.truth_cause = "link_down";
+    t.rank = u("src");
+  }
   if (is_perf_kind(fe.kind)) {
     // The slowed component, as the perf findings name it (campaign_outcome.h perf_component).
     t.perf = true;
-    auto u = [&d](const char* k) { return d[k].IsDefined() ? d[k].as<std::uint32_t>(0) : 0u; };
     if (fe.kind == "hbm_channel_degraded") {
       truth.insert(fmt::format("hbm_channel r{} ch{}", u("rank"), u("channel")));
       t.truth_cause = "hbm_channel";
     } else if (fe.kind == "link_degraded") {
-      const std::string link = space_.first_link ? space_.first_link(u("src"), u("dst")) : "";
-      truth.insert(link.empty() ? fmt::format("link r{} -> r{}", u("src"), u("dst")) : "link " + link);
+      truth.insert(link_name(u("src"), u("dst")));
       t.truth_cause = "link";
     } else if (fe.kind == "core_throttled") {
       truth.insert(fmt::format("core r{} c{}", u("rank"), u("core")));

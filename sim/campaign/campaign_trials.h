@@ -28,6 +28,12 @@
 // slowed component, named as perf_component() names a finding ("hbm_channel r0 ch5", "link r1
 // hccs->r2", "straggler r2", "core r0 c7", "launch r0"), and the true cause is the finding's cause. A degraded
 // link's dst is drawn among the chips src has a link to (TrialSpace::first_link).
+//
+// A dead link (link_down) is drawn like a degraded one, at a device cycle drawn uniformly over the
+// fault-free run (`cycle` in choose/set overrides it). It is scored on the job's hang report
+// (TrialSpec::hang_scored): the truth is the dead link ("link r5 nic.tx"; with both_directions
+// also its reverse), the suspects are the links report.json hang.lost names, first lost first, and
+// the cause is link_down. A link that dies carrying nothing more leaves the job finishing: masked.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +66,7 @@ struct TrialSpec {
   std::string truth_cause_replayed;    // the same when the run replays the op ("" : as truth_cause)
   bool nonfinite = false;              // the fault writes NaN/Inf (nan, inf)
   bool perf = false;                   // a performance fault: truth_ops holds the slowed component
+  bool hang_scored = false;            // a dead link: truth_ops holds it, scored on the job's hang
   std::optional<std::uint64_t> element;  // injected element of `op`'s tensor (value kinds)
   std::string side;                    // output | input (value kinds)
   std::string tensor_name;             // the tensor of that side and slot
