@@ -1,6 +1,7 @@
 // A job whose chips wait for each other forever ends at the host's synchronize timeout instead of
 // polling without end, as a job hang (job_hang.h) naming the rank, the stream and what the
-// collective waits for: rank 0 runs an all-reduce that rank 1 never joins (its program returned).
+// collective waits for: rank 0 runs an all-reduce that rank 1 never joins (its program returned);
+// a stalled stream is polled less and less often until that deadline.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,16 +15,8 @@
 namespace probelab::sim {
 namespace {
 
-TEST(SyncTimeout, ACollectiveNoPeerJoinsEndsTheRunAsAHang) {
-  chip::Trace trace(false);
-  PlatformOptions po;
-  po.chip = chip::chip_preset("ascend910b");
-  po.ranks = 2;
-  po.make_cores = ai_core_factory(std::make_shared<AiCoreSet>());
-  po.trace = &trace;
-  po.host.sync_timeout_ns = 2'000'000;  // 2 ms of simulated time
-  Platform platform("platform", po);
-  bool returned = false;
+// Rank 0 all-reduces 64 floats and synchronizes; sets `returned` if synchronize returns.
+void all_reduce_alone(Platform& platform, bool& returned) {
   platform.host(0).set_program([&] {
     probes::Device& dev = platform.host(0).device();
     const std::vector<float> x(64, 1.0f);
@@ -49,6 +42,24 @@ TEST(SyncTimeout, ACollectiveNoPeerJoinsEndsTheRunAsAHang) {
     returned = true;
   });
   platform.host(1).set_program([] {});  // never joins
+}
+
+PlatformOptions two_ranks(chip::Trace& trace) {
+  PlatformOptions po;
+  po.chip = chip::chip_preset("ascend910b");
+  po.ranks = 2;
+  po.make_cores = ai_core_factory(std::make_shared<AiCoreSet>());
+  po.trace = &trace;
+  return po;
+}
+
+TEST(SyncTimeout, ACollectiveNoPeerJoinsEndsTheRunAsAHang) {
+  chip::Trace trace(false);
+  PlatformOptions po = two_ranks(trace);
+  po.host.sync_timeout_ns = 2'000'000;  // 2 ms of simulated time
+  Platform platform("platform", po);
+  bool returned = false;
+  all_reduce_alone(platform, returned);
   platform.run();
   ASSERT_TRUE(platform.hang().has_value());
   const JobHang& h = *platform.hang();
@@ -66,6 +77,26 @@ TEST(SyncTimeout, ACollectiveNoPeerJoinsEndsTheRunAsAHang) {
   EXPECT_FALSE(returned);
   EXPECT_GE(sc_core::sc_time_stamp(), sc_core::sc_time(2, sc_core::SC_MS));
   EXPECT_LT(sc_core::sc_time_stamp(), sc_core::sc_time(3, sc_core::SC_MS));  // not much later either
+}
+
+// A stalled stream is polled less and less often: the driver's default second of waiting costs
+// tens of register reads, not ten thousand, and the hang is noticed just after the deadline.
+TEST(SyncTimeout, AStalledStreamIsPolledLessOftenUntilTheDeadline) {
+  chip::Trace trace(false);
+  PlatformOptions po = two_ranks(trace);
+  po.host.sync_timeout_ns = 1'000'000'000;
+  Platform platform("platform", po);
+  bool returned = false;
+  all_reduce_alone(platform, returned);
+  platform.run();
+  ASSERT_TRUE(platform.hang().has_value());
+  EXPECT_FALSE(returned);
+  const std::uint64_t reads = platform.host(0).device().stats().mmio_reads;
+  EXPECT_LT(reads, 2 * (po.host.poll_backoff_after + 40)) << "two reads a poll: the first polls at the period, then doublings";
+  EXPECT_GT(reads, 2u * po.host.poll_backoff_after);
+  const sc_core::sc_time t = sc_core::sc_time_stamp();
+  EXPECT_GE(t, sc_core::sc_time(1, sc_core::SC_SEC));
+  EXPECT_LT(t, sc_core::sc_time(1, sc_core::SC_SEC) + sc_core::sc_time(50, sc_core::SC_US));
 }
 
 }  // namespace
