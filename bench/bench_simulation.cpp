@@ -12,8 +12,10 @@
 //    step includes generating its inputs (the data generator, as the simulated host does;
 //    `input_generation_ms`), the reference does not. Counters: simulated cycles per host second
 //    and ratio_vs_reference (target <= 1.5x with all detection on, for every bundled model);
-//  - BM_LongRun: host CPU per step of a whole run (report and trace.json included) at 250 and at
-//    2000 steps, and the growth exponent between them (target <= 1.1: cost linear in steps);
+//  - BM_LongRun/<case>: host CPU per step of a whole run at 250 and at 2000 steps (trace: report
+//    and trace.json included; statistics_dumps: training with a statistics capture of every op,
+//    the dump manifest written every step), and the growth exponent between them (target <= 1.1:
+//    cost linear in steps);
 //  - BM_CaptureOverhead/<case>: simulated step-cycle overhead of capture against the same run
 //    without probes (sum of the step times: setup and the end-of-run drain excluded), for
 //    statistics on every op (in-kernel, and as separate capture tasks drained every step for
@@ -181,31 +183,49 @@ PROBELAB_STEP_BENCH(rnn_encoder, "{name: rnn_encoder, dims: {batch: 4, seq: 32}}
 PROBELAB_STEP_BENCH(cnn_int8, "cnn_int8");
 #undef PROBELAB_STEP_BENCH
 
-// A long run costs the same per step as a short one: host CPU of the whole simulation (report,
-// anomalies linked in the trace, trace.json written) of the MLP inference with every detection
-// on, 250 and 2000 steps. Counter growth_exponent: log(t_2000 / t_250) / log(8), 1 when linear
-// (target <= 1.1).
-void BM_LongRun(benchmark::State& state) {
+// A long run costs the same per step as a short one: host CPU of the whole simulation at 250 and
+// at 2000 steps, for the MLP inference with every detection on (report, anomalies linked in the
+// trace, trace.json written) and for the MLP training with statistics probes on every op (a
+// dump manifest entry per captured tensor, the manifest brought up to date every step). Counter
+// growth_exponent: log(t_2000 / t_250) / log(8), 1 when linear (target <= 1.1).
+std::string long_run_scenario(bool dumps, int steps) {
+  if (!dumps) return step_scenario("mlp", steps);
+  return fmt::format(R"(name: bench_long
+model: mlp
+mode: training
+steps: {}
+seed: 1
+training:
+  optimizer: {{type: sgd, lr: 1.0e-3}}
+probes:
+  mode: statistics
+  watch_points: ["*"]
+)",
+                     steps);
+}
+
+void BM_LongRun(benchmark::State& state, bool dumps) {
   constexpr int kShort = 250, kLong = 2000;
-  const sim::PreparedRun short_run = prepare(step_scenario("mlp", kShort));
-  const sim::PreparedRun long_run = prepare(step_scenario("mlp", kLong));
+  const sim::PreparedRun short_run = prepare(long_run_scenario(dumps, kShort));
+  const sim::PreparedRun long_run = prepare(long_run_scenario(dumps, kLong));
   for (auto _ : state) {
     double a = std::numeric_limits<double>::max(), b = a;
     for (int i = 0; i < 3; ++i) {
-      a = std::min(a, bench::simulate_in_child(short_run, true, true).cpu_s);
-      b = std::min(b, bench::simulate_in_child(long_run, true, true).cpu_s);
+      a = std::min(a, bench::simulate_in_child(short_run, true, !dumps).cpu_s);
+      b = std::min(b, bench::simulate_in_child(long_run, true, !dumps).cpu_s);
     }
     const double exponent = std::log(b / a) / std::log(static_cast<double>(kLong) / kShort);
     state.SetIterationTime(b);
     state.counters["us_per_step_short"] = a / kShort * 1e6;
     state.counters["us_per_step_long"] = b / kLong * 1e6;
     state.counters["growth_exponent"] = exponent;
-    fmt::print(stderr, "[long run] mlp with trace: {:.0f} us per step over {} steps, {:.0f} us over {}; growth exponent {:.2f} "
-               "(target <= 1.1: {})\n", a / kShort * 1e6, kShort, b / kLong * 1e6, kLong, exponent,
-               exponent <= 1.1 ? "met" : "missed");
+    fmt::print(stderr, "[long run] {}: {:.0f} us per step over {} steps, {:.0f} us over {}; growth exponent {:.2f} "
+               "(target <= 1.1: {})\n", dumps ? "mlp training with statistics dumps" : "mlp with trace",
+               a / kShort * 1e6, kShort, b / kLong * 1e6, kLong, exponent, exponent <= 1.1 ? "met" : "missed");
   }
 }
-BENCHMARK(BM_LongRun)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_LongRun, trace, false)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_LongRun, statistics_dumps, true)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The capture cases of scenarios/06_capture_overhead.yaml on the wide transformer block.
 std::string capture_scenario(const std::string& probes) {

@@ -221,24 +221,19 @@ void DumpWriter::write_manifest() {
     s += tail;
     write_file_atomic(path, std::as_bytes(std::span(s.data(), s.size())));
   } else {
-    // A copy of the file (made by the kernel), its tail overwritten by the new lines and the new
-    // checksum, renamed into place: the reader sees the old manifest or the new one.
-    fs::path tmp = path;
-    tmp += ".tmp";
-    fs::copy_file(path, tmp, fs::copy_options::overwrite_existing);
+    // The new lines and the new checksum over the old tail; the lines before it stay.
     const std::uint64_t end = manifest_.lines_at + manifest_.lines_bytes;
-    if (fs::file_size(tmp) < end)
+    if (fs::file_size(path) < end)
       throw std::runtime_error(fmt::format("{}: shorter than the {} bytes of entries written to it (changed during the run?)",
                                            path.string(), end));
     {
-      std::fstream out(tmp, std::ios::binary | std::ios::in | std::ios::out);
+      std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
       out.seekp(static_cast<std::streamoff>(end));
       out << fresh << "\n " << tail;
       out.flush();
-      if (!out) throw std::runtime_error(fmt::format("write to {} failed", tmp.string()));
+      if (!out) throw std::runtime_error(fmt::format("write to {} failed", path.string()));
     }
-    fs::resize_file(tmp, end + fresh.size() + 2 + tail.size());
-    fs::rename(tmp, path);
+    fs::resize_file(path, end + fresh.size() + 2 + tail.size());
   }
   manifest_.lines_at = head.size() + 1;
   manifest_.lines_bytes += fresh.size();

@@ -67,12 +67,15 @@ class DumpWriter {
   /// Adds an entry without a file (statistics / hash captures). Returned references are valid
   /// until the next write_tensor()/add_entry()/write_manifest().
   const DumpEntry& add_entry(DumpEntry meta);
-  /// Writes dump.json atomically (all entries so far, one per line). Serializes only the entries
-  /// added since the last call (the manifest's checksum is carried over); the lines already
-  /// written stay in the file (the new file is a kernel copy of the old one with the new lines
-  /// and checksum written over its tail), so the writer holds no entry once it is in the file:
-  /// memory stays bounded however many steps a run dumps. Called by the writer itself once
-  /// kFlushEntries entries wait (the manifest on disk is then complete up to them).
+  /// Brings dump.json up to date (all entries so far, one per line). Serializes only the entries
+  /// added since the last call (the manifest's checksum is carried over) and writes only them:
+  /// the lines already in the file stay where they are, the new lines and the new tail (checksum)
+  /// are written over the old tail, so a call costs what it adds, not the file's size (a run of
+  /// thousands of steps rewrote megabytes at every step), and the writer holds no entry once it
+  /// is in the file: memory stays bounded however many steps a run dumps. A reader racing the
+  /// writer may see a torn tail, which manifest_crc32 rejects (check_manifest); the first call
+  /// writes the whole file atomically. Called by the writer itself once kFlushEntries entries
+  /// wait (the manifest on disk is then complete up to them).
   void write_manifest();
   static constexpr std::size_t kFlushEntries = 2048;
 

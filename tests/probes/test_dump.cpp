@@ -163,10 +163,28 @@ TEST(Dump, ManifestWrittenStepByStepEqualsOneWrittenAtOnce) {
         steps.write_tensor(meta(op.c_str(), step), f16({2, 2}, {1.0f * step, -2, 0.5f * i, 3}));
         once.write_tensor(meta(op.c_str(), step), f16({2, 2}, {1.0f * step, -2, 0.5f * i, 3}));
       }
+      const std::string before = read_text(dir_steps / "dump.json");
+      const auto links = fs::hard_link_count(dir_steps / "dump.json");
+      std::error_code ec;
+      fs::create_hard_link(dir_steps / "dump.json", dir_steps / "dump.json.link", ec);
+      ASSERT_FALSE(ec) << ec.message();
       steps.write_manifest();
+      if (step == 0) {  // the first entries: the whole file, written atomically
+        fs::remove(dir_steps / "dump.json.link");
+        continue;
+      }
       const auto j = manifest(dir_steps);
       EXPECT_NO_THROW(probes::check_manifest(j, fmt::format("step {}", step)));
       EXPECT_EQ(j["entries"].size(), steps.entry_count());
+      // Updated in place (the hard link sees the new content: no copy renamed over it), the
+      // lines already there untouched: only the old tail (after the last entry line) changes.
+      const std::string after = read_text(dir_steps / "dump.json");
+      EXPECT_EQ(read_text(dir_steps / "dump.json.link"), after);
+      EXPECT_EQ(fs::hard_link_count(dir_steps / "dump.json"), links + 1);
+      const std::size_t kept = before.rfind("\n ],");
+      ASSERT_NE(kept, std::string::npos) << before;
+      EXPECT_EQ(after.substr(0, kept), before.substr(0, kept));
+      fs::remove(dir_steps / "dump.json.link");
     }
     once.write_manifest();
     EXPECT_EQ(manifest(dir_steps), manifest(dir_once));
