@@ -124,6 +124,15 @@ TrialGenerator::TrialGenerator(const FaultModel& model, const TrialSpace& space)
     };
     e.steps = range(fe.steps, space_.steps, "steps");
     e.ranks = range(fe.ranks, space_.ranks, "ranks");
+    if (fe.kind == "link_degraded" || fe.kind == "link_down") {
+      // src among the entry's ranks; dst among the chips src reaches directly.
+      for (const std::uint64_t src : e.ranks)
+        for (std::uint32_t dst = 0; dst < space_.ranks; ++dst)
+          if (dst != src && (!space_.first_link || !space_.first_link(static_cast<std::uint32_t>(src), dst).empty()))
+            e.links.emplace_back(src, dst);
+      if (e.links.empty())
+        entry_fail(fe, fmt::format("ranks with a link to another chip (the scenario has {} rank(s))", space_.ranks));
+    }
     if (params.count("op")) {
       std::set<std::uint32_t> ids;
       bool matched = false;
@@ -357,17 +366,9 @@ void TrialGenerator::fill_sites(const Entry& e, std::uint32_t op_id, std::uint64
     if (params.count("step") && params.count("rank") && op) {
       draw_execution(SiteCensus::site_of(fe.kind, "", 0, ""));
     } else if (fe.kind == "link_degraded" || fe.kind == "link_down") {
-      // src among the entry's ranks that have a link; dst among the chips src reaches directly.
-      std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs;
-      for (const std::uint64_t src : e.ranks)
-        for (std::uint32_t dst = 0; dst < space_.ranks; ++dst)
-          if (dst != src && (!space_.first_link || !space_.first_link(static_cast<std::uint32_t>(src), dst).empty()))
-            pairs.emplace_back(src, dst);
-      if (!pairs.empty()) {
-        const auto [src, dst] = pairs[draw(gen, pairs.size())];
-        d["src"] = src;
-        d["dst"] = dst;
-      }
+      const auto [src, dst] = pick(gen, e.links);
+      d["src"] = src;
+      d["dst"] = dst;
       if (fe.kind == "link_down") d["cycle"] = draw(gen, std::max<std::uint64_t>(space_.cycle_span, 1));
     } else {
       if (params.count("step")) d["step"] = pick(gen, e.steps);

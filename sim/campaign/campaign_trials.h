@@ -116,6 +116,7 @@ class TrialGenerator {
     const FaultEntry* spec = nullptr;
     std::vector<std::uint32_t> ops;  // op ids, sorted by op name
     std::vector<std::uint64_t> steps, ranks;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> links;  // link kinds: (src, dst) with a direct link
   };
   std::size_t pick_entry(const std::vector<std::size_t>& eligible, std::uint64_t r) const;
   void fill_sites(const Entry& e, std::uint32_t op_id, std::uint64_t rng_seed, TrialSpec& t) const;

@@ -98,6 +98,22 @@ TEST(CampaignLinkDown, TrialsDrawALinkTheSenderHasAtACycleOfTheRun) {
   for (const TrialSpec& t : trials_of(fixed, 20, 1000)) EXPECT_EQ(t.descriptor_json()["cycle"], 7);
 }
 
+TEST(CampaignLinkDown, OneChipHasNoLinkToDraw) {
+  TempDir dir;
+  const PreparedRun run = prepare(dir, kScenario);
+  TrialSpace s;
+  s.executed = &run.workload.snapshots.fused;
+  s.ranks = 1;
+  try {
+    TrialGenerator g(*run.scenario.campaign, s);
+    FAIL() << "a dead link drawn on one chip";
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("campaign.faults[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ranks with a link to another chip (the scenario has 1 rank(s))"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CampaignLinkDown, AJobHangIsScoredOnTheLinksItLost) {
   TrialSpec spec;
   spec.kind = "link_down";
