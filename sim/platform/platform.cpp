@@ -188,9 +188,9 @@ void Platform::run_partition(PartitionLink& link) {
       if (g.deadlock) {  // this partition's part of the hang (none when its ranks were done)
         const auto timeout = g.error.empty() ? std::optional<std::uint64_t>(g.end_ps) : std::nullopt;
         if (note_hang(timeout)) return;
-        const auto ends = host_ends();
-        if (std::none_of(ends.begin(), ends.end(), [](const HostEnd& e) { return e.failed; }) && !hosts_.empty() &&
-            finished_ == hosts_.size() && std::none_of(ends.begin(), ends.end(), [](const HostEnd& e) { return e.timed_out; }))
+        // Every local program returned without an error: the hang is elsewhere.
+        if (!hosts_.empty() && finished_ == hosts_.size() &&
+            std::none_of(hosts_.begin(), hosts_.end(), [](const auto& h) { return h->error() != nullptr; }))
           return;
       }
       rethrow_host_error();
