@@ -268,14 +268,12 @@ bool SimDevice::synchronize(std::uint32_t stream) {
   const sc_core::sc_time t0 = local_now();
   std::uint32_t last_completed = 0;
   sc_core::sc_time progress_at = t0;  // when `completed` last moved
-  std::uint32_t stalled = 0;           // polls in a row that saw no progress
   for (bool first = true;; first = false) {
     const std::uint64_t seen = serviced_count_;  // an interrupt serviced during the reads below counts
     const std::uint32_t completed = read_reg_now(spec::stream_reg(stream, spec::kStreamCompleted));
     if (first || completed != last_completed) {
       last_completed = completed;
       progress_at = local_now();
-      stalled = 0;
     } else if (local_now() - progress_at > ns(costs_.sync_timeout_ns)) {
       throw SyncTimeout(fmt::format("r{} stream {}: no task completed for {} ms of simulated time (the driver's "
                                     "synchronize timeout; {} of {} tasks done)",
@@ -290,18 +288,18 @@ bool SimDevice::synchronize(std::uint32_t stream) {
                          "host", ps(t0), ps(local_now() - t0), {{"stream", std::uint64_t{stream}}});
       return done;
     }
-    wait_for_interrupt(poll_interval(++stalled, progress_at), seen);
+    wait_for_interrupt(poll_interval(progress_at), seen);
   }
 }
 
-sc_core::sc_time SimDevice::poll_interval(std::uint32_t stalled, const sc_core::sc_time& progress_at) {
-  const sc_core::sc_time period = ns(costs_.poll_timeout_ns);
-  if (stalled <= costs_.poll_backoff_after) return period;
-  // Stalled: double per poll without progress, but wake just after the deadline once.
-  const std::uint32_t doublings = std::min<std::uint32_t>(stalled - costs_.poll_backoff_after, 30);
-  const sc_core::sc_time backoff = period * static_cast<double>(std::uint64_t{1} << doublings);
+sc_core::sc_time SimDevice::poll_interval(const sc_core::sc_time& progress_at) {
+  const sc_core::sc_time period = ns(costs_.poll_timeout_ns), now = local_now();
+  const sc_core::sc_time stalled_from = period * static_cast<double>(costs_.poll_backoff_after);
+  if (now - progress_at < stalled_from) return period;
+  // Stalled: wait about as long again as the stream has been stalled, but wake just after the
+  // deadline once.
+  const sc_core::sc_time backoff = now - progress_at - stalled_from + period;
   const sc_core::sc_time deadline = progress_at + ns(costs_.sync_timeout_ns) + period / 1000;
-  const sc_core::sc_time now = local_now();
   return deadline > now ? std::min(backoff, deadline - now) : period;
 }
 

@@ -16,11 +16,11 @@
 //  - synchronize: submits a Barrier task with kTaskFlagNotify (what a driver's stream synchronize
 //    does), sleeps until a stream interrupt was serviced (kIrqStreamDone, consumed here, or
 //    kIrqBreakpoint) or a `poll_timeout_ns` fallback expires, then reads the stream's status
-//    and completed count. A stream that completed nothing for `poll_backoff_after` polls is
-//    stalled (a healthy stream completes its barrier far sooner): the fallback then doubles at
-//    each poll that sees no progress, and one poll falls just after the `sync_timeout_ns`
-//    deadline, so a hung job costs tens of register reads per host, not one per period, and is
-//    noticed when it was before to within the last period.
+//    and completed count. A stream that completed nothing for `poll_backoff_after` fallback
+//    periods (10 ms; interrupts may wake the host meanwhile) is stalled: the fallback then grows
+//    to about the time it has been stalled, so each poll about doubles it, and one poll falls just
+//    after the `sync_timeout_ns` deadline. A hung job costs tens of register reads per host, not
+//    one per period, and is noticed at the deadline.
 // Interrupts: HostModel calls service_interrupt() in its ISR thread with the delivered lines; the
 // installed handler runs there, so it keeps running while the main thread blocks in synchronize().
 // defer()red work runs in a third host thread (deferred_loop), so a long drain neither blocks the
@@ -52,7 +52,7 @@ namespace probelab::sim {
 struct HostCosts {
   std::uint32_t host_call_ns = 100;       // driver entry per Device call (model choice)
   std::uint32_t poll_timeout_ns = 100000; // synchronize() re-checks at least this often
-  std::uint32_t poll_backoff_after = 100; // ... until this many polls in a row saw no progress
+  std::uint32_t poll_backoff_after = 100; // ... until no task completed for this many of those periods
   std::uint32_t ring_entries = 4096;      // descriptors per stream ring (256 KiB of HBM)
   /// synchronize() gives up when no task of the stream completed for this long (simulated; a
   /// driver's execution timeout): a job whose chips wait for each other forever (collectives
@@ -105,8 +105,8 @@ class SimDevice final : public probes::Device {
   /// the device; one serviced since then returns at once (no lost wake-up while the caller's
   /// register reads waited).
   void wait_for_interrupt(const sc_core::sc_time& timeout, std::uint64_t seen);
-  /// synchronize()'s fallback after `stalled` polls in a row without progress since `progress_at`.
-  sc_core::sc_time poll_interval(std::uint32_t stalled, const sc_core::sc_time& progress_at);
+  /// synchronize()'s fallback when the stream last made progress at `progress_at`.
+  sc_core::sc_time poll_interval(const sc_core::sc_time& progress_at);
   /// Delay at which host DMA touches HBM: the calling thread's local time (see the .cpp).
   sc_core::sc_time hbm_issue_delay();
 
