@@ -50,3 +50,21 @@ def test_campaign_bad_input(tmp_path):
         probelab.campaign("03_nan_in_softmax", trials=2, out=tmp_path / "x")  # no campaign: section
     with pytest.raises(TypeError):
         probelab.campaign({"name": "x", "model": "mlp"}, trials=2)
+
+
+def test_dead_links_are_scored_on_the_hang(tmp_path):
+    # Every trial either hangs and names its dead link first, or carries nothing after the link
+    # died and finishes untouched; the trial's truth is the link, its cause link_down.
+    res = probelab.campaign(f"{probelab.source_root()}/scenarios/campaigns/link_down.yaml", trials=16, jobs=2,
+                            out=tmp_path / "links")
+    assert set(res.by_kind) == {"link_down"}
+    trials = res.trials()
+    assert {t.outcome for t in trials} <= {"top1", "masked"}
+    hung = [t for t in trials if t.outcome == "top1"]
+    assert hung and len(hung) < len(trials)
+    for t in hung:
+        assert t.observation.job_hang and t.observation.hang_links[0] in t.truth_ops
+        assert t.cause_correct and t.truth_cause == "link_down"
+        assert t.latency_cycles >= 1800 * 1000 * 1000  # the hosts' 1 s synchronize timeout at 1.8 GHz
+    with pytest.raises(probelab.BadInputError, match="a link to another chip"):
+        probelab.campaign("03_nan_in_softmax", trials=2, out=tmp_path / "x", faults=[{"kind": "link_down"}])
