@@ -4,6 +4,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "sim/campaign/campaign_comm.h"
+#include "sim/campaign/campaign_runner.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace probelab::sim::test {
@@ -34,6 +38,23 @@ campaign:
 inline std::filesystem::path write_campaign(const TempDir& dir, const std::string& scenario = campaign_scenario()) {
   dir.write("tinynet.yaml", kTinyNet);
   return dir.write("camp.yaml", scenario);
+}
+
+/// Runs `trials` trials of the campaign in `scenario` with `jobs` workers into `out` (continuing
+/// an interrupted one with `resume`); returns summary.json.
+inline nlohmann::json run_campaign(const std::filesystem::path& scenario, const std::filesystem::path& out, int jobs,
+                                   std::uint64_t trials, bool resume = false) {
+  CampaignOptions o;
+  o.scenario = scenario;
+  o.load.source_root = source_root();
+  o.trials = trials;
+  o.jobs = jobs;
+  o.out = out;
+  o.resume = resume;
+  Campaign c(o);
+  c.prepare();
+  auto comm = make_campaign_comm();
+  return c.run(*comm);
 }
 
 }  // namespace probelab::sim::test

@@ -10,12 +10,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "sim/campaign/campaign_comm.h"
 #include "sim/campaign/campaign_outcome.h"
-#include "sim/campaign/campaign_runner.h"
 #include "sim/campaign/campaign_trials.h"
 #include "sim/scenario/prepared_run.h"
-#include "tests/sim/sim_test_util.h"
+#include "tests/sim/campaign/campaign_fixture.h"
 
 namespace probelab::sim {
 namespace {
@@ -198,30 +196,22 @@ struct Checked {
 // on a dead link starts after its death; otherwise it finishes with its outputs untouched.
 Checked check_against_trace(const std::string& scenario, std::uint32_t chips_per_server, std::uint64_t trials) {
   TempDir dir;
-  CampaignOptions o;
-  o.scenario = dir.write("camp.yaml", scenario);
-  o.load.source_root = test::source_root();
-  o.trials = trials;
-  o.jobs = 2;
-  o.out = dir.path() / "out";
-  Campaign c(o);
-  c.prepare();
-  auto comm = make_campaign_comm();
-  const json summary = c.run(*comm);
+  const std::filesystem::path out = dir.path() / "out";
+  const json summary = test::run_campaign(dir.write("camp.yaml", scenario), out, 2, trials);
   const json& n = summary["overall"]["outcomes"];
   for (const char* bad : {"crash", "hang", "sdc", "tolerated", "mislocalized", "top3", "detected"})
     EXPECT_EQ(n[bad], 0) << bad << ": " << summary.dump(2);
   EXPECT_EQ(n["not_fired"], 0) << "every cycle is drawn inside the run";
 
   const PreparedRun run = prepare(dir, scenario);
-  const auto transfers = link_transfers(o.out / "golden" / "run-0" / "trace.json", run.chip.clock_mhz);
+  const auto transfers = link_transfers(out / "golden" / "run-0" / "trace.json", run.chip.clock_mhz);
   EXPECT_GT(transfers.size(), 4u);
   // A death within this many cycles of a slice's start (or while its first message queued), or
   // inside a slice of several transfers (a later one may start after it), cannot be called from
   // the trace: such trials are not checked.
   constexpr std::uint64_t kMargin = 8;
   Checked k;
-  std::ifstream in(o.out / "trials.jsonl");
+  std::ifstream in(out / "trials.jsonl");
   for (std::string line; std::getline(in, line);) {
     ++k.trials;
     const json t = json::parse(line);

@@ -15,6 +15,7 @@ namespace probelab::sim {
 namespace {
 
 using nlohmann::json;
+using test::run_campaign;
 using test::TempDir;
 
 std::string slurp(const std::filesystem::path& p) {
@@ -22,21 +23,6 @@ std::string slurp(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-json run_campaign(const std::filesystem::path& scenario, const std::filesystem::path& out, int jobs,
-                  std::uint64_t trials, bool resume = false) {
-  CampaignOptions o;
-  o.scenario = scenario;
-  o.load.source_root = test::source_root();
-  o.trials = trials;
-  o.jobs = jobs;
-  o.out = out;
-  o.resume = resume;
-  Campaign c(o);
-  c.prepare();
-  auto comm = make_campaign_comm();
-  return c.run(*comm);
 }
 
 TEST(CampaignRun, OneAndTwoWorkersGiveTheSameSummary) {
@@ -154,16 +140,7 @@ TEST(CampaignRun, CleanRunsAreDistinctAndIdenticalOnesCountOnce) {
   TempDir dir;
   const auto scenario = test::write_campaign(
       dir, test::campaign_scenario("  clean_runs: {runs: 6, vary: {data.seed: [11, 12, 13]}}\n"));
-  CampaignOptions o;
-  o.scenario = scenario;
-  o.load.source_root = test::source_root();
-  o.trials = 0;
-  o.jobs = 2;
-  o.out = dir.path() / "out";
-  Campaign c(o);
-  c.prepare();
-  auto comm = make_campaign_comm();
-  const json s = c.run(*comm);
+  const json s = run_campaign(scenario, dir.path() / "out", 2, 0);
   EXPECT_EQ(s["trials_done"], 0);
   EXPECT_EQ(s["clean_runs"]["runs"], 6) << s.dump(2);
   // runs with the same data seed have bit-identical outputs: one distinct run per seed drawn
