@@ -220,7 +220,7 @@ std::string hang_text(const json& h) {
                        g.comms.size() == 1 ? fmt::format("communicator {}", *g.comms.begin())
                                            : fmt::format("{} communicators", g.comms.size()),
                        since,
-                       g.ranks.size() > 1 && g.waits_for.size() > 1 ? "their ring peers" : ranks_text(g.waits_for), conflict);
+                       ranks_text(g.waits_for), conflict);
   }
   if (gs.size() > 8) out += fmt::format("    ... {} more places in report.json hang.blocked\n", gs.size() - 8);
   for (const auto& e : h.at("explanation")) out += "    why: " + e.get<std::string>() + "\n";
