@@ -49,6 +49,8 @@ const std::map<std::string, std::vector<std::string>>& allowed() {
       {"sim/run", plus(below_sim, {"sim/platform", "sim/scenario", "sim/html"})},
       {"sim/campaign", plus(below_sim, {"sim/run", "sim/scenario", "sim/html"})},
       {"sim/cli", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign", "sim/html"})},
+      // sim/ itself: the executables' start-up (heap_preinit.cpp, an object linked into each).
+      {"sim", {"sim/run"}},
       // The Python extension module sits beside the CLI: it binds the harness.
       {"python/src", plus(below_sim, {"sim/platform", "sim/scenario", "sim/run", "sim/campaign", "sim/html"})},
   };
