@@ -24,11 +24,11 @@ bool keep_freed_memory();
 /// Asks mimalloc, where it serves the process (PROBELAB_MIMALLOC: defined for the executables that
 /// link it, so this is inline and compiled there; sim/heap_preinit.cpp calls it before the shared
 /// libraries start), to back the heap segments it maps from then on with 2 MiB transparent huge
-/// pages (madvise; an explicit hugetlbfs page is tried first and
-/// silently given up where none is reserved). A job of hundreds of ranks touches hundreds of
-/// megabytes of small objects, operands and HBM pages per step, spread over far more 4 KiB pages
-/// than the TLB holds: on huge pages a 256-rank step (BM_RankScaling) takes a sixth less host
-/// time, its setup a fifth less. Costs a few megabytes of resident memory. Changes no result. Returns whether the option is in force
+/// pages (madvise; an explicit hugetlbfs page is tried first and silently given up where none is
+/// reserved). A job of hundreds of ranks touches hundreds of megabytes of small objects, operands
+/// and HBM pages per step, spread over far more 4 KiB pages than the TLB holds: on huge pages a
+/// 256-rank step (BM_RankScaling) takes a sixth less host time, its setup a fifth less. Costs a
+/// few megabytes of resident memory. Changes no result. Returns whether the option is in force
 /// (false with the C library's heap, whose settings are keep_freed_memory's).
 inline bool prefer_huge_pages() {
 #ifdef PROBELAB_MIMALLOC

@@ -1,6 +1,6 @@
 // The executables' heap: mimalloc serves every allocation of the process (PROBELAB_ALLOCATOR
-// mimalloc, the default) from segments on transparent huge pages; with the C library's heap, freed multi-megabyte blocks stay in the heap
-// for reuse.
+// mimalloc, the default) from segments on transparent huge pages; with the C library's heap,
+// freed multi-megabyte blocks stay in the heap for reuse.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -73,7 +73,7 @@ TEST(HeapPolicy, HeapSegmentsAreAdvisedForHugePages) {
   EXPECT_NE(vm_flags_of(small).find(" hg"), std::string::npos) << vm_flags_of(small);
   EXPECT_NE(vm_flags_of(tensor.data()).find(" hg"), std::string::npos) << vm_flags_of(tensor.data());
   int on_stack = 0;
-  EXPECT_EQ(vm_flags_of(&on_stack).find(" hg"), std::string::npos) << "the stack is advised too: the check finds nothing";
+  EXPECT_EQ(vm_flags_of(&on_stack).find(" hg"), std::string::npos) << "the stack is advised too, so this check tells nothing";
   std::free(small);
 }
 #endif
