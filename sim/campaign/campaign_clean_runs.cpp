@@ -60,7 +60,7 @@ std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
   std::vector<bool> have(n, false);
   if (opts_.resume)
     for (std::uint64_t k = 0; k < n; ++k) {
-      const json j = read_json_file(out_ / "clean" / fmt::format("run-{}", k) / "clean.json");
+      const json j = read_json_or_null(out_ / "clean" / fmt::format("run-{}", k) / "clean.json");
       if (j.is_null()) continue;
       try {
         out[k] = CleanRun::from_json(j);
@@ -116,7 +116,7 @@ std::vector<CleanRun> Campaign::clean_runs(unsigned timeout_s) const {
   pool.run([&](std::size_t i, const ChildStatus& st) {
     const std::uint64_t k = todo[i];
     const fs::path dir = out_ / "clean" / fmt::format("run-{}", k);
-    const json j = read_json_file(dir / "clean.json");
+    const json j = read_json_or_null(dir / "clean.json");
     if (j.is_null()) {
       out[k].index = k;
       out[k].sets = model_.clean.sets(k);

@@ -48,7 +48,7 @@ constexpr unsigned kGoldenTimeoutSeconds = 3600;
 // Device-cycle windows [first start, last end] of every op's kernels, from a trace.json.
 std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> kernel_windows(const fs::path& trace, double clock_mhz) {
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;
-  const json t = read_json_file(trace);
+  const json t = read_json_or_null(trace);
   if (!t.is_object() || !t.contains("traceEvents")) return out;
   for (const auto& e : t["traceEvents"]) {
     if (e.value("ph", "") != "X" || e.value("cat", "") != "kernel" || !e.contains("ts")) continue;
@@ -252,7 +252,7 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
 
   std::vector<json> results;
   for (std::size_t k = 0; k < runs; ++k) {
-    json r = read_json_file(dirs[k] / "result.json");
+    json r = read_json_or_null(dirs[k] / "result.json");
     if (r.is_null() || r.value("status", "") != "ok")
       throw std::runtime_error(fmt::format("fault-free run {} failed ({}): {}; see {}", k, status[k].describe(),
                                            r.is_null() ? std::string("no result") : r.value("error", std::string("?")),
@@ -268,7 +268,7 @@ Campaign::Shared Campaign::golden(double& wall_seconds) {
   }
   sh.cycle_span = std::max<std::uint64_t>(1, results[0]["cycles"].value("total", std::uint64_t{1}));
   sh.op_windows = kernel_windows(dirs[0] / "trace.json", static_cast<double>(base_.chip.clock_mhz));
-  const json census = read_json_file(dirs[0] / "census.json");
+  const json census = read_json_or_null(dirs[0] / "census.json");
   if (!census.is_object() || census.empty())
     throw std::runtime_error(fmt::format("the fault-free run recorded no injection sites ({})", (dirs[0] / "census.json").string()));
   sh.census = SiteCensus::from_json(census);
@@ -445,7 +445,7 @@ json Campaign::run(CampaignComm& comm, const std::function<void(const CampaignPr
   pool.run([&](std::size_t k, const ChildStatus& st) {
     const TrialSpec& t = mine[k];
     const fs::path dir = scratch / fmt::format("trial-{:06}", t.index);
-    const json oj = read_json_file(dir / "observation.json");
+    const json oj = read_json_or_null(dir / "observation.json");
     TrialObservation obs;
     if (oj.is_null()) {
       obs.status = status_of(st);

@@ -2,8 +2,6 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,19 +9,6 @@
 namespace probelab::sim {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-json read_json_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return nullptr;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-}
 
 void enter_worker(const fs::path& log, unsigned timeout_s) {
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);

@@ -8,6 +8,7 @@
 #include "sim/html/report_html.h"
 #include "sim/run/checkpoint_store.h"
 #include "sim/run/report.h"
+#include "sim/run/runner.h"
 
 namespace probelab::sim {
 namespace fs = std::filesystem;
@@ -23,16 +24,6 @@ YAML::Node probes_map(const Scenario& s) {
     return YAML::LoadFile(f.string());
   }
   return YAML::Clone(s.probes);
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return nullptr;
-  try {
-    return json::parse(in);
-  } catch (const json::exception&) {
-    return nullptr;
-  }
 }
 
 }  // namespace
@@ -147,7 +138,7 @@ json run_rewind(const RewindPlan& plan, const json& pass1, const fs::path& stage
   link["losses_identical"] = same;
   std::size_t entries = 0;
   for (int r = 0; r < plan.scenario.ranks; ++r) {
-    const json m = read_json(stage_dir / "rewind" / "dump" / fmt::format("rank{}", r) / "dump.json");
+    const json m = read_json_or_null(stage_dir / "rewind" / "dump" / fmt::format("rank{}", r) / "dump.json");
     if (m.is_object() && m.contains("entries")) entries += m["entries"].size();
   }
   link["dump_entries"] = entries;

@@ -38,6 +38,16 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
   probes::write_file_atomic(path, std::as_bytes(std::span(text.data(), text.size())));
 }
 
+nlohmann::json read_json_or_null(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return nullptr;
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
+  }
+}
+
 void check_output_dir(const fs::path& root, const std::string& what, bool create, const std::string& option) {
   std::error_code ec;
   const std::string shown = fmt::format("'{}'", root.string());

@@ -98,6 +98,10 @@ class Runner {
 /// Writes `text` to `path` atomically (temporary file in the same directory, then rename).
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 
+/// The JSON in file `p`; null when it is missing or not (yet) complete JSON (a result a child
+/// process may not have finished writing).
+nlohmann::json read_json_or_null(const std::filesystem::path& p);
+
 /// Creates `root` if needed (`create` false: only checks that it could be); throws ScenarioError
 /// (naming `option`, exit code 2) naming `what` ("output directory") when it is a file, cannot be
 /// created or is not writable.
