@@ -348,7 +348,8 @@ void AiCore::execute(TaskContext& ctx) {
     d[spec::kPmuHbmStall] = rec.hbm_stall_cycles;
     svc_.pmu->add(r.end_ps, d, ChipClock::to_ps(sc_core::sc_time_stamp()));
   }
-  records_.push_back(std::move(rec));
+  if (sink_) sink_(rec);
+  if (opts_.keep_records) records_.push_back(std::move(rec));
   account_cores(ctx, r);
   if (svc_.trace->enabled()) trace_op(ctx, label, r);
   if (svc_.l2 && svc_.trace->enabled()) {

@@ -39,11 +39,13 @@
 // AiCoreOptions::verbose_trace one span per tile step instead. PMU counter tracks per chip:
 // "pmu.cube_busy", "pmu.vector_busy", "pmu.mte_busy" (busy cores, averaged per rate bin) and
 // "pmu.core_hbm" (the cores' HBM bytes per ns = GB/s), each op's amount spread over its span.
-// Every op gets an OpRecord with its simulated cycles, and its counters go to the chip's PMU
-// (perf_monitor.h) at the op's end time.
+// Every op gets an OpRecord with its simulated cycles, handed to the record sink (when set) and
+// kept in records() (unless AiCoreOptions::keep_records is off: a long run's consumer folds them
+// as they come), and its counters go to the chip's PMU (perf_monitor.h) at the op's end time.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -67,6 +69,7 @@ namespace probelab::chip {
 
 struct AiCoreOptions {
   bool verbose_trace = false;  // one trace span per tile step (large traces)
+  bool keep_records = true;    // records() holds every op's record (else only the sink sees them)
 };
 
 /// What one executed compute op cost.
@@ -92,8 +95,10 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
 
   void execute(TaskContext& ctx) override;
 
-  /// One record per executed Kernel task, in completion order.
+  /// One record per executed Kernel task, in completion order (empty unless keep_records).
   const std::vector<OpRecord>& records() const { return records_; }
+  /// Called with each op's record as the op completes (in completion order).
+  void set_record_sink(std::function<void(const OpRecord&)> sink) { sink_ = std::move(sink); }
   /// Per AI core over the run: its Cube + Vector busy time, its tiles, and the busy time it would
   /// have had at the pace of its op's median core (per op: median busy per tile x its tiles), so
   /// busy / expected ~ 1 for a healthy core and ~ f for one f times slower.
@@ -122,6 +127,7 @@ class AiCore : public sc_core::sc_module, public CoreExecutor {
   const ChipServices& svc_;
   AiCoreOptions opts_;
   std::vector<OpRecord> records_;
+  std::function<void(const OpRecord&)> sink_;
   std::map<std::uint32_t, CoreLoad> core_loads_;
   std::vector<double> pace_;  // account_cores' working storage, kept between ops
   /// The args blocks decoded so far, by HBM address, with what they prepare: a block read again

@@ -33,6 +33,7 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -89,8 +90,9 @@ class StreamEngine : public sc_core::sc_module {
     std::uint32_t op_id = 0, task_id = 0, step = 0, stream = 0;
     std::uint64_t fetch_cycle = 0, start_cycle = 0, end_cycle = 0;
   };
-  /// In completion order per stream, streams interleaved as they completed.
-  const std::vector<TaskRecord>& task_records() const { return task_records_; }
+  /// Called with each task's record as the task completes (in completion order per stream,
+  /// streams interleaved as they completed); the engine keeps none.
+  void set_task_sink(std::function<void(const TaskRecord&)> sink) { task_sink_ = std::move(sink); }
 
  private:
   void stream_thread(std::uint32_t s);
@@ -117,7 +119,7 @@ class StreamEngine : public sc_core::sc_module {
   sc_core::sc_event event_recorded_;
   sc_core::sc_event progress_;
   std::exception_ptr error_;
-  std::vector<TaskRecord> task_records_;
+  std::function<void(const TaskRecord&)> task_sink_;
 };
 
 }  // namespace probelab::chip

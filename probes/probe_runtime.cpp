@@ -421,6 +421,8 @@ void ProbeRuntime::add_partial_dump(std::uint32_t step, const std::string& tenso
 
 std::vector<SyncSample> ProbeRuntime::sync_samples() const { return impl_->sync; }
 
+std::vector<SyncSample> ProbeRuntime::take_sync_samples() { return std::move(impl_->sync); }
+
 void ProbeRuntime::note_uploads(const std::map<std::string, graph::Tensor>& values) {
   for (const auto& [name, value] : values) impl_->rep.uploads[name] = summarize_upload(value);
 }
@@ -431,9 +433,12 @@ void ProbeRuntime::note_feed(std::uint32_t step, const std::string& input, const
 
 void ProbeRuntime::note_lr_factor(double factor) { impl_->rep.lr_factor = factor; }
 
-RuntimeReport ProbeRuntime::report() const {
+RuntimeReport ProbeRuntime::report() const { return finish_report(impl_->rep); }
+
+RuntimeReport ProbeRuntime::take_report() { return finish_report(std::move(impl_->rep)); }
+
+RuntimeReport ProbeRuntime::finish_report(RuntimeReport r) const {
   const auto& s = *impl_;
-  RuntimeReport r = s.rep;
   for (const auto& [step, sm] : s.summaries) r.steps.push_back(sm);
   if (s.drain) r.capture = s.drain->accounting();
   r.counters = s.counters;

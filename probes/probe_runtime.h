@@ -202,12 +202,18 @@ class ProbeRuntime {
 
   /// Samples of sync probes (and captures of collective outputs) for the cross-rank check.
   std::vector<SyncSample> sync_samples() const;
+  /// The same, moved out (a long run's samples are not copied): call once, at the end.
+  std::vector<SyncSample> take_sync_samples();
 
   RuntimeReport report() const;
+  /// The report, its per-step parts moved out instead of copied (a long run's edge observations
+  /// and feed summaries grow with its steps): call once, at the end, instead of report().
+  RuntimeReport take_report();
   nlohmann::json report_json() const;
 
  private:
   friend JobReport combine_ranks(std::span<const ProbeRuntime* const> ranks);
+  RuntimeReport finish_report(RuntimeReport r) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

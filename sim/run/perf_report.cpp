@@ -15,7 +15,6 @@
 namespace probelab::sim {
 
 using nlohmann::json;
-using TaskKind = spec::TaskKind;
 
 namespace {
 
@@ -43,11 +42,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 /// GB/s of `bytes` moved in `cycles` at `mhz`.
 double gbps(double bytes, double cycles, double mhz) { return cycles > 0 ? bytes * mhz / (cycles * 1e3) : 0.0; }
 
-struct OpAcc {
-  std::uint64_t tasks = 0, cycles = 0, launch = 0, probe = 0, collective = 0;
-  std::uint32_t cores = 0;
-  std::uint64_t cube = 0, vec = 0, mte = 0, rd = 0, wr = 0, l2 = 0, flops = 0, stall = 0;
-};
+using OpAcc = PerfLedger::OpTotals;
 
 struct Interval {
   std::uint64_t b, e;
@@ -221,69 +216,28 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
   const ChipRates r = rates_of(cfg);
   json out;
   json ops = json::array(), steps = json::array(), rank_list = json::array();
+  const PerfLedger none;
   for (const auto& [rank, pr] : ranks) {
-    std::map<std::uint32_t, OpAcc> acc;
+    const PerfLedger& led = pr.ledger ? *pr.ledger : none;
     std::vector<Interval> iv;
-    std::vector<std::pair<std::uint32_t, const chip::OpRecord*>> kernels;  // (step, record)
-    if (pr.ops)
-      for (const chip::OpRecord& rec : *pr.ops) {
-        OpAcc& a = acc[rec.op_id];
-        ++a.tasks;
-        a.cycles += rec.cycles;
-        a.cores = std::max(a.cores, rec.cores);
-        a.cube += rec.cube_cycles;
-        a.vec += rec.vector_cycles;
-        a.mte += rec.mte_cycles;
-        a.rd += rec.hbm_read_bytes;
-        a.wr += rec.hbm_write_bytes;
-        a.l2 += rec.l2_read_bytes;
-        a.flops += rec.flops;
-        a.stall += rec.hbm_stall_cycles;
-        kernels.emplace_back(rec.step, &rec);
-      }
-    if (pr.tasks) {
-      std::map<std::uint32_t, std::uint64_t> stream_end;  // stream -> end of its previous task
-      for (const auto& t : *pr.tasks) {
-        const auto prev = stream_end.find(t.stream);
-        const std::uint64_t gap = prev == stream_end.end() ? 0 : (t.fetch_cycle > prev->second ? t.fetch_cycle - prev->second : 0);
-        stream_end[t.stream] = t.end_cycle;
-        const std::uint64_t dur = t.end_cycle - t.start_cycle;
-        if (t.kind == TaskKind::Kernel) {
-          acc[t.op_id].launch += gap + (t.start_cycle - t.fetch_cycle);
-        } else if (t.kind == TaskKind::Collective) {
-          OpAcc& a = acc[t.op_id];
-          ++a.tasks;
-          a.collective += dur;
-          a.launch += gap + (t.start_cycle - t.fetch_cycle);
-          iv.push_back({t.start_cycle, t.end_cycle, 2});
-        } else if (t.kind == TaskKind::Capture || t.kind == TaskKind::Breakpoint) {
-          acc[t.op_id].probe += dur;
-          iv.push_back({t.start_cycle, t.end_cycle, 3});
-        }
-      }
-    }
+    for (const PerfLedger::TaskSpan& t : led.task_spans()) iv.push_back({t.begin, t.end, t.collective ? 2 : 3});
     std::map<std::uint32_t, std::string> bound_of;
     std::map<std::uint32_t, std::string> name_of;
     for (std::uint32_t id : pr.graph->topo_order()) {
       const graph::Op& op = pr.graph->op(id);
       if (probes::is_probe_op(op)) continue;
-      const auto it = acc.find(id);
+      const auto it = led.ops().find(id);
       std::string bound;
-      ops.push_back(op_entry(op, rank, it == acc.end() ? OpAcc{} : it->second, r, bound));
+      ops.push_back(op_entry(op, rank, it == led.ops().end() ? PerfLedger::OpTotals{} : it->second, r, bound));
       bound_of[id] = bound;
       name_of[id] = op.name;
     }
-    for (const auto& [step, rec] : kernels)
-      iv.push_back({rec->start_cycle, rec->end_cycle, bound_of[rec->op_id] == "memory" ? 1 : 0});
+    for (const PerfLedger::KernelSpan& k : led.kernels())
+      iv.push_back({k.begin, k.end, bound_of[k.op_id] == "memory" ? 1 : 0});
     // Per step, only the intervals that can meet it: by start, within the longest one's length.
     std::stable_sort(iv.begin(), iv.end(), [](const Interval& x, const Interval& y) { return x.b < y.b; });
     std::uint64_t longest = 0;
     for (const Interval& i : iv) longest = std::max(longest, i.e - i.b);
-    std::map<std::uint32_t, const chip::OpRecord*> top_of;  // step -> its longest kernel (first of equals)
-    for (const auto& [s, rec] : kernels) {
-      const chip::OpRecord*& top = top_of[s];
-      if (!top || rec->cycles > top->cycles) top = rec;
-    }
     std::map<std::uint32_t, const probes::PerfProfiler::StepCounters*> counters_of;  // step -> its counters (the last recorded)
     if (pr.profiler)
       for (const auto& sc : pr.profiler->steps()) counters_of[sc.step] = &sc;
@@ -300,8 +254,8 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         if (sp.path[c] > sp.path[best]) best = c;
       JsonMembers path;
       for (std::size_t c : kPathKeyOrder) path.put(kPathNames[c], sp.path[c]);
-      const auto top_it = top_of.find(step);
-      const chip::OpRecord* top = top_it == top_of.end() ? nullptr : top_it->second;
+      const auto top_it = led.top_by_step().find(step);
+      const PerfLedger::Top* top = top_it == led.top_by_step().end() ? nullptr : &top_it->second;
       json counters = nullptr, der = nullptr;
       if (const auto c = counters_of.find(step); c != counters_of.end()) {
         counters = probes::pmu_json(c->second->delta);
@@ -314,7 +268,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         JsonMembers t;
         t.put("bound", bound == bound_of.end() ? std::string() : bound->second)
             .put("cycles", top->cycles)
-            .put("op", name == name_of.end() ? top->op_name : name->second);
+            .put("op", name == name_of.end() ? led.op_name(top->op_id) : name->second);
         top_op = t.done();
       }
       JsonMembers st;
@@ -362,7 +316,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         .put("derived", derived(c, r))
         .put("hbm_channels", std::move(channels))
         .put("rank", rank)
-        .put("tasks", pr.tasks ? pr.tasks->size() : 0);
+        .put("tasks", led.task_count());
     rank_list.push_back(m.done());
   }
   out["ops"] = std::move(ops);

@@ -2,7 +2,7 @@
 // roofline position, and per step where the time went along its critical path.
 //
 // Sources: the AI cores' op records (chip::OpRecord) and the stream engines' task records for
-// ops; the chips' PMUs (spec::kRegPmuBase) at the end of the run for ranks; the probe-side
+// ops, folded per rank as they complete (perf_ledger.h); the chips' PMUs (spec::kRegPmuBase) at the end of the run for ranks; the probe-side
 // profiler (probes/perf_profiler.h, scenario `profile: true`, reading the PMU through Device) for
 // steps' counters. Schema (all cycles are device cycles, bytes are bytes, GB/s = 1e9 B/s):
 //
@@ -57,13 +57,13 @@
 #include "chip_model/stream_engine.h"
 #include "graph/graph.h"
 #include "probes/perf_profiler.h"
+#include "sim/run/perf_ledger.h"
 
 namespace probelab::sim {
 
 struct PerfRank {
   const graph::Graph* graph = nullptr;
-  const std::vector<chip::OpRecord>* ops = nullptr;                     // may be null
-  const std::vector<chip::StreamEngine::TaskRecord>* tasks = nullptr;    // may be null
+  const PerfLedger* ledger = nullptr;                                    // may be null
   chip::PerfMonitor::Counters counters{};                               // PMU at the end
   std::uint64_t cycles = 0;                                             // the rank's program
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;           // [begin, end) cycles per step

@@ -87,10 +87,10 @@ struct OperandAgg {
 
 }  // namespace
 
-json quant_executions(const std::vector<chip::OpRecord>& records, std::uint32_t rank) {
+json quant_executions(const PerfLedger& ledger, std::uint32_t rank) {
   json out = json::array();
-  for (const chip::OpRecord& r : records)
-    for (const auto& q : r.quant) {
+  for (const PerfLedger::QuantExecution& r : ledger.quant())
+    for (const auto& q : r.ops) {
       json e = {{"op", q.op}, {"rank", rank}, {"step", r.step}};
       if (q.activations.on) e["activations"] = operand_json(q.activations, true);
       if (q.weights.on) e["weights"] = operand_json(q.weights, false);

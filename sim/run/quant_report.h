@@ -23,12 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chip_model/ai_core.h"
+#include "sim/run/perf_ledger.h"
 
 namespace probelab::sim {
 
-/// One entry per execution of a quantized op in `records` (rank `rank`), in completion order.
-nlohmann::json quant_executions(const std::vector<chip::OpRecord>& records, std::uint32_t rank);
+/// One entry per execution of a quantized op in `ledger` (rank `rank`), in completion order.
+nlohmann::json quant_executions(const PerfLedger& ledger, std::uint32_t rank);
 /// The `quantization` section from every rank's executions (null when there are none).
 nlohmann::json quant_section(const std::vector<nlohmann::json>& executions);
 /// Summary lines ("  quantization: ..."), empty when the section is null.

@@ -83,8 +83,7 @@ json overhead_percent(std::uint64_t with, std::uint64_t without) {
   return (static_cast<double>(with) - static_cast<double>(without)) / static_cast<double>(without) * 100.0;
 }
 
-json build_report(const PreparedRun& run, const json& result, const json& baseline,
-                  const std::vector<VariantOutcome>& variants) {
+json build_report(const PreparedRun& run, json result, const json& baseline, const std::vector<VariantOutcome>& variants) {
   const Scenario& s = run.scenario;
   json r;
   r["schema"] = kReportSchema;
@@ -108,12 +107,6 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
   for (const auto& [tensor, n] : run.workload.saturated_constants)
     saturated.push_back({{"tensor", tensor}, {"elements", n}});
   r["precision"]["saturated_constants"] = std::move(saturated);
-  for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
-                          "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
-                          "losses", "loss_scaling", "checkpoints", "perf", "quantization"}) {
-    r[key] = result.contains(key) ? result[key] : json(nullptr);
-  }
-  if (result.contains("hang")) r["hang"] = result["hang"];  // only when the job hung
   // The preparation's warnings, then the simulation's that none of them already says (the
   // insertion pass names a watch point that selects nothing, which a preparation warning that
   // the config selects nothing names too); then each variant's, naming it: its preparation
@@ -157,6 +150,13 @@ json build_report(const PreparedRun& run, const json& result, const json& baseli
     vs.push_back(std::move(entry));
   }
   r["variants"] = vs;
+  // The simulation's sections, moved (a long run's perf and anomalies are most of its result).
+  for (const char* key : {"ops", "tasks", "anomalies", "float_status", "breakpoints", "rules_fired", "injections", "comparisons",
+                          "comparisons_skipped", "first_failing_op", "consistency", "diagnosis", "replays", "fingerprints",
+                          "losses", "loss_scaling", "checkpoints", "perf", "quantization"}) {
+    r[key] = result.contains(key) ? std::move(result[key]) : json(nullptr);
+  }
+  if (result.contains("hang")) r["hang"] = std::move(result["hang"]);  // only when the job hung
   return r;
 }
 

@@ -91,9 +91,9 @@ struct VariantOutcome {
   nlohmann::json baseline;  // of its no-probe run (null: none)
 };
 
-/// Builds the report (without `expectations`/`passed`) from the main run's simulate() result and
-/// its no-probe baseline (null when there is none).
-nlohmann::json build_report(const PreparedRun& run, const nlohmann::json& result, const nlohmann::json& baseline,
+/// Builds the report (without `expectations`/`passed`) from the main run's simulate() result
+/// (whose sections it moves into the report) and its no-probe baseline (null when there is none).
+nlohmann::json build_report(const PreparedRun& run, nlohmann::json result, const nlohmann::json& baseline,
                             const std::vector<VariantOutcome>& variants);
 
 /// report.json's probe_config: {format: probelab | msprobe, source, mapping: [{from, to, note}]}.

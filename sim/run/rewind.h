@@ -42,8 +42,9 @@ struct RewindPlan {
 std::optional<RewindPlan> plan_rewind(const Scenario& s, const nlohmann::json& result,
                                       const std::filesystem::path& stage_dir);
 
-/// Runs pass 2 into <stage_dir>/rewind/ and returns pass 1's `rewind` section. A failed pass 2 is
-/// reported in the section (status "error"), not thrown.
+/// Runs pass 2 into <stage_dir>/rewind/ and returns pass 1's `rewind` section (`pass1`: pass 1's
+/// result, of which it reads `losses`). A failed pass 2 is reported in the section (status
+/// "error"), not thrown.
 nlohmann::json run_rewind(const RewindPlan& plan, const nlohmann::json& pass1, const std::filesystem::path& stage_dir,
                           const RunOptions& opts, const std::function<void(const std::string&)>& progress);
 

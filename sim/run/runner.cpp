@@ -346,20 +346,26 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     for (std::size_t v = 0; v < e.variants.size(); ++v) variants[v].run = &e.variants[v];
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       if (jobs[j].scenario != i) continue;
+      // Each job belongs to one scenario: its result moves (a long run's is megabytes).
       if (jobs[j].variant < 0)
-        (jobs[j].baseline ? baseline : main) = results[j];
+        (jobs[j].baseline ? baseline : main) = std::move(results[j]);
       else
-        (jobs[j].baseline ? variants[jobs[j].variant].baseline : variants[jobs[j].variant].result) = results[j];
+        (jobs[j].baseline ? variants[jobs[j].variant].baseline : variants[jobs[j].variant].result) = std::move(results[j]);
     }
     // Variants that only change probes share the scenario's own baseline.
     for (std::size_t v = 0; v < e.variants.size(); ++v)
       if (variants[v].baseline.is_null() && variant_changes_probes_only(e.main.scenario.variants[v]))
         variants[v].baseline = baseline;
-    json report = build_report(e.main, main, baseline, variants);
+    // What the rewind reads of the first pass; the report takes the rest of its result.
+    json pass1 = json::object();
+    for (const char* key : {"rewind_request", "losses"})
+      if (main.contains(key)) pass1[key] = main[key];
+    const bool bad_input = main.value("bad_input", false);
+    json report = build_report(e.main, std::move(main), baseline, variants);
     ScenarioOutcome o;
     o.name = e.main.scenario.name;
     o.file = e.main.scenario.file;
-    if (main.value("bad_input", false)) {  // e.g. an index out of range in the data: earlier results stay
+    if (bad_input) {  // e.g. an index out of range in the data: earlier results stay
       std::error_code ec;
       fs::remove_all(e.stage_dir, ec);
       report["rewind"] = nullptr;
@@ -369,11 +375,11 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
       continue;
     }
     report["rewind"] = nullptr;
-    if (auto plan = plan_rewind(e.main.scenario, main, e.stage_dir)) {
+    if (auto plan = plan_rewind(e.main.scenario, pass1, e.stage_dir)) {
       if (opts_.distributed)
         report["warnings"].push_back("rewind: a distributed run does not re-execute (run it in one process)");
       else
-        report["rewind"] = run_rewind(*plan, main, e.stage_dir, opts_, progress);
+        report["rewind"] = run_rewind(*plan, pass1, e.stage_dir, opts_, progress);
     }
     add_expectations(report, e.main.scenario);
     std::error_code ec;

@@ -23,6 +23,7 @@
 #include "sim/run/hang_report.h"
 #include "sim/run/loss_scaling_report.h"
 #include "sim/run/probe_codec.h"
+#include "sim/run/perf_ledger.h"
 #include "sim/run/perf_report.h"
 #include "sim/run/probe_results.h"
 #include "sim/run/quant_report.h"
@@ -106,6 +107,7 @@ struct RankState {
   std::unique_ptr<probes::PerfProfiler> profiler;
   ExecutorResult result;
   std::vector<std::uint64_t> step_begin_ps, step_end_ps;
+  PerfLedger ledger;  // its chip's op and task records, folded as they complete
 };
 
 /// The communicator a rank runs collective `op` in (its `comm` attribute on the topology).
@@ -125,7 +127,7 @@ std::optional<std::uint32_t> replica_group(const chip::ClusterTopology& topo, st
 /// This partition's part of report.json `perf`: its ranks' op and task records, PMU counters,
 /// steps and HBM channels, and the network links it owns.
 json perf_of_partition(const PreparedRun& run, Platform& platform, const std::vector<RankState>& st,
-                       const std::vector<const std::vector<chip::OpRecord>*>& records, const AiCoreSet& cores) {
+                       const AiCoreSet& cores) {
   const chip::ChipClock clock(run.chip.clock_mhz);
   const std::uint64_t end_ps = chip::ChipClock::to_ps(platform.end_time());
   std::map<std::uint32_t, PerfRank> perf;
@@ -133,8 +135,7 @@ json perf_of_partition(const PreparedRun& run, Platform& platform, const std::ve
     chip::Chip& c = platform.chip(r);
     PerfRank& p = perf[r];
     p.graph = &st[r].graph;
-    p.ops = records[r];
-    p.tasks = &c.streams().task_records();
+    p.ledger = &st[r].ledger;
     p.counters = c.pmu().at(end_ps);
     p.counters[spec::kPmuCaptureStall] = c.capture().counters().stall_cycles;
     p.cycles = clock.ps_to_cycles(platform.finish_ps(r));
@@ -190,7 +191,9 @@ PartitionResult simulate_partition(const SimRequest& req) {
   po.partition = req.partition;
   po.process = req.process;
   auto cores = std::make_shared<AiCoreSet>();
-  po.make_cores = ai_core_factory(cores);
+  chip::AiCoreOptions core_opts;
+  core_opts.keep_records = false;  // folded into each rank's PerfLedger instead
+  po.make_cores = ai_core_factory(cores, core_opts);
   po.trace = &trace;
   Platform platform("platform", po);
 
@@ -304,6 +307,12 @@ PartitionResult simulate_partition(const SimRequest& req) {
   if (hooks)
     for (std::uint32_t r : platform.local_ranks()) platform.chip(r).set_fault_hooks(hooks);
 
+  for (std::uint32_t r : platform.local_ranks()) {
+    PerfLedger& ledger = st[r].ledger;
+    platform.chip(r).streams().set_task_sink([&ledger](const chip::StreamEngine::TaskRecord& t) { ledger.add_task(t); });
+    if (r < cores->by_rank.size() && cores->by_rank[r])
+      cores->by_rank[r]->set_record_sink([&ledger](const chip::OpRecord& rec) { ledger.add_op(rec); });
+  }
   if (req.link) platform.run_partition(*req.link);
   else platform.run();
   // A job hang: the ranks whose programs did not return report the steps they completed.
@@ -312,7 +321,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
 
   PartitionResult out;
   json per_rank = json::array();
-  std::vector<const std::vector<chip::OpRecord>*> records(ranks, nullptr);
+  std::vector<const PerfLedger*> ledgers(ranks, nullptr);
   std::vector<const graph::Graph*> graphs(ranks, nullptr);
   for (std::uint32_t r : platform.local_ranks()) {
     const RankState& rs = st[r];
@@ -333,16 +342,16 @@ PartitionResult simulate_partition(const SimRequest& req) {
                         {"warnings", er.warnings}});
     if (req.save_outputs) save_outputs(req.out_dir / "outputs" / fmt::format("rank{}", r), er.final_values);
     graphs[r] = &rs.graph;
-    if (r < cores->by_rank.size() && cores->by_rank[r]) records[r] = &cores->by_rank[r]->records();
+    if (r < cores->by_rank.size() && cores->by_rank[r]) ledgers[r] = &rs.ledger;
   }
   json quant = json::array();
   for (std::uint32_t r : platform.local_ranks())
-    if (records[r]) quant.push_back(quant_executions(*records[r], r));
+    if (ledgers[r]) quant.push_back(quant_executions(*ledgers[r], r));
   out.data["quantization"] = std::move(quant);
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
   out.data["ranks"] = std::move(per_rank);
-  out.data["ops"] = op_cycles(records, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
-  out.data["perf"] = perf_of_partition(run, platform, st, records, *cores);
+  out.data["ops"] = op_cycles(ledgers, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
+  out.data["perf"] = perf_of_partition(run, platform, st, *cores);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
   if (platform.hang())
     out.data["hang"] = hang_part(*platform.hang(), [&st](std::uint32_t r, std::uint32_t op) {
@@ -352,8 +361,8 @@ PartitionResult simulate_partition(const SimRequest& req) {
   if (probes_on) {
     auto pr = std::make_shared<ProbeRankResults>();
     for (std::uint32_t r : platform.local_ranks()) {
-      pr->reports.push_back(st[r].runtime->report());
-      auto smp = st[r].runtime->sync_samples();
+      pr->reports.push_back(st[r].runtime->take_report());
+      auto smp = st[r].runtime->take_sync_samples();
       pr->samples.insert(pr->samples.end(), std::make_move_iterator(smp.begin()), std::make_move_iterator(smp.end()));
     }
     out.live_probes = std::move(pr);
@@ -467,6 +476,10 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   return res;
 }
 
-json simulate(const SimRequest& req) { return merge_partitions(req, {simulate_partition(req)}); }
+json simulate(const SimRequest& req) {
+  std::vector<PartitionResult> parts;  // not `{simulate_partition(req)}`: an initializer list copies its elements
+  parts.push_back(simulate_partition(req));
+  return merge_partitions(req, std::move(parts));
+}
 
 }  // namespace probelab::sim

@@ -10,18 +10,19 @@ namespace probelab::sim {
 
 using nlohmann::json;
 
-json op_cycles(const std::vector<const std::vector<chip::OpRecord>*>& records, const std::vector<const graph::Graph*>& graphs,
+json op_cycles(const std::vector<const PerfLedger*>& ledgers, const std::vector<const graph::Graph*>& graphs,
                const chip::Trace* trace, const chip::ChipClock& clock) {
   struct Acc {
     std::uint64_t tasks = 0, cycles = 0, probe_tasks = 0, probe_ps = 0, collective_ps = 0;
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, Acc> acc;  // (rank, op id)
-  for (std::uint32_t r = 0; r < records.size(); ++r) {
-    if (!records[r]) continue;
-    for (const auto& rec : *records[r]) {
-      Acc& a = acc[{r, rec.op_id}];
-      ++a.tasks;
-      a.cycles += rec.cycles;
+  for (std::uint32_t r = 0; r < ledgers.size(); ++r) {
+    if (!ledgers[r]) continue;
+    for (const auto& [op_id, t] : ledgers[r]->ops()) {
+      if (t.kernels == 0) continue;
+      Acc& a = acc[{r, op_id}];
+      a.tasks += t.kernels;
+      a.cycles += t.cycles;
     }
   }
   if (trace) {

@@ -70,6 +70,39 @@ TEST(AiCore, MatMulTaskComputesBitExactAndRecordsCycles) {
   EXPECT_NE(json.find("core1.mte"), std::string::npos);
 }
 
+TEST(AiCore, WithoutKeptRecordsTheSinkStillSeesEveryOpInCompletionOrder) {
+  pc::AiCoreOptions opts;
+  opts.keep_records = false;
+  AiCoreChip p(cfg(), nullptr, opts);
+  std::vector<pc::OpRecord> seen;
+  p.core->set_record_sink([&seen](const pc::OpRecord& r) { seen.push_back(r); });
+  std::vector<pc::StreamEngine::TaskRecord> tasks;
+  p.chip.streams().set_task_sink([&tasks](const pc::StreamEngine::TaskRecord& t) { tasks.push_back(t); });
+  HbmPlacer hbm(p.chip.hbm(), 0x1000000);
+  const pg::Tensor a = random_f16({32, 48}, 1), b = random_f16({48, 16}, 2);
+  const auto out1 = hbm.out(pg::DType::F16, {32, 16}), out2 = hbm.out(pg::DType::F16, {32, 16});
+  const auto first = hbm.kernel(1, op_args("MatMul", {hbm.put(a), hbm.put(b)}, {out1}));
+  const auto second = hbm.kernel(2, op_args("Relu", {out1}, {out2}));
+  spawn([&] {
+    p.host.setup_stream(0);
+    p.host.submit(0, first);
+    p.host.submit(0, second);
+    p.host.wait_stream(0);
+    sc_core::sc_stop();
+  });
+  sc_core::sc_start();
+  EXPECT_TRUE(p.core->records().empty());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].op_type, "MatMul");
+  EXPECT_EQ(seen[1].op_type, "Relu");
+  EXPECT_LE(seen[0].end_cycle, seen[1].start_cycle);
+  EXPECT_EQ(seen[0].cycles, seen[0].end_cycle - seen[0].start_cycle);
+  // One task record per task, kernels among them, none kept by the engine.
+  std::size_t kernels = 0;
+  for (const auto& t : tasks) kernels += t.kind == ps::TaskKind::Kernel;
+  EXPECT_EQ(kernels, 2u);
+}
+
 TEST(AiCore, NanInputLatchesElementAndRaisesInterrupt) {
   AiCoreChip p(cfg());
   auto& chip = p.chip;
