@@ -4,8 +4,21 @@
 
 namespace probelab::sim {
 
+PerfLedger::OpTotals& PerfLedger::at(std::uint32_t op_id) {
+  if (op_id >= kDenseIds) return sparse_ops_[op_id];
+  if (op_id >= ops_.size()) ops_.resize(std::size_t{op_id} + 1);
+  return ops_[op_id];
+}
+
+const PerfLedger::OpTotals& PerfLedger::op(std::uint32_t op_id) const {
+  static const OpTotals none;
+  if (op_id < ops_.size()) return ops_[op_id];
+  const auto it = sparse_ops_.find(op_id);
+  return it == sparse_ops_.end() ? none : it->second;
+}
+
 void PerfLedger::add_op(const chip::OpRecord& rec) {
-  OpTotals& a = ops_[rec.op_id];
+  OpTotals& a = at(rec.op_id);
   ++a.kernels;
   ++a.tasks;
   a.cycles += rec.cycles;
@@ -19,8 +32,15 @@ void PerfLedger::add_op(const chip::OpRecord& rec) {
   a.flops += rec.flops;
   a.stall += rec.hbm_stall_cycles;
   kernels_.push_back({rec.start_cycle, rec.end_cycle, rec.op_id, rec.step});
-  const auto [top, fresh] = top_.try_emplace(rec.step, Top{rec.op_id, rec.cycles});
-  if (!fresh && rec.cycles > top->second.cycles) top->second = {rec.op_id, rec.cycles};
+  // Steps complete in order, so the step is nearly always the last one or a new one.
+  auto it = top_.end();
+  if (top_.empty() || top_.back().first < rec.step) {
+    it = top_.emplace(top_.end(), rec.step, Top{rec.op_id, rec.cycles});
+  } else {
+    it = std::lower_bound(top_.begin(), top_.end(), rec.step, [](const auto& e, std::uint32_t s) { return e.first < s; });
+    if (it == top_.end() || it->first != rec.step) it = top_.insert(it, {rec.step, Top{rec.op_id, rec.cycles}});
+    else if (rec.cycles > it->second.cycles) it->second = {rec.op_id, rec.cycles};
+  }
   if (!rec.quant.empty()) quant_.push_back({rec.step, rec.quant});
   if (a.kernels == 1) names_.emplace(rec.op_id, rec.op_name);
 }
@@ -28,22 +48,28 @@ void PerfLedger::add_op(const chip::OpRecord& rec) {
 void PerfLedger::add_task(const chip::StreamEngine::TaskRecord& t) {
   using spec::TaskKind;
   ++task_count_;
-  const auto prev = stream_end_.find(t.stream);
-  const std::uint64_t gap = prev == stream_end_.end() ? 0 : (t.fetch_cycle > prev->second ? t.fetch_cycle - prev->second : 0);
-  stream_end_[t.stream] = t.end_cycle;
+  if (t.stream >= stream_end_.size()) stream_end_.resize(std::size_t{t.stream} + 1, 0);
+  std::uint64_t& prev = stream_end_[t.stream];
+  const std::uint64_t gap = prev == 0 ? 0 : (t.fetch_cycle > prev - 1 ? t.fetch_cycle - (prev - 1) : 0);
+  prev = t.end_cycle + 1;
   const std::uint64_t dur = t.end_cycle - t.start_cycle;
   if (t.kind == TaskKind::Kernel) {
-    ops_[t.op_id].launch += gap + (t.start_cycle - t.fetch_cycle);
+    at(t.op_id).launch += gap + (t.start_cycle - t.fetch_cycle);
   } else if (t.kind == TaskKind::Collective) {
-    OpTotals& a = ops_[t.op_id];
+    OpTotals& a = at(t.op_id);
     ++a.tasks;
     a.collective += dur;
     a.launch += gap + (t.start_cycle - t.fetch_cycle);
     task_spans_.push_back({t.start_cycle, t.end_cycle, true});
   } else if (t.kind == TaskKind::Capture || t.kind == TaskKind::Breakpoint) {
-    ops_[t.op_id].probe += dur;
+    at(t.op_id).probe += dur;
     task_spans_.push_back({t.start_cycle, t.end_cycle, false});
   }
+}
+
+const PerfLedger::Top* PerfLedger::top(std::uint32_t step) const {
+  const auto it = std::lower_bound(top_.begin(), top_.end(), step, [](const auto& e, std::uint32_t s) { return e.first < s; });
+  return it != top_.end() && it->first == step ? &it->second : nullptr;
 }
 
 std::string PerfLedger::op_name(std::uint32_t op_id) const {

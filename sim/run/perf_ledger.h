@@ -9,12 +9,15 @@
 // its op's bound, which only the whole run's sums decide), per collective or probe task its
 // interval, per step its longest kernel (the first of equals, in completion order), the
 // quantized ops' executions, and the number of tasks. Fed in completion order (per rank, as
-// the chip completes them), it gives what the records gave: the same report bytes.
+// the chip completes them), it gives what the records gave: the same report bytes. Folding a
+// record touches the op's sums, the end of the spans and the current step's entry (arrays by op
+// id, stream and step: at hundreds of ranks a tree walk per record missed the cache).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chip_model/ai_core.h"
@@ -56,12 +59,12 @@ class PerfLedger {
   void add_op(const chip::OpRecord& rec);
   void add_task(const chip::StreamEngine::TaskRecord& t);
 
-  /// By op id: every op that ran a kernel or a task.
-  const std::map<std::uint32_t, OpTotals>& ops() const { return ops_; }
+  /// An op's sums (all zero for an op that ran nothing).
+  const OpTotals& op(std::uint32_t op_id) const;
   const std::vector<KernelSpan>& kernels() const { return kernels_; }
   const std::vector<TaskSpan>& task_spans() const { return task_spans_; }
-  /// By step.
-  const std::map<std::uint32_t, Top>& top_by_step() const { return top_; }
+  /// A step's longest kernel, or null when no kernel of that step ran.
+  const Top* top(std::uint32_t step) const;
   const std::vector<QuantExecution>& quant() const { return quant_; }
   /// Tasks of every kind.
   std::uint64_t task_count() const { return task_count_; }
@@ -69,13 +72,19 @@ class PerfLedger {
   std::string op_name(std::uint32_t op_id) const;
 
  private:
-  std::map<std::uint32_t, OpTotals> ops_;
+  OpTotals& at(std::uint32_t op_id);
+
+  /// Op ids are a graph's op indices: an array by id, and a map for ids past kDenseIds (a task
+  /// submitted through Device may carry any).
+  static constexpr std::uint32_t kDenseIds = 1u << 20;
+  std::vector<OpTotals> ops_;
+  std::map<std::uint32_t, OpTotals> sparse_ops_;
+  std::map<std::uint32_t, std::string> names_;
   std::vector<KernelSpan> kernels_;
   std::vector<TaskSpan> task_spans_;
-  std::map<std::uint32_t, Top> top_;
+  std::vector<std::pair<std::uint32_t, Top>> top_;  // by step, ascending
   std::vector<QuantExecution> quant_;
-  std::map<std::uint32_t, std::string> names_;
-  std::map<std::uint32_t, std::uint64_t> stream_end_;  // stream -> end of its previous task
+  std::vector<std::uint64_t> stream_end_;  // by stream: end of its previous task + 1 (0: none yet)
   std::uint64_t task_count_ = 0;
 };
 

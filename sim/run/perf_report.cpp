@@ -226,9 +226,8 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
     for (std::uint32_t id : pr.graph->topo_order()) {
       const graph::Op& op = pr.graph->op(id);
       if (probes::is_probe_op(op)) continue;
-      const auto it = led.ops().find(id);
       std::string bound;
-      ops.push_back(op_entry(op, rank, it == led.ops().end() ? PerfLedger::OpTotals{} : it->second, r, bound));
+      ops.push_back(op_entry(op, rank, led.op(id), r, bound));
       bound_of[id] = bound;
       name_of[id] = op.name;
     }
@@ -254,8 +253,7 @@ json perf_partition(const chip::ChipConfig& cfg, const std::map<std::uint32_t, P
         if (sp.path[c] > sp.path[best]) best = c;
       JsonMembers path;
       for (std::size_t c : kPathKeyOrder) path.put(kPathNames[c], sp.path[c]);
-      const auto top_it = led.top_by_step().find(step);
-      const PerfLedger::Top* top = top_it == led.top_by_step().end() ? nullptr : &top_it->second;
+      const PerfLedger::Top* top = led.top(step);
       json counters = nullptr, der = nullptr;
       if (const auto c = counters_of.find(step); c != counters_of.end()) {
         counters = probes::pmu_json(c->second->delta);

@@ -16,15 +16,6 @@ json op_cycles(const std::vector<const PerfLedger*>& ledgers, const std::vector<
     std::uint64_t tasks = 0, cycles = 0, probe_tasks = 0, probe_ps = 0, collective_ps = 0;
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, Acc> acc;  // (rank, op id)
-  for (std::uint32_t r = 0; r < ledgers.size(); ++r) {
-    if (!ledgers[r]) continue;
-    for (const auto& [op_id, t] : ledgers[r]->ops()) {
-      if (t.kernels == 0) continue;
-      Acc& a = acc[{r, op_id}];
-      a.tasks += t.kernels;
-      a.cycles += t.cycles;
-    }
-  }
   if (trace) {
     for (const chip::Trace::Event& e : trace->events()) {
       if (e.phase != 'X' || e.category != "task" || e.pid >= graphs.size() || !graphs[e.pid]) continue;
@@ -49,7 +40,11 @@ json op_cycles(const std::vector<const PerfLedger*>& ledgers, const std::vector<
       const graph::Op& op = graphs[r]->op(id);
       if (probes::is_probe_op(op)) continue;
       auto it = acc.find({r, id});
-      const Acc a = it == acc.end() ? Acc{} : it->second;
+      Acc a = it == acc.end() ? Acc{} : it->second;
+      if (r < ledgers.size() && ledgers[r]) {  // compute ops: their kernel records
+        a.tasks += ledgers[r]->op(id).kernels;
+        a.cycles += ledgers[r]->op(id).cycles;
+      }
       JsonMembers m;
       m.put("cycles", a.cycles + clock.ps_to_cycles(a.collective_ps))
           .put("op", op.name)

@@ -49,7 +49,7 @@ TEST(PerfLedger, SumsEachOpsKernelsAndKeepsOneSpanPerExecution) {
   l.add_op(op(3, 0, 100, 150, 2));
   l.add_op(op(5, 0, 150, 170, 4));
   l.add_op(op(3, 1, 300, 380, 1));
-  const auto& t = l.ops().at(3);
+  const auto& t = l.op(3);
   EXPECT_EQ(t.kernels, 2u);
   EXPECT_EQ(t.tasks, 2u);
   EXPECT_EQ(t.cycles, 50u + 80u);
@@ -62,7 +62,7 @@ TEST(PerfLedger, SumsEachOpsKernelsAndKeepsOneSpanPerExecution) {
   EXPECT_EQ(t.wr, 64u);
   EXPECT_EQ(t.l2, 32u);
   EXPECT_EQ(t.stall, 2u);
-  EXPECT_EQ(l.ops().at(5).cores, 4u);
+  EXPECT_EQ(l.op(5).cores, 4u);
   ASSERT_EQ(l.kernels().size(), 3u);
   EXPECT_EQ(l.kernels()[2].begin, 300u);
   EXPECT_EQ(l.kernels()[2].end, 380u);
@@ -70,6 +70,11 @@ TEST(PerfLedger, SumsEachOpsKernelsAndKeepsOneSpanPerExecution) {
   EXPECT_EQ(l.kernels()[2].step, 1u);
   EXPECT_EQ(l.op_name(5), "op5");
   EXPECT_EQ(l.op_name(9), "");
+  EXPECT_EQ(l.op(9).kernels, 0u);  // an op that ran nothing: zero sums
+  // An op id far past a graph's (a task submitted through Device may carry any) is kept too.
+  l.add_op(op(0xFFFFFFF0u, 2, 400, 410));
+  EXPECT_EQ(l.op(0xFFFFFFF0u).kernels, 1u);
+  EXPECT_EQ(l.op_name(0xFFFFFFF0u), "op4294967280");
   // What it keeps per kernel execution: two cycles and two ids, not the record.
   EXPECT_LE(sizeof(PerfLedger::KernelSpan), 24u);
 }
@@ -80,11 +85,17 @@ TEST(PerfLedger, EachStepsTopOpIsItsLongestKernelTheFirstOfEquals) {
   l.add_op(op(2, 0, 40, 80));    // as long as op 1: op 1 stays
   l.add_op(op(1, 1, 100, 110));
   l.add_op(op(2, 1, 110, 200));  // longer: op 2
-  ASSERT_EQ(l.top_by_step().size(), 2u);
-  EXPECT_EQ(l.top_by_step().at(0).op_id, 1u);
-  EXPECT_EQ(l.top_by_step().at(0).cycles, 40u);
-  EXPECT_EQ(l.top_by_step().at(1).op_id, 2u);
-  EXPECT_EQ(l.top_by_step().at(1).cycles, 90u);
+  ASSERT_NE(l.top(0), nullptr);
+  EXPECT_EQ(l.top(0)->op_id, 1u);
+  EXPECT_EQ(l.top(0)->cycles, 40u);
+  ASSERT_NE(l.top(1), nullptr);
+  EXPECT_EQ(l.top(1)->op_id, 2u);
+  EXPECT_EQ(l.top(1)->cycles, 90u);
+  EXPECT_EQ(l.top(2), nullptr);
+  // A kernel of an earlier step completing late (another stream) still counts for its step.
+  l.add_op(op(3, 0, 200, 260));
+  EXPECT_EQ(l.top(0)->op_id, 3u);
+  EXPECT_EQ(l.top(1)->op_id, 2u);
 }
 
 TEST(PerfLedger, ChargesLaunchGapsPerStreamAndKeepsCollectiveAndProbeIntervals) {
@@ -97,11 +108,11 @@ TEST(PerfLedger, ChargesLaunchGapsPerStreamAndKeepsCollectiveAndProbeIntervals) 
   l.add_task(task(K::Capture, 3, 0, 90, 91, 95));      // no gap: probe time of op 3
   l.add_task(task(K::EventRecord, 0, 0, 100, 100, 101));
   EXPECT_EQ(l.task_count(), 6u);
-  EXPECT_EQ(l.ops().at(3).launch, 4u + 10u + 2u);
-  EXPECT_EQ(l.ops().at(3).probe, 4u);
-  EXPECT_EQ(l.ops().at(3).tasks, 0u);  // kernel tasks count with their records (add_op)
-  EXPECT_EQ(l.ops().at(4).launch, 5u);
-  const auto& c = l.ops().at(7);
+  EXPECT_EQ(l.op(3).launch, 4u + 10u + 2u);
+  EXPECT_EQ(l.op(3).probe, 4u);
+  EXPECT_EQ(l.op(3).tasks, 0u);  // kernel tasks count with their records (add_op)
+  EXPECT_EQ(l.op(4).launch, 5u);
+  const auto& c = l.op(7);
   EXPECT_EQ(c.tasks, 1u);
   EXPECT_EQ(c.collective, 97u);
   EXPECT_EQ(c.launch, 1u + 2u);
