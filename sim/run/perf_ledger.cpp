@@ -4,6 +4,12 @@
 
 namespace probelab::sim {
 
+namespace {
+
+bool step_less(const std::pair<std::uint32_t, PerfLedger::Top>& e, std::uint32_t step) { return e.first < step; }
+
+}  // namespace
+
 PerfLedger::OpTotals& PerfLedger::at(std::uint32_t op_id) {
   if (op_id >= kDenseIds) return sparse_ops_[op_id];
   if (op_id >= ops_.size()) ops_.resize(std::size_t{op_id} + 1);
@@ -33,12 +39,11 @@ void PerfLedger::add_op(const chip::OpRecord& rec) {
   a.stall += rec.hbm_stall_cycles;
   kernels_.push_back({rec.start_cycle, rec.end_cycle, rec.op_id, rec.step});
   // Steps complete in order, so the step is nearly always the last one or a new one.
-  auto it = top_.end();
   if (top_.empty() || top_.back().first < rec.step) {
-    it = top_.emplace(top_.end(), rec.step, Top{rec.op_id, rec.cycles});
+    top_.emplace_back(rec.step, Top{rec.op_id, rec.cycles});
   } else {
-    it = std::lower_bound(top_.begin(), top_.end(), rec.step, [](const auto& e, std::uint32_t s) { return e.first < s; });
-    if (it == top_.end() || it->first != rec.step) it = top_.insert(it, {rec.step, Top{rec.op_id, rec.cycles}});
+    const auto it = std::lower_bound(top_.begin(), top_.end(), rec.step, step_less);
+    if (it->first != rec.step) top_.insert(it, {rec.step, Top{rec.op_id, rec.cycles}});
     else if (rec.cycles > it->second.cycles) it->second = {rec.op_id, rec.cycles};
   }
   if (!rec.quant.empty()) quant_.push_back({rec.step, rec.quant});
@@ -48,10 +53,10 @@ void PerfLedger::add_op(const chip::OpRecord& rec) {
 void PerfLedger::add_task(const chip::StreamEngine::TaskRecord& t) {
   using spec::TaskKind;
   ++task_count_;
-  if (t.stream >= stream_end_.size()) stream_end_.resize(std::size_t{t.stream} + 1, 0);
-  std::uint64_t& prev = stream_end_[t.stream];
-  const std::uint64_t gap = prev == 0 ? 0 : (t.fetch_cycle > prev - 1 ? t.fetch_cycle - (prev - 1) : 0);
-  prev = t.end_cycle + 1;
+  if (t.stream >= stream_end_.size()) stream_end_.resize(std::size_t{t.stream} + 1);
+  std::optional<std::uint64_t>& prev = stream_end_[t.stream];
+  const std::uint64_t gap = prev && t.fetch_cycle > *prev ? t.fetch_cycle - *prev : 0;
+  prev = t.end_cycle;
   const std::uint64_t dur = t.end_cycle - t.start_cycle;
   if (t.kind == TaskKind::Kernel) {
     at(t.op_id).launch += gap + (t.start_cycle - t.fetch_cycle);
@@ -68,7 +73,7 @@ void PerfLedger::add_task(const chip::StreamEngine::TaskRecord& t) {
 }
 
 const PerfLedger::Top* PerfLedger::top(std::uint32_t step) const {
-  const auto it = std::lower_bound(top_.begin(), top_.end(), step, [](const auto& e, std::uint32_t s) { return e.first < s; });
+  const auto it = std::lower_bound(top_.begin(), top_.end(), step, step_less);
   return it != top_.end() && it->first == step ? &it->second : nullptr;
 }
 

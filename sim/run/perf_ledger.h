@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,7 +85,7 @@ class PerfLedger {
   std::vector<TaskSpan> task_spans_;
   std::vector<std::pair<std::uint32_t, Top>> top_;  // by step, ascending
   std::vector<QuantExecution> quant_;
-  std::vector<std::uint64_t> stream_end_;  // by stream: end of its previous task + 1 (0: none yet)
+  std::vector<std::optional<std::uint64_t>> stream_end_;  // by stream: end of its previous task
   std::uint64_t task_count_ = 0;
 };
 
