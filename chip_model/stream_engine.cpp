@@ -278,7 +278,7 @@ void StreamEngine::count_task(std::uint32_t s, const spec::TaskDescriptor& task,
                               const sc_core::sc_time& start, const sc_core::sc_time& end) {
   if (task_sink_)
     task_sink_({task.kind, task.op_id, task.task_id, task.step, s, svc_.clock.cycle_at(fetch), svc_.clock.cycle_at(start),
-                svc_.clock.cycle_at(end)});
+                svc_.clock.cycle_at(end), ChipClock::to_ps(end - start)});
   if (!svc_.pmu) return;
   const std::uint64_t end_ps = ChipClock::to_ps(end), now_ps = ChipClock::to_ps(sc_core::sc_time_stamp());
   svc_.pmu->add(ChipClock::to_ps(start), spec::kPmuDispatch, svc_.clock.ps_to_cycles(ChipClock::to_ps(start - fetch)),

@@ -89,6 +89,7 @@ class StreamEngine : public sc_core::sc_module {
     spec::TaskKind kind;
     std::uint32_t op_id = 0, task_id = 0, step = 0, stream = 0;
     std::uint64_t fetch_cycle = 0, start_cycle = 0, end_cycle = 0;
+    std::uint64_t dur_ps = 0;  // end - start, exact
   };
   /// Called with each task's record as the task completes (in completion order per stream,
   /// streams interleaved as they completed); the engine keeps none.

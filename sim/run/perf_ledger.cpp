@@ -64,10 +64,14 @@ void PerfLedger::add_task(const chip::StreamEngine::TaskRecord& t) {
     OpTotals& a = at(t.op_id);
     ++a.tasks;
     a.collective += dur;
+    a.collective_ps += t.dur_ps;
     a.launch += gap + (t.start_cycle - t.fetch_cycle);
     task_spans_.push_back({t.start_cycle, t.end_cycle, true});
   } else if (t.kind == TaskKind::Capture || t.kind == TaskKind::Breakpoint) {
-    at(t.op_id).probe += dur;
+    OpTotals& a = at(t.op_id);
+    a.probe += dur;
+    ++a.probe_tasks;
+    a.probe_ps += t.dur_ps;
     task_spans_.push_back({t.start_cycle, t.end_cycle, false});
   }
 }

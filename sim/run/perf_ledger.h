@@ -34,6 +34,8 @@ class PerfLedger {
     std::uint64_t cycles = 0;   // kernel cycles (OpRecord::cycles), summed
     // cycles of host submission and dispatch before its tasks, of its probe tasks, of its collectives
     std::uint64_t launch = 0, probe = 0, collective = 0;
+    // probe tasks, and the exact times of its probe tasks and collectives in picoseconds
+    std::uint64_t probe_tasks = 0, probe_ps = 0, collective_ps = 0;
     std::uint32_t cores = 0;  // the most cores one execution was granted
     std::uint64_t cube = 0, vec = 0, mte = 0, rd = 0, wr = 0, l2 = 0, flops = 0, stall = 0;
   };

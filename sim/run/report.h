@@ -20,8 +20,9 @@
 //   precision     {compute, master_weights, accumulation, overflow_mode}
 //   cycles        {total, per_rank: [..], per_step: [[rank0 step cycles..], ..], baseline}
 //                 device cycles from the start of the host program to its end (all ranks)
-//   ops           [{op, type, rank, tasks, cycles}] device cycles of each executed op's tasks,
-//                 per rank, in executed (topological) order
+//   ops           [{op, type, rank, tasks, cycles, probe_tasks, probe_cycles}] device cycles of
+//                 each executed op's tasks (kernels and collectives; its probe tasks apart), per
+//                 rank, in executed (topological) order; the same with or without the trace
 //   tasks         {kernel, collective, probe, barrier, in_kernel_statistics, in_kernel_dumps}
 //                 counts summed over ranks (statistics records computed by kernel tasks, output
 //                 dumps kernel tasks queued on the capture DMA engine)

@@ -28,7 +28,7 @@
 #include "sim/run/probe_results.h"
 #include "sim/run/quant_report.h"
 #include "sim/run/trace_flows.h"
-#include "sim/run/trace_stats.h"
+#include "sim/run/op_cycles.h"
 
 namespace probelab::sim {
 
@@ -350,7 +350,12 @@ PartitionResult simulate_partition(const SimRequest& req) {
   out.data["quantization"] = std::move(quant);
   out.data["end_ps"] = chip::ChipClock::to_ps(platform.end_time());
   out.data["ranks"] = std::move(per_rank);
-  out.data["ops"] = op_cycles(ledgers, graphs, trace.enabled() ? &trace : nullptr, platform.chip(platform.local_ranks().front()).clock());
+  {
+    // Every local rank's tasks, the AI cores' kernels where there are cores.
+    std::vector<const PerfLedger*> all(ranks, nullptr);
+    for (std::uint32_t r : platform.local_ranks()) all[r] = &st[r].ledger;
+    out.data["ops"] = op_cycles(all, graphs, platform.chip(platform.local_ranks().front()).clock());
+  }
   out.data["perf"] = perf_of_partition(run, platform, st, *cores);
   out.data["injections"] = injections ? injections->partial_report() : json(nullptr);
   if (platform.hang())
