@@ -42,13 +42,17 @@ void expect_same_reports(const TempDir& dir, const std::string& a, const std::st
   }
 }
 
+// `probelab run job.yaml ARGS` passes.
+void run_ok(const TempDir& dir, const std::string& args) {
+  const test::CmdResult r = test::shell(probelab("run job.yaml " + args), dir);
+  ASSERT_EQ(r.code, 0) << args << "\n" << r.err << r.out;
+}
+
 TEST(NoTraceOutputs, TheReportsAreTheOnesOfTheTracedRun) {
   TempDir dir;
   dir.write("job.yaml", kJob);
-  const test::CmdResult on = test::shell(probelab("run job.yaml --out on"), dir);
-  ASSERT_EQ(on.code, 0) << on.err << on.out;
-  const test::CmdResult off = test::shell(probelab("run job.yaml --out off --no-trace"), dir);
-  ASSERT_EQ(off.code, 0) << off.err << off.out;
+  ASSERT_NO_FATAL_FAILURE(run_ok(dir, "--out on"));
+  ASSERT_NO_FATAL_FAILURE(run_ok(dir, "--out off --no-trace"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "off" / "job" / "trace.json"));
   ASSERT_NO_FATAL_FAILURE(expect_same_reports(dir, "on", "off"));
 
@@ -74,10 +78,8 @@ TEST(NoTraceOutputs, TheReportsAreTheOnesOfTheTracedRun) {
 TEST(NoTraceOutputs, TwoPartitionsWithoutTheTraceGiveTheTracedReports) {
   TempDir dir;
   dir.write("job.yaml", kJob);
-  const test::CmdResult on = test::shell(probelab("run job.yaml --out on"), dir);
-  ASSERT_EQ(on.code, 0) << on.err << on.out;
-  const test::CmdResult off = test::shell(probelab("run job.yaml --out p2 --no-trace --partitions 2"), dir);
-  ASSERT_EQ(off.code, 0) << off.err << off.out;
+  ASSERT_NO_FATAL_FAILURE(run_ok(dir, "--out on"));
+  ASSERT_NO_FATAL_FAILURE(run_ok(dir, "--out p2 --no-trace --partitions 2"));
   ASSERT_NO_FATAL_FAILURE(expect_same_reports(dir, "on", "p2"));
 }
 
