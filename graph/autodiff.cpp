@@ -37,14 +37,17 @@ GradBuilder::GradBuilder(const Graph& g, const std::string& loss, std::set<std::
     const Op& op = g_.op(id);
     const OpDef* def = OpRegistry::instance().find(op.type);
     if (!def || !def->gradient) {
-      // An op without a gradient stops gradients (the piecewise-constant ops: their derivative is
-      // zero where it exists); one that reads a trainable weight itself would leave it untrained.
+      // An op without a gradient that reads a trainable weight itself would leave it untrained.
       for (const std::string& t : op.inputs)
         if (!t.empty() && wants_.count(t) && requires_.count(t))
           throw GraphError(fmt::format("{}: op '{}' ({}) is inference only (it has no gradient) but reads the trainable "
                                        "weight '{}': run the model with mode: inference",
                                        g_.label(), op.name, op.type, t));
-      continue;
+      // The piecewise-constant ops stop gradients (their derivative is zero where it exists), as
+      // do those whose outputs depend only on the input descs. Through any other, a gradient that
+      // reaches its outputs is an error naming it (build()): their outputs are marked as needing
+      // one, so the ops above them would not silently stay untrained.
+      if (!def || def->piecewise_constant || def->shape_only) continue;
     }
     if (std::none_of(op.inputs.begin(), op.inputs.end(), [&](const std::string& t) { return requires_.count(t) != 0; }))
       continue;

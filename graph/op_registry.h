@@ -75,6 +75,11 @@ struct OpDef {
   /// payload through such an op. Every other op computes its outputs, and a NaN it delivers is the
   /// default NaN (numerics/types.h), as the numerics library's arithmetic gives.
   bool moves_elements = false;
+  /// True when the float outputs are piecewise constant in the inputs (Floor, Ceil, Round, Sign,
+  /// Hardmax): the derivative is zero where it exists, so the op stops gradients. Any other op
+  /// without `gradient` is inference only: a gradient that would flow through it is an error
+  /// naming it (autodiff), not a silently untrained upstream.
+  bool piecewise_constant = false;
   /// Output descs from input descs; throws GraphError naming the op on a mismatch. Omitted optional
   /// inputs (empty names in Op::inputs) get a default TensorDesc and must be recognised by name.
   /// Returns exactly op.outputs.size() descs.

@@ -182,7 +182,6 @@ void CollectiveEngine::run(TaskContext& ctx) {
   if (args.op > 3) fail(fmt::format("op {} is not allreduce, reducescatter, allgather or broadcast", args.op));
   if (args.reduction > 1) fail(fmt::format("reduction {} is not sum(0) or mean(1)", args.reduction));
   if (args.order_mode > 2) fail("order_mode: expected arrival, group or explicit");
-  if (args.count == 0) fail("count must be > 0");
   const std::uint32_t root_pos = args.root;
   if (root_pos >= n) fail(fmt::format("root position {} outside the {} communicator of r{} ({} ranks)", args.root, comm_kind_name(group.kind), rank_, n));
 
@@ -194,6 +193,10 @@ void CollectiveEngine::run(TaskContext& ctx) {
     fail(fmt::format("input.dims hold {} elements, the collective reads {}", numel(args.input), in_count));
   if (args.output.rank > 0 && numel(args.output) != static_cast<std::int64_t>(out_count))
     fail(fmt::format("output.dims hold {} elements, the collective writes {}", numel(args.output), out_count));
+  if (args.count == 0) {  // a zero-element tensor: nothing to move, done at once on every rank (as NCCL does)
+    ++completed_;
+    return;
+  }
 
   std::optional<CollectiveOverride> over;
   if (fault_wanted(ctx.chip.faults, kFaultCollective)) {

@@ -91,6 +91,7 @@ void register_axis_scan_ops(OpRegistry& r) {
   OpDef hm;
   hm.type = "Hardmax";
   hm.doc = "1 at the first maximum along `axis`, 0 elsewhere (inference only)";
+  hm.piecewise_constant = true;
   hm.attrs = {attr_int("axis", -1, "axis searched (negative counts from the end)")};
   hm.input_names = {"input"};
   hm.output_names = {"output"};

@@ -17,7 +17,13 @@
 //   ReduceScatter(mean)  dX = AllGather(dY) / n
 //   AllReduce(sum)       dX = AllReduce(sum, dY)
 //   AllReduce(mean)      dX = AllReduce(mean, dY)
-//   Broadcast            none (its transpose is a Reduce to the root, which the chip lacks)
+//   Broadcast            dX = Reduce(sum, dY) to the root: the root's X gets the sum of every
+//                        rank's dY, the others' X none (it does not reach Y). The chip has no
+//                        Reduce: dY is padded into block `root` of n blocks along the leading dim
+//                        (zeros elsewhere) and ReduceScatter(sum) hands rank i block i of the sum,
+//                        the root Σ dY, every other rank zeros (n times the data of a Reduce, the
+//                        same values and order of additions as a ReduceScatter of the forward
+//                        op's algorithm and accumulation). Needs `ranks` and an input of rank >= 1.
 // Training then averages every weight gradient over the ranks (the objective is their mean): a
 // weight every rank holds by the gradient all-reduce (mean), a weight shard by 1/n
 // (sim/scenario/workload.h, tensor parallelism). The gradient collectives use the forward op's
@@ -151,6 +157,22 @@ void all_gather_grad(GradBuilder& b, const Op& op) {
   emit_collective_grad(b, op, "ReduceScatter", std::move(at), 1.0);
 }
 
+void broadcast_grad(GradBuilder& b, const Op& op) {
+  if (!b.needs(op, 0)) return;
+  const std::int64_t n = group_size(op);
+  const Shape& shape = b.desc(op.inputs[0]).shape;
+  if (shape.empty()) fail(op, "its gradient needs an input of rank >= 1 (a scalar: reshape it to [1] first)");
+  const std::int64_t root = AttrReader(op).i("root");
+  if (root >= n) fail(op, "attribute 'root' {} is outside the group of {} ranks", root, n);
+  const std::int64_t d0 = shape[0];
+  const std::string padded = GradBuilder::temp(op, "to_root");
+  b.emit(op, "to_root", "Pad", {b.dy(op)}, {padded},
+         {{"pads", std::vector<std::int64_t>{root * d0, (n - 1 - root) * d0}}, {"axes", std::vector<std::int64_t>{0}}});
+  Attrs at = carried(op);
+  at["reduction"] = std::string("sum");
+  b.emit(op, "", "ReduceScatter", {padded}, {b.dx(op, 0)}, std::move(at));
+}
+
 OpDef make(const std::string& type, const std::string& doc, bool reduces, int scale_dim0,
            decltype(OpDef::gradient) grad) {
   OpDef d;
@@ -174,7 +196,7 @@ void register_collective_ops(OpRegistry& r) {
   r.add(make("ReduceScatter", "reduce X over the ranks; rank i keeps block i of the leading dim", true, -1,
              reduce_scatter_grad));
   r.add(make("AllGather", "concatenate every rank's X along the leading dim, in rank order", false, 1, all_gather_grad));
-  r.add(make("Broadcast", "X of the root rank on every rank", false, 0, nullptr));
+  r.add(make("Broadcast", "X of the root rank on every rank", false, 0, broadcast_grad));
 }
 
 }  // namespace probelab::graph::ops

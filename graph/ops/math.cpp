@@ -115,10 +115,12 @@ void register_math_ops(OpRegistry& r) {
   r.add(unary<AtanhF>("Atanh", "Y = atanh(X)"));
   r.add(unary<SoftsignF>("Softsign", "Y = X / (1 + |X|)"));
   r.add(unary<SoftplusF>("Softplus", "Y = ln(1 + exp(X))"));
-  r.add(unary<CeilF>("Ceil", "Y = ceil(X) (inference only)"));
-  r.add(unary<FloorF>("Floor", "Y = floor(X) (inference only)"));
-  r.add(unary<RoundF>("Round", "Y = X rounded to the nearest integer, halves to even (inference only)"));
-  r.add(unary<SignF>("Sign", "Y = -1, 0 or 1 by the sign of X (inference only)"));
+  for (OpDef d : {unary<CeilF>("Ceil", "Y = ceil(X) (inference only)"), unary<FloorF>("Floor", "Y = floor(X) (inference only)"),
+                  unary<RoundF>("Round", "Y = X rounded to the nearest integer, halves to even (inference only)"),
+                  unary<SignF>("Sign", "Y = -1, 0 or 1 by the sign of X (inference only)")}) {
+    d.piecewise_constant = true;  // stop gradients
+    r.add(std::move(d));
+  }
   r.add(unary<IsNaNF>("IsNaN", "Y = X is NaN (bool)"));
   r.add(unary<IsInfF>("IsInf", "Y = X is +/-Inf (bool)",
                       {attr_int("detect_negative", 1, "1: -Inf counts"), attr_int("detect_positive", 1, "1: +Inf counts")}));

@@ -63,11 +63,13 @@ std::string ops_markdown_table() {
       backward.push_back(type);
       continue;
     }
-    if (!def.reference && std::find(cube.begin(), cube.end(), type) == cube.end()) continue;  // probe ops
     const bool on_cube = std::find(cube.begin(), cube.end(), type) != cube.end();
+    const bool collective = probes::is_collective_type(type);  // no reference: its result needs every rank
+    if (!def.reference && !on_cube && !collective) continue;    // probe ops
     std::string doc;  // a literal | escaped so it stays inside its Markdown cell
     for (char c : def.doc) doc += c == '|' ? std::string("\\|") : std::string(1, c);
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", type, fmt::join(def.aliases, ", "), on_cube ? "Cube" : "Vector",
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", type, fmt::join(def.aliases, ", "),
+                       collective ? "collective engine" : on_cube ? "Cube" : "Vector",
                        def.gradient ? "gradient" : "inference only", doc);
   }
   for (const auto& [type, doc] : graph::onnx_importer_ops())

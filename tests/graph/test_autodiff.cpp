@@ -145,6 +145,33 @@ TEST(Autodiff, SeveralConsumersAccumulateWithAddOps) {
   EXPECT_EQ(g.find_op("act2/out/gradient/add1"), nullptr);
 }
 
+// An op without a gradient between a trainable weight and the loss: a piecewise-constant one
+// (Floor) stops the gradient, the weight trains through its other path; a differentiable one
+// without a gradient (DepthToSpace, a permutation) is an error naming it, not an untrained weight.
+TEST(Autodiff, OnlyPiecewiseConstantOpsStopGradientsSilently) {
+  auto build = [](const std::string& type, Attrs attrs) {
+    ModelBuilder m("stop");
+    const std::string w = m.weight("w", {1, 4, 2, 2});
+    const std::string x = m.input("x", {1, 4, 2, 2});
+    const std::string h = m.op("Mul", "mul", {x, w});
+    const std::string s = m.op(type, "op", {h}, std::move(attrs));
+    const std::string r = m.op("ReduceSum", "sum", {s}, {{"keepdims", std::int64_t{0}}});
+    const std::string d = m.op("ReduceSum", "sum_h", {h}, {{"keepdims", std::int64_t{0}}});
+    m.op("Add", "total", {r, d}, {}, {"loss"});
+    return m.g;
+  };
+  Graph floor = build("Floor", {});
+  EXPECT_NO_THROW(append_backward(floor, "loss"));
+  EXPECT_NE(floor.find_tensor("w/gradient"), nullptr);
+  Graph d2s = build("DepthToSpace", {{"blocksize", std::int64_t{2}}});
+  try {
+    append_backward(d2s, "loss");
+    ADD_FAILURE() << "a gradient through DepthToSpace was dropped";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("op 'op' (DepthToSpace) is inference only"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Autodiff, GradientNamesSelectableByConvGlob) {
   ModelBuilder m = cnn();
   const Graph g = build_training_graph(m.g, "loss", sgd(0.01, 0.9));

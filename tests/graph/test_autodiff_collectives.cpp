@@ -70,8 +70,23 @@ TEST(CollectiveGradients, AllReduceIsItsOwnTranspose) {
   }
 }
 
-TEST(CollectiveGradients, BroadcastHasNoGradient) {
-  EXPECT_THROW(collective_backward("Broadcast", {}), GraphError);
+// A Reduce(sum) to the root: dY padded into block `root` of `ranks` blocks, then ReduceScatter(sum)
+// gives the root the sum and every other rank zeros.
+TEST(CollectiveGradients, BroadcastReducesToTheRoot) {
+  const auto ops = collective_backward("Broadcast", {{"root", std::int64_t{2}}, {"algorithm", std::string("tree")}});
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].type, "Pad");
+  EXPECT_EQ(ops[0].attr_ints("pads"), (std::vector<std::int64_t>{16, 8}));  // 2 blocks of 8 rows before, 1 after
+  EXPECT_EQ(ops[0].attr_ints("axes"), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(ops[1].type, "ReduceScatter");
+  EXPECT_EQ(ops[1].attr_str("reduction"), "sum");
+  EXPECT_EQ(ops[1].attr_str("algorithm"), "tree");
+  EXPECT_EQ(ops[1].attr_str("comm"), "server");
+  EXPECT_EQ(ops[1].attr_int("ranks"), 4);
+  EXPECT_EQ(ops[1].attr_str("accumulation"), "fp16");
+  EXPECT_EQ(ops[1].inputs[0], ops[0].outputs[0]);
+  EXPECT_EQ(ops[1].outputs[0], "w/gradient");
+  EXPECT_THROW(collective_backward("Broadcast", {{"root", std::int64_t{4}}}), GraphError);  // outside 4 ranks
 }
 
 TEST(CollectiveOps, ShapesAndAttributesAreChecked) {
