@@ -522,6 +522,17 @@ def bad_inputs(out):
         e = ok.external_data.add()
         e.key, e.value = k, v
     models["external_data_ok"] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [ok])
+    # Locations the ONNX checker refuses: an absolute path, one that climbs out of the model's
+    # directory (the importer must not read a file of the machine into a weight).
+    for name, location in [("external_data_absolute", "/etc/passwd"),
+                           ("external_data_parent", "../onnx_import/external_data_ok.bin")]:
+        bad = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+        bad.data_location = TensorProto.EXTERNAL
+        bad.ClearField("raw_data")
+        for k, v in [("location", location), ("offset", "8"), ("length", "24")]:
+            e = bad.external_data.add()
+            e.key, e.value = k, v
+        models[name] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [bad])
     with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
         fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
     # Opset 18 Resize: scales/sizes of some axes only, one scale for the aspect ratio, antialias

@@ -56,6 +56,30 @@ void copy_field(const Field& f, std::vector<std::byte>& out, std::size_t n, cons
 
 namespace {
 
+// The file an external data `location` names: relative to the model's directory and inside it, as
+// the ONNX checker requires (no absolute path, no `..`, no link leading out of it); a model must
+// not make the importer read an arbitrary file of the machine into its weights.
+std::filesystem::path inside_model_dir(const std::string& location, const std::string& base_dir, const std::string& where) {
+  namespace fs = std::filesystem;
+  const fs::path rel(location);
+  auto refuse = [&](const char* why) {
+    return GraphError(fmt::format("{}: external data location '{}' {}: it must be a relative path inside the model's "
+                                  "directory ({})",
+                                  where, location, why, base_dir.empty() ? std::string(".") : base_dir));
+  };
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory()) throw refuse("is absolute");
+  for (const fs::path& part : rel)
+    if (part == "..") throw refuse("leaves the model's directory");
+  const fs::path base = fs::path(base_dir.empty() ? "." : base_dir);
+  std::error_code ec;
+  const fs::path real_base = fs::weakly_canonical(base, ec), real = fs::weakly_canonical(base / rel, ec);
+  if (!ec) {
+    const auto [b, r] = std::mismatch(real_base.begin(), real_base.end(), real.begin(), real.end());
+    if (b != real_base.end()) throw refuse("leads out of the model's directory through a link");
+  }
+  return base / rel;
+}
+
 // Bytes of externally stored tensor data (ONNX external data: location, offset, length).
 std::vector<std::byte> external_bytes(const onnx::TensorProto& t, std::size_t want, const std::string& where,
                                       const std::string& base_dir) {
@@ -74,7 +98,7 @@ std::vector<std::byte> external_bytes(const onnx::TensorProto& t, std::size_t wa
   if (length != want)
     throw GraphError(fmt::format("{}: external data length {} does not match the {} bytes its dims need", where,
                                  length, want));
-  const std::filesystem::path file = std::filesystem::path(base_dir) / location;
+  const std::filesystem::path file = inside_model_dir(location, base_dir, where);
   std::ifstream f(file, std::ios::binary);
   if (!f)
     throw GraphError(fmt::format("{}: external data file '{}' is missing (looked for {})", where, location,

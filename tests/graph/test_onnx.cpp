@@ -1,11 +1,13 @@
 // ONNX importer: initializers and Constant nodes, folding of shape inputs, symbolic dimensions,
 // legacy opsets, errors (every unsupported op listed), and autodiff on an imported model.
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "graph/autodiff.h"
 #include "graph/onnx/onnx_import.h"
@@ -143,6 +145,37 @@ TEST(OnnxImport, DeclaredOutputDimsBoundByTheScenarioAreChecked) {
 TEST(OnnxImport, ExternalDataIsReadNextToTheModel) {
   const Graph g = import_onnx(kData + "onnx_import/external_data_ok.onnx");
   EXPECT_EQ(g.initializers().at("w").to_f32(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+}
+
+// As the ONNX checker: a location is a relative path inside the model's directory. An absolute
+// one, one with `..` or a link leading out of the directory would read another file of the
+// machine into a weight (and from there into dumps and reports).
+TEST(OnnxImport, ExternalDataOutsideTheModelsDirectoryIsRefused) {
+  const std::string d = kData + "onnx_import/";
+  EXPECT_NE(import_error(d + "external_data_absolute.onnx")
+                .find("initializer 'w': external data location '/etc/passwd' is absolute: it must be a relative path "
+                      "inside the model's directory"),
+            std::string::npos)
+      << import_error(d + "external_data_absolute.onnx");
+  EXPECT_NE(import_error(d + "external_data_parent.onnx")
+                .find("external data location '../onnx_import/external_data_ok.bin' leaves the model's directory"),
+            std::string::npos)
+      << import_error(d + "external_data_parent.onnx");
+
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/probelab_onnx_link_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir(tmpl);
+  fs::copy_file(d + "external_data_ok.onnx", dir / "external_data_ok.onnx");
+  fs::create_symlink(fs::absolute(d + "external_data_ok.bin"), dir / "external_data_ok.bin");
+  const std::string linked = import_error((dir / "external_data_ok.onnx").string());
+  EXPECT_NE(linked.find("leads out of the model's directory through a link"), std::string::npos) << linked;
+  // A link that stays inside the directory is fine.
+  fs::remove(dir / "external_data_ok.bin");
+  fs::copy_file(d + "external_data_ok.bin", dir / "data.bin");
+  fs::create_symlink("data.bin", dir / "external_data_ok.bin");
+  EXPECT_EQ(import_error((dir / "external_data_ok.onnx").string()), "no error");
+  fs::remove_all(dir);
 }
 
 TEST(OnnxImport, ShapeSubgraphsFoldAtImportAndAreListed) {
