@@ -1,5 +1,5 @@
-// Cube kernels of convolution via im2col: Conv (1 to 3 spatial dims), ConvGradWeight and
-// ConvGradInput (2-D, NCHW).
+// Cube kernels of convolution via im2col: Conv, ConvGradWeight and ConvGradInput (1 to 3 spatial
+// dims; NCHW for 2-D).
 //
 // K order (FP32 accumulation from +0, k ascending, see cube_gemm.h):
 //   Conv            per image n and group g: Y[n, g] = W_g [mg x R] @ cols(X[n], g) [R x P] with
@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "chip_model/kernels/cube_gemm.h"
@@ -243,7 +244,43 @@ class ConvKernel final : public ConvKernelBase {
   }
 };
 
-// ---- ConvGradWeight (dY, X; weight_shape) -------------------------------------------------------
+// ---- ConvGradWeight (dY, X; weight_shape) / ConvGradInput (dY, W; input_shape) ----------------
+
+// What the gradient kernels need of a convolution of 1 to 3 spatial dims: the 2-D one through
+// ConvShape (im2col / col2im), the others through a tap table; the same K orders.
+struct GradGeom {
+  std::int64_t n = 0, c = 0, m = 0, group = 1, R = 0, P = 0, plane = 0;
+  std::optional<ConvGeom> two_d;
+  std::optional<NdGeom> nd;
+  std::int64_t mg() const { return m / group; }
+  std::int64_t cg() const { return c / group; }
+  /// The columns of image n's group grp (elements of `es` bytes) into dst, rows `ld` apart.
+  void im2col(const std::byte* x, std::size_t es, std::int64_t img, std::int64_t grp, std::byte* dst, std::int64_t ld) const {
+    const std::byte* src = x + static_cast<std::size_t>((img * c + grp * cg()) * plane) * es;
+    if (two_d) kernels::im2col(two_d->s, src, es, dst, ld);
+    else im2col_taps(nd->taps, cg(), nd->win.kernel_numel(), P, plane, src, es, dst, ld);
+  }
+  /// Adds the columns [R x P] of image n's group grp into dx (FP32).
+  void col2im(const float* cols, std::int64_t img, std::int64_t grp, float* dx) const {
+    float* dst = dx + (img * c + grp * cg()) * plane;
+    if (two_d) kernels::col2im(two_d->s, cols, dst);
+    else col2im_taps(nd->taps, cg(), nd->win.kernel_numel(), P, plane, cols, dst);
+  }
+};
+
+GradGeom grad_geom(const graph::Op& op, const Shape& x, const Shape& w, bool with_taps) {
+  GradGeom g;
+  if (x.size() == 4) {
+    g.two_d = conv_geom(op, x, w);
+    g.n = g.two_d->n, g.c = g.two_d->c, g.m = g.two_d->m, g.group = g.two_d->group;
+    g.R = g.two_d->s.rows(), g.P = g.two_d->s.cols(), g.plane = g.two_d->s.h * g.two_d->s.w;
+  } else {
+    g.nd = nd_geom(op, x, w, with_taps);
+    g.n = g.nd->n, g.c = g.nd->c, g.m = g.nd->m, g.group = g.nd->group;
+    g.R = g.nd->rows(), g.P = g.nd->cols(), g.plane = g.nd->plane();
+  }
+  return g;
+}
 
 class ConvGradWeightKernel final : public ConvKernelBase {
  public:
@@ -252,14 +289,15 @@ class ConvGradWeightKernel final : public ConvKernelBase {
     Tensor scaled;
     const Tensor& dy = scaled_first(c, scaled);
     const Tensor& x = input(c, 1);
-    const ConvGeom g = conv_geom(c.op, x.shape(), c.op.attr_ints("weight_shape"));
-    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg(), NP = g.n * P;
+    const GradGeom g = grad_geom(c.op, x.shape(), c.op.attr_ints("weight_shape"), true);
+    const std::int64_t R = g.R, P = g.P, mg = g.mg(), NP = g.n * P;
     const std::size_t es = graph::dtype_size(x.dtype());
     if (dy.dtype() != x.dtype()) throw std::runtime_error(fmt::format("ConvGradWeight '{}': dY and X differ in dtype", c.op.name));
     Tensor left(graph::TensorDesc{dy.dtype(), {mg, NP}, graph::Format::ND});   // dY_g, k = (n, p)
     Tensor right(graph::TensorDesc{x.dtype(), {R, NP}, graph::Format::ND});    // cols_g, read transposed
     auto* lp = reinterpret_cast<std::byte*>(left.bytes().data());
     auto* rp = reinterpret_cast<std::byte*>(right.bytes().data());
+    const auto* xp = reinterpret_cast<const std::byte*>(x.bytes().data());
     Computed out;
     out.values.emplace_back(static_cast<std::size_t>(g.m * R));
     out.flags.resize(1);
@@ -268,8 +306,7 @@ class ConvGradWeightKernel final : public ConvKernelBase {
         for (std::int64_t m = 0; m < mg; ++m)
           std::memcpy(lp + static_cast<std::size_t>(m * NP + n * P) * es, bytes_at(dy, (n * g.m + grp * mg + m) * P),
                       static_cast<std::size_t>(P) * es);
-        im2col(g.s, bytes_at(x, n * g.chw() + grp * g.s.c * g.s.h * g.s.w), es,
-               rp + static_cast<std::size_t>(n * P) * es, NP);
+        g.im2col(xp, es, n, grp, rp + static_cast<std::size_t>(n * P) * es, NP);
       }
       const std::int64_t w0 = grp * mg * R;
       out.flags[0].merge(cube_gemm(mg, R, NP, operand_of(left, 0, NP, false), operand_of(right, 0, NP, true),
@@ -279,12 +316,10 @@ class ConvGradWeightKernel final : public ConvKernelBase {
     return out;
   }
   OpWork work(const KernelCall& c) const override {
-    const ConvGeom g = conv_geom(c.op, input(c, 1).shape(), c.op.attr_ints("weight_shape"));
-    return conv_work(c, shape(g.group, g.mg(), g.s.rows(), g.n * g.s.cols(), g.group, g.group), 0, 1, 0);
+    const GradGeom g = grad_geom(c.op, input(c, 1).shape(), c.op.attr_ints("weight_shape"), false);
+    return conv_work(c, shape(g.group, g.mg(), g.R, g.n * g.P, g.group, g.group), 0, 1, 0);
   }
 };
-
-// ---- ConvGradInput (dY, W; input_shape) ---------------------------------------------------------
 
 class ConvGradInputKernel final : public ConvKernelBase {
  public:
@@ -292,28 +327,27 @@ class ConvGradInputKernel final : public ConvKernelBase {
     Tensor scaled;
     const Tensor& dy = scaled_first(c, scaled);
     const Tensor& w = input(c, 1);
-    const ConvGeom g = conv_geom(c.op, c.op.attr_ints("input_shape"), w.shape());
-    const std::int64_t R = g.s.rows(), P = g.s.cols(), mg = g.mg();
+    const GradGeom g = grad_geom(c.op, c.op.attr_ints("input_shape"), w.shape(), true);
+    const std::int64_t R = g.R, P = g.P, mg = g.mg();
     std::vector<float> dcols(static_cast<std::size_t>(R * P));
     Computed out;
-    out.values.emplace_back(static_cast<std::size_t>(g.n * g.chw()), 0.0f);
+    out.values.emplace_back(static_cast<std::size_t>(g.n * g.c * g.plane), 0.0f);
     out.flags.resize(1);
     for (std::int64_t n = 0; n < g.n; ++n)
       for (std::int64_t grp = 0; grp < g.group; ++grp) {
         const num::BulkReport r = cube_gemm(R, P, mg, operand_of(w, grp * mg * R, R, true),
                                             operand_of(dy, (n * g.m + grp * mg) * P, P, false), dcols.data(), P,
                                             c.accum, c.mode);
-        const std::int64_t x0 = n * g.chw() + grp * g.s.c * g.s.h * g.s.w;
-        col2im(g.s, dcols.data(), out.values[0].data() + x0);
-        if (r.flags.any()) out.flags[0].raise(r.flags, x0);
+        g.col2im(dcols.data(), n, grp, out.values[0].data());
+        if (r.flags.any()) out.flags[0].raise(r.flags, (n * g.c + grp * g.cg()) * g.plane);
       }
     return out;
   }
   OpWork work(const KernelCall& c) const override {
-    const ConvGeom g = conv_geom(c.op, c.op.attr_ints("input_shape"), input(c, 1).shape());
+    const GradGeom g = grad_geom(c.op, c.op.attr_ints("input_shape"), input(c, 1).shape(), false);
     // Operand A = W_g^T (one per group), B = dY of each (image, group); col2im on the Vector unit.
-    return conv_work(c, shape(g.n * g.group, g.s.rows(), g.s.cols(), g.mg(), g.group, g.n * g.group), 1, 0,
-                     static_cast<std::uint64_t>(g.n * g.group * g.s.rows() * g.s.cols()));
+    return conv_work(c, shape(g.n * g.group, g.R, g.P, g.mg(), g.group, g.n * g.group), 1, 0,
+                     static_cast<std::uint64_t>(g.n * g.group * g.R * g.P));
   }
 };
 
