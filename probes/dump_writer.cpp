@@ -22,15 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string sanitize(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '/') out += '.';
-    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') out += c;
-    else out += '_';
-  }
-  return out.empty() ? std::string("_") : out;
-}
 
 /// The tensor as stored in the file: BF16 widened to F32 (NumPy has no bfloat16), others as is.
 graph::Tensor file_tensor(const graph::Tensor& t) {
@@ -162,7 +153,7 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
     meta.delta_base = prev->second.second;
   }
   std::vector<std::byte> bytes = graph::encode_npy(encoded);
-  std::string name = fmt::format("step{}/{}.{}{}.npy", meta.step, sanitize(meta.op), meta.is_input ? "in" : "out", meta.index);
+  std::string name = fmt::format("step{}/{}.{}{}.npy", meta.step, file_stem(meta.op), meta.is_input ? "in" : "out", meta.index);
   if (!meta.trigger.empty() && meta.trigger != "capture") name.insert(name.size() - 4, "." + meta.trigger);
   if (opts_.zstd) {
     bytes = zstd_compress(bytes, opts_.zstd_level);
@@ -189,6 +180,24 @@ const DumpEntry& DumpWriter::write_tensor(DumpEntry meta, const graph::Tensor& t
   reserve_entry();
   pending_.push_back(std::move(meta));
   return pending_.back();
+}
+
+std::string file_stem(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '/') out += '.';
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') out += c;
+    else out += '_';
+  }
+  if (out.empty()) return "_";
+  constexpr std::size_t kMaxStem = 150, kKept = 133;
+  if (out.size() <= kMaxStem) return out;
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 of the whole name
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return fmt::format("{}~{:016x}", out.substr(0, kKept), h);
 }
 
 void DumpWriter::write_manifest() {

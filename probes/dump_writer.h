@@ -112,6 +112,12 @@ class DumpWriter {
 
 /// Writes `bytes` to `path` atomically (tmp file in the same directory + rename).
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+
+/// A file name stem for a tensor or op name: '/' becomes '.', other characters than letters,
+/// digits, '.', '_' and '-' become '_' (empty: "_"). A stem past 150 bytes keeps its first 133 and
+/// adds '~' and 16 hex digits of a hash of the whole name: file systems take 255 bytes a name, and
+/// the suffixes (".in0.capture#2.npy.zst.tmp") need room. The same name always gives the same stem.
+std::string file_stem(const std::string& name);
 std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
 
 /// A dump that cannot be read back: missing or corrupt file, a checksum mismatch, a path

@@ -35,14 +35,7 @@ namespace probelab::sim {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string sanitize_name(const std::string& name) {
-  std::string s = name;
-  for (char& c : s) {
-    if (c == '/') c = '.';
-    else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-  }
-  return s;
-}
+std::string sanitize_name(const std::string& name) { return probes::file_stem(name); }
 
 std::map<std::string, std::string> output_file_names(const std::vector<std::string>& tensors) {
   std::map<std::string, std::string> out;

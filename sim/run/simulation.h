@@ -69,7 +69,8 @@ nlohmann::json merge_partitions(const SimRequest& req, std::vector<PartitionResu
 /// One process: merge_partitions(req, {simulate_partition(req)}).
 nlohmann::json simulate(const SimRequest& req);
 
-/// File-name form of a tensor name: '/' -> '.', other characters outside [A-Za-z0-9._-] -> '_'.
+/// File-name form of a tensor name (probes::file_stem: '/' -> '.', other characters outside
+/// [A-Za-z0-9._-] -> '_', a long name shortened with a hash of it).
 std::string sanitize_name(const std::string& name);
 
 /// Files of fetched outputs (outputs/rank<r>/): "<sanitized>.npy", and "<sanitized>#<n>.npy" for

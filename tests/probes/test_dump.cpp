@@ -145,6 +145,28 @@ TEST(Dump, Bf16IsStoredWidenedAndNamesNeverCollide) {
   EXPECT_EQ(back.to_f32(), t.to_f32());
 }
 
+// An op name longer than a file name may be (a 300-character ONNX node name): the file's stem is
+// its first 133 characters and a hash of the whole name, so the dump is written and read back,
+// and two long names that share their first 133 characters still get two files.
+TEST(Dump, LongOpNamesGetShortFileNames) {
+  auto dir = temp_dir("dump_long");
+  DumpWriter w(dir, {}, 0);
+  const std::string a(300, 'a'), b = std::string(299, 'a') + "b";
+  EXPECT_EQ(probes::file_stem(a).size(), 150u);
+  EXPECT_EQ(probes::file_stem(a), probes::file_stem(a));
+  EXPECT_NE(probes::file_stem(a), probes::file_stem(b));
+  EXPECT_EQ(probes::file_stem("fc1/w:0"), "fc1.w_0");  // short names as before
+  EXPECT_EQ(probes::file_stem(std::string(150, 'x')), std::string(150, 'x'));
+  const std::vector<float> v{1.0f, 2.0f, 3.0f};
+  const auto t = graph::Tensor::from_f32({3}, v);
+  const DumpEntry ea = w.write_tensor(meta(a.c_str(), 0), t), eb = w.write_tensor(meta(b.c_str(), 0), t);
+  EXPECT_NE(ea.file, eb.file);
+  EXPECT_LT(fs::path(ea.file).filename().string().size(), 200u) << ea.file;
+  w.write_manifest();
+  auto j = manifest(dir);
+  EXPECT_EQ(probes::load_dump(dir, j, j["entries"][1]).to_f32(), t.to_f32());
+}
+
 TEST(Dump, ManifestWrittenStepByStepEqualsOneWrittenAtOnce) {
   // write_manifest() after every step serializes only the new entries and carries the checksum
   // over; the file must hold what a single write of all entries holds, and pass check_manifest.

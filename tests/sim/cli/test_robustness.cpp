@@ -206,6 +206,31 @@ outputs: [a/b, a.b]
   EXPECT_NE(test::slurp(d / "a.b.npy"), test::slurp(d / "a.b#2.npy"));  // Relu vs Sigmoid of the same input
 }
 
+// A 300-character output and op name (an exporter's generated name): the run passes (it stopped
+// with exit 3 on a file name too long), its outputs and dumps under shortened names, with a
+// checkpoint taken and read back by `probelab replay`.
+TEST(Robustness, LongTensorNamesGetShortFileNames) {
+  TempDir dir;
+  const std::string op(300, 'o');
+  dir.write("m.yaml", "name: m\ninputs:\n  - {name: x, shape: [2, 4]}\nops:\n  - {name: " + op +
+                          ", type: Relu, inputs: [x]}\noutputs: [" + op + "]\n");
+  dir.write("s.yaml", "name: s\nmodel: m.yaml\nchip: tiny\nsteps: 2\ncheckpoints: {every: 1}\n"
+                      "probes: {mode: full, watch_points: [\"*\"]}\n");
+  const test::CmdResult r = test::run("run s.yaml", dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const fs::path d = dir.path() / "out/s/outputs/rank0";
+  const json index = json::parse(test::slurp(d / "outputs.json"));
+  ASSERT_EQ(index.size(), 1u) << index.dump();
+  const std::string file = index[op].get<std::string>();
+  EXPECT_LT(file.size(), 160u);
+  EXPECT_TRUE(fs::exists(d / file));
+  const json dump = json::parse(test::slurp(dir.path() / "out/s/dump/rank0/dump.json"));
+  ASSERT_FALSE(dump["entries"].empty());
+  for (const auto& e : dump["entries"]) EXPECT_TRUE(fs::exists(dir.path() / "out/s/dump/rank0" / e["file"].get<std::string>()));
+  const test::CmdResult rp = test::run("replay out/s --from-step 1 --out again", dir);
+  EXPECT_EQ(rp.code, 0) << rp.err << rp.out;
+}
+
 TEST(Robustness, CaptureLossesAndEmptyWatchPointsAreReported) {
   TempDir dir;
   dir.write("tinynet.yaml", test::kTinyNet);
