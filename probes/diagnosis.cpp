@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -309,11 +310,21 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
                             o->id == first_nonfinite->op_id;
     // A difference beyond what any order of additions changes in the result (a gather's or a
     // broadcast's: any) is not an order: the rank's result was corrupted.
-    const bool beyond_order = coll && std::isfinite(d.max_abs_diff) && in.divergence_order_limit &&
-                              d.max_abs_diff > kOrderSlack * *in.divergence_order_limit;
-    if (beyond_order)
+    // A gather or a broadcast adds nothing: any difference, even one a hash basis cannot size.
+    const bool moves_values = coll && (o->type == "AllGather" || o->type == "Broadcast");
+    // A hash-only divergence is sized from below by the captures of the edge, when there are some.
+    const double size = std::isfinite(d.max_abs_diff) ? d.max_abs_diff : in.divergence_lower_bound.value_or(std::numeric_limits<double>::quiet_NaN());
+    const bool beyond_order = coll && (moves_values || (std::isfinite(size) && in.divergence_order_limit &&
+                                                        size > kOrderSlack * *in.divergence_order_limit));
+    if (beyond_order && std::isfinite(d.max_abs_diff) && in.divergence_order_limit)
       ev += fmt::format("; beyond what an order of additions changes in it ({:.3g}{})", *in.divergence_order_limit,
                         *in.divergence_order_limit > 0 ? " from its members' captured inputs" : ": it moves values");
+    else if (beyond_order && moves_values)
+      ev += fmt::format("; {} moves values: no order of additions changes its result", o->type);
+    else if (beyond_order)
+      ev += fmt::format("; its captures differ by at least {:.3g}, beyond what an order of additions changes in it "
+                        "({:.3g} from its members' captured inputs)",
+                        size, *in.divergence_order_limit);
     auto& x = nan_origin ? b.add(d.op, op_cause(*first_nonfinite, facts, o), 0, "the consistency check sees it: " + ev, d.step)
               : beyond_order ? b.add(d.op, CauseClass::DataCorruption, 0.9, ev, d.step)
                              : b.add(d.op, coll ? CauseClass::CollectiveOrder : CauseClass::DataCorruption,

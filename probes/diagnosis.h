@@ -126,6 +126,9 @@ struct DiagnosisInput {
   /// For the first divergence at a collective: the most an order of additions changes in its
   /// result (collective_order_limit(), on its first divergent rank), when known.
   std::optional<double> divergence_order_limit;
+  /// For a first divergence known only by its hash: the least it can be, from the captured max |x|
+  /// and smallest value of the edge on the divergent rank and its reference, when both were seen.
+  std::optional<double> divergence_lower_bound;
   std::uint64_t corrupt_records = 0;
 };
 

@@ -30,9 +30,13 @@ CauseClass op_cause(const Origin& o, const Facts& f, const graph::Op* op) {
   const std::uint32_t d = o.latch->detail;
   if ((d & spec::kExcDetailAccFp16) && (d & spec::kExcDetailAccumulator)) return CauseClass::Fp16AccumulationOverflow;
   if (d & spec::kExcDetailPartial) return CauseClass::Fp16AccumulationOverflow;
-  if (d & spec::kExcDetailCollective)
-    return op && f.collective_accumulation(op->name) == "fp16" ? CauseClass::Fp16AccumulationOverflow
-                                                               : CauseClass::Overflow;
+  if (d & spec::kExcDetailCollective) {
+    // Only a collective that adds can overflow its accumulator; a gather or a broadcast moves
+    // values (its `accumulation` is its gradient's, a ReduceScatter's).
+    const bool adds = op && (op->type == "AllReduce" || op->type == "ReduceScatter");
+    return adds && f.collective_accumulation(op->name) == "fp16" ? CauseClass::Fp16AccumulationOverflow
+                                                                 : CauseClass::Overflow;
+  }
   if (d & spec::kExcDetailConversion) return CauseClass::OutputRangeOverflow;
   return CauseClass::Overflow;
 }

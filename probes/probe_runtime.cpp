@@ -1,5 +1,6 @@
 #include "probes/probe_runtime.h"
 
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -480,6 +481,31 @@ JobReport combine_reports(std::vector<RuntimeReport> reports, std::span<const Sy
 
 namespace detail {
 
+namespace {
+
+// A divergence known only by its hash, sized from below by what the captures saw of the same edge
+// on the divergent rank and its reference: max |x| and the smallest value each move by at most
+// max |x_r - x_ref| (1-Lipschitz in the largest difference). Null without both observations.
+std::optional<double> divergence_lower_bound(std::span<const RankEvidence> ev, const Divergence& d, std::uint32_t op) {
+  if (d.ranks.empty() || d.references.empty() || d.ranks.front() == d.references.front()) return std::nullopt;
+  auto observed = [&](std::uint32_t rank) -> const EdgeObservation* {
+    for (const RankEvidence& e : ev)
+      if (e.rank == rank && e.observations) {
+        const auto it = e.observations->find(EdgeKey{d.step, op, d.is_input, d.index});
+        return it == e.observations->end() || !it->second.finite() ? nullptr : &it->second;
+      }
+    return nullptr;
+  };
+  const EdgeObservation *a = observed(d.ranks.front()), *b = observed(d.references.front());
+  if (!a || !b) return std::nullopt;
+  std::optional<double> lb;
+  if (a->max_abs && b->max_abs) lb = std::fabs(*a->max_abs - *b->max_abs);
+  if (a->min && b->min) lb = std::max(lb.value_or(0.0), std::fabs(*a->min - *b->min));
+  return lb;
+}
+
+}  // namespace
+
 std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<RuntimeReport> reports,
                                         const ConsistencyResult* consistency) {
   std::vector<RankEvidence> ev;
@@ -508,9 +534,12 @@ std::vector<Candidate> diagnose_reports(const graph::Graph& g, std::span<Runtime
   in.integrity = integrity;
   in.consistency = consistency;
   if (consistency && consistency->first && !consistency->first->ranks.empty())
-    if (const graph::Op* o = g.find_op(consistency->first->op))
+    if (const graph::Op* o = g.find_op(consistency->first->op)) {
       in.divergence_order_limit =
           collective_order_limit(g, ev, consistency->first->ranks.front(), consistency->first->step, o->id);
+      if (!std::isfinite(consistency->first->max_abs_diff))
+        in.divergence_lower_bound = divergence_lower_bound(ev, *consistency->first, o->id);
+    }
   in.corrupt_records = corrupt;
   return diagnose(in);
 }

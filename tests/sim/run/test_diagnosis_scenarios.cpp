@@ -64,6 +64,23 @@ TEST_P(DiagnosisScenario, PassesAndShowsWhatItIsFor) {
     EXPECT_NE(top["suggestion"].get<std::string>().find("initializer of the model"), std::string::npos) << top.dump();
     for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "data_corruption") << c.dump();
   }
+  if (name == "hash_allreduce_result_value" || name == "hash_gather_result_value") {
+    // a hash-only divergence at a collective: sized by the captures (a sum), or any (a gather)
+    EXPECT_EQ(top["cause"], "data_corruption");
+    const std::string ev = top["evidence"][0].get<std::string>();
+    EXPECT_NE(ev.find(name == "hash_gather_result_value" ? "AllGather moves values" : "its captures differ by at least"),
+              std::string::npos)
+        << ev;
+    for (const auto& c : r["diagnosis"]) EXPECT_NE(c["cause"], "collective_order") << c.dump();
+  }
+  if (name == "zero1_gather_inf_fp16_buffers") {
+    // a gather adds nothing: its infinity is no FP16 accumulation overflow, whatever its buffers
+    EXPECT_EQ(top["cause"], "overflow");
+    for (const auto& c : r["diagnosis"])
+      if (c["op"].get<std::string>().find("allgather") != std::string::npos) {
+        EXPECT_NE(c["cause"], "fp16_accumulation_overflow") << c.dump();
+      }
+  }
   if (name == "nan_step0_through_optimizer") {
     // one origin: every other NaN is propagation with the source named, never an all-reduce
     std::size_t sources = 0;
