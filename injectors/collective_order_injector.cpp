@@ -51,7 +51,10 @@ class CollectiveOrderInjector final : public Injector {
         std::sort(sorted.begin(), sorted.end());
         std::vector<std::uint32_t> ident(env.ranks);
         std::iota(ident.begin(), ident.end(), 0u);
-        if (sorted != ident) p.fail("orders", fmt::format("[{}] is not a permutation of the ranks", fmt::join(perm, ", ")));
+        if (sorted != ident)
+          p.fail("orders", fmt::format("[{}] is not a permutation of the job's {} ranks 0..{} (each row orders every rank "
+                                       "of the job; a smaller communicator takes its own members, in that order)",
+                                       fmt::join(perm, ", "), env.ranks, env.ranks - 1));
         explicit_.push_back(std::move(perm));
       }
     } else if (p.has("orders")) {
@@ -100,7 +103,8 @@ class CollectiveOrderInjector final : public Injector {
     const auto before = override_str(o);
     if (algorithm) o.algorithm = algorithm;
     if (acc_ && adds) o.acc_dtype = acc_;
-    if (adds) o.reduction_order = order_for(s);
+    // An arrival order imposes none: it leaves an order an earlier fault on this collective set.
+    if (adds && order_ != "arrival") o.reduction_order = order_for(s);
     if (jitter_ps_) {
       o.arrival_jitter_ps = jitter_ps_;
       o.jitter_seed = splitmix64(seed_ ^ (std::uint64_t{s.step} << 32) ^ s.rank);

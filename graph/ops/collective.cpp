@@ -53,8 +53,11 @@ std::vector<AttrSpec> collective_attrs(const std::string& type, bool reduces) {
                                   : "\"ring\", \"tree\" or \"direct\""));
   if (all_reduce)
     a.push_back(attr_str("inter_algorithm", "ring", "hierarchical: algorithm of the inter-server stage (ring, tree, direct)"));
-  a.push_back(attr_str("accumulation", "fp32", "accumulator dtype: \"fp32\" or \"fp16\""));
-  a.push_back(attr_str("order", "arrival", "direct algorithm: \"arrival\" or \"group\" order of the additions on each rank"));
+  // A gather or a broadcast adds nothing: its accumulation and order are its gradient's (a ReduceScatter).
+  const std::string grads = reduces ? "" : " (of its gradient, a ReduceScatter: this op adds nothing)";
+  a.push_back(attr_str("accumulation", "fp32", "accumulator dtype: \"fp32\" or \"fp16\"" + grads));
+  a.push_back(attr_str("order", "arrival",
+                       "direct algorithm: \"arrival\" or \"group\" order of the additions on each rank" + grads));
   a.push_back(attr_str("comm", "world",
                        "communicator: \"world\" (every rank), \"server\" (the ranks of this rank's server), \"peers\" "
                        "(the ranks with this rank's chip index in every server)"));
@@ -72,9 +75,12 @@ std::vector<AttrSpec> collective_attrs(const std::string& type, bool reduces) {
 }
 
 void check_choice(const Op& op, const std::string& key, const std::string& v, const std::vector<std::string>& ok) {
-  for (const auto& c : ok)
+  std::string choices;
+  for (const auto& c : ok) {
     if (v == c) return;
-  fail(op, "attribute '{}' is \"{}\" (expected {})", key, v, fmt::join(ok, ", "));
+    choices += fmt::format("{}\"{}\"", choices.empty() ? "" : ", ", c);
+  }
+  fail(op, "attribute '{}' is \"{}\" (expected {})", key, v, choices);
 }
 
 std::vector<TensorDesc> infer_collective(const Op& op, Descs in, bool reduces, int scale_dim0) {

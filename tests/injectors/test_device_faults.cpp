@@ -58,6 +58,23 @@ TEST_F(Fixture, RotateGivesEachRankItsOwnOrderAndForcesDirect) {
   EXPECT_NE(inj->proof()[0].after.find("order=[3,4,5,6,7,0,1,2]"), std::string::npos);
 }
 
+// Two faults on one collective: an arrival order imposes none, so a second fault that only adds
+// arrival jitter keeps the order the first imposed (it cleared it, and the fault went unseen).
+TEST_F(Fixture, AnArrivalOrderKeepsTheOrderAnEarlierFaultImposed) {
+  auto reverse = make("{kind: collective_order, order: reverse, rank: 1}");
+  auto jitter = make("{kind: collective_order, order: arrival, arrival_jitter_ps: 300000}");
+  chip::CollectiveOverride o;
+  reverse->on_collective(site(1), o);
+  jitter->on_collective(site(1), o);
+  EXPECT_EQ(o.reduction_order, (std::vector<std::uint32_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(o.arrival_jitter_ps, 300000u);
+  // The other way round the imposed order is the later fault's, as any later field is.
+  chip::CollectiveOverride p;
+  jitter->on_collective(site(1), p);
+  reverse->on_collective(site(1), p);
+  EXPECT_EQ(p.reduction_order, (std::vector<std::uint32_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+}
+
 TEST_F(Fixture, RandomOrderIsASeededPermutationPerRankAndStep) {
   auto a = make("{kind: collective_order, order: random, seed: 5}");
   auto b = make("{kind: collective_order, order: random, seed: 5}");
