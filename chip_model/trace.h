@@ -41,7 +41,12 @@ class Trace {
   using ArgValue = std::variant<std::int64_t, std::uint64_t, double, std::string>;
   using Args = std::vector<std::pair<std::string, ArgValue>>;
 
-  static constexpr std::uint32_t kHostPid = 1000;  // conventional pid of the host model
+  /// Process ids: chip r is r, its host kHostPid + r, switch s kSwitchPid + s (leaves first, then
+  /// spines; collective/cluster_topology.h): apart for any job below a million ranks (with 1000
+  /// and 2000, a 1,024-rank job put chip 1000's tracks into host 0's process, host 1000's into
+  /// the switch's).
+  static constexpr std::uint32_t kHostPid = 1'000'000;
+  static constexpr std::uint32_t kSwitchPid = 2'000'000;
 
   explicit Trace(bool enabled = false) : enabled_(enabled) {}
   bool enabled() const { return enabled_; }

@@ -28,6 +28,7 @@
 
 #include "chip_model/chip_config.h"
 #include "chip_model/collective/cluster_config.h"
+#include "chip_model/trace.h"
 
 namespace probelab::chip {
 
@@ -87,7 +88,7 @@ class Route {
 };
 
 /// Trace process ids of the switches: kSwitchPid + switch index (leaves first, then spines).
-inline constexpr std::uint32_t kSwitchPid = 2000;
+inline constexpr std::uint32_t kSwitchPid = Trace::kSwitchPid;
 
 class ClusterTopology {
  public:
