@@ -40,15 +40,6 @@ std::int64_t default_opset(const onnx::ModelProto& m) {
   return 1;
 }
 
-std::vector<std::string> forward_op_types() {
-  std::vector<std::string> out;
-  for (const auto& [name, def] : OpRegistry::instance().all())
-    if (!def.backward) out.push_back(name);
-  for (const auto& [name, doc] : onnx_importer_ops()) out.push_back(name);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // What every reader of a model file checks first: a model with a graph that has outputs, and
 // nodes in topological order reading only defined values (ONNX requires both). An empty or
 // foreign file parses as an empty ModelProto, so these checks are what rejects it.
@@ -707,8 +698,9 @@ Graph import_onnx(const std::string& path, const OnnxImportOptions& opts) {
     std::vector<std::string> types;
     for (const auto& [type, nodes] : bad) types.push_back(type);
     throw OnnxUnsupportedError(OnnxUnsupportedError::Kind::OpTypes, types,
-                               fmt::format("{}: unsupported op types: {} (supported: {})", path,
-                                           describe_unsupported(bad), fmt::join(forward_op_types(), ", ")));
+                               fmt::format("{}: unsupported op types: {} (`probelab list ops` lists the supported "
+                                           "ones)",
+                                           path, describe_unsupported(bad)));
   }
   try {
     return Importer(path, m, opts).run();

@@ -94,7 +94,12 @@ ResizeSpec resize_spec(const Op& op, const Shape& in) {
 std::vector<TensorDesc> infer_resize(const Op& op, Descs in) {
   expect_inputs(op, in, 1, 1);
   expect_float(op, in[0], "input X");
-  return {TensorDesc{in[0].dtype, resize_spec(op, in[0].shape).out, Format::ND}};
+  const ResizeSpec s = resize_spec(op, in[0].shape);
+  // Checked with the shapes (at import and load), not first when the op runs.
+  if (AttrReader(op).s("coordinate_transformation_mode") == "tf_crop_and_resize" && s.roi.empty())
+    fail(op, "coordinate_transformation_mode tf_crop_and_resize needs roi (the crop box: starts and ends of every "
+             "resized dim)");
+  return {TensorDesc{in[0].dtype, s.out, Format::ND}};
 }
 
 // One output position along one dimension: sum of weight * input[index] (indices clamped to the

@@ -149,9 +149,11 @@ int run(const RunArgs& a) {
                    e.value("expected", ""), e.value("actual", ""));
       }
     }
-    fmt::print("\n{} of {} scenario(s) passed; reports (report.json, report.html) under {}\n",
-               std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }),
-               outcomes.size(), opts.out_root.string());
+    const auto published = std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return !o.out_dir.empty(); });
+    fmt::print("\n{} of {} scenario(s) passed; {}\n",
+               std::count_if(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.passed; }), outcomes.size(),
+               published == 0 ? std::string("no reports written")
+                              : fmt::format("reports (report.json, report.html) under {}", opts.out_root.string()));
   }
   std::fflush(stdout);
   // 3: a simulation failed for a reason other than its input
