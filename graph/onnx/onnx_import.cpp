@@ -218,7 +218,7 @@ class Importer {
     if (bound_.count(v.name()) || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
     Shape s;
     for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value()) return;
+      if (!d.has_dim_value() || d.dim_value() < 0) return;  // a dimension without a (known) size
       s.push_back(d.dim_value());
     }
     if (s != t.shape())
@@ -614,7 +614,7 @@ class Importer {
     Shape s;  // -1: any size
     std::vector<std::string> shown;
     for (const auto& d : type.tensor_type().shape().dim()) {
-      if (d.has_dim_value()) {
+      if (d.has_dim_value() && d.dim_value() >= 0) {
         s.push_back(d.dim_value());
         shown.push_back(std::to_string(d.dim_value()));
       } else if (auto it = opts_.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts_.dim_params.end()) {

@@ -173,9 +173,9 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
   if (!type.tensor_type().has_shape()) throw GraphError(fmt::format("{}: the model gives no shape", where));
   Shape s;
   for (const auto& d : type.tensor_type().shape().dim()) {
-    if (d.has_dim_value()) {
-      if (d.dim_value() < 0)
-        throw GraphError(fmt::format("{}: dimension {} is negative ({})", where, s.size(), d.dim_value()));
+    // A negative size (-1, as older paddle2onnx and tf2onnx write an unknown one) is a dimension
+    // without a size: bound by name or as "INPUT:AXIS" like one that has neither.
+    if (d.has_dim_value() && d.dim_value() >= 0) {
       s.push_back(d.dim_value());
     } else if (auto it = opts.dim_params.find(d.dim_param()); d.has_dim_param() && it != opts.dim_params.end()) {
       s.push_back(it->second);
@@ -187,10 +187,11 @@ TensorDesc value_desc(const onnx::ValueInfoProto& v, const OnnxImportOptions& op
                                    "with model: {{..., dims: {{{}: N}}}}, probelab show with --dims {}=N)",
                                    where, s.size(), d.dim_param(), d.dim_param(), d.dim_param()));
     } else {
-      throw GraphError(fmt::format("{}: dimension {} has neither a size nor a name; bind it as axis {} of input '{}' "
+      throw GraphError(fmt::format("{}: dimension {} has neither a size{} nor a name; bind it as axis {} of input '{}' "
                                    "(a scenario with model: {{..., dims: {{\"{}:{}\": N}}}}, probelab show with --dims "
                                    "{}:{}=N)",
-                                   where, s.size(), s.size(), v.name(), v.name(), s.size(), v.name(), s.size()));
+                                   where, s.size(), d.has_dim_value() ? fmt::format(" (it gives {})", d.dim_value()) : "",
+                                   s.size(), v.name(), v.name(), s.size(), v.name(), s.size()));
     }
   }
   return {*dt, s, Format::ND};
