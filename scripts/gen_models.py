@@ -533,6 +533,33 @@ def bad_inputs(out):
             e = bad.external_data.add()
             e.key, e.value = k, v
         models[name] = tiny_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [x], [y], [bad])
+    # Model-local functions, as PyTorch's export_modules_as_functions writes submodules: an erf
+    # GELU, a ReLU scaled by an attribute of the call (ref_attr_name), and a block calling both
+    # (a call inside a body); one call without a name and one leaving the second output unused.
+    dom = "custom.mod"
+    gelu = helper.make_function(dom, "MyGelu", ["X"], ["Y"], [
+        helper.make_node("Constant", [], ["r"], value_float=0.7071067811865476),
+        helper.make_node("Mul", ["X", "r"], ["h"]), helper.make_node("Erf", ["h"], ["e"]),
+        helper.make_node("Constant", [], ["one"], value_float=1.0), helper.make_node("Add", ["e", "one"], ["a"]),
+        helper.make_node("Constant", [], ["half"], value_float=0.5), helper.make_node("Mul", ["X", "half"], ["m"]),
+        helper.make_node("Mul", ["m", "a"], ["Y"])], [helper.make_opsetid("", OPSET)])
+    alpha = helper.make_attribute_ref("value_float", "alpha", TensorProto.FLOAT) if hasattr(helper, "make_attribute_ref") \
+        else None
+    if alpha is None:
+        alpha = onnx.AttributeProto(name="value_float", ref_attr_name="alpha", type=onnx.AttributeProto.FLOAT)
+    scaled = helper.make_function(dom, "ScaledRelu", ["X"], ["Y", "R"], [
+        helper.make_node("Relu", ["X"], ["R"], name="relu"),
+        onnx.NodeProto(op_type="Constant", output=["s"], name="scale", attribute=[alpha]),
+        helper.make_node("Mul", ["R", "s"], ["Y"], name="mul")], [helper.make_opsetid("", OPSET)], ["alpha"])
+    block = helper.make_function(dom, "Block", ["X"], ["Y"], [
+        helper.make_node("MyGelu", ["X"], ["g"], domain=dom, name="act"),
+        helper.make_node("ScaledRelu", ["g"], ["Y", ""], domain=dom, name="scaled", alpha=2.0)],
+        [helper.make_opsetid("", OPSET), helper.make_opsetid(dom, 1)])
+    fm = tiny_model([helper.make_node("Block", ["x"], ["b"], domain=dom, name="block"),
+                     helper.make_node("MyGelu", ["b"], ["y"], domain=dom)], [x], [y])
+    fm.opset_import.append(helper.make_opsetid(dom, 1))
+    fm.functions.extend([gelu, scaled, block])
+    models["local_functions"] = fm
     with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
         fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
     # Opset 18 Resize: scales/sizes of some axes only, one scale for the aspect ratio, antialias

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "graph/onnx/onnx_fold.h"
+#include "graph/onnx/onnx_functions.h"
 #include "graph/onnx/onnx_proto.h"
 #include "graph/op_registry.h"
 #include "graph/ops/op_util.h"
@@ -74,6 +75,13 @@ void validate_model(const std::string& path, const onnx::ModelProto& m) {
 void load(const std::string& path, onnx::ModelProto& m) {
   onnx_detail::parse_file(path, m);
   validate_model(path, m);
+  if (m.functions_size() == 0) return;
+  try {
+    onnx_detail::inline_local_functions(m);
+  } catch (const GraphError& e) {
+    throw GraphError(fmt::format("{}: {}", path, e.what()));
+  }
+  validate_model(path, m);  // the bodies' nodes read what the calls gave them
 }
 
 std::string node_label(const onnx::NodeProto& n, int index) {

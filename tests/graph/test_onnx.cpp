@@ -181,6 +181,23 @@ TEST(OnnxImport, ExternalDataOutsideTheModelsDirectoryIsRefused) {
   fs::remove_all(dir);
 }
 
+// A model's own functions are inlined: the block (a GELU, then a ReLU scaled by the call's alpha 2)
+// and a GELU called without a name give gelu(2 relu(gelu(x))), and the ops carry the calls' names.
+TEST(OnnxImport, LocalFunctionsAreInlined) {
+  const Graph g = import_onnx(kData + "onnx_import/local_functions.onnx");
+  const std::vector<float> x{-2.0f, -0.5f, 0.0f, 0.25f, 1.0f, 3.0f};
+  const auto out = run_graph_reference(g, {{"x", Tensor::from_f32({2, 3}, x)}}, RefPrecision::F32);
+  const std::vector<float> y = out.at("y").to_f32();
+  auto gelu = [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); };
+  ASSERT_EQ(y.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(y[i], gelu(2.0 * std::max(0.0, gelu(x[i]))), 1e-5) << i;
+  EXPECT_NE(g.find_op("block/scaled/mul"), nullptr);  // call/call/body node
+  EXPECT_NE(g.find_op("block/act/#1"), nullptr);     // a body node without a name: its index
+  EXPECT_NE(g.find_op("MyGelu#1/#7"), nullptr);      // a call without a name
+  for (const Op& op : g.ops()) EXPECT_TRUE(op.type != "MyGelu" && op.type != "Block") << op.name;
+}
+
 TEST(OnnxImport, ShapeSubgraphsFoldAtImportAndAreListed) {
   // Shape -> Gather -> Unsqueeze -> Concat -> Reshape in an exported GPT-2 block at a small size.
   OnnxImportOptions o;
