@@ -560,6 +560,13 @@ def bad_inputs(out):
     fm.opset_import.append(helper.make_opsetid(dom, 1))
     fm.functions.extend([gelu, scaled, block])
     models["local_functions"] = fm
+    # Opset 18 GroupNormalization (scale and bias per group), 6 channels in 3 groups, 2 x 2 images.
+    gx = helper.make_tensor_value_info("x", f, [2, 6, 2, 2])
+    gs = numpy_helper.from_array(np.array([1.5, -0.5, 2.0], dtype=np.float32), "scale")
+    gb = numpy_helper.from_array(np.array([0.25, 0.0, -1.0], dtype=np.float32), "bias")
+    models["group_norm_opset18"] = tiny_model(
+        [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], name="gn", num_groups=3, epsilon=1e-3)],
+        [gx], [helper.make_tensor_value_info("y", f, [2, 6, 2, 2])], [gs, gb], opset=18)
     with open(os.path.join(out, "external_data_ok.bin"), "wb") as fh:
         fh.write(b"\0" * 8 + np.arange(6, dtype=np.float32).tobytes())
     # Opset 18 Resize: scales/sizes of some axes only, one scale for the aspect ratio, antialias

@@ -19,7 +19,10 @@ namespace probelab::graph {
 const std::vector<std::pair<std::string, std::string>>& onnx_importer_ops() {
   static const std::vector<std::pair<std::string, std::string>> ops = {
       {"Constant", "becomes a constant initializer"},
-      {"If", "replaced by the branch its condition selects; the condition must be known at import"}};
+      {"If", "replaced by the branch its condition selects; the condition must be known at import"},
+      {"GroupNormalization",
+       "opset 18 (scale and bias per group): Reshape to [N, groups, rest], InstanceNormalization with them, Reshape "
+       "back (ops with gradients)"}};
   return ops;
 }
 
@@ -327,6 +330,10 @@ class Importer {
     fold_inputs(op, where);
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
     adapt_legacy(op, where);
+    if (op.type == "GroupNormalization") {
+      add_group_norm(std::move(op), where);
+      return;
+    }
     if ((op.type == "Softmax" || op.type == "LogSoftmax" || op.type == "Hardmax") && opset_ < 13) {
       add_legacy_softmax(std::move(op));
       return;
@@ -581,6 +588,31 @@ class Importer {
     o.outputs = std::move(outputs);
     o.attrs = std::move(attrs);
     return o;
+  }
+
+  // GroupNormalization (opset 18: scale and bias of num_groups values, as exporters write GroupNorm
+  // from opset 18 on) as PyTorch exported it before: the groups as channels of an
+  // InstanceNormalization, whose per-channel scale and bias are then the per-group ones.
+  void add_group_norm(Op op, const std::string& where) {
+    if (op.inputs.size() != 3 || op.outputs.size() != 1)
+      throw GraphError(fmt::format("{}: expected inputs X, scale, bias and one output", where));
+    const Shape x = desc_of(op.inputs[0], where).shape;
+    const std::int64_t groups = op.attr_int("num_groups", 0);
+    if (x.size() < 2 || groups < 1 || x[1] % groups != 0)
+      throw GraphError(fmt::format("{}: num_groups {} must be >= 1 and divide the {} channels of X {}", where, groups,
+                                   x.size() < 2 ? 0 : x[1], shape_str(x)));
+    for (int i : {1, 2})
+      if (const Shape sb = desc_of(op.inputs[static_cast<std::size_t>(i)], where).shape; sb != Shape{groups})
+        throw GraphError(fmt::format("{}: {} has shape {}, opset 18 GroupNormalization takes one value per group ([{}])",
+                                     where, i == 1 ? "scale" : "bias", shape_str(sb), groups));
+    const std::int64_t rest = numel(x) / std::max<std::int64_t>(1, x[0] * groups);
+    Op in = helper_op(op, "/groups", "Reshape", {op.inputs[0]}, {op.name + "/groups:0"},
+                      {{"shape", Shape{x[0], groups, rest}}, {"allowzero", std::int64_t{1}}});
+    Op back = helper_op(op, "/ungroup", "Reshape", {op.name + ":0"}, op.outputs, {{"shape", x}, {"allowzero", std::int64_t{1}}});
+    Op norm = helper_op(op, "", "InstanceNormalization", {in.outputs[0], op.inputs[1], op.inputs[2]}, back.inputs,
+                        {{"epsilon", op.attr_float("epsilon", 1e-5)}});
+    for (Op* o : {&in, &norm, &back})
+      if (!try_fold(*o, where)) add_op(std::move(*o));
   }
 
   // Opset < 13 Softmax, LogSoftmax and Hardmax: over the flattened dims [axis, rank) (default axis 1).

@@ -1,5 +1,5 @@
 // Unary math (ONNX Abs, Neg, Sqrt, Reciprocal, Exp, Log, Erf, the trigonometric and hyperbolic
-// functions, Softsign, Softplus, Ceil, Floor, Round, Sign, IsNaN, IsInf, Not) as pointwise ops.
+// functions, Softsign, Softplus, Mish, Ceil, Floor, Round, Sign, IsNaN, IsInf, Not) as pointwise ops.
 // Rounding ops, Sign and the tests are inference only.
 #include <cmath>
 #include <numbers>
@@ -46,6 +46,11 @@ template <class T> T sigmoid(T x) {
   return e / (T(1) + e);
 }
 constexpr double kTwoOverSqrtPi = 2.0 * std::numbers::inv_sqrtpi;
+// Mish (ONNX 18): x tanh(softplus(x)); its derivative tanh(sp) + x (1 - tanh(sp)^2) sigmoid(x).
+template <class T> T mish_grad(T x) {
+  const T t = num::tanh(softplus(x));
+  return t + x * (T(1) - t * t) * sigmoid(x);
+}
 
 PROBELAB_UNARY(AbsF, Kind::Numeric, x < T(0) ? T(-x) : x, sgn(x))
 PROBELAB_UNARY(NegF, Kind::Numeric, T(-x), T(-1))
@@ -67,6 +72,7 @@ PROBELAB_UNARY(AcoshF, Kind::Float, num::acosh(x), T(1) / std::sqrt(x * x - T(1)
 PROBELAB_UNARY(AtanhF, Kind::Float, num::atanh(x), T(1) / (T(1) - x * x))
 PROBELAB_UNARY(SoftsignF, Kind::Float, x / (T(1) + std::fabs(x)), T(1) / ((T(1) + std::fabs(x)) * (T(1) + std::fabs(x))))
 PROBELAB_UNARY(SoftplusF, Kind::Float, softplus(x), sigmoid(x))
+PROBELAB_UNARY(MishF, Kind::Float, x * num::tanh(softplus(x)), mish_grad(x))
 PROBELAB_UNARY_NODIFF(CeilF, Kind::Float, std::ceil(x))
 PROBELAB_UNARY_NODIFF(FloorF, Kind::Float, std::floor(x))
 PROBELAB_UNARY_NODIFF(RoundF, Kind::Float, std::nearbyint(x))  // half to even (default rounding mode)
@@ -115,6 +121,7 @@ void register_math_ops(OpRegistry& r) {
   r.add(unary<AtanhF>("Atanh", "Y = atanh(X)"));
   r.add(unary<SoftsignF>("Softsign", "Y = X / (1 + |X|)"));
   r.add(unary<SoftplusF>("Softplus", "Y = ln(1 + exp(X))"));
+  r.add(unary<MishF>("Mish", "Y = X * tanh(ln(1 + exp(X))) (ONNX Mish, opset 18)"));
   for (OpDef d : {unary<CeilF>("Ceil", "Y = ceil(X) (inference only)"), unary<FloorF>("Floor", "Y = floor(X) (inference only)"),
                   unary<RoundF>("Round", "Y = X rounded to the nearest integer, halves to even (inference only)"),
                   unary<SignF>("Sign", "Y = -1, 0 or 1 by the sign of X (inference only)")}) {

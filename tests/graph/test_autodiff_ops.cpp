@@ -236,6 +236,7 @@ const GradCase kCases[] = {
     {"HardSigmoid", "HardSigmoid", {}, {{{2, 5}, In::Diff, -4, 4}}},
     {"HardSwish", "HardSwish", {}, {{{2, 5}, In::Diff, -4, 4}}},
     {"Softplus", "Softplus", {}, {{{5}, In::Diff, -3, 3}}},
+    {"Mish", "Mish", {}, {{{7}, In::Diff, -4, 4}}},
     {"Softsign", "Softsign", {}, {{{5}, In::Diff, -3, 3}}},
     {"Shrink", "Shrink", {{"lambd", 0.5}, {"bias", 0.2}}, {{{2, 4}}}},
     {"Clip_attrs", "Clip", {{"min", -0.5}, {"max", 0.5}}, {{{2, 4}}}},

@@ -198,6 +198,30 @@ TEST(OnnxImport, LocalFunctionsAreInlined) {
   for (const Op& op : g.ops()) EXPECT_TRUE(op.type != "MyGelu" && op.type != "Block") << op.name;
 }
 
+// Opset 18 GroupNormalization: per (image, group) statistics over the group's channels and
+// pixels, then the group's scale and bias; against the formula in double.
+TEST(OnnxImport, GroupNormalizationOfOpset18) {
+  const Graph g = import_onnx(kData + "onnx_import/group_norm_opset18.onnx");
+  std::vector<float> x(48);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i)) * (1.0f + 0.1f * static_cast<float>(i % 5));
+  const auto out = run_graph_reference(g, {{"x", Tensor::from_f32({2, 6, 2, 2}, x)}}, RefPrecision::F32);
+  const std::vector<float> y = out.at("y").to_f32();
+  const double scale[] = {1.5, -0.5, 2.0}, bias[] = {0.25, 0.0, -1.0};
+  for (int n = 0; n < 2; ++n)
+    for (int grp = 0; grp < 3; ++grp) {
+      const int base = n * 24 + grp * 8;  // 2 channels of 4 pixels each
+      double mean = 0, var = 0;
+      for (int k = 0; k < 8; ++k) mean += x[static_cast<std::size_t>(base + k)] / 8.0;
+      for (int k = 0; k < 8; ++k) var += std::pow(x[static_cast<std::size_t>(base + k)] - mean, 2) / 8.0;
+      for (int k = 0; k < 8; ++k) {
+        const double want = (x[static_cast<std::size_t>(base + k)] - mean) / std::sqrt(var + 1e-3) * scale[grp] + bias[grp];
+        EXPECT_NEAR(y[static_cast<std::size_t>(base + k)], want, 2e-5) << n << " " << grp << " " << k;
+      }
+    }
+  ASSERT_NE(g.find_op("gn"), nullptr);
+  EXPECT_EQ(g.find_op("gn")->type, "InstanceNormalization");
+}
+
 TEST(OnnxImport, ShapeSubgraphsFoldAtImportAndAreListed) {
   // Shape -> Gather -> Unsqueeze -> Concat -> Reshape in an exported GPT-2 block at a small size.
   OnnxImportOptions o;
