@@ -26,13 +26,15 @@ __extension__ typedef unsigned __int128 U128;
 void Trace::complete(std::uint32_t pid, std::string_view track, std::string_view name, std::string_view category,
                      std::uint64_t start_ps, std::uint64_t dur_ps, Args args) {
   if (!enabled_) return;
+  if (window_ && outside_window(pid, track, name, start_ps, start_ps + dur_ps)) return;
   events_.push_back({'X', pid, std::string(track), std::string(name), std::string(category), start_ps, dur_ps, 0.0,
                      std::move(args)});
+  if (window_) maybe_purge();
 }
 
 void Trace::instant(std::uint32_t pid, std::string_view track, std::string_view name, std::string_view category,
                     std::uint64_t ts_ps, Args args) {
-  if (!enabled_) return;
+  if (!enabled_ || (window_ && outside_window(pid, track, name, ts_ps, ts_ps))) return;
   events_.push_back({'i', pid, std::string(track), std::string(name), std::string(category), ts_ps, 0, 0.0,
                      std::move(args)});
 }
@@ -40,12 +42,23 @@ void Trace::instant(std::uint32_t pid, std::string_view track, std::string_view 
 void Trace::counter(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t ts_ps,
                     double value) {
   if (!enabled_) return;
+  if (window_) {  // a sample before the window may be the level it opens at: only later ones go now
+    const auto r = rank_of(pid);
+    if (r && *r < window_->ranks.size() && ts_ps > window_->ranks[*r].end) return;
+  }
   events_.push_back({'C', pid, std::string(unit), std::string(name), "counter", ts_ps, 0, value, {}});
+  if (window_) maybe_purge();
 }
 
 void Trace::rate(std::uint32_t pid, std::string_view name, std::string_view unit, std::uint64_t start_ps,
                  std::uint64_t dur_ps, std::uint64_t amount) {
   if (!enabled_ || amount == 0) return;
+  if (window_) {
+    const auto r = rank_of(pid);
+    if (r && *r < window_->ranks.size() &&
+        (start_ps > window_->ranks[*r].end || start_ps + dur_ps < window_->ranks[*r].cut))
+      return;
+  }
   auto it = rates_.find(std::pair<std::uint32_t, std::string_view>(pid, name));
   if (it == rates_.end()) it = rates_.try_emplace(std::pair<std::uint32_t, std::string>(pid, name)).first;
   Rate& r = it->second;
@@ -82,7 +95,7 @@ void Trace::rate(std::uint32_t pid, std::string_view name, std::string_view unit
 }
 
 void Trace::flow(std::string_view key, std::uint32_t pid, std::string_view track, std::uint64_t ts_ps) {
-  if (!enabled_) return;
+  if (!enabled_ || (window_ && outside_window(pid, track, {}, ts_ps, ts_ps))) return;
   flows_.push_back({std::string(key), pid, std::string(track), ts_ps});
 }
 

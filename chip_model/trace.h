@@ -144,6 +144,21 @@ class Trace {
   /// Moves `other`'s recording behind this trace's (as append_serialized(other.serialize()) would).
   void append(Trace&& other);
 
+  // ---- a window of steps (probelab run --trace-steps FIRST:LAST) ----
+  /// Keeps of each rank (its chip's pid r and its host's kHostPid + r) only what overlaps its
+  /// steps [first, last], as its host's "step N" slices on track "main" delimit them; of a switch
+  /// (any other pid) what overlaps the union of the ranks' windows. A counter keeps its last
+  /// sample before the window (the level it starts at), a rate its bins that overlap it. While
+  /// the run goes on, what certainly lies before a rank's window (ending before the end of one of
+  /// its steps before `first`) or after it (starting after the end of step `last`) is dropped as
+  /// it comes or in passes as the recording grows, so a long run holds about the window;
+  /// close_step_window() drops the rest. The result depends only on what was recorded (the same
+  /// for any partitioning).
+  void set_step_window(std::uint32_t first, std::uint32_t last);
+  /// Drops whatever lies outside the window (after the partitions' traces were merged; before
+  /// writing). No-op without a window.
+  void close_step_window();
+
   // ---- output ----
   enum class Format { Json, Perfetto };
   /// Parses "json" | "perfetto"; throws std::invalid_argument naming the choices otherwise.
@@ -176,6 +191,26 @@ class Trace {
   Rates rates_;
   std::map<std::uint32_t, std::string> process_names_;
   std::map<std::pair<std::uint32_t, std::string>, int> track_order_;
+
+  /// What is known of one rank's window while recording: drop what ends before `cut` or starts
+  /// after `end`.
+  struct RankBounds {
+    std::uint64_t cut = 0, end = UINT64_MAX;
+  };
+  struct StepWindow {
+    std::uint32_t first = 0, last = 0;
+    std::vector<RankBounds> ranks;  // by rank
+    std::size_t purge_at = 1 << 16;  // event count of the next pass
+  };
+  std::optional<StepWindow> window_;
+  /// Rank of a chip's or host's pid; nullopt for a switch's.
+  static std::optional<std::uint32_t> rank_of(std::uint32_t pid);
+  /// With a window: notes a host's step slice, and whether [start, end] lies outside what is kept.
+  bool outside_window(std::uint32_t pid, std::string_view track, std::string_view name, std::uint64_t start,
+                      std::uint64_t end);
+  /// Drops what lies outside `bounds` (by rank; switches untouched unless `shared` is given).
+  void drop_outside(const std::vector<RankBounds>& bounds, const std::optional<RankBounds>& shared);
+  void maybe_purge();
 };
 
 }  // namespace probelab::chip

@@ -1,6 +1,7 @@
 // `probelab run [SCENARIO|DIR ...]`: replay scenarios; exit 0 when every expectation held, 1 when
 // one failed, 2 on bad input (nothing is run then, or a simulation found its input bad), 3 when
 // a simulation failed otherwise (crashed, timed out, an internal error).
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ struct RunArgs {
   bool no_trace = false;
   bool strict = false;
   std::vector<std::string> trace_formats;
+  std::string trace_steps;
   unsigned timeout = 3600;
   std::uint64_t host_memory_mib = 0;
   int partitions = 0;
@@ -43,6 +45,23 @@ std::string overhead_cell(const nlohmann::json& r) {
   const auto& c = r["capture"];
   if (!c.is_object() || !c["overhead_percent"].is_number()) return "-";
   return fmt::format("{:.2f}%", c["overhead_percent"].get<double>());
+}
+
+// "FIRST:LAST" or "STEP" (one step).
+std::pair<std::uint32_t, std::uint32_t> parse_trace_steps(const std::string& text) {
+  const auto colon = text.find(':');
+  auto number = [&](std::string_view v) -> std::optional<std::uint32_t> {
+    std::uint32_t n = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    return ec == std::errc() && p == v.data() + v.size() && !v.empty() ? std::optional(n) : std::nullopt;
+  };
+  const std::string_view t(text);
+  const auto first = number(t.substr(0, colon));
+  const auto last = colon == std::string::npos ? first : number(t.substr(colon + 1));
+  if (!first || !last || *last < *first)
+    throw sim::ScenarioError("--trace-steps", 0, 0, "--trace-steps",
+                             "FIRST:LAST (steps, FIRST <= LAST) or one STEP, e.g. 10:12", text);
+  return {*first, *last};
 }
 
 int run(const RunArgs& a) {
@@ -59,6 +78,7 @@ int run(const RunArgs& a) {
     opts.trace_formats.clear();
     for (const auto& f : a.trace_formats) opts.trace_formats.push_back(chip::Trace::parse_format(f));
   }
+  if (!a.trace_steps.empty()) opts.trace_steps = parse_trace_steps(a.trace_steps);
   opts.timeout_s = a.timeout;
   opts.host_memory_limit = a.host_memory_mib << 20;
   // Distributed runs: the processes of an MPI job (mpirun -np K), or --partitions K in this process.
@@ -176,6 +196,9 @@ Command add_run(CLI::App& app) {
   sub->add_option("--jobs,-j", a->jobs, "Simulations to run in parallel (child processes)")->check(CLI::Range(1, 256));
   sub->add_flag("--no-baseline", a->no_baseline, "Skip the no-probe run (no capture overhead in the report)");
   sub->add_flag("--no-trace", a->no_trace, "Do not record the trace");
+  sub->add_option("--trace-steps", a->trace_steps,
+                  "Record and write the trace of steps FIRST:LAST (or one STEP) of each rank only: a long run holds "
+                  "and writes about that much");
   sub->add_option("--trace-format", a->trace_formats,
                   "Trace file(s) to write: json (trace.json, Chrome/Perfetto JSON; the default) and/or perfetto "
                   "(trace.pftrace, Perfetto's protobuf trace); repeatable")

@@ -92,6 +92,7 @@ json run_rewind(const RewindPlan& plan, const json& pass1, const fs::path& stage
   ro.baseline = false;
   ro.trace = opts.trace;
   ro.trace_formats = opts.trace_formats;
+  ro.trace_steps = opts.trace_steps;
   ro.timeout_s = opts.timeout_s;
   ro.host_memory_limit = opts.host_memory_limit;
   json rep;

@@ -180,6 +180,14 @@ void Runner::add(const Scenario& s) {
                         fmt::format("a scenario name not used by another scenario of this run ('{}' is also in {})",
                                     s.name, it->second.string()),
                         "'" + s.name + "'");
+  if (opts_.trace && opts_.trace_steps) {
+    const std::uint32_t from = s.resume ? s.resume->from_step : 0;
+    if (opts_.trace_steps->first < from || opts_.trace_steps->first >= from + static_cast<std::uint32_t>(s.steps))
+      throw ScenarioError("--trace-steps", 0, 0, "--trace-steps",
+                          fmt::format("a first step the scenario runs (scenario '{}' ({}) runs steps {} to {})", s.name,
+                                      s.file.string(), from, from + static_cast<std::uint32_t>(s.steps) - 1),
+                          std::to_string(opts_.trace_steps->first));
+  }
   Entry e;
   e.main = prepare_run(s);
   check_resume_fits(e.main);
@@ -288,6 +296,7 @@ std::vector<ScenarioOutcome> Runner::run(const std::function<void(const std::str
     req.out_dir = job.out_dir;
     req.trace = opts_.trace && !job.baseline && job.variant < 0;
     req.trace_formats = opts_.trace_formats;
+    req.trace_steps = opts_.trace_steps;
     req.save_outputs = !job.baseline && job.variant < 0;
     return req;
   };

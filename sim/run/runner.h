@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,6 +43,9 @@ struct RunOptions {
   bool baseline = true;         // also run without probes to measure capture overhead
   bool trace = true;            // write the trace
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};  // trace.json, trace.pftrace
+  /// --trace-steps FIRST:LAST: the trace keeps each rank's steps [first, last] only (a long run
+  /// holds and writes about that much); every scenario must reach step `first`.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> trace_steps;
   unsigned timeout_s = 3600;    // a simulation still running after this long is killed
   bool strict = false;          // preparation warnings (PreparedRun::warnings) are bad input
   std::uint64_t host_memory_limit = 0;  // bytes the simulations at once may use (0: what is available)

@@ -174,6 +174,7 @@ PartitionResult simulate_partition(const SimRequest& req) {
 
   auto trace_ptr = std::make_shared<chip::Trace>(req.trace);
   chip::Trace& trace = *trace_ptr;
+  if (req.trace_steps) trace.set_step_window(req.trace_steps->first, req.trace_steps->second);
   const graph::Graph& executed = w.snapshots.fused;
 
   PlatformOptions po;
@@ -467,6 +468,10 @@ json merge_partitions(const SimRequest& req, std::vector<PartitionResult> parts)
   }
   if (trace.enabled()) {
     if (res.contains("anomalies")) add_anomaly_flows(trace, res["anomalies"], clock);
+    if (req.trace_steps) {
+      trace.set_step_window(req.trace_steps->first, req.trace_steps->second);
+      trace.close_step_window();
+    }
     for (const auto f : req.trace_formats) trace.write_file((req.out_dir / chip::Trace::file_name(f)).string(), f);
   }
   res["warnings"] = warnings;

@@ -36,6 +36,8 @@ struct SimRequest {
   std::filesystem::path out_dir;
   bool trace = false;          // record and write the trace (trace.json / trace.pftrace)
   std::vector<chip::Trace::Format> trace_formats{chip::Trace::Format::Json};
+  /// Steps [first, last] of each rank only (chip::Trace::set_step_window); none: every step.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> trace_steps;
   bool save_outputs = false;   // write outputs/rank<r>/<tensor>.npy
   /// Sees every hook call after the scenario's injectors (chip::HooksTee); must not change data.
   chip::FaultHooks* observer = nullptr;

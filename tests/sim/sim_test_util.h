@@ -90,4 +90,11 @@ inline CmdResult shell(const std::string& cmdline, const TempDir& dir) {
   return r;
 }
 
+#ifdef PROBELAB_BINARY
+/// `probelab ARGS` run in `dir` (shell()).
+inline CmdResult probelab(const std::string& args, const TempDir& dir) {
+  return shell(std::string("'") + PROBELAB_BINARY + "' " + args, dir);
+}
+#endif
+
 }  // namespace probelab::sim::test

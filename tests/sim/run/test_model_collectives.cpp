@@ -13,10 +13,8 @@ namespace {
 
 using test::TempDir;
 
-std::string probelab(const std::string& args) { return std::string("'") + PROBELAB_BINARY + "' " + args; }
-
 nlohmann::json run_report(const TempDir& dir, const std::string& scenario) {
-  const test::CmdResult r = test::shell(probelab("run " + scenario + ".yaml --out out_" + scenario + " --no-trace"), dir);
+  const test::CmdResult r = test::probelab("run " + scenario + ".yaml --out out_" + scenario + " --no-trace", dir);
   EXPECT_EQ(r.code, 0) << r.err << r.out;
   return nlohmann::json::parse(test::slurp(dir.path() / ("out_" + scenario) / scenario / "report.json"));
 }

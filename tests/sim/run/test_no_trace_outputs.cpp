@@ -14,8 +14,6 @@ namespace {
 
 using test::TempDir;
 
-std::string probelab(const std::string& args) { return std::string("'") + PROBELAB_BINARY + "' " + args; }
-
 // Two servers of two chips: a hierarchical all-reduce per parameter (no bucket), statistics
 // captures of the reduced gradients and the updated weights, a breakpoint-free run of 3 steps.
 constexpr const char* kJob = R"(name: job
@@ -44,7 +42,7 @@ void expect_same_reports(const TempDir& dir, const std::string& a, const std::st
 
 // `probelab run job.yaml ARGS` passes.
 void run_ok(const TempDir& dir, const std::string& args) {
-  const test::CmdResult r = test::shell(probelab("run job.yaml " + args), dir);
+  const test::CmdResult r = test::probelab("run job.yaml " + args, dir);
   ASSERT_EQ(r.code, 0) << args << "\n" << r.err << r.out;
 }
 

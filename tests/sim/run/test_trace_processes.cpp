@@ -23,7 +23,7 @@ TEST(TraceProcesses, AThousandAndEightRanksKeepTheirChipsHostsAndSwitchesApart) 
             "name: big\nmodel: mlp\nchip: tiny\nmode: inference\nranks: 1008\ncluster: {chips_per_server: 8}\n"
             "steps: 1\nseed: 3\n");
   const test::CmdResult r =
-      test::shell(std::string("'") + PROBELAB_BINARY + "' run big.yaml --out out --no-baseline", dir);
+      test::probelab("run big.yaml --out out --no-baseline", dir);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const json t = json::parse(test::slurp(dir.path() / "out/big/trace.json"));
   const json& events = t.is_object() ? t["traceEvents"] : t;
