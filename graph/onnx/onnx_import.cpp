@@ -521,6 +521,15 @@ class Importer {
   // Attributes of early opsets whose meaning the current definitions already cover (or which the
   // importer rewrites); anything else unknown stays and is rejected by validation.
   void adapt_legacy(Op& op, const std::string& where) {
+    // Opsets 19 and 20 change, for the element types and modes this importer reads, only names:
+    // `saturate` (19) acts on float8 results alone, GridSample's modes (20) are linear and cubic.
+    if (opset_ >= 19 && (op.type == "Cast" || op.type == "CastLike" || op.type == "QuantizeLinear"))
+      op.attrs.erase("saturate");
+    if (opset_ >= 20 && op.type == "GridSample" && op.has_attr("mode")) {
+      const std::string m = op.attr_str("mode");
+      if (m == "linear") op.attrs["mode"] = std::string("bilinear");
+      if (m == "cubic") op.attrs["mode"] = std::string("bicubic");
+    }
     if (opset_ < 6) op.attrs.erase("consumed_inputs");
     const bool binary = op.type == "Add" || op.type == "Sub" || op.type == "Mul" || op.type == "Div";
     if (opset_ < 7 && binary) {

@@ -34,7 +34,7 @@
 namespace probelab::graph {
 
 /// The newest ai.onnx opset the importer implements; a newer model is rejected naming both.
-inline constexpr std::int64_t kMaxOnnxOpset = 18;
+inline constexpr std::int64_t kMaxOnnxOpset = 20;
 
 struct OnnxImportOptions {
   /// Values of graph inputs known at import time; they become Constant initializers.

@@ -91,17 +91,6 @@ ResizeSpec resize_spec(const Op& op, const Shape& in) {
   return s;
 }
 
-std::vector<TensorDesc> infer_resize(const Op& op, Descs in) {
-  expect_inputs(op, in, 1, 1);
-  expect_float(op, in[0], "input X");
-  const ResizeSpec s = resize_spec(op, in[0].shape);
-  // Checked with the shapes (at import and load), not first when the op runs.
-  if (AttrReader(op).s("coordinate_transformation_mode") == "tf_crop_and_resize" && s.roi.empty())
-    fail(op, "coordinate_transformation_mode tf_crop_and_resize needs roi (the crop box: starts and ends of every "
-             "resized dim)");
-  return {TensorDesc{in[0].dtype, s.out, Format::ND}};
-}
-
 // One output position along one dimension: sum of weight * input[index] (indices clamped to the
 // dimension, as ONNX's edge padding), or the extrapolation value.
 struct Tap1d {
@@ -126,6 +115,17 @@ Params params(const Op& op) {
   if (std::find(coords.begin(), coords.end(), p.coord) == coords.end())
     fail(op, "coordinate_transformation_mode \"{}\" is not one of {}", p.coord, fmt::join(coords, ", "));
   return p;
+}
+
+std::vector<TensorDesc> infer_resize(const Op& op, Descs in) {
+  expect_inputs(op, in, 1, 1);
+  expect_float(op, in[0], "input X");
+  const ResizeSpec s = resize_spec(op, in[0].shape);
+  // Checked with the shapes (at import and load), not first when the op runs.
+  if (params(op).coord == "tf_crop_and_resize" && s.roi.empty())
+    fail(op, "coordinate_transformation_mode tf_crop_and_resize needs roi (the crop box: starts and ends of every "
+             "resized dim)");
+  return {TensorDesc{in[0].dtype, s.out, Format::ND}};
 }
 
 // Opset 18's antialiased filters for a dimension downscaled by `scale` < 1: the linear (triangle)
