@@ -35,7 +35,12 @@ class CollectiveOrderInjector final : public Injector {
     // A ring or a tree adds in its own order: an imposed order needs the direct algorithm (as
     // training.allreduce refuses `order` with ring or tree). Their default order is arrival.
     const bool own_order = algo == "ring" || algo == "tree";
-    order_ = own_order && !p.has("order") ? "arrival" : p.choice("order", {"arrival", "reverse", "rotate", "random", "explicit"});
+    // A fault that only adds arrival jitter (no order, accumulation or algorithm given) keeps the
+    // arrival order: its point is the timing, and an imposed order would be a second fault.
+    const bool jitter_only = p.has("arrival_jitter_ps") && !p.has("accumulation") && !p.has("algorithm");
+    order_ = (own_order || jitter_only) && !p.has("order")
+                 ? "arrival"
+                 : p.choice("order", {"arrival", "reverse", "rotate", "random", "explicit"});
     if (own_order && order_ != "arrival")
       p.fail("order", fmt::format("algorithm {} adds in its own order: order {} needs algorithm direct (or keep), "
                                   "or leave order out",
@@ -156,7 +161,8 @@ void register_collective_order_injector(InjectorRegistry& r) {
   ps.push_back({"order", "arrival|reverse|rotate|random|explicit", "rotate",
                 "per-rank reduction order of the direct algorithm: rotate starts at the rank itself, reverse flips odd "
                 "ranks, random is a seeded permutation per rank and step, arrival keeps the timing model's order "
-                "(the only one with algorithm ring or tree, and their default)"});
+                "(the only one with algorithm ring or tree, and their default; also the default of a fault that "
+                "gives only arrival_jitter_ps)"});
   ps.push_back({"orders", "list of permutations", "-", "order: explicit: one permutation of the ranks per rank"});
   ps.push_back({"algorithm", "keep|ring|tree|direct", "keep",
                 "force an algorithm (keep: the task's, or direct when a reduction order is imposed); forced on every "

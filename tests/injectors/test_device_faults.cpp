@@ -75,6 +75,21 @@ TEST_F(Fixture, AnArrivalOrderKeepsTheOrderAnEarlierFaultImposed) {
   EXPECT_EQ(p.reduction_order, (std::vector<std::uint32_t>{7, 6, 5, 4, 3, 2, 1, 0}));
 }
 
+// A fault that gives only arrival jitter imposes no order (rotate, the default otherwise, would
+// be a second fault the user did not ask for).
+TEST_F(Fixture, AJitterOnlyFaultKeepsTheArrivalOrder) {
+  auto jitter = make("{kind: collective_order, arrival_jitter_ps: 300000}");
+  chip::CollectiveOverride o;
+  jitter->on_collective(site(3), o);
+  EXPECT_TRUE(o.reduction_order.empty());
+  EXPECT_FALSE(o.algorithm.has_value());
+  EXPECT_EQ(o.arrival_jitter_ps, 300000u);
+  auto ordered = make("{kind: collective_order, arrival_jitter_ps: 300000, accumulation: fp16}");
+  chip::CollectiveOverride p;
+  ordered->on_collective(site(3), p);
+  EXPECT_EQ(p.reduction_order, (std::vector<std::uint32_t>{3, 4, 5, 6, 7, 0, 1, 2}));  // rotate, as before
+}
+
 TEST_F(Fixture, RandomOrderIsASeededPermutationPerRankAndStep) {
   auto a = make("{kind: collective_order, order: random, seed: 5}");
   auto b = make("{kind: collective_order, order: random, seed: 5}");
