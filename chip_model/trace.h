@@ -208,8 +208,9 @@ class Trace {
   /// With a window: notes a host's step slice, and whether [start, end] lies outside what is kept.
   bool outside_window(std::uint32_t pid, std::string_view track, std::string_view name, std::uint64_t start,
                       std::uint64_t end);
-  /// Drops what lies outside `bounds` (by rank; switches untouched unless `shared` is given).
-  void drop_outside(const std::vector<RankBounds>& bounds, const std::optional<RankBounds>& shared);
+  /// Drops what lies outside `bounds` (by rank; `past` for a rank past them; switches untouched
+  /// unless `shared` is given).
+  void drop_outside(const std::vector<RankBounds>& bounds, const RankBounds& past, const std::optional<RankBounds>& shared);
   void maybe_purge();
 };
 

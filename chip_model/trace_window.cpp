@@ -57,15 +57,16 @@ bool Trace::outside_window(std::uint32_t pid, std::string_view track, std::strin
 
 void Trace::maybe_purge() {
   if (events_.size() < window_->purge_at) return;
-  drop_outside(window_->ranks, std::nullopt);
+  drop_outside(window_->ranks, RankBounds{}, std::nullopt);
   window_->purge_at = std::max<std::size_t>(std::size_t{1} << 16, 2 * events_.size());
 }
 
-void Trace::drop_outside(const std::vector<RankBounds>& bounds, const std::optional<RankBounds>& shared) {
+void Trace::drop_outside(const std::vector<RankBounds>& bounds, const RankBounds& past,
+                         const std::optional<RankBounds>& shared) {
   auto bounds_of = [&](std::uint32_t pid) -> std::optional<RankBounds> {
     const std::optional<std::uint32_t> r = rank_of(pid);
     if (!r) return shared;
-    return *r < bounds.size() ? bounds[*r] : RankBounds{};
+    return *r < bounds.size() ? bounds[*r] : past;
   };
   // A counter's last sample before its process's window start stays: the level the window opens at.
   std::map<std::pair<std::uint32_t, std::string>, std::size_t> last_before;
@@ -130,15 +131,8 @@ void Trace::close_step_window() {
     if (!began[r]) bounds[r] = RankBounds{UINT64_MAX, 0};  // nothing of it
     else shared = {std::min(shared.cut, bounds[r].cut), std::max(shared.end, bounds[r].end)};
   }
-  // A rank with no host slices at all (none of its events kept) lies past the vector: empty.
-  const std::size_t known = bounds.size();
-  for (const Event& e : events_)
-    if (const auto r = rank_of(e.pid); r && *r >= known && *r >= bounds.size()) bounds.resize(std::size_t{*r} + 1, RankBounds{UINT64_MAX, 0});
-  for (const FlowPoint& f : flows_)
-    if (const auto r = rank_of(f.pid); r && *r >= bounds.size()) bounds.resize(std::size_t{*r} + 1, RankBounds{UINT64_MAX, 0});
-  for (const auto& [key, rate] : rates_)
-    if (const auto r = rank_of(key.first); r && *r >= bounds.size()) bounds.resize(std::size_t{*r} + 1, RankBounds{UINT64_MAX, 0});
-  drop_outside(bounds, shared);
+  // A rank past the vector has no host step slice at all: nothing of it either.
+  drop_outside(bounds, RankBounds{UINT64_MAX, 0}, shared);
   window_.reset();
 }
 

@@ -311,7 +311,7 @@ std::vector<Candidate> diagnose(const DiagnosisInput& in, std::size_t top_k) {
     // A difference beyond what any order of additions changes in the result (a gather's or a
     // broadcast's: any) is not an order: the rank's result was corrupted.
     // A gather or a broadcast adds nothing: any difference, even one a hash basis cannot size.
-    const bool moves_values = coll && (o->type == "AllGather" || o->type == "Broadcast");
+    const bool moves_values = coll && collective_moves_values(o->type);
     // A hash-only divergence is sized from below by the captures of the edge, when there are some.
     const double size = std::isfinite(d.max_abs_diff) ? d.max_abs_diff : in.divergence_lower_bound.value_or(std::numeric_limits<double>::quiet_NaN());
     const bool beyond_order = coll && (moves_values || (std::isfinite(size) && in.divergence_order_limit &&

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "chip_model/spec/registers.h"
+#include "probes/insertion_pass.h"
 
 namespace probelab::probes::diagnosis_detail {
 
@@ -33,7 +34,7 @@ CauseClass op_cause(const Origin& o, const Facts& f, const graph::Op* op) {
   if (d & spec::kExcDetailCollective) {
     // Only a collective that adds can overflow its accumulator; a gather or a broadcast moves
     // values (its `accumulation` is its gradient's, a ReduceScatter's).
-    const bool adds = op && (op->type == "AllReduce" || op->type == "ReduceScatter");
+    const bool adds = op && is_collective_type(op->type) && !collective_moves_values(op->type);
     return adds && f.collective_accumulation(op->name) == "fp16" ? CauseClass::Fp16AccumulationOverflow
                                                                  : CauseClass::Overflow;
   }

@@ -50,6 +50,9 @@ bool is_probe_op(const graph::Op& op);
 
 /// Op types treated as collectives (sync probes): AllReduce, ReduceScatter, AllGather, Broadcast.
 bool is_collective_type(std::string_view type);
+/// A collective that moves values and adds nothing (AllGather, Broadcast): no order of additions
+/// and no accumulator changes its result.
+bool collective_moves_values(std::string_view type);
 
 enum class ProbeKind : std::uint8_t { Capture, Sync, Breakpoint, Integrity };
 std::string_view probe_kind_name(ProbeKind k);

@@ -66,6 +66,8 @@ bool is_collective_type(std::string_view t) {
   return t == "AllReduce" || t == "ReduceScatter" || t == "AllGather" || t == "Broadcast";
 }
 
+bool collective_moves_values(std::string_view t) { return t == "AllGather" || t == "Broadcast"; }
+
 std::string_view probe_kind_name(ProbeKind k) {
   switch (k) {
     case ProbeKind::Capture: return "capture";

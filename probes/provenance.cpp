@@ -349,7 +349,7 @@ struct Resolver {
     double top = 0, sum = 0;
     std::int64_t n = 0;
   };
-  static bool moves_values(const graph::Op& x) { return x.type == "AllGather" || x.type == "Broadcast"; }
+  static bool moves_values(const graph::Op& x) { return collective_moves_values(x.type); }
   std::optional<MemberInputs> member_inputs(std::size_t r, std::uint32_t s, std::uint32_t o) {
     const graph::Op& x = op(o);
     if (x.inputs.empty() || x.inputs[0].empty()) return std::nullopt;
